@@ -1,0 +1,52 @@
+"""Subcommands of ``arrowgate``, one module each, and what they share."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+EXIT_OK, EXIT_QUERY, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+EPILOG = """\
+exit codes: 0 ok, 1 query failed, 2 usage or configuration error
+
+The configuration is read from --config, else $ARROWGATE_CONFIG, else
+./arrowgate.toml; without any, one in-memory DuckDB engine named "duckdb".
+"""
+
+
+class UsageError(Exception):
+    """A mistake in the command line itself (exit 2)."""
+
+
+def formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def add_command(sub: Any, name: str, *, help: str, description: str,
+                examples: list[str]) -> argparse.ArgumentParser:
+    """Add one subcommand with the shared epilog and its examples."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, description=description, formatter_class=formatter,
+        epilog=EPILOG + "\nexample" + ("s" if len(examples) > 1 else "") + ":\n"
+        + "\n".join(f"  {e}" for e in examples),
+    )
+    return parser
+
+
+def open_gateway(args: argparse.Namespace) -> Gateway:
+    """The gateway for ``--config`` (or ``$ARROWGATE_CONFIG``, ``./arrowgate.toml``, default)."""
+    from gateway.config import find_config_path
+    from gateway.core import Gateway
+
+    return Gateway(find_config_path(args.config))
+
+
+def print_rows(header: list[str], rows: list[list[str]]) -> None:
+    """Print an aligned plain-text listing."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    for row in [header, *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

@@ -1,0 +1,109 @@
+"""``arrowgate query``: run one statement and print its answer."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import IO, Any
+
+from gateway.commands import EXIT_OK, UsageError, add_command, open_gateway
+from gateway.output import BINARY_FORMATS, FORMATS
+
+
+def register(sub: Any) -> None:
+    q = add_command(
+        sub, "query", help="run one SQL statement and print its answer",
+        description="Run one SQL statement on an engine and print the answer.",
+        examples=[
+            'arrowgate query "SELECT 42 AS answer"',
+            "arrowgate query --format csv -f report.sql > report.csv",
+            'echo "SELECT count(*) FROM trips" | arrowgate query --engine duck',
+            'arrowgate query --format parquet --output out.parquet "SELECT * FROM trips"',
+        ],
+    )
+    q.add_argument("sql", nargs="?", help="the SQL; read from -f FILE or stdin when absent")
+    q.add_argument("-f", "--file", metavar="FILE", help="read the SQL from FILE")
+    q.add_argument("-e", "--engine", metavar="NAME",
+                   help="the engine to run on (default: the config's default_engine)")
+    q.add_argument("--format", choices=FORMATS, default="table",
+                   help="output format (default: table)")
+    q.add_argument("-o", "--output", metavar="FILE", help="write the answer to FILE")
+    q.add_argument("--max-rows", type=int, default=40, metavar="N",
+                   help="rows the table format shows (0: all; default 40)")
+    q.add_argument("-p", "--param", action="append", default=None, metavar="VALUE",
+                   help="a positional parameter value for ? placeholders (repeatable)")
+    q.set_defaults(run=run)
+
+
+def read_sql(args: argparse.Namespace) -> str:
+    """The SQL from the argument, ``-f FILE`` or stdin."""
+    if args.sql is not None and args.file is not None:
+        raise UsageError("give the SQL either as an argument or with -f, not both")
+    if args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as fh:
+                sql = fh.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    elif args.sql is not None:
+        sql = args.sql
+    elif not sys.stdin.isatty():
+        sql = sys.stdin.read()
+    else:
+        raise UsageError("no SQL given: pass it as an argument, with -f FILE, or on stdin")
+    if not sql.strip():
+        raise UsageError("the SQL is empty")
+    return sql
+
+
+def run(args: argparse.Namespace) -> int:
+    from gateway.output import write
+
+    sql = read_sql(args)
+    if args.format in BINARY_FORMATS and args.output is None and sys.stdout.isatty():
+        raise UsageError(f"--format {args.format} writes binary data: use --output FILE "
+                         "or redirect stdout")
+    with open_gateway(args) as gw:
+        result = gw.execute(sql, engine=args.engine, parameters=args.param)
+        with Output(args.output) as out:
+            write(result.reader(), args.format, out, max_rows=args.max_rows)
+        if args.format == "table" or args.output is not None:
+            print(summary_line(result), file=sys.stderr)
+    return EXIT_OK
+
+
+def summary_line(result: Any) -> str:
+    """``3 rows from duck in 12.5 ms`` plus fallback and skipped-row notes."""
+    noun = "row" if result.rows == 1 else "rows"
+    line = f"{result.rows} {noun} from {result.engine} in {result.elapsed * 1000:.1f} ms"
+    if "fallback_reason" in result.notes:
+        line += f" (fallback: {result.notes['fallback_reason']})"
+    if result.notes.get("skipped_rows"):
+        line += f"; {result.notes['skipped_rows']} malformed rows skipped"
+    return line
+
+
+class Output:
+    """stdout's binary buffer, or a file opened for writing (removed if writing fails)."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.fh: IO[bytes] | None = None
+
+    def __enter__(self) -> IO[bytes]:
+        if self.path is None:
+            return sys.stdout.buffer
+        try:
+            self.fh = open(self.path, "wb")  # noqa: SIM115 - closed in __exit__
+        except OSError as exc:
+            raise UsageError(f"cannot write {self.path}: {exc.strerror}") from None
+        return self.fh
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            if exc_type is not None and self.path is not None:
+                os.unlink(self.path)
+        else:
+            sys.stdout.buffer.flush()

@@ -1,0 +1,301 @@
+"""Loading and checking ``arrowgate.toml``.
+
+The file is found at ``--config``, then ``$ARROWGATE_CONFIG``, then
+``./arrowgate.toml``; without any, the gateway runs an in-memory default with
+one DuckDB engine. A dict with the same structure as the file works too.
+
+Every mistake is a :class:`gateway.errors.ConfigError` that names the file,
+the dotted key, what was wrong and what is allowed. ``${VAR}`` in a string
+value is replaced from the environment (``$${`` writes a literal ``${``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gateway.engine import Engine, Option
+from gateway.errors import ConfigError
+from gateway.sources import SOURCE_OPTIONS, Source, infer_format
+
+DEFAULT_FILE = "arrowgate.toml"
+DEFAULT_ENGINE_NAME = "duckdb"
+TOP_LEVEL_KEYS = ("default_engine", "engines", "sources", "shadow")
+
+_ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass
+class EngineConfig:
+    """One ``[engines.NAME]`` section, checked against its engine type."""
+
+    name: str
+    type: str
+    options: dict[str, Any]
+    #: Keys whose values must never be printed.
+    secret_keys: frozenset[str] = frozenset()
+    #: Keys whose values came from ``${VAR}`` (treated as secret when printed
+    #: inside connection strings).
+    from_env: frozenset[str] = frozenset()
+
+    def printable_options(self) -> dict[str, Any]:
+        """The options with secrets masked, safe to show a user."""
+        return {
+            k: "***" if k in self.secret_keys else redact(v) for k, v in self.options.items()
+        }
+
+
+@dataclass
+class GatewayConfig:
+    """A checked configuration."""
+
+    path: str
+    engines: dict[str, EngineConfig]
+    sources: dict[str, Source]
+    default_engine: str
+    shadow: dict[str, Any] = field(default_factory=dict)
+    #: The folder relative paths are resolved against.
+    base_dir: Path = field(default_factory=Path.cwd)
+
+
+def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The configuration file to use, or None for the in-memory default.
+
+    Raises:
+        ConfigError: ``explicit`` or ``$ARROWGATE_CONFIG`` names a missing file.
+    """
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError("configuration file not found", path=str(path),
+                              hint="check the path given to --config")
+        return path
+    env = os.environ.get("ARROWGATE_CONFIG")
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise ConfigError("configuration file not found", path=str(path),
+                              hint="ARROWGATE_CONFIG names a file that does not exist")
+        return path
+    local = Path(DEFAULT_FILE)
+    return local if local.is_file() else None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path),
+                          hint="fix the syntax at the line shown") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc.strerror}", path=str(path)) from None
+
+
+def default_config() -> dict[str, Any]:
+    """The in-memory default: one DuckDB engine, no sources."""
+    return {"engines": {DEFAULT_ENGINE_NAME: {"type": "duckdb"}}}
+
+
+def load_config(
+    source: str | os.PathLike[str] | Mapping[str, Any] | None,
+    engine_types: Mapping[str, type[Engine]],
+) -> GatewayConfig:
+    """Read and check a configuration.
+
+    Args:
+        source: a path to a TOML file, a dict of the same structure, or None
+            for the in-memory default.
+        engine_types: the installed engine classes by type name.
+
+    Raises:
+        ConfigError: any mistake in the configuration.
+    """
+    if source is None:
+        return _check(default_config(), "<default>", Path.cwd(), engine_types)
+    if isinstance(source, Mapping):
+        return _check(dict(source), "<dict>", Path.cwd(), engine_types)
+    path = Path(source)
+    if not path.is_file():
+        raise ConfigError("configuration file not found", path=str(path))
+    return _check(read_toml(path), str(path), path.resolve().parent, engine_types)
+
+
+def _check(
+    raw: dict[str, Any], label: str, base: Path, engine_types: Mapping[str, type[Engine]]
+) -> GatewayConfig:
+    def fail(key: str, message: str, hint: str | None = None) -> ConfigError:
+        return ConfigError(message, path=label, key=key, hint=hint)
+
+    for key in raw:
+        if key not in TOP_LEVEL_KEYS:
+            raise fail(key, "unknown key", "allowed at the top level: " + ", ".join(TOP_LEVEL_KEYS))
+
+    engines_raw = raw.get("engines", {})
+    if not isinstance(engines_raw, Mapping):
+        raise fail("engines", "must be a table of [engines.NAME] sections")
+    if not engines_raw:
+        raise fail("engines", "no engine is declared",
+                   'add a section such as [engines.duck] with type = "duckdb"')
+
+    engines: dict[str, EngineConfig] = {}
+    for name, section in engines_raw.items():
+        engines[name] = _check_engine(name, section, fail, engine_types)
+
+    sources_raw = raw.get("sources", {})
+    if not isinstance(sources_raw, Mapping):
+        raise fail("sources", "must be a table of [sources.NAME] sections")
+    sources = {name: _check_source(name, sec, fail, base) for name, sec in sources_raw.items()}
+
+    default = raw.get("default_engine")
+    if default is None:
+        default = next(iter(engines))
+    elif not isinstance(default, str):
+        raise fail("default_engine", f"must be a string, not {_tname(default)}")
+    elif default not in engines:
+        raise fail("default_engine", f"names no declared engine: {default!r}",
+                   "declared engines: " + ", ".join(engines))
+
+    shadow = raw.get("shadow", {})
+    if not isinstance(shadow, Mapping):
+        raise fail("shadow", "must be a table")
+
+    return GatewayConfig(path=label, engines=engines, sources=sources, default_engine=default,
+                         shadow=dict(shadow), base_dir=base)
+
+
+def _check_engine(name: str, section: Any, fail: Any,
+                  engine_types: Mapping[str, type[Engine]]) -> EngineConfig:
+    prefix = f"engines.{name}"
+    if not _NAME.match(name):
+        raise fail(prefix, "an engine name must be letters, digits and underscores")
+    if not isinstance(section, Mapping):
+        raise fail(prefix, f"must be a table, not {_tname(section)}")
+    type_name = section.get("type")
+    if type_name is None:
+        raise fail(f"{prefix}.type", "missing",
+                   "installed engine types: " + ", ".join(sorted(engine_types)))
+    if type_name not in engine_types:
+        raise fail(f"{prefix}.type", f"unknown engine type {type_name!r}",
+                   "installed engine types: " + ", ".join(sorted(engine_types)))
+    cls = engine_types[type_name]
+    values = {k: v for k, v in section.items() if k != "type"}
+    options, from_env = _check_options(prefix, values, cls.options, fail)
+    secret = frozenset(k for k, opt in cls.options.items() if opt.secret)
+    return EngineConfig(name=name, type=type_name, options=options, secret_keys=secret,
+                        from_env=from_env)
+
+
+def _check_source(name: str, section: Any, fail: Any, base: Path) -> Source:
+    prefix = f"sources.{name}"
+    if not _NAME.match(name):
+        raise fail(prefix, "a source name must be letters, digits and underscores",
+                   "it becomes a table name in SQL")
+    if not isinstance(section, Mapping):
+        raise fail(prefix, f"must be a table with at least path = ..., not {_tname(section)}")
+    options, _ = _check_options(prefix, dict(section), SOURCE_OPTIONS, fail)
+    raw_path = os.path.expanduser(options.pop("path"))
+    path = os.path.normpath(raw_path if os.path.isabs(raw_path) else str(base / raw_path))
+    fmt = options.pop("format") or infer_format(path)
+    if fmt is None:
+        if Path(path).is_dir():
+            fmt = "csv"
+        else:
+            raise fail(f"{prefix}.format", f"cannot tell the format of {raw_path!r}",
+                       'set format = "csv" or "parquet"')
+    source = Source(name=name, path=path, format=fmt,
+                    options={k: v for k, v in options.items() if v is not None})
+    if not source.is_glob and not Path(path).exists():
+        raise fail(f"{prefix}.path", f"no such file or folder: {path}",
+                   "paths are relative to the configuration file's folder")
+    return source
+
+
+def _check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Option],
+                   fail: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    out: dict[str, Any] = {}
+    from_env: set[str] = set()
+    for key, value in values.items():
+        if key not in spec:
+            allowed = ", ".join(sorted(spec)) or "none"
+            raise fail(f"{prefix}.{key}", "unknown key", f"allowed: {allowed}")
+        opt = spec[key]
+        expanded = expand_env(value, f"{prefix}.{key}", fail)
+        if expanded is not value:
+            from_env.add(key)
+        value = expanded
+        if not _type_ok(value, opt.types):
+            raise fail(f"{prefix}.{key}",
+                       f"must be {opt.type_names()}, not {_tname(value)}", opt.help or None)
+        if opt.choices and value not in opt.choices:
+            raise fail(f"{prefix}.{key}", f"{value!r} is not allowed",
+                       "allowed: " + ", ".join(map(str, opt.choices)))
+        out[key] = value
+    for key, opt in spec.items():
+        if key not in out:
+            if opt.required:
+                raise fail(f"{prefix}.{key}", "missing", opt.help or None)
+            out[key] = opt.default
+    return out, frozenset(from_env)
+
+
+def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):
+        return bool in types
+    if isinstance(value, int) and float in types:
+        return True
+    return isinstance(value, types)
+
+
+def _tname(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            dict: "a table", list: "an array"}.get(type(value), type(value).__name__)
+
+
+def expand_env(value: Any, key: str, fail: Any) -> Any:
+    """Replace ``${VAR}`` in strings (recursively in tables and arrays)."""
+    if isinstance(value, str):
+        if "$" not in value:
+            return value
+
+        def sub(match: re.Match[str]) -> str:
+            if match.group(0) == "$${":
+                return "${"
+            var = match.group(1)
+            if var not in os.environ:
+                raise fail(key, f"environment variable {var} is not set",
+                           f"export {var}=... or write the value in the file")
+            return os.environ[var]
+
+        return _ENV_REF.sub(sub, value)
+    if isinstance(value, dict):
+        new = {k: expand_env(v, f"{key}.{k}", fail) for k, v in value.items()}
+        return value if all(new[k] is value[k] for k in value) else new
+    if isinstance(value, list):
+        items = [expand_env(v, f"{key}[{i}]", fail) for i, v in enumerate(value)]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+_SECRET_IN_STRING = re.compile(
+    r"(?i)\b(password|passwd|pwd|secret|token|api_key|access_key|secret_key)(\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s;&]+)"
+)
+_SECRET_IN_URL = re.compile(r"(://[^:/@\s]+:)([^@\s]+)(@)")
+
+
+def redact(value: Any) -> Any:
+    """Mask passwords inside connection strings and URLs (recursively)."""
+    if isinstance(value, str):
+        value = _SECRET_IN_STRING.sub(lambda m: f"{m.group(1)}{m.group(2)}***", value)
+        return _SECRET_IN_URL.sub(lambda m: f"{m.group(1)}***{m.group(3)}", value)
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value

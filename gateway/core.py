@@ -1,0 +1,189 @@
+"""The gateway: configuration, engines and the path every query takes."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+from gateway.config import EngineConfig, GatewayConfig, load_config
+from gateway.engine import CatalogColumn, Engine
+from gateway.errors import ConfigError, GatewayError, QueryError
+from gateway.events import QueryEvent
+from gateway.plugins import build_plugin_manager, engine_types
+from gateway.result import Result
+
+_query_ids = itertools.count(1)
+
+
+class Gateway:
+    """Routes SQL to configured engines and hands back Arrow.
+
+    Build one with :func:`gateway.connect`. Engines are started lazily, on
+    their first query, and closed with the gateway.
+    """
+
+    def __init__(
+        self,
+        config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        *,
+        plugins: Iterable[ModuleType | object] = (),
+    ):
+        self.pm = build_plugin_manager(plugins)
+        self.engine_types = engine_types(self.pm)
+        self.config: GatewayConfig = load_config(config, self.engine_types)
+        self._engines: dict[str, Engine] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- engines ---------------------------------------------------------
+    @property
+    def default_engine(self) -> str:
+        return self.config.default_engine
+
+    def engine_config(self, name: str | None = None) -> EngineConfig:
+        """The checked configuration of one engine.
+
+        Raises:
+            ConfigError: no engine has that name.
+        """
+        name = name or self.default_engine
+        try:
+            return self.config.engines[name]
+        except KeyError:
+            raise ConfigError(f"no engine named {name!r}", path=self.config.path,
+                              hint="configured engines: " + ", ".join(self.config.engines)) from None
+
+    def engine(self, name: str | None = None) -> Engine:
+        """The running engine called ``name`` (the default engine when None), started on demand."""
+        cfg = self.engine_config(name)
+        with self._lock:
+            if self._closed:
+                raise GatewayError("the gateway is closed")
+            engine = self._engines.get(cfg.name)
+            if engine is None:
+                cls = self.engine_types[cfg.type]
+                engine = cls(cfg.name, cfg.options, self.config.sources)
+                try:
+                    engine.connect()
+                except GatewayError:
+                    engine.close()
+                    raise
+                except Exception as exc:
+                    engine.close()
+                    raise QueryError(f"failed to start: {exc}", engine=cfg.name) from exc
+                self._engines[cfg.name] = engine
+            return engine
+
+    def catalog(self, engine: str | None = None) -> list[CatalogColumn]:
+        """The schemas, tables and columns one engine can query."""
+        return self.engine(engine).catalog()
+
+    # -- queries ---------------------------------------------------------
+    def execute(
+        self,
+        sql: str,
+        engine: str | None = None,
+        parameters: Sequence[Any] | None = None,
+    ) -> Result:
+        """Run one SQL statement on an engine and return its streaming answer.
+
+        Args:
+            sql: the statement.
+            engine: the engine's name; the configured default when None.
+            parameters: positional values for placeholders, or None.
+
+        Raises:
+            gateway.errors.GatewayError: any failure, translated by the engine.
+        """
+        eng = self.engine(engine)
+        cfg = self.config.engines[eng.name]
+        if parameters is not None and not eng.supports_parameters:
+            from gateway.errors import Unsupported
+
+            raise Unsupported("query parameters are not supported by this engine type "
+                              f"({cfg.type})", engine=eng.name,
+                              engines=self._engines_with("parameters"))
+        hook = self.pm.hook
+        rewritten = hook.arrowgate_rewrite_sql(sql=sql, engine=eng.name, engine_type=cfg.type)
+        run_sql = rewritten if isinstance(rewritten, str) else sql
+        event = QueryEvent(
+            query_id=next(_query_ids), sql=run_sql, engine=eng.name, engine_type=cfg.type,
+            parameters=list(parameters) if parameters is not None else None,
+            started=time.time(), original_sql=sql,
+        )
+        self._notify("arrowgate_query_started", event=event)
+        start = time.perf_counter()
+        try:
+            inner = eng.execute(run_sql, parameters)
+        except GatewayError as exc:
+            self._notify("arrowgate_query_failed", event=event, error=exc,
+                         elapsed=time.perf_counter() - start)
+            raise
+        except Exception as exc:
+            err = QueryError(str(exc), engine=eng.name)
+            self._notify("arrowgate_query_failed", event=event, error=err,
+                         elapsed=time.perf_counter() - start)
+            raise err from exc
+        answered_by = inner.notes.get("answered_by", eng.name)
+        return Result(
+            answered_by, inner, start,
+            on_finish=lambda rows, elapsed: self._notify(
+                "arrowgate_query_finished", event=event, rows=rows, elapsed=elapsed),
+            on_error=lambda error, elapsed: self._notify(
+                "arrowgate_query_failed", event=event, error=error, elapsed=elapsed),
+        )
+
+    def _engines_with(self, capability: str) -> tuple[str, ...]:
+        return tuple(name for name, cfg in self.config.engines.items()
+                     if capability in self.engine_types[cfg.type].capabilities())
+
+    def _notify(self, hook_name: str, **kwargs: Any) -> None:
+        try:
+            getattr(self.pm.hook, hook_name)(**kwargs)
+        except Exception as exc:
+            warnings.warn(f"a plugin's {hook_name} failed: {exc!r}", RuntimeWarning,
+                          stacklevel=3)
+
+    # -- lifecycle -------------------------------------------------------
+    def close(self) -> None:
+        """Close every engine that was started. Safe to call twice."""
+        with self._lock:
+            engines, self._engines = list(self._engines.values()), {}
+            self._closed = True
+        for engine in engines:
+            try:
+                engine.close()
+            except Exception as exc:
+                warnings.warn(f"closing engine {engine.name!r} failed: {exc!r}",
+                              RuntimeWarning, stacklevel=2)
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(
+    config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    *,
+    plugins: Iterable[ModuleType | object] = (),
+) -> Gateway:
+    """Open a gateway.
+
+    Args:
+        config: a path to ``arrowgate.toml``, a dict of the same structure, or
+            None for an in-memory default with one DuckDB engine.
+        plugins: extra plugin modules or objects to register beside the
+            entry-point plugins.
+
+    Raises:
+        gateway.errors.ConfigError: the configuration is wrong.
+    """
+    return Gateway(config, plugins=plugins)

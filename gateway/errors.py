@@ -1,0 +1,118 @@
+"""The errors arrowgate raises to its callers.
+
+Engines translate their driver's exceptions into these at the boundary, so a
+front end never sees a driver type. Every error carries the engine's name (when
+one is involved) and the engine's own message; ``str(err)`` reads as one line
+that says what went wrong and, where we know it, what to do.
+"""
+
+from __future__ import annotations
+
+
+class GatewayError(Exception):
+    """Base of every error arrowgate raises on purpose.
+
+    Attributes:
+        engine: the name of the engine involved, or None.
+        message: what went wrong, in the engine's or the gateway's words.
+        hint: what the user can do about it, or None.
+    """
+
+    #: Process exit code the CLI uses for this kind of error.
+    exit_code = 1
+    kind = "error"
+
+    def __init__(self, message: str, *, engine: str | None = None, hint: str | None = None):
+        self.message = message
+        self.engine = engine
+        self.hint = hint
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        prefix = f"[{self.engine}] " if self.engine else ""
+        suffix = f" ({self.hint})" if self.hint else ""
+        return f"{prefix}{self.message}{suffix}"
+
+
+class ConfigError(GatewayError):
+    """The configuration is wrong: a bad key, value, type or a missing file.
+
+    Attributes:
+        path: the configuration file (or ``<dict>``), or None.
+        key: the dotted key that is wrong (``engines.duck.settings.threads``), or None.
+    """
+
+    exit_code = 2
+    kind = "configuration"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        key: str | None = None,
+        engine: str | None = None,
+        hint: str | None = None,
+    ):
+        self.path = path
+        self.key = key
+        super().__init__(message, engine=engine, hint=hint)
+
+    def __str__(self) -> str:
+        where = ": ".join(p for p in (self.path, self.key) if p)
+        base = super().__str__()
+        return f"{where}: {base}" if where else base
+
+
+class EngineConnectionError(GatewayError):
+    """An engine could not connect to (or lost) what it queries."""
+
+    kind = "connection"
+
+
+class QueryError(GatewayError):
+    """The engine ran the query and it failed (syntax, catalog, runtime)."""
+
+    kind = "query"
+
+
+class Unsupported(GatewayError):
+    """The engine cannot run this construct; ``engines`` lists ones that can."""
+
+    kind = "unsupported"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        engine: str | None = None,
+        hint: str | None = None,
+        engines: tuple[str, ...] = (),
+    ):
+        self.engines = engines
+        if engines and hint is None:
+            hint = "engines that can run it: " + ", ".join(engines)
+        super().__init__(message, engine=engine, hint=hint)
+
+
+class Cancelled(GatewayError):
+    """The query was cancelled before it finished."""
+
+    kind = "cancelled"
+
+
+class QueryTimeout(GatewayError):
+    """The query ran longer than its time limit."""
+
+    kind = "timeout"
+
+
+__all__ = [
+    "Cancelled",
+    "ConfigError",
+    "EngineConnectionError",
+    "GatewayError",
+    "QueryError",
+    "QueryTimeout",
+    "Unsupported",
+]

@@ -1,0 +1,31 @@
+"""The values handed to the query-event hooks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class QueryEvent:
+    """One query as the gateway runs it.
+
+    Attributes:
+        query_id: unique within the process, for correlating events.
+        sql: the SQL as the engine receives it (after rewriting).
+        engine: the name of the engine that runs it.
+        engine_type: that engine's type name.
+        parameters: the bound parameter values, or None.
+        started: ``time.time()`` when the query was handed to the engine.
+        original_sql: the SQL as the caller wrote it (before rewriting).
+        tags: free-form facts later layers attach (``role = "shadow"``, ...).
+    """
+
+    query_id: int
+    sql: str
+    engine: str
+    engine_type: str
+    parameters: list[Any] | None
+    started: float
+    original_sql: str
+    tags: dict[str, Any] = field(default_factory=dict)

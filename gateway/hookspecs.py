@@ -1,0 +1,108 @@
+"""Every hook arrowgate calls. This module is the one place they are declared.
+
+A plugin is a module (or object) with functions decorated by
+``gateway.hookimpl`` whose names match these specs; pluggy checks the
+argument names. Plugins are found through the entry-point group
+``arrowgate``; the built-in engines register through the same group.
+``ARROWGATE_PLUGINS`` (a comma list of entry-point names) limits which load.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from gateway.engine import Engine
+    from gateway.errors import GatewayError
+    from gateway.events import QueryEvent
+
+hookspec = pluggy.HookspecMarker("arrowgate")
+
+
+@hookspec
+def arrowgate_engine_types() -> list[type[Engine]]:
+    """Register engine types.
+
+    Called once, when the gateway's plugin manager is built, on every plugin.
+
+    Returns:
+        A list of :class:`gateway.engine.Engine` subclasses, each with a
+        distinct ``type_name``. Importing the classes must not import their
+        drivers (``arrowgate engines`` lists them cheaply).
+
+    All answers are collected (not firstresult); two plugins registering the
+    same type name is a configuration error naming both.
+    """
+
+
+@hookspec
+def arrowgate_query_started(event: QueryEvent) -> None:
+    """Observe a query being handed to an engine.
+
+    Called just before ``Engine.execute``, after SQL rewriting.
+
+    Args:
+        event: the query (id, SQL, engine name and type, parameters, start time).
+
+    Returns nothing; all implementations are called. An exception raised here
+    is reported as a warning and does not stop the query.
+    """
+
+
+@hookspec
+def arrowgate_query_finished(event: QueryEvent, rows: int, elapsed: float) -> None:
+    """Observe a query whose answer was read to the end.
+
+    Called once the result stream is exhausted (or the result is closed
+    after reading), so ``rows`` and ``elapsed`` cover the whole answer.
+
+    Args:
+        event: the same object passed to ``arrowgate_query_started``.
+        rows: the number of rows the caller received.
+        elapsed: seconds from the start of execution to the last batch.
+
+    Returns nothing; all implementations are called.
+    """
+
+
+@hookspec
+def arrowgate_query_failed(event: QueryEvent, error: GatewayError, elapsed: float) -> None:
+    """Observe a query that failed (while starting or while streaming).
+
+    Args:
+        event: the same object passed to ``arrowgate_query_started``.
+        error: the :mod:`gateway.errors` exception the caller will receive.
+        elapsed: seconds from the start of execution to the failure.
+
+    Returns nothing; all implementations are called.
+    """
+
+
+@hookspec(firstresult=True)
+def arrowgate_rewrite_sql(sql: str, engine: str, engine_type: str) -> str | None:
+    """Rewrite SQL before it reaches an engine.
+
+    Called for every query, before ``arrowgate_query_started``.
+
+    Args:
+        sql: the SQL the caller gave.
+        engine: the target engine's name.
+        engine_type: the target engine's type name.
+
+    Returns:
+        The SQL to run instead, or None to leave it alone. firstresult: the
+        first plugin that returns a string wins (plugins registered later are
+        called first).
+    """
+
+
+def _hook_names() -> list[str]:
+    return [name for name, obj in globals().items()
+            if name.startswith("arrowgate_") and callable(obj)]
+
+
+HOOK_NAMES: list[str] = _hook_names()
+
+__all__: list[Any] = ["HOOK_NAMES", "hookspec"]

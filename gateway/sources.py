@@ -1,0 +1,80 @@
+"""Named data sources: files, globs and folders declared once in the config.
+
+A source is mounted into every engine that can read it, under its name, so
+the same SQL text (``SELECT ... FROM trips``) runs on every engine.
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gateway.engine import Option
+
+FORMATS = ("csv", "parquet")
+
+#: The keys a ``[sources.NAME]`` section accepts.
+SOURCE_OPTIONS: dict[str, Option] = {
+    "path": Option((str,), required=True, help="a file, a glob (data/*.csv) or a folder"),
+    "format": Option((str,), choices=FORMATS, help="csv or parquet; default from the extension"),
+    "delimiter": Option((str,), help="CSV field delimiter; sniffed when absent"),
+    "quote": Option((str,), help="CSV quote character"),
+    "escape": Option((str,), help="CSV escape character"),
+    "header": Option((bool,), help="whether the first CSV line names the columns"),
+    "null": Option((str, list), help="string(s) read as NULL"),
+    "columns": Option((dict,), help="column name -> SQL type, overriding sniffed types"),
+    "timestamp_format": Option((str,), help="strftime format of timestamp columns"),
+    "encoding": Option((str,), choices=("utf-8",), help="text encoding (utf-8, BOM allowed)"),
+    "on_error": Option((str,), choices=("error", "skip"), default="error",
+                       help="what to do with a malformed row"),
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One named data source.
+
+    Attributes:
+        name: the table name it is mounted under.
+        path: the absolute path as written (a file, a glob or a folder).
+        format: ``csv`` or ``parquet``.
+        options: the remaining keys of the section (delimiter, header, ...).
+    """
+
+    name: str
+    path: str
+    format: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_glob(self) -> bool:
+        return any(ch in self.path for ch in "*?[")
+
+    @property
+    def is_folder(self) -> bool:
+        return Path(self.path).is_dir()
+
+    def scan_pattern(self) -> str:
+        """The path an engine should scan: a folder becomes ``folder/*.<format>``."""
+        if self.is_folder:
+            return str(Path(self.path) / f"*.{self.format}")
+        return self.path
+
+    def files(self) -> list[str]:
+        """The files this source currently covers, sorted."""
+        pattern = self.scan_pattern()
+        if any(ch in pattern for ch in "*?["):
+            return sorted(globmod.glob(pattern, recursive=True))
+        return [pattern] if Path(pattern).is_file() else []
+
+
+def infer_format(path: str) -> str | None:
+    """``csv`` or ``parquet`` from a path's extension (``.csv.gz`` counts as csv)."""
+    lower = path.lower()
+    for suffix, fmt in ((".parquet", "parquet"), (".pq", "parquet"), (".csv", "csv"),
+                        (".tsv", "csv"), (".csv.gz", "csv"), (".txt", "csv")):
+        if lower.endswith(suffix):
+            return fmt
+    return None

@@ -1,0 +1,16 @@
+"""The ``duckdb`` engine plugin: the installed DuckDB, in process.
+
+This module is the entry point (group ``arrowgate``, name ``duckdb``); it
+stays light so that listing engine types does not import DuckDB.
+"""
+
+from __future__ import annotations
+
+from gateway import hookimpl
+
+
+@hookimpl
+def arrowgate_engine_types() -> list[type]:
+    from gateway_duckdb.engine import DuckDBEngine
+
+    return [DuckDBEngine]

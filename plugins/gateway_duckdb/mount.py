@@ -1,0 +1,65 @@
+"""DuckDB SQL for mounting the config's sources as views, shared by every DuckDB-based engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.sources import Source
+
+#: The in-memory catalog that holds the source views, so they never land in a
+#: user's database file and work on read-only databases.
+SOURCES_CATALOG = "_arrowgate"
+
+_CSV_OPTION_NAMES = {
+    "delimiter": "delim",
+    "quote": "quote",
+    "escape": "escape",
+    "header": "header",
+    "null": "nullstr",
+    "timestamp_format": "timestampformat",
+    "columns": "columns",
+}
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(value: Any) -> str:
+    """A DuckDB SQL literal for a config value (string, number, boolean, list, table)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot write {type(value).__name__} as a DuckDB literal")
+
+
+def scan_expression(source: Source) -> str:
+    """``read_csv(...)`` or ``read_parquet(...)`` over a source, with its options."""
+    pattern = literal(source.scan_pattern())
+    if source.format == "parquet":
+        return f"read_parquet({pattern})"
+    args = [pattern]
+    for key, duck_key in _CSV_OPTION_NAMES.items():
+        if key in source.options:
+            args.append(f"{duck_key} = {literal(source.options[key])}")
+    if source.options.get("on_error") == "skip":
+        args.append("ignore_errors = true")
+    return f"read_csv({', '.join(args)})"
+
+
+def mount_statements(sources: dict[str, Source]) -> list[str]:
+    """The statements that attach the sources catalog and create one view per source."""
+    stmts = [f"ATTACH IF NOT EXISTS ':memory:' AS {SOURCES_CATALOG}"]
+    for name, source in sources.items():
+        stmts.append(
+            f"CREATE OR REPLACE VIEW {SOURCES_CATALOG}.main.{quote_ident(name)} AS "
+            f"SELECT * FROM {scan_expression(source)}"
+        )
+    return stmts
