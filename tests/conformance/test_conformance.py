@@ -1,0 +1,74 @@
+"""Every engine answers the corpus like the DuckDB reference (compared by the shadow comparator)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import gateway
+from gateway.compare import compare_tables
+from tests.conformance.corpus import all_cases
+
+CASES = all_cases()
+
+
+def reference_answer(reference: gateway.Gateway, cache: dict[str, Any], sql: str) -> pa.Table:
+    if sql not in cache:
+        cache[sql] = reference.execute(sql).to_arrow()
+    return cache[sql]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_query(case, engine_under_test, reference, reference_answers, request):
+    eut, gw = engine_under_test
+    gap = eut.gaps.get(case.name)
+    if gap is not None:
+        request.applymarker(pytest.mark.xfail(reason=f"{gap.kind}: {gap.reason}",
+                                              raises=gap.raises, strict=True))
+    expected = reference_answer(reference, reference_answers, case.sql)
+    got = gw.execute(case.sql).to_arrow()
+    verdict = compare_tables(got, expected, sql=case.sql)
+    assert verdict.category == "match", f"{case.file}:{case.name}: {verdict.message}"
+
+
+def test_result_schema_known_before_rows(engine_under_test):
+    eut, gw = engine_under_test
+    result = gw.execute("SELECT trip_id, cab_type FROM trips")
+    assert result.schema.names == ["trip_id", "cab_type"]
+    assert result.rows == 0
+    batches = list(result.reader())
+    assert sum(b.num_rows for b in batches) == result.rows == 400
+
+
+def test_catalog_lists_sources(engine_under_test):
+    eut, gw = engine_under_test
+    engine = gw.engine(eut.name)
+    if not engine.supports_catalog:
+        with pytest.raises(gateway.Unsupported):
+            engine.catalog()
+        return
+    columns = {(c.table, c.column): c for c in engine.catalog()}
+    assert ("trips", "trip_id") in columns
+    assert ("zones", "borough") in columns
+    assert pa.types.is_string(columns[("zones", "borough")].type)
+
+
+def test_parameters(engine_under_test):
+    eut, gw = engine_under_test
+    engine = gw.engine(eut.name)
+    sql = "SELECT count(*) AS n FROM trips WHERE cab_type = ?"
+    if not engine.supports_parameters:
+        with pytest.raises(gateway.Unsupported):
+            gw.execute(sql, parameters=["green"])
+        return
+    assert gw.execute(sql, parameters=["green"]).to_arrow().column(0)[0].as_py() == 113
+
+
+def test_query_error_is_translated(engine_under_test):
+    eut, gw = engine_under_test
+    with pytest.raises(gateway.GatewayError) as info:
+        gw.execute("SELECT no_such_column FROM trips").to_arrow()
+    assert info.value.engine == eut.name
+    assert "no_such_column" in str(info.value)
