@@ -37,7 +37,7 @@ def install() -> None:
                                      if (ROOT / p).exists())).hexdigest()
     if STAMP.exists() and STAMP.read_text() == digest:
         return
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py runs on any python3
         sys.exit(f"arrowgate needs Python 3.11 or newer; this is {sys.version.split()[0]}")
     if not PY.exists():
         print(f"creating {VENV}", flush=True)

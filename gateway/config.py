@@ -234,7 +234,8 @@ def _check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Op
             raise fail(f"{prefix}.{key}",
                        f"must be {opt.type_names()}, not {_tname(value)}", opt.help or None)
         if opt.choices and value not in opt.choices:
-            raise fail(f"{prefix}.{key}", f"{value!r} is not allowed",
+            shown = "the value" if opt.secret else repr(value)
+            raise fail(f"{prefix}.{key}", f"{shown} is not allowed",
                        "allowed: " + ", ".join(map(str, opt.choices)))
         out[key] = value
     for key, opt in spec.items():

@@ -71,6 +71,9 @@ def arrowgate_query_finished(event: QueryEvent, rows: int, elapsed: float) -> No
 def arrowgate_query_failed(event: QueryEvent, error: GatewayError, elapsed: float) -> None:
     """Observe a query that failed (while starting or while streaming).
 
+    Called once per failed query, when ``Engine.execute`` raises or when
+    reading its stream raises, before the error reaches the caller.
+
     Args:
         event: the same object passed to ``arrowgate_query_started``.
         error: the :mod:`gateway.errors` exception the caller will receive.

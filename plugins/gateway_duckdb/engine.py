@@ -146,8 +146,7 @@ class DuckDBEngine(Engine):
 
     def _stream(self, reader: pa.RecordBatchReader, cur: Any) -> Iterator[pa.RecordBatch]:
         try:
-            for batch in reader:
-                yield batch
+            yield from reader
         except Exception as exc:
             raise translate(exc, self.name) from None
         finally:

@@ -56,7 +56,7 @@ def scan_expression(source: Source) -> str:
 
 def mount_statements(sources: dict[str, Source]) -> list[str]:
     """The statements that attach the sources catalog and create one view per source."""
-    stmts = [f"ATTACH IF NOT EXISTS ':memory:' AS {SOURCES_CATALOG}"]
+    stmts = [f"ATTACH IF NOT EXISTS ':memory:' AS {SOURCES_CATALOG} (READ_WRITE)"]
     for name, source in sources.items():
         stmts.append(
             f"CREATE OR REPLACE VIEW {SOURCES_CATALOG}.main.{quote_ident(name)} AS "

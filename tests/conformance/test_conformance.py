@@ -34,7 +34,7 @@ def test_query(case, engine_under_test, reference, reference_answers, request):
 
 
 def test_result_schema_known_before_rows(engine_under_test):
-    eut, gw = engine_under_test
+    _, gw = engine_under_test
     result = gw.execute("SELECT trip_id, cab_type FROM trips")
     assert result.schema.names == ["trip_id", "cab_type"]
     assert result.rows == 0

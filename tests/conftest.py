@@ -1,0 +1,57 @@
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "examples" / "data"
+QUICKSTART = ROOT / "examples" / "quickstart" / "arrowgate.toml"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> Iterator[None]:
+    """No user config or plugin filter leaks into a test."""
+    monkeypatch.delenv("ARROWGATE_CONFIG", raising=False)
+    monkeypatch.delenv("ARROWGATE_PLUGINS", raising=False)
+    yield
+
+
+@dataclass
+class CliRun:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsysbinary, monkeypatch, tmp_path):
+    """Run ``arrowgate ARGS...`` in process, from an empty folder; returns code, stdout, stderr."""
+    from gateway.cli import main
+
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> CliRun:
+        code = main(list(args))
+        captured = capsysbinary.readouterr()
+        return CliRun(code, captured.out.decode(), captured.err.decode())
+
+    return run
+
+
+def run_arrowgate(*args: str, input: str | None = None, cwd: Path | None = None,
+                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``arrowgate`` command in a process of its own."""
+    full_env = {k: v for k, v in os.environ.items()
+                if k not in ("ARROWGATE_CONFIG", "ARROWGATE_PLUGINS")}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], input=input,
+                          capture_output=True, text=True, cwd=cwd or ROOT, env=full_env,
+                          timeout=120)

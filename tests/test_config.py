@@ -1,0 +1,129 @@
+"""Configuration: every kind of mistake names the file, the key, the reason, and exits 2."""
+
+from __future__ import annotations
+
+import pytest
+
+import gateway
+from gateway.config import EngineConfig, redact
+from tests.conftest import DATA
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "arrowgate.toml"
+    path.write_text(text)
+    return path
+
+
+MISTAKES = {
+    "unknown_top_level_key": (
+        '[engines.d]\ntype = "duckdb"\n[engnes.x]\ntype = "duckdb"\n',
+        "engnes", "unknown key", "allowed at the top level"),
+    "unknown_engine_key": (
+        '[engines.d]\ntype = "duckdb"\nthreads = 2\n',
+        "engines.d.threads", "unknown key", "allowed: database, read_only, settings"),
+    "unknown_engine_type": (
+        '[engines.d]\ntype = "oracle"\n',
+        "engines.d.type", "unknown engine type 'oracle'", "installed engine types: duckdb"),
+    "missing_engine_type": (
+        '[engines.d]\nread_only = true\n',
+        "engines.d.type", "missing", "installed engine types"),
+    "wrong_value_type": (
+        '[engines.d]\ntype = "duckdb"\nread_only = "yes"\n',
+        "engines.d.read_only", "must be boolean, not a string", "read-only"),
+    "missing_source_file": (
+        '[engines.d]\ntype = "duckdb"\n[sources.t]\npath = "no/such.csv"\n',
+        "sources.t.path", "no such file or folder", "relative to the configuration file"),
+    "source_without_path": (
+        '[engines.d]\ntype = "duckdb"\n[sources.t]\nformat = "csv"\n',
+        "sources.t.path", "missing", "a file, a glob"),
+    "bad_source_format": (
+        f'[engines.d]\ntype = "duckdb"\n[sources.t]\npath = "{DATA}/trips.csv"\nformat = "xlsx"\n',
+        "sources.t.format", "'xlsx' is not allowed", "allowed: csv, parquet"),
+    "default_engine_unknown": (
+        'default_engine = "x"\n[engines.d]\ntype = "duckdb"\n',
+        "default_engine", "names no declared engine", "declared engines: d"),
+    "no_engines": ("", "engines", "no engine is declared", 'type = "duckdb"'),
+    "missing_env_var": (
+        '[engines.d]\ntype = "duckdb"\ndatabase = "${ARROWGATE_TEST_UNSET_VAR}"\n',
+        "engines.d.database", "ARROWGATE_TEST_UNSET_VAR is not set", "export"),
+    "invalid_toml": ('[engines.d\ntype = "duckdb"\n', None, "not valid TOML", "line"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISTAKES))
+def test_mistake_is_named_with_file_key_and_reason(name, tmp_path, cli):
+    text, key, reason, allowed = MISTAKES[name]
+    path = write(tmp_path, text)
+    with pytest.raises(gateway.ConfigError) as info:
+        gateway.connect(path)
+    message = str(info.value)
+    assert str(path) in message
+    if key is not None:
+        assert f": {key}: " in message
+    assert reason in message
+    assert allowed in message
+    run = cli("--config", str(path), "query", "SELECT 1")
+    assert run.code == 2
+    assert "configuration error" in run.err and reason in run.err
+
+
+def test_missing_config_file_exits_2(cli, tmp_path):
+    run = cli("--config", str(tmp_path / "absent.toml"), "engines")
+    assert run.code == 2
+    assert "configuration file not found" in run.err
+
+
+def test_unknown_duckdb_setting_names_it(cli, tmp_path):
+    path = write(tmp_path, '[engines.d]\ntype = "duckdb"\nsettings = { no_such_setting = 1 }\n')
+    run = cli("--config", str(path), "query", "SELECT 1")
+    assert run.code == 2
+    assert "engines.d.settings.no_such_setting" in run.err
+    assert "unrecognized configuration parameter" in run.err
+
+
+def test_dict_config_and_env_expansion(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRIPS_FILE", str(DATA / "trips.csv"))
+    config = {"engines": {"d": {"type": "duckdb"}}, "sources": {"trips": {"path": "${TRIPS_FILE}"}}}
+    with gateway.connect(config) as gw:
+        assert gw.execute("SELECT count(*) AS n FROM trips").to_arrow()["n"][0].as_py() == 400
+
+
+def test_dollar_escape_is_literal(tmp_path):
+    path = write(tmp_path, '[engines.d]\ntype = "duckdb"\ndatabase = "$${not_a_var}.db"\n')
+    with gateway.connect(path) as gw:
+        assert gw.engine_config("d").options["database"] == "${not_a_var}.db"
+
+
+def test_relative_source_paths_resolve_against_the_config_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "t.csv").write_text("a,b\n1,2\n")
+    path = write(tmp_path, '[engines.d]\ntype = "duckdb"\n[sources.t]\npath = "sub/t.csv"\n')
+    with gateway.connect(path) as gw:
+        assert gw.execute("SELECT a + b AS s FROM t").to_arrow()["s"][0].as_py() == 3
+
+
+def test_source_folder_and_glob(tmp_path):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"p{i}.csv").write_text(f"x\n{i}\n")
+    config = {"engines": {"d": {"type": "duckdb"}},
+              "sources": {"folder": {"path": str(folder)},
+                          "pattern": {"path": str(folder / "p[01].csv")}}}
+    with gateway.connect(config) as gw:
+        assert gw.execute("SELECT sum(x) AS s FROM folder").to_arrow()["s"][0].as_py() == 3
+        assert gw.execute("SELECT sum(x) AS s FROM pattern").to_arrow()["s"][0].as_py() == 1
+
+
+def test_secrets_are_masked_when_printed():
+    cfg = EngineConfig(
+        name="pg", type="x",
+        options={"password": "hunter2", "dsn": "host=db user=me password=hunter2 port=5432",
+                 "url": "postgresql://me:hunter2@db/x", "threads": 4},
+        secret_keys=frozenset({"password"}),
+    )
+    shown = str(cfg.printable_options())
+    assert "hunter2" not in shown
+    assert "host=db" in shown and "port=5432" in shown and "postgresql://me:***@db/x" in shown
+    assert redact("Server=x;PWD=s3cret;Database=y") == "Server=x;PWD=***;Database=y"

@@ -1,0 +1,120 @@
+"""Every hook in gateway/hookspecs.py: documented, and tested by a test named after it."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import gateway
+from gateway import hookspecs
+from gateway.engine import Engine, EngineResult
+
+TESTS = Path(__file__).parent
+
+
+@pytest.mark.parametrize("name", hookspecs.HOOK_NAMES)
+def test_hook_is_documented(name):
+    doc = inspect.getdoc(getattr(hookspecs, name)) or ""
+    assert "Called" in doc, f"{name}: say when it is called"
+    assert "Returns" in doc or "Return" in doc, f"{name}: say what it returns"
+    spec_opts = getattr(getattr(hookspecs, name), "arrowgate_spec")
+    if spec_opts.get("firstresult"):
+        assert "firstresult" in doc, f"{name}: say that the first answer wins"
+    else:
+        assert "all" in doc.lower(), f"{name}: say that all answers are collected"
+    for param in inspect.signature(getattr(hookspecs, name)).parameters:
+        assert param in doc, f"{name}: document the argument {param!r}"
+
+
+@pytest.mark.parametrize("name", hookspecs.HOOK_NAMES)
+def test_hook_has_a_test_named_after_it(name):
+    pattern = re.compile(rf"^def test_{name}\b", re.MULTILINE)
+    assert any(pattern.search(p.read_text()) for p in TESTS.rglob("test_*.py")), (
+        f"no test named test_{name}")
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+
+    @gateway.hookimpl
+    def arrowgate_query_started(self, event):
+        self.events.append(("started", event.engine, event.sql))
+
+    @gateway.hookimpl
+    def arrowgate_query_finished(self, event, rows, elapsed):
+        self.events.append(("finished", event.engine, rows, elapsed >= 0))
+
+    @gateway.hookimpl
+    def arrowgate_query_failed(self, event, error, elapsed):
+        self.events.append(("failed", event.engine, type(error).__name__, error.engine))
+
+
+def test_arrowgate_query_started():
+    rec = Recorder()
+    with gateway.connect(plugins=[rec]) as gw:
+        result = gw.execute("SELECT 1 AS x")
+        assert rec.events == [("started", "duckdb", "SELECT 1 AS x")]
+        result.to_arrow()
+
+
+def test_arrowgate_query_finished():
+    rec = Recorder()
+    with gateway.connect(plugins=[rec]) as gw:
+        result = gw.execute("SELECT * FROM range(300000)")
+        assert not any(e[0] == "finished" for e in rec.events)  # not until the stream ends
+        assert result.to_arrow().num_rows == 300000
+    assert rec.events[-1] == ("finished", "duckdb", 300000, True)
+
+
+def test_arrowgate_query_failed():
+    rec = Recorder()
+    with gateway.connect(plugins=[rec]) as gw:
+        with pytest.raises(gateway.QueryError):
+            gw.execute("SELECT * FROM nowhere")
+        # a failure while streaming is reported too
+        with pytest.raises(gateway.QueryError):
+            gw.execute("SELECT CAST('x' || range AS INTEGER) FROM range(10)").to_arrow()
+    failed = [e for e in rec.events if e[0] == "failed"]
+    assert failed == [("failed", "duckdb", "QueryError", "duckdb")] * 2
+
+
+def test_arrowgate_rewrite_sql():
+    class Rewriter:
+        @gateway.hookimpl
+        def arrowgate_rewrite_sql(self, sql, engine, engine_type):
+            if engine_type == "duckdb":
+                return sql.replace("NOW_ANSWER", "42")
+            return None
+
+    rec = Recorder()
+    with gateway.connect(plugins=[Rewriter(), rec]) as gw:
+        table = gw.execute("SELECT NOW_ANSWER AS answer").to_arrow()
+    assert table.to_pylist() == [{"answer": 42}]
+    assert rec.events[0] == ("started", "duckdb", "SELECT 42 AS answer")
+
+
+def test_arrowgate_engine_types():
+    class EchoEngine(Engine):
+        """Answers every query with the SQL text itself."""
+
+        type_name = "echo"
+
+        def execute(self, sql, parameters=None):
+            import pyarrow as pa
+
+            table = pa.table({"sql": [sql]})
+            return EngineResult(pa.RecordBatchReader.from_batches(table.schema,
+                                                                  table.to_batches()))
+
+    class Registers:
+        @gateway.hookimpl
+        def arrowgate_engine_types(self):
+            return [EchoEngine]
+
+    with gateway.connect({"engines": {"e": {"type": "echo"}}}, plugins=[Registers()]) as gw:
+        assert gw.execute("hello").to_arrow().to_pylist() == [{"sql": "hello"}]
+        assert "echo" in gw.engine_types and "duckdb" in gw.engine_types
