@@ -122,9 +122,9 @@ def test_config_from_flag_env_and_working_directory(cli, monkeypatch, tmp_path):
 
 
 def test_engines_lists_without_importing_the_driver():
-    code = ("import sys; from gateway.cli import main; rc = main(['--config', %r, 'engines']); "
-            "print('DRIVER-IMPORTED' if 'duckdb' in sys.modules else 'driver-not-imported')"
-            % str(QUICKSTART))
+    code = (f"import sys; from gateway.cli import main; main(['--config', {str(QUICKSTART)!r}, "
+            "'engines']); "
+            "print('DRIVER-IMPORTED' if 'duckdb' in sys.modules else 'driver-not-imported')")
     import subprocess
     import sys
 

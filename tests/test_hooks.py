@@ -20,7 +20,7 @@ def test_hook_is_documented(name):
     doc = inspect.getdoc(getattr(hookspecs, name)) or ""
     assert "Called" in doc, f"{name}: say when it is called"
     assert "Returns" in doc or "Return" in doc, f"{name}: say what it returns"
-    spec_opts = getattr(getattr(hookspecs, name), "arrowgate_spec")
+    spec_opts = getattr(hookspecs, name).arrowgate_spec
     if spec_opts.get("firstresult"):
         assert "firstresult" in doc, f"{name}: say that the first answer wins"
     else:
