@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data"
 QUICKSTART = ROOT / "examples" / "quickstart" / "arrowgate.toml"
 
+#: The throwaway PostgreSQL cluster (the ``postgres`` fixture) for any test that needs one.
+pytest_plugins = ["tests.pg"]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> Iterator[None]:
