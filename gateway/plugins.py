@@ -70,7 +70,13 @@ def engine_types(pm: pluggy.PluginManager) -> dict[str, type[Engine]]:
             returns something that is not an Engine subclass.
     """
     types: dict[str, type[Engine]] = {}
-    for answer in pm.hook.arrowgate_engine_types():
+    for impl in reversed(pm.hook.arrowgate_engine_types.get_hookimpls()):
+        try:
+            answer = impl.function()
+        except Exception as exc:
+            raise ConfigError(f"plugin {impl.plugin_name!r} failed to register its engine types: "
+                              f"{type(exc).__name__}: {exc}",
+                              hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
         for cls in answer or ():
             if not (isinstance(cls, type) and issubclass(cls, Engine) and cls.type_name):
                 raise ConfigError(f"a plugin registered {cls!r}, which is not an Engine "

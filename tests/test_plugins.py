@@ -70,3 +70,15 @@ def test_a_plugin_returning_a_non_engine():
 
     with pytest.raises(gateway.ConfigError, match="not an Engine subclass"):
         gateway.connect(plugins=[Wrong()])
+
+
+def test_a_plugin_that_fails_while_registering_is_named(cli):
+    class Broken:
+        @gateway.hookimpl
+        def arrowgate_engine_types(self):
+            raise ImportError("No module named 'missing_driver'")
+
+    with pytest.raises(gateway.ConfigError) as info:
+        gateway.connect(plugins=[Broken()])
+    assert "failed to register its engine types" in str(info.value)
+    assert "missing_driver" in str(info.value)
