@@ -526,7 +526,35 @@ class _Rows:
     def _judge(self, con: Any) -> Verdict:
         n_p, n_r = self.p.num_rows, self.r.num_rows
         if n_p == 0 and n_r == 0:
-            return self._order_or_match(con)
+            return self._order_or_match()
+        row_hash = f"hash({', '.join(self.cols)})"
+        exact = self.opts.nan_equals_nan and self.opts.signed_zero_equal
+        if exact and n_p == n_r:
+            # Equal multisets have equal sums of row hashes: one parallel scan per side.
+            fp = "SELECT sum({h}::HUGEINT) FROM {t}"
+            same = con.execute(f"SELECT ({fp.format(h=row_hash, t='p_in')}) = "
+                               f"({fp.format(h=row_hash, t='r_in')})").fetchall()[0][0]
+            if same:
+                return self._order_or_match()
+        if not exact:
+            # DuckDB hashes -0.0 like 0.0 and every NaN alike: pair all rows instead.
+            con.execute("CREATE VIEW p_d AS SELECT * FROM p_in")
+            con.execute("CREATE VIEW r_d AS SELECT * FROM r_in")
+            return self._pair(con)
+        # Rows whose exact copies appear equally often on both sides cancel; only the rest
+        # (usually few) are paired on their keys below.
+        con.execute(
+            f"CREATE TEMP TABLE dh AS SELECT h FROM "
+            f"(SELECT {row_hash} AS h, count(*) AS n FROM p_in GROUP BY h) p FULL OUTER JOIN "
+            f"(SELECT {row_hash} AS h, count(*) AS n FROM r_in GROUP BY h) r USING (h) "
+            f"WHERE p.n IS DISTINCT FROM r.n")
+        for side in ("p", "r"):
+            con.execute(f"CREATE TEMP TABLE {side}_d AS SELECT * FROM {side}_in "
+                        f"WHERE {row_hash} IN (SELECT h FROM dh)")
+        return self._pair(con)
+
+    def _pair(self, con: Any) -> Verdict:
+        n_p, n_r = self.p.num_rows, self.r.num_rows
         keys, vals = self.keys, self.values
         part = f"PARTITION BY {', '.join(keys)} " if keys else ""
         order = ", ".join(f"{c} NULLS FIRST" for c in (vals or keys)) or "1"
@@ -538,15 +566,15 @@ class _Rows:
                            + ["p.rn__ IS NOT NULL AS in_p", "r.rn__ IS NOT NULL AS in_r"]
                            + [f"NOT {self._same(c, 'p', 'r')} AS ne_{c}" for c in vals])
         con.execute(
-            f"CREATE TEMP TABLE d AS WITH p AS ({numbered.format(part=part, order=order, src='p_in')}),"
-            f" r AS ({numbered.format(part=part, order=order, src='r_in')}) "
+            f"CREATE TEMP TABLE d AS WITH p AS ({numbered.format(part=part, order=order, src='p_d')}),"
+            f" r AS ({numbered.format(part=part, order=order, src='r_d')}) "
             f"SELECT {select} FROM p FULL OUTER JOIN r ON {on} "
             f"WHERE p.rn__ IS NULL OR r.rn__ IS NULL OR {differs}")
         extra, missing, changed = con.execute(
             "SELECT count(*) FILTER (WHERE NOT in_r), count(*) FILTER (WHERE NOT in_p), "
             "count(*) FILTER (WHERE in_p AND in_r) FROM d").fetchall()[0]
         if not (extra or missing or changed):
-            return self._order_or_match(con)
+            return self._order_or_match()
         self.evidence.update(missing_count=missing, extra_count=extra, changed_count=changed)
         n = self.opts.sample_size
         if missing:
@@ -611,7 +639,7 @@ class _Rows:
                             "reference": rrow[col]})
         return out[:n]
 
-    def _order_or_match(self, con: Any) -> Verdict:
+    def _order_or_match(self) -> Verdict:
         n = self.p.num_rows
         shape = self.shape
         if not shape.order:
@@ -632,31 +660,47 @@ class _Rows:
                                "are not in the answer)", self.evidence)
         if n < 2:
             return Verdict("match", f"{n} rows agree", self.evidence)
-        # positions come from Arrow, not row_number() OVER (), which a parallel scan may reorder
-        con.register("po", _numbered(self.p))
-        con.register("ro", _numbered(self.r))
-        differs = " OR ".join(f"NOT {self._same(c, 'p', 'r')}" for c in checked)
-        first = con.execute(f"SELECT min(p.i__) FROM po p JOIN ro r USING (i__) WHERE {differs}"
-                            ).fetchall()[0][0]
-        if first is None:
+        pos = self._first_position_differing(checked)
+        if pos is None:
             return Verdict("match", f"{n} rows agree, in the order the ORDER BY requires",
                            self.evidence)
-        pos = int(first)
-        cols = ", ".join(self.cols)
-        lo = max(pos - 1, 1)
-        window = f"BETWEEN {lo} AND {pos + 1}"
-        prow = con.execute(f"SELECT {cols} FROM po WHERE i__ {window} ORDER BY i__").fetchall()
-        rrow = con.execute(f"SELECT {cols} FROM ro WHERE i__ {window} ORDER BY i__").fetchall()
+        lo, hi = max(pos - 1, 0), min(pos + 2, n)
         self.evidence.update(
-            first_out_of_order=pos,
-            primary_rows_around=[self._row(v) for v in prow],
-            reference_rows_around=[self._row(v) for v in rrow],
+            first_out_of_order=pos + 1,
+            primary_rows_around=[self._row(r) for r in self.p.slice(lo, hi - lo).to_pylist()],
+            reference_rows_around=[self._row(r) for r in self.r.slice(lo, hi - lo).to_pylist()],
         )
-        return Verdict("order", f"same rows, but row {pos} is out of order for ORDER BY "
+        return Verdict("order", f"same rows, but row {pos + 1} is out of order for ORDER BY "
                        f"{', '.join(t.text for t in shape.order) or '(all columns)'}", self.evidence)
 
-    def _row(self, values: tuple[Any, ...]) -> dict[str, Any]:
-        return {self._name(c): _jsonable(v) for c, v in zip(self.cols, values, strict=True)}
+    def _first_position_differing(self, cols: list[str]) -> int | None:
+        """The first row position where the two answers' ``cols`` disagree (Arrow compute)."""
+        import pyarrow.compute as pc
+
+        same = None
+        for c in cols:
+            a, b = self.p.column(c), self.r.column(c)
+            both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+            if self.floats[int(c[1:])]:
+                o = self.opts
+                tol = pc.add(pc.multiply(pc.max_element_wise(pc.abs(a), pc.abs(b)), o.rel_tol),
+                             o.abs_tol)
+                eq = pc.or_(pc.equal(a, b), pc.less_equal(pc.abs(pc.subtract(a, b)), tol))
+                if o.nan_equals_nan:
+                    eq = pc.or_(eq, pc.and_(pc.is_nan(a), pc.is_nan(b)))
+                if not o.signed_zero_equal:
+                    sign = pc.equal(pc.greater(pc.divide(1.0, a), 0), pc.greater(pc.divide(1.0, b), 0))
+                    eq = pc.and_(eq, pc.or_(pc.not_equal(a, 0), sign))
+            else:
+                eq = pc.equal(a, b)
+            col_same = pc.or_(pc.fill_null(eq, False), both_null)
+            same = col_same if same is None else pc.and_(same, col_same)
+        assert same is not None
+        index = pc.index(same, False).as_py()
+        return None if index is None or index < 0 else int(index)
+
+    def _row(self, row: dict[str, Any]) -> dict[str, Any]:
+        return {self._name(c): _jsonable(row[c]) for c in self.cols}
 
     def _resolve(self, term: _OrderTerm) -> str | None:
         if term.column is None:
@@ -665,15 +709,6 @@ class _Rows:
             return self.cols[term.column] if term.column < len(self.cols) else None
         matches = [i for i, name in enumerate(self.names) if name.lower() == term.text.lower()]
         return self.cols[matches[0]] if len(matches) == 1 else None
-
-
-def _numbered(table: pa.Table) -> pa.Table:
-    """``table`` with a 1-based position column ``i__``, built without a Python loop."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    ones = pa.nulls(table.num_rows, pa.int64()).fill_null(1)
-    return table.append_column("i__", pc.cumulative_sum(ones))
 
 
 # -- evidence ---------------------------------------------------------------------
