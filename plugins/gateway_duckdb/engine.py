@@ -1,46 +1,60 @@
-"""The installed DuckDB, in process."""
+"""The ``duckdb`` engine: the installed DuckDB, any other release, a custom build or a CLI.
+
+Where the engine runs is chosen by its options:
+
+==========================  ====================================================
+(none of the below)         the installed ``duckdb`` module, in process
+``version = "1.5.5"``       that release (installed on first use) as an ADBC
+                            driver, in process
+``path = "..."``            a custom build (wheel, folder or shared library) as
+                            an ADBC driver, in process
+``isolation = "process"``   any of the above in a worker process
+``cli = "..."``             a DuckDB binary, run once per query
+==========================  ====================================================
+
+Every path runs the same setup after connecting: LOAD of the extensions the
+engine needs (:attr:`DuckDBEngine.required_extensions` plus the
+``extensions`` option), the ``settings``, the source views, then
+:meth:`DuckDBEngine.setup_sql`. A subclass (the ``ducklake`` engine) adds
+extensions and ATTACH statements through those two.
+"""
 
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, ClassVar
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import pyarrow as pa
 
 from gateway.engine import CatalogColumn, Engine, EngineResult, Option
-from gateway.errors import (
-    Cancelled,
-    ConfigError,
-    EngineConnectionError,
-    GatewayError,
-    QueryError,
-)
+from gateway.errors import ConfigError, GatewayError, QueryError
 from gateway_duckdb.mount import SOURCES_CATALOG, literal, mount_statements, quote_ident
+from gateway_duckdb.translate import translate
 
-if TYPE_CHECKING:
-    import pyarrow as pa
+__all__ = ["DuckDBEngine", "translate"]
 
-BATCH_ROWS = 122_880  # DuckDB's row-group size: batches line up with its vectors
 _SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SEARCH_PATH = f"SET search_path = 'main,{SOURCES_CATALOG}.main'"
 
 
-def translate(exc: BaseException, engine: str) -> GatewayError:
-    """A DuckDB exception as the gateway error a caller should see."""
-    name = type(exc).__name__
-    message = str(exc)
-    if name == "InterruptException" or "INTERRUPT" in message.upper():
-        return Cancelled("the query was cancelled", engine=engine)
-    if name in ("IOException", "ConnectionException") and "database" in message.lower():
-        return EngineConnectionError(message, engine=engine)
-    return QueryError(message, engine=engine)
+class Session(Protocol):
+    """What every execution path offers the engine."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader: ...
+    def cancel(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class DuckDBEngine(Engine):
-    """DuckDB, the version installed beside arrowgate, running in this process."""
+    """DuckDB: the installed one in process, or any release, custom build or CLI beside it."""
 
     type_name = "duckdb"
-    description = "DuckDB in process"
+    description = "DuckDB: the installed one, any release (version), a custom build (path) or a CLI"
     supports_streaming = True
     supports_parameters = True
     supports_cancel = True
@@ -53,141 +67,261 @@ class DuckDBEngine(Engine):
         "read_only": Option((bool,), default=False, help="open the database read-only"),
         "settings": Option((dict,), default={},
                            help="DuckDB settings applied with SET, e.g. { threads = 2 }"),
+        "version": Option((str,), help='a DuckDB release to run, e.g. "1.5.5" (installed into '
+                          "the arrowgate cache on first use)"),
+        "path": Option((str,), help="a custom DuckDB build: a wheel, a folder holding the duckdb "
+                       "package, or a shared library exporting duckdb_adbc_init"),
+        "cli": Option((str,), help="a DuckDB command-line binary, run once per query"),
+        "isolation": Option((str,), default="in_process", choices=("in_process", "process"),
+                            help='"process" runs the engine in a worker process that may crash '
+                            "or hang without taking the gateway down"),
+        "extensions": Option((list,), default=[],
+                             help='extensions to load, e.g. ["ducklake", "postgres_scanner"]'),
+        "timeout": Option((int, float), help="seconds a query may run in a worker process or "
+                          "CLI before it is stopped"),
     }
+
+    #: Extensions every instance of this engine type loads (subclasses add theirs).
+    required_extensions: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, name: str, options: Any, sources: Any):
         super().__init__(name, options, sources)
-        self._con: Any = None
-        self._lock = threading.Lock()
-        self._running: set[Any] = set()
+        self._session: Session | None = None
+        self.resolved_version: str | None = None
         for key in self.config["settings"]:
             if not _SETTING_NAME.match(key):
                 raise ConfigError("not a DuckDB setting name", key=f"engines.{name}.settings.{key}")
+        chosen = [k for k in ("version", "path", "cli") if self.config.get(k)]
+        if len(chosen) > 1:
+            raise ConfigError(f"{' and '.join(chosen)} cannot be combined",
+                              key=f"engines.{name}.{chosen[1]}",
+                              hint="an engine runs one DuckDB: a release (version), a build "
+                              "(path) or a binary (cli)")
+        if self.config.get("cli") and self.config["isolation"] == "process":
+            raise ConfigError("a CLI engine already runs in a process of its own",
+                              key=f"engines.{name}.isolation", hint="remove isolation")
+        from gateway_duckdb.install import canonical_extension
 
+        wanted = [*type(self).required_extensions, *self.config["extensions"]]
+        for ext in wanted:
+            if not isinstance(ext, str):
+                raise ConfigError("extension names must be strings",
+                                  key=f"engines.{name}.extensions")
+        try:
+            self.extensions = list(dict.fromkeys(canonical_extension(e) for e in wanted))
+        except ConfigError as exc:
+            raise ConfigError(exc.message, key=f"engines.{name}.extensions", engine=name,
+                              hint=exc.hint) from None
+
+    # -- what subclasses extend ----------------------------------------------
+    def setup_sql(self) -> list[str]:
+        """Statements run after connecting, on every path, after extensions, settings and sources.
+
+        Returns:
+            SQL statements (no trailing ``;`` needed). The base engine has none;
+            the ``ducklake`` engine returns its ATTACH statements.
+        """
+        return []
+
+    # -- listing, without importing duckdb -------------------------------------
     @classmethod
     def describe_version(cls, options: Any) -> str | None:
+        if options.get("version"):
+            return str(options["version"])
+        if options.get("path") or options.get("cli"):
+            return "custom"
         try:
             return version("duckdb")
         except PackageNotFoundError:
             return None
 
+    @classmethod
+    def describe_location(cls, options: Any) -> dict[str, str]:
+        """Where this engine's DuckDB lives and which extensions it can load, without loading it.
+
+        Returns:
+            ``runs`` (in process, ADBC, worker, CLI), ``where`` (a folder, file
+            or "not installed yet") and ``extensions`` (loadable here).
+        """
+        from gateway_duckdb import install
+
+        isolation = options.get("isolation") or "in_process"
+        mode = "worker process" if isolation == "process" else "ADBC in process"
+        if options.get("cli"):
+            return {"runs": "CLI per query", "where": str(options["cli"]), "extensions": ""}
+        if options.get("path"):
+            return {"runs": mode, "where": str(options["path"]), "extensions": ""}
+        if options.get("version"):
+            found = install.installed(str(options["version"]))
+            if found is None:
+                return {"runs": mode, "where": "not installed yet (installs on first use)",
+                        "extensions": ", ".join(install.available_extensions(
+                            str(options["version"])))}
+            return {"runs": mode, "where": str(found.root),
+                    "extensions": ", ".join(found.extensions)}
+        spec = find_spec("duckdb")
+        where = str(Path(spec.origin).parent) if spec and spec.origin else "not installed"
+        return {"runs": "in process" if isolation == "in_process" else mode, "where": where,
+                "extensions": ""}
+
     # -- lifecycle -------------------------------------------------------
     def connect(self) -> None:
-        import duckdb
+        from gateway_duckdb.adbc_session import SetupFailed
 
-        database = self.config["database"]
+        library, ext_files = self._resolve()
+        setup = [f"LOAD {literal(str(ext_files[e]))}" for e in self.extensions]
+        settings = [f"SET {k} = {literal(v)}" for k, v in self.config["settings"].items()]
+        mounts = mount_statements(self.sources)
+        extra = [s.strip().rstrip(";") for s in self.setup_sql()]
+        setup += settings + mounts + extra
         try:
-            self._con = duckdb.connect(database, read_only=self.config["read_only"])
-        except duckdb.Error as exc:
-            raise EngineConnectionError(f"cannot open database {database!r}: {exc}",
-                                        engine=self.name) from None
-        self._apply_settings(self._con, check=True)
-        for stmt in mount_statements(self.sources):
+            self._session = self._open(library, setup, settings)
+        except SetupFailed as exc:
+            raise self._setup_error(exc, len(ext_files), settings, mounts) from None
+
+    def _resolve(self) -> tuple[Path | None, dict[str, Path]]:
+        """The library to load (None: the installed module or a CLI) and extension files."""
+        from gateway_duckdb.install import ensure_installed
+
+        progress = sys.stderr.isatty()
+        if self.config.get("version"):
+            inst = ensure_installed(self.config["version"], self.extensions, progress=progress)
+            self.resolved_version = inst.version
+            return inst.library, inst.extensions
+        library: Path | None = None
+        if self.config.get("path"):
+            from gateway_duckdb.build import resolve_build
+
+            library = resolve_build(self.config["path"], self.name)
+        elif self.config.get("cli"):
+            from gateway_duckdb.cli_session import cli_version
+
+            self.resolved_version = cli_version(self.config["cli"], self.name)
+        else:
+            self.resolved_version = self.describe_version({})
+            if self.config["isolation"] == "process":
+                library = _installed_library(self.name)
+        if not self.extensions:
+            return library, {}
+        if self.resolved_version is None or (library is not None and self.config.get("path")):
+            self.resolved_version = _library_version(library, self.name)
+        try:
+            inst = ensure_installed(self.resolved_version, self.extensions, progress=progress)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, key=f"engines.{self.name}.extensions",
+                              engine=self.name, hint=exc.hint) from None
+        return library, inst.extensions
+
+    def _open(self, library: Path | None, setup: list[str], settings: list[str]) -> Session:
+        database, read_only = self.config["database"], self.config["read_only"]
+        timeout = self.config.get("timeout")
+        if self.config.get("cli"):
+            from gateway_duckdb.cli_session import CliSession
+
+            cli = CliSession(self.config["cli"], database, [*setup, _SEARCH_PATH], self.name,
+                             read_only=read_only, timeout=timeout)
             try:
-                self._con.execute(stmt)
-            except duckdb.Error as exc:
-                raise QueryError(f"cannot mount the sources: {exc}", engine=self.name,
-                                 hint="check the [sources] paths and CSV options") from None
+                cli.check()
+            except QueryError as exc:
+                raise QueryError(f"the setup failed: {exc.message}", engine=self.name,
+                                 hint="check settings, sources and extensions") from None
+            return cli
+        if self.config["isolation"] == "process":
+            from gateway_duckdb.worker import WorkerSession
 
-    def _apply_settings(self, con: Any, check: bool = False) -> None:
-        import duckdb
+            assert library is not None
+            return WorkerSession(library, database, [*setup, _SEARCH_PATH], self.name,
+                                 read_only=read_only, timeout=timeout)
+        if library is not None:
+            from gateway_duckdb.adbc_session import AdbcSession
 
-        for key, value in self.config["settings"].items():
-            try:
-                con.execute(f"SET {key} = {literal(value)}")
-            except duckdb.Error as exc:
-                if not check:
-                    raise translate(exc, self.name) from None
-                raise ConfigError(str(exc).splitlines()[0], key=f"engines.{self.name}.settings.{key}",
-                                  engine=self.name,
-                                  hint="see DuckDB's list: SELECT * FROM duckdb_settings()") from None
+            return AdbcSession(library, database, [*setup, _SEARCH_PATH], self.name,
+                               read_only=read_only)
+        from gateway_duckdb.python_session import PythonSession
 
-    def _cursor(self) -> Any:
-        with self._lock:
-            if self._con is None:
-                raise EngineConnectionError("the engine is closed", engine=self.name)
-            cur = self._con.cursor()
-        self._apply_settings(cur)
-        default = cur.execute("SELECT current_database()").fetchall()[0][0]
-        cur.execute(f"SET search_path = {literal(f'{default}.main,{SOURCES_CATALOG}.main')}")
-        return cur
+        return PythonSession(database, setup, settings, self.name, read_only=read_only)
+
+    def _setup_error(self, exc: Any, n_ext: int, settings: list[str],
+                     mounts: list[str]) -> GatewayError:
+        i = exc.index
+        if i < n_ext:
+            return ConfigError(f"cannot load the extension {self.extensions[i]}: {exc.message}",
+                               key=f"engines.{self.name}.extensions", engine=self.name)
+        i -= n_ext
+        if i < len(settings):
+            key = list(self.config["settings"])[i]
+            return ConfigError(exc.message.splitlines()[0],
+                               key=f"engines.{self.name}.settings.{key}", engine=self.name,
+                               hint="see DuckDB's list: SELECT * FROM duckdb_settings()")
+        i -= len(settings)
+        if i < len(mounts):
+            return QueryError(f"cannot mount the sources: {exc.message}", engine=self.name,
+                              hint="check the [sources] paths and CSV options")
+        return QueryError(f"the engine's setup failed: {exc.message}", engine=self.name)
 
     def close(self) -> None:
-        with self._lock:
-            con, self._con = self._con, None
-        if con is not None:
-            con.close()
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
 
     def cancel(self) -> None:
-        for cur in list(self._running):
-            try:
-                cur.interrupt()
-            except Exception:  # an already finished cursor cannot be interrupted
-                pass
+        if self._session is not None:
+            self._session.cancel()
 
     # -- queries ---------------------------------------------------------
+    def _running_session(self) -> Session:
+        if self._session is None:
+            from gateway.errors import EngineConnectionError
+
+            raise EngineConnectionError("the engine is closed", engine=self.name)
+        return self._session
+
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
-        import duckdb
-        import pyarrow as pa
-
-        cur = self._cursor()
-        self._running.add(cur)
-        try:
-            rel = cur.sql(sql, params=list(parameters) if parameters is not None else None)
-            if rel is None:
-                self._release(cur)
-                return EngineResult(pa.RecordBatchReader.from_batches(pa.schema([]), []))
-            reader = _arrow_reader(rel)
-        except duckdb.Error as exc:
-            self._release(cur)
-            raise translate(exc, self.name) from None
-        return EngineResult(pa.RecordBatchReader.from_batches(reader.schema,
-                                                              self._stream(reader, cur)))
-
-    def _stream(self, reader: pa.RecordBatchReader, cur: Any) -> Iterator[pa.RecordBatch]:
-        try:
-            yield from reader
-        except Exception as exc:
-            raise translate(exc, self.name) from None
-        finally:
-            self._release(cur)
-
-    def _release(self, cur: Any) -> None:
-        self._running.discard(cur)
-        try:
-            cur.close()
-        except Exception:  # closing twice, or after the database went away
-            pass
+        reader = self._running_session().execute(sql, parameters)
+        notes = {"duckdb_version": self.resolved_version} if self.resolved_version else {}
+        return EngineResult(reader, notes)
 
     def catalog(self) -> list[CatalogColumn]:
-        import duckdb
-
-        cur = self._cursor()
-        try:
-            tables = cur.execute(
-                "SELECT table_catalog, table_schema, table_name, table_type "
-                "FROM information_schema.tables "
-                "WHERE table_catalog NOT IN ('system', 'temp') "
-                "ORDER BY table_catalog <> current_database(), 1, 2, 3"
-            ).fetchall()
-            columns: list[CatalogColumn] = []
-            for db, schema, table, kind in tables:
-                qualified = ".".join(quote_ident(p) for p in (db, schema, table))
-                arrow_schema = _arrow_reader(cur.sql(f"SELECT * FROM {qualified} LIMIT 0")).schema
-                shown_schema = "main" if db == SOURCES_CATALOG else schema
-                for fld in arrow_schema:
-                    columns.append(CatalogColumn(shown_schema, table, fld.name, fld.type,
-                                                 fld.nullable, "VIEW" if kind == "VIEW" else "TABLE"))
-            return columns
-        except duckdb.Error as exc:
-            raise translate(exc, self.name) from None
-        finally:
-            cur.close()
+        session = self._running_session()
+        tables = session.execute(
+            "SELECT table_catalog, table_schema, table_name, table_type "
+            "FROM information_schema.tables "
+            "WHERE table_catalog NOT IN ('system', 'temp') "
+            "ORDER BY table_catalog <> current_database(), 1, 2, 3", None).read_all()
+        columns: list[CatalogColumn] = []
+        for db, schema, table, kind in zip(*(c.to_pylist() for c in tables.columns),
+                                           strict=True):
+            qualified = ".".join(quote_ident(p) for p in (db, schema, table))
+            arrow_schema = session.execute(f"SELECT * FROM {qualified} LIMIT 0", None).schema
+            shown_schema = "main" if db == SOURCES_CATALOG else schema
+            for fld in arrow_schema:
+                columns.append(CatalogColumn(shown_schema, table, fld.name, fld.type,
+                                             fld.nullable, "VIEW" if kind == "VIEW" else "TABLE"))
+        return columns
 
 
-def _arrow_reader(rel: Any) -> pa.RecordBatchReader:
-    # to_arrow_reader exists from DuckDB 1.5 (and is the only one left in 2.x);
-    # 1.4 names it fetch_record_batch.
-    if hasattr(rel, "to_arrow_reader"):
-        return rel.to_arrow_reader(BATCH_ROWS)
-    return rel.fetch_record_batch(BATCH_ROWS)
+def _installed_library(engine: str) -> Path:
+    from gateway_duckdb.install import find_library
+
+    spec = find_spec("duckdb")
+    if spec is None or spec.origin is None:
+        raise ConfigError("no duckdb module is installed", key=f"engines.{engine}",
+                          hint='pip install duckdb, or set version = "..."')
+    library = find_library(Path(spec.origin).parent.parent)
+    if library is None:
+        raise ConfigError(f"the installed duckdb ({spec.origin}) has no _duckdb library",
+                          key=f"engines.{engine}", hint='set version = "..." instead')
+    return library
+
+
+def _library_version(library: Path | None, engine: str) -> str:
+    """The version a DuckDB library reports (``SELECT version()``), without ``v``."""
+    from gateway_duckdb.adbc_session import AdbcSession
+
+    assert library is not None
+    session = AdbcSession(library, ":memory:", [], engine)
+    try:
+        answer = session.execute("SELECT version()", None).read_all().column(0)[0].as_py()
+    finally:
+        session.close()
+    return str(answer).removeprefix("v")

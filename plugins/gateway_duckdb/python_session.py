@@ -1,0 +1,122 @@
+"""The DuckDB installed beside arrowgate, through its Python API, in this process."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from gateway.errors import EngineConnectionError
+from gateway_duckdb.adbc_session import SetupFailed
+from gateway_duckdb.mount import SOURCES_CATALOG, literal
+from gateway_duckdb.translate import translate
+
+BATCH_ROWS = 122_880  # DuckDB's row-group size: batches line up with its vectors
+
+
+class PythonSession:
+    """One ``duckdb.connect()``; each query runs on a cursor of its own.
+
+    Args:
+        database, read_only: what to open.
+        setup: statements run once on the connection (extension loads,
+            settings, source views, ``setup_sql``).
+        per_cursor: statements run on every cursor (settings are per session).
+        engine: the engine's name, for errors.
+
+    Raises:
+        EngineConnectionError: the database cannot be opened.
+        SetupFailed: a setup statement failed.
+    """
+
+    def __init__(self, database: str, setup: Sequence[str], per_cursor: Sequence[str],
+                 engine: str, read_only: bool = False):
+        import duckdb
+
+        self.engine = engine
+        self._per_cursor = list(per_cursor)
+        self._lock = threading.Lock()
+        self._running: set[Any] = set()
+        try:
+            self._con: Any = duckdb.connect(database, read_only=read_only)
+        except duckdb.Error as exc:
+            raise EngineConnectionError(f"cannot open database {database!r}: {exc}",
+                                        engine=engine) from None
+        for i, stmt in enumerate(setup):
+            try:
+                self._con.execute(stmt)
+            except duckdb.Error as exc:
+                self._con.close()
+                raise SetupFailed(i, str(exc).splitlines()[0]) from None
+        default = self._con.execute("SELECT current_database()").fetchall()[0][0]
+        self._search_path = (f"SET search_path = "
+                             f"{literal(f'{default}.main,{SOURCES_CATALOG}.main')}")
+
+    def _cursor(self) -> Any:
+        import duckdb
+
+        with self._lock:
+            if self._con is None:
+                raise EngineConnectionError("the engine is closed", engine=self.engine)
+            cur = self._con.cursor()
+        try:
+            for stmt in [*self._per_cursor, self._search_path]:
+                cur.execute(stmt)
+        except duckdb.Error as exc:
+            cur.close()
+            raise translate(exc, self.engine) from None
+        return cur
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader:
+        import duckdb
+
+        cur = self._cursor()
+        self._running.add(cur)
+        try:
+            rel = cur.sql(sql, params=list(parameters) if parameters is not None else None)
+            if rel is None:
+                self._release(cur)
+                return pa.RecordBatchReader.from_batches(pa.schema([]), [])
+            reader = arrow_reader(rel)
+        except duckdb.Error as exc:
+            self._release(cur)
+            raise translate(exc, self.engine) from None
+        return pa.RecordBatchReader.from_batches(reader.schema, self._stream(reader, cur))
+
+    def _stream(self, reader: pa.RecordBatchReader, cur: Any) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from reader
+        except Exception as exc:
+            raise translate(exc, self.engine) from None
+        finally:
+            self._release(cur)
+
+    def _release(self, cur: Any) -> None:
+        self._running.discard(cur)
+        try:
+            cur.close()
+        except Exception:  # closing twice, or after the database went away
+            pass
+
+    def cancel(self) -> None:
+        for cur in list(self._running):
+            try:
+                cur.interrupt()
+            except Exception:  # an already finished cursor cannot be interrupted
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            con, self._con = self._con, None
+        if con is not None:
+            con.close()
+
+
+def arrow_reader(rel: Any) -> pa.RecordBatchReader:
+    # to_arrow_reader exists from DuckDB 1.5 (and is the only one left in 2.x);
+    # 1.4 names it fetch_record_batch.
+    if hasattr(rel, "to_arrow_reader"):
+        return rel.to_arrow_reader(BATCH_ROWS)
+    return rel.fetch_record_batch(BATCH_ROWS)

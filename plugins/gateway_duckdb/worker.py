@@ -1,0 +1,358 @@
+"""DuckDB in a worker process: a crash or a hang costs one query, not the gateway.
+
+The worker (``python -m gateway_duckdb.worker``) loads one DuckDB build as an
+ADBC driver and answers requests read from its stdin. Every message is a
+frame: a 4-byte big-endian length, then a pickled dict (both ends are this
+module, in the same interpreter). An answer is a frame ``{"ok": True}``, the
+rows as one Arrow IPC stream, then a trailer frame saying whether the stream
+ended normally or with an error. The protocol owns the worker's fd 1; the
+worker's own fd 1 points at its stderr, so nothing a library prints can
+corrupt a stream.
+
+:class:`WorkerSession` is the gateway's side. When the worker dies (killed,
+crashed, or stopped by ``timeout``) the query running on it gets an error and
+the next query starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+
+from gateway import errors
+from gateway.errors import Cancelled, EngineConnectionError, GatewayError, QueryTimeout
+from gateway_duckdb.adbc_session import SetupFailed
+
+_HEADER = struct.Struct(">I")
+
+
+def write_frame(out: IO[bytes], message: dict[str, Any]) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_HEADER.pack(len(data)) + data)
+    out.flush()
+
+
+def read_frame(inp: IO[bytes]) -> dict[str, Any] | None:
+    """The next message, or None at end of input."""
+    head = inp.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    data = inp.read(size)
+    if len(data) < size:
+        return None
+    message: dict[str, Any] = pickle.loads(data)
+    return message
+
+
+def _error_frame(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, SetupFailed):
+        return {"error": "SetupFailed", "message": exc.message, "index": exc.index}
+    if isinstance(exc, GatewayError):
+        return {"error": type(exc).__name__, "message": exc.message, "hint": exc.hint}
+    return {"error": "QueryError", "message": f"{type(exc).__name__}: {exc}"}
+
+
+# -- the worker ---------------------------------------------------------------
+def serve(inp: IO[bytes], out: IO[bytes]) -> None:
+    """Answer requests until stdin closes."""
+    from gateway_duckdb.adbc_session import AdbcSession
+
+    session: AdbcSession | None = None
+    while (request := read_frame(inp)) is not None:
+        op = request["op"]
+        if op == "open":
+            try:
+                session = AdbcSession(Path(request["library"]), request["database"],
+                                      request["setup"], request["engine"],
+                                      read_only=request["read_only"])
+            except (GatewayError, SetupFailed) as exc:
+                write_frame(out, _error_frame(exc))
+                continue
+            write_frame(out, {"ok": True})
+        elif op == "execute":
+            if session is None:
+                write_frame(out, {"error": "EngineConnectionError", "message": "not opened"})
+                continue
+            try:
+                reader = session.execute(request["sql"], request["parameters"])
+            except Exception as exc:
+                write_frame(out, _error_frame(exc))
+                continue
+            write_frame(out, {"ok": True})
+            trailer: dict[str, Any] = {"ok": True}
+            with pa.ipc.new_stream(out, reader.schema) as writer:
+                try:
+                    for batch in reader:
+                        writer.write_batch(batch)
+                except Exception as exc:
+                    trailer = _error_frame(exc)
+            write_frame(out, trailer)
+        elif op == "close":
+            break
+    if session is not None:
+        session.close()
+
+
+def main() -> None:
+    # keep the protocol on a private descriptor; fd 1 becomes stderr for anyone who prints
+    protocol = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the gateway stops us, not the terminal
+    serve(sys.stdin.buffer, protocol)
+
+
+# -- the gateway's side -------------------------------------------------------
+class WorkerSession:
+    """A DuckDB build running in a worker process, restarted when it dies.
+
+    Args:
+        library: the ``_duckdb*.so`` the worker loads as an ADBC driver.
+        database, read_only: what the worker opens.
+        setup: statements run on each of the worker's connections.
+        engine: the engine's name, for errors.
+        timeout: seconds one query may take (to its last row) before the
+            worker is killed; None for no limit.
+
+    Raises:
+        EngineConnectionError: the worker could not start.
+        SetupFailed: a setup statement failed in the worker.
+    """
+
+    def __init__(self, library: Path, database: str, setup: Sequence[str], engine: str,
+                 read_only: bool = False, timeout: float | None = None):
+        self.engine = engine
+        self.timeout = timeout
+        self._open_request = {"op": "open", "library": str(library), "database": database,
+                              "setup": list(setup), "engine": engine, "read_only": read_only}
+        self._lock = threading.RLock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self._stream: _WorkerStream | None = None
+        self._stopped_for: type[GatewayError] | None = None
+        self._closed = False
+        self._start()
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id (None when no worker is running)."""
+        return self._proc.pid if self._proc is not None else None
+
+    def _start(self) -> None:
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the worker
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "gateway_duckdb.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+        )
+        self._send(self._open_request)
+        reply = self._receive()
+        if "error" in reply:
+            self._stop()
+            if reply["error"] == "SetupFailed":
+                raise SetupFailed(reply["index"], reply["message"])
+            raise _rebuild(reply, self.engine)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            write_frame(self._proc.stdin, message)
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+
+    def _receive(self) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdout is not None
+        reply = read_frame(self._proc.stdout)
+        if reply is None:
+            raise self._died()
+        return reply
+
+    def _died(self) -> GatewayError:
+        """The error for the query that was running when the worker went away."""
+        proc, self._proc = self._proc, None
+        code = proc.wait() if proc is not None else None
+        stopped_for, self._stopped_for = self._stopped_for, None
+        if stopped_for is QueryTimeout:
+            return QueryTimeout(f"the query ran longer than {self.timeout:g} s; its worker "
+                                "process was stopped", engine=self.engine,
+                                hint="raise the engine's timeout; the next query starts a "
+                                "fresh worker")
+        if stopped_for is Cancelled:
+            return Cancelled("the query was cancelled (its worker process was stopped)",
+                             engine=self.engine)
+        how = (f"was killed by signal {-code}" if code is not None and code < 0
+               else f"exited with code {code}")
+        tail = self._stderr_tail()
+        return EngineConnectionError(
+            f"the DuckDB worker process {how} during the query" + (f": {tail}" if tail else ""),
+            engine=self.engine, hint="the next query starts a fresh worker")
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0)
+            lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return lines[-1][:300] if lines else ""
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader:
+        """Run one statement in the worker; the reader streams its answer."""
+        with self._lock:
+            if self._closed:
+                raise EngineConnectionError("the engine is closed", engine=self.engine)
+            if self._stream is not None:
+                # one worker answers one query at a time: keep the unread rest in memory
+                self._stream.drain()
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = None
+                self._start()
+            self._send({"op": "execute", "sql": sql,
+                        "parameters": list(parameters) if parameters is not None else None})
+            timer = self._arm_timer()
+            try:
+                reply = self._receive()
+                if "error" in reply:
+                    raise _rebuild(reply, self.engine)
+                assert self._proc is not None and self._proc.stdout is not None
+                try:
+                    reader = pa.ipc.open_stream(self._proc.stdout)
+                except (pa.ArrowInvalid, OSError):
+                    raise self._died() from None
+            except BaseException:
+                if timer is not None:
+                    timer.cancel()
+                raise
+            stream = _WorkerStream(self, reader, timer)
+            self._stream = stream
+            return pa.RecordBatchReader.from_batches(reader.schema, stream)
+
+    def _arm_timer(self) -> threading.Timer | None:
+        if self.timeout is None:
+            return None
+        timer = threading.Timer(self.timeout, self._stop_for, args=(QueryTimeout,))
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _stop_for(self, reason: type[GatewayError]) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._stopped_for = reason
+            proc.kill()
+
+    def cancel(self) -> None:
+        """Stop the running query by stopping its worker (the next query starts another)."""
+        if self._stream is not None:
+            self._stop_for(Cancelled)
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._proc is not None and self._stream is not None:
+                self._proc.kill()  # a stream left half read: no point in finishing it
+            self._stream = None
+            self._stop()
+            if self._stderr is not None:
+                self._stderr.close()
+                self._stderr = None
+
+
+class _WorkerStream(Iterator[pa.RecordBatch]):
+    """The batches of one answer, read from the worker's pipe or from memory once drained."""
+
+    def __init__(self, session: WorkerSession, reader: pa.RecordBatchReader,
+                 timer: threading.Timer | None):
+        self._session = session
+        self._reader: pa.RecordBatchReader | None = reader
+        self._timer = timer
+        self._buffered: list[pa.RecordBatch] = []
+        self._error: GatewayError | None = None
+
+    def __next__(self) -> pa.RecordBatch:
+        with self._session._lock:
+            if self._buffered:
+                return self._buffered.pop(0)
+            if self._reader is None:
+                if self._error is not None:
+                    err, self._error = self._error, None
+                    raise err
+                raise StopIteration
+            return self._read_one()
+
+    def _read_one(self) -> pa.RecordBatch:
+        assert self._reader is not None
+        try:
+            return self._reader.read_next_batch()
+        except StopIteration:
+            self._finish()
+        except (pa.ArrowInvalid, OSError):
+            self._reader = None
+            self._done()
+            raise self._session._died() from None
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+        raise StopIteration
+
+    def _finish(self) -> None:
+        self._reader = None
+        try:
+            trailer = self._session._receive()
+        finally:
+            self._done()
+        if "error" in trailer:
+            self._error = _rebuild(trailer, self._session.engine)
+
+    def _done(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._session._stream is self:
+            self._session._stream = None
+
+    def drain(self) -> None:
+        """Read the rest of the answer into memory, freeing the worker for the next query."""
+        while self._reader is not None:
+            try:
+                self._buffered.append(self._read_one())
+            except StopIteration:
+                break
+            except GatewayError as exc:
+                self._error = exc
+                break
+
+
+def _rebuild(reply: dict[str, Any], engine: str) -> GatewayError:
+    cls = getattr(errors, reply["error"], None)
+    if not (isinstance(cls, type) and issubclass(cls, GatewayError)) or cls is errors.ConfigError:
+        cls = errors.QueryError
+    return cls(reply["message"], engine=engine, hint=reply.get("hint"))
+
+
+if __name__ == "__main__":
+    main()
