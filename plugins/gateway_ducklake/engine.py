@@ -1,0 +1,277 @@
+"""The ``ducklake`` engine: a DuckLake lakehouse, run by a DuckDB release that has the extension.
+
+A :class:`DuckLakeEngine` is a versioned DuckDB engine (``gateway_duckdb``)
+that also loads ``ducklake`` and the scanner its catalog needs, attaches the
+lake under the engine's name and makes it the default database, so
+``SELECT * FROM t`` and ``ducklake_snapshots('NAME')`` both work.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gateway.engine import EngineResult, Option
+from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
+from gateway_duckdb.engine import DuckDBEngine
+from gateway_duckdb.mount import literal, quote_ident
+from gateway_ducklake.catalog import CatalogSpec, scrub
+
+#: DuckDB releases whose extensions exist offline, newest first (see DESIGN.md).
+#: The catalog format each one writes is in ``gateway_ducklake.health.CATALOG_FORMATS``.
+_INHERITED = ("settings", "isolation", "timeout", "extensions")
+_ATTACH_OPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def default_version(kind: str) -> str:
+    """The newest DuckDB release for which ducklake and the catalog's scanner both exist."""
+    from gateway_duckdb.install import extension_versions
+    from gateway_ducklake.catalog import KIND_EXTENSIONS
+
+    versions = set(extension_versions("ducklake"))
+    for ext in KIND_EXTENSIONS[kind]:
+        versions &= set(extension_versions(ext))
+    return max(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def extension_file_version(path: Path) -> tuple[str, str] | None:
+    """(DuckDB version, ABI) from a ``.duckdb_extension`` file's metadata footer, or None.
+
+    DuckDB appends 512 bytes to every extension: eight 32-byte fields in
+    reverse order (magic ``4``, platform, DuckDB version, extension version,
+    ABI), then the signature.
+    """
+    try:
+        with path.open("rb") as fh:
+            fh.seek(-512, os.SEEK_END)
+            footer = fh.read(256)
+    except OSError:
+        return None
+    fields = [footer[i * 32:(i + 1) * 32].rstrip(b"\0").decode("ascii", "replace")
+              for i in range(8)][::-1]
+    if fields[0] != "4":
+        return None
+    return fields[2].removeprefix("v"), fields[4] or "CPP"
+
+
+class DuckLakeEngine(DuckDBEngine):
+    """A DuckLake lakehouse whose catalog is PostgreSQL, SQLite, a DuckDB file or SQL Server."""
+
+    type_name = "ducklake"
+    description = "DuckLake: Parquet data, catalog in PostgreSQL, SQLite, a DuckDB file or SQL Server"
+
+    options: ClassVar[dict[str, Option]] = {
+        "catalog": Option((str,), required=True,
+                          help='where the catalog lives: "postgres:dbname=... host=...", '
+                               '"sqlite:PATH", "duckdb:PATH" or "mssql:Server=...;Database=..."'),
+        "data_path": Option((str,), help="where the Parquet files go; needed to create a lake, "
+                            "an existing catalog remembers its own"),
+        "duckdb": Option((str,), help='the DuckDB release to run, e.g. "1.5.5" (default: the '
+                         "newest whose ducklake extension is installable)"),
+        "extension_path": Option((str, list), help="extension file(s) LOADed instead of the "
+                                 "bundled ducklake; for SQL Server the mssql and mssql_ducklake "
+                                 "files"),
+        "metadata_schema": Option((str,), help="the schema holding the catalog tables"),
+        "data_inlining_row_limit": Option((int,), help="inserts of fewer rows are kept in the "
+                                          "catalog until flushed (0: always write Parquet)"),
+        "encrypted": Option((bool,), help="encrypt the Parquet files the lake writes"),
+        "read_only": Option((bool,), default=False, help="attach the lake read-only"),
+        "automatic_migration": Option((bool,), default=False,
+                                      help="upgrade a catalog written by an older DuckLake"),
+        "max_retry_count": Option((int,), help="commit retries on a conflict with another "
+                                  "writer (DuckLake's default: 10)"),
+        "attach_options": Option((dict,), default={},
+                                 help="further DuckLake ATTACH options, e.g. "
+                                      "{ SNAPSHOT_VERSION = 3 }"),
+        **{k: v for k, v in DuckDBEngine.options.items() if k in _INHERITED},
+    }
+
+    def __init__(self, name: str, options: Any, sources: Any):
+        self.spec = CatalogSpec.parse(options["catalog"], key=f"engines.{name}.catalog")
+        self.extension_files = self._extension_files(name, options)
+        version = options.get("duckdb") or default_version(self.spec.kind)
+        config = dict(options)
+        # What the DuckDB engine reads: an in-memory database whose default is the lake.
+        config.update(version=version, database=":memory:", read_only=False,
+                      path=None, cli=None)
+        super().__init__(name, config, sources)
+        self.lake_read_only = bool(options.get("read_only"))
+        bundled = [] if self.extension_files else ["ducklake"]
+        from gateway_duckdb.install import canonical_extension
+
+        self.extensions = list(dict.fromkeys(
+            [*self.extensions, *(canonical_extension(e) for e in [*bundled, *self.spec.extensions])]))
+        for key in self.config["attach_options"]:
+            if not _ATTACH_OPTION.match(key):
+                raise ConfigError("not a DuckLake ATTACH option name",
+                                  key=f"engines.{name}.attach_options.{key}")
+        self._check_extension_files(version)
+
+    @classmethod
+    def describe_version(cls, options: Any) -> str | None:
+        if options.get("duckdb"):
+            return str(options["duckdb"])
+        try:
+            return default_version(CatalogSpec.parse(options["catalog"]).kind)
+        except (ConfigError, KeyError):
+            return None
+
+    # -- configuration checks ---------------------------------------------------
+    def _extension_files(self, name: str, options: Any) -> list[Path]:
+        raw = options.get("extension_path")
+        paths = [raw] if isinstance(raw, str) else list(raw or [])
+        key = f"engines.{name}.extension_path"
+        if self.spec.kind == "mssql" and not paths:
+            raise ConfigError(
+                "a SQL Server catalog needs the SQL Server DuckLake extension, which is not "
+                "bundled", key=key, engine=name,
+                hint='set extension_path = ["/path/mssql.duckdb_extension", '
+                     '"/path/mssql_ducklake.duckdb_extension"] (files built for DuckDB 1.5.5)')
+        files = []
+        for p in paths:
+            if not isinstance(p, str):
+                raise ConfigError("extension paths must be strings", key=key)
+            path = Path(os.path.expanduser(p))
+            if not path.is_file():
+                raise ConfigError(f"the extension file {path} does not exist", key=key,
+                                  engine=name, hint="point extension_path at a "
+                                  ".duckdb_extension file built for this engine's DuckDB")
+            files.append(path.resolve())
+        return files
+
+    def _check_extension_files(self, version: str) -> None:
+        for path in self.extension_files:
+            found = extension_file_version(path)
+            if found is None:
+                continue
+            built_for, abi = found
+            if abi == "CPP" and built_for != version:
+                raise ConfigError(
+                    f"{path.name} was built for DuckDB {built_for}, and this engine runs "
+                    f"DuckDB {version}", key=f"engines.{self.name}.extension_path",
+                    engine=self.name,
+                    hint=f'set duckdb = "{built_for}", or get a build of the extension for '
+                         f"DuckDB {version}")
+
+    # -- setup -----------------------------------------------------------------------
+    def attach_sql(self) -> str:
+        """The ATTACH statement (it holds the catalog's secrets: never print it)."""
+        opts: dict[str, Any] = {}
+        if self.config.get("data_path"):
+            opts["DATA_PATH"] = os.path.expanduser(self.config["data_path"])
+        for key, name in (("metadata_schema", "METADATA_SCHEMA"),
+                          ("data_inlining_row_limit", "DATA_INLINING_ROW_LIMIT"),
+                          ("encrypted", "ENCRYPTED")):
+            if self.config.get(key) is not None:
+                opts[name] = self.config[key]
+        if self.config["automatic_migration"]:
+            opts["AUTOMATIC_MIGRATION"] = True
+        opts.update({k.upper(): v for k, v in self.config["attach_options"].items()})
+        parts = [f"{k} {literal(v)}" for k, v in opts.items()]
+        if self.lake_read_only:
+            parts.append("READ_ONLY")
+        options = f" ({', '.join(parts)})" if parts else ""
+        return (f"ATTACH IF NOT EXISTS {literal('ducklake:' + self.spec.attach_target)} "
+                f"AS {quote_ident(self.name)}{options}")
+
+    def setup_sql(self) -> list[str]:
+        stmts = [f"LOAD {literal(str(p))}" for p in self.extension_files]
+        if self.config.get("max_retry_count") is not None:
+            stmts.append(f"SET ducklake_max_retry_count = {int(self.config['max_retry_count'])}")
+        if self.spec.kind in ("sqlite", "duckdb"):
+            Path(self.spec.target).parent.mkdir(parents=True, exist_ok=True)
+        stmts += [self.attach_sql(), f"USE {quote_ident(self.name)}"]
+        return stmts
+
+    def connect(self) -> None:
+        try:
+            super().connect()
+        except GatewayError as exc:
+            raise self._explain(exc) from None
+
+    def reattach(self) -> None:
+        """Detach the lake and attach it again (what a new process pays to open the lake).
+
+        Raises:
+            GatewayError: the lake could not be attached again.
+        """
+        for sql in ("USE memory", f"DETACH {quote_ident(self.name)}", self.attach_sql(),
+                    f"USE {quote_ident(self.name)}"):
+            self.execute(sql).reader.read_all()
+
+    # -- queries -----------------------------------------------------------------------
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
+        try:
+            result = super().execute(sql, parameters)
+        except GatewayError as exc:
+            raise self._explain(exc) from None
+        return result
+
+    # -- errors --------------------------------------------------------------------------
+    def _explain(self, exc: GatewayError) -> GatewayError:
+        """The error with secrets scrubbed and, for known DuckLake failures, what to do."""
+        message = scrub(exc.message, self.spec.secrets())
+        message = message.replace(f"ducklake:{self.spec.attach_target}", self.spec.printable())
+        lower = message.lower()
+        where = self.spec.printable()
+        if "catalog version mismatch" in lower or "catalog version is" in lower:
+            found = re.search(r"catalog version is ([0-9.]+)", message)
+            wanted = re.search(r"requires version ([0-9.]+)", message)
+            newer = bool(found and wanted and _vkey(found.group(1)) > _vkey(wanted.group(1)))
+            version = self.resolved_version or self.config.get("version")
+            return ConfigError(
+                f"the catalog {where} has format {found.group(1) if found else '?'}; "
+                f"DuckDB {version}'s DuckLake reads {wanted.group(1) if wanted else '?'}",
+                key=f"engines.{self.name}.duckdb", engine=self.name,
+                hint=("it was written by a newer DuckLake: set duckdb = \"...\" to the release "
+                      "that wrote it (see created_by in arrowgate lake check)") if newer else
+                     "set automatic_migration = true to upgrade it (older DuckDBs then cannot "
+                     "read it)")
+        if "password authentication failed" in lower or "login failed" in lower:
+            return EngineConnectionError(
+                f"the catalog database refused the login: {_first_line(message)}",
+                engine=self.name,
+                hint="check the password: in the catalog string, through ${VAR}, or in "
+                     "PGPASSWORD / ~/.pgpass for PostgreSQL")
+        if "unable to connect" in lower or "connection refused" in lower \
+                or "could not translate host" in lower or "timeout expired" in lower:
+            return EngineConnectionError(
+                f"cannot reach the catalog database: {_first_line(message)}", engine=self.name,
+                hint="check host= and port=, and that the server is running and accepts "
+                     "connections from here")
+        if "does not exist" in lower and "database" in lower and self.spec.kind == "postgres":
+            return EngineConnectionError(
+                f"the catalog database does not exist: {_first_line(message)}",
+                engine=self.name, hint="create it first (createdb NAME), or fix dbname=")
+        if "data_path" in lower or "data path" in lower:
+            return ConfigError(
+                f"the lake has no data path: {_first_line(message)}",
+                key=f"engines.{self.name}.data_path", engine=self.name,
+                hint='set data_path = "/folder/for/parquet/" (a new lake needs one; an existing '
+                     "catalog remembers its own)")
+        if "cannot load the extension" in lower or "was built for" in lower \
+                or ("extension" in lower and "version" in lower and "built" in lower):
+            return ConfigError(message, key=f"engines.{self.name}.extension_path",
+                               engine=self.name,
+                               hint="use an extension file built for DuckDB "
+                                    f"{self.resolved_version or self.config.get('version')}")
+        if "conflict" in lower and ("retr" in lower or "transaction" in lower):
+            return QueryError(
+                f"the commit conflicted with another writer and ran out of retries: "
+                f"{_first_line(message)}", engine=self.name,
+                hint="retry the statement; raise max_retry_count if writers often collide")
+        exc.message = message
+        exc.args = (str(exc),)
+        return exc
+
+
+def _first_line(message: str) -> str:
+    return " ".join(message.split())[:400]
+
+
+def _vkey(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
