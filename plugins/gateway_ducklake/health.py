@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gateway.errors import ConfigError, EngineConnectionError, GatewayError
+from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
 from gateway_ducklake.catalog import CatalogSpec, mssql_odbc_string, scrub
 
 #: The catalog format each DuckDB release line writes (and the newest it reads).
@@ -389,8 +389,8 @@ def _translate(exc: Exception, spec: CatalogSpec, engine: str) -> GatewayError:
     lower = message.lower()
     if "ducklake_" in lower and ("does not exist" in lower or "no such table" in lower
                                  or "invalid object name" in lower):
-        return GatewayError(f"{spec.printable()} holds no DuckLake catalog ({message})",
+        return QueryError(f"{spec.printable()} holds no DuckLake catalog ({message})",
                             engine=engine,
                             hint="query the lake once through the engine to create it, or "
                                  "set metadata_schema if the catalog lives in another schema")
-    return GatewayError(f"reading the catalog failed: {message}", engine=engine)
+    return QueryError(f"reading the catalog failed: {message}", engine=engine)
