@@ -197,10 +197,10 @@ def compare_outcomes(
             "reference_error": _describe_error(reference) if r_err else None,
         }
         if p_err and r_err:
-            if type(primary).__name__ == type(reference).__name__:
-                return Verdict("match", f"both failed with {type(primary).__name__}", evidence)
-            return Verdict("error", f"both failed, differently: primary {type(primary).__name__}"
-                           f", reference {type(reference).__name__}", evidence)
+            if error_class(primary) == error_class(reference):
+                return Verdict("match", f"both failed with {error_class(primary)}", evidence)
+            return Verdict("error", f"both failed, differently: primary {error_class(primary)}"
+                           f", reference {error_class(reference)}", evidence)
         if p_err:
             assert isinstance(primary, BaseException)
             return Verdict("error", f"primary failed but reference answered: "
@@ -741,10 +741,19 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def error_class(exc: BaseException) -> str:
+    """The class name compared when both sides fail.
+
+    An error re-raised from another process (the benchmark's workers) carries
+    the original class name in ``error_class``.
+    """
+    return str(getattr(exc, "error_class", None) or type(exc).__name__)
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
+    return f"{error_class(exc)}: {text[0] if text else ''}"
 
 
 def _describe_error(exc: BaseException) -> dict[str, Any]:
-    return {"class": type(exc).__name__, "message": str(exc)}
+    return {"class": error_class(exc), "message": str(exc)}
