@@ -1,0 +1,1345 @@
+/*
+ * gateway_csv._scanner: the compiled CSV scanner behind the csv engine.
+ *
+ * A File memory-maps a CSV file (read only, never copied to the heap).
+ * scan() walks the rows of one byte range of it with the GIL released:
+ * it tokenizes only up to the last column the query needs, skips the rest of
+ * each row with memchr (checking the field count on the way), applies a
+ * conjunction of simple filters, and then either updates a hash table of
+ * groups (AGG mode, memory bounded by the number of groups) or appends the
+ * needed columns to Arrow-layout buffers (COLUMNS mode).
+ *
+ * Chunking is speculative: the caller guesses that a chunk starts after the
+ * first newline past its byte boundary; a scan reports where its last row
+ * ended, and the caller rescans a chunk whose guess was wrong (it started
+ * inside a quoted field). Errors are returned, not raised, so a misaligned
+ * speculative chunk's errors can be discarded.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { K_STR = 0, K_INT = 1, K_FLOAT = 2, K_TS = 3, K_BOOL = 4, K_DATE = 5, K_TSTZ = 6 };
+enum { OP_EQ = 0, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL };
+enum { F_IDENT = 0, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND };
+enum { A_COUNT_STAR = 0, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX };
+enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE };
+
+static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote"};
+
+#define RELEASE_EVERY (8u << 20)
+#define MAX_SLOTS 64
+
+/* ------------------------------------------------------------------ File */
+
+typedef struct {
+    PyObject_HEAD
+    int fd;
+    const char *data;
+    Py_ssize_t size;
+    int busy;
+} FileObject;
+
+static void File_dealloc(FileObject *self) {
+    if (self->data) munmap((void *)self->data, (size_t)self->size);
+    if (self->fd >= 0) close(self->fd);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int File_init(FileObject *self, PyObject *args, PyObject *kw) {
+    PyObject *pathobj;
+    self->fd = -1;
+    self->data = NULL;
+    self->size = 0;
+    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &pathobj)) return -1;
+    const char *path = PyBytes_AS_STRING(pathobj);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
+        Py_DECREF(pathobj);
+        return -1;
+    }
+    struct stat st;
+    int bad = fstat(fd, &st) != 0;
+    if (!bad && !S_ISREG(st.st_mode)) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        bad = 1;
+    }
+    if (bad) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
+        Py_DECREF(pathobj);
+        close(fd);
+        return -1;
+    }
+    Py_DECREF(pathobj);
+    self->fd = fd;
+    self->size = (Py_ssize_t)st.st_size;
+    if (self->size > 0) {
+        void *p = mmap(NULL, (size_t)self->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        madvise(p, (size_t)self->size, MADV_SEQUENTIAL);
+        self->data = p;
+    }
+    return 0;
+}
+
+/* pread, so that looking at the head of the file or a chunk boundary never
+ * faults pages of the mapping in. */
+static PyObject *File_pread(FileObject *self, PyObject *args) {
+    Py_ssize_t offset, n;
+    if (!PyArg_ParseTuple(args, "nn", &offset, &n)) return NULL;
+    if (offset < 0 || n < 0) return PyErr_Format(PyExc_ValueError, "negative offset or length");
+    if (offset >= self->size) return PyBytes_FromStringAndSize("", 0);
+    if (n > self->size - offset) n = self->size - offset;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n);
+    if (!out) return NULL;
+    Py_ssize_t got = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (got < n) {
+        ssize_t r = pread(self->fd, PyBytes_AS_STRING(out) + got, (size_t)(n - got), offset + got);
+        if (r <= 0) break;
+        got += r;
+    }
+    Py_END_ALLOW_THREADS
+    if (got < n && _PyBytes_Resize(&out, got) < 0) return NULL;
+    return out;
+}
+
+static PyObject *File_close(FileObject *self, PyObject *unused) {
+    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "the file is being scanned");
+    if (self->data) munmap((void *)self->data, (size_t)self->size);
+    if (self->fd >= 0) close(self->fd);
+    self->data = NULL;
+    self->fd = -1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *File_get_size(FileObject *self, void *c) { return PyLong_FromSsize_t(self->size); }
+
+static PyMethodDef File_methods[] = {
+    {"pread", (PyCFunction)File_pread, METH_VARARGS, "pread(offset, n) -> bytes, without touching the mapping"},
+    {"close", (PyCFunction)File_close, METH_NOARGS, "unmap and close"},
+    {NULL},
+};
+static PyGetSetDef File_getset[] = {{"size", (getter)File_get_size, NULL, "file size in bytes", NULL}, {NULL}};
+
+static PyTypeObject FileType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gateway_csv._scanner.File",
+    .tp_basicsize = sizeof(FileObject),
+    .tp_dealloc = (destructor)File_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "File(path): a read-only memory map of one CSV file",
+    .tp_methods = File_methods,
+    .tp_getset = File_getset,
+    .tp_init = (initproc)File_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* --------------------------------------------------------------- buffers */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+static int buf_put(Buf *b, const void *src, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+/* --------------------------------------------------------------- parsing */
+
+typedef struct {
+    int is_null;
+    int64_t i;
+    double f;
+    const char *s;
+    size_t n;
+} Val;
+
+static const double pow10_tab[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static void trim_spaces(const char **s, size_t *n) {
+    while (*n && (**s == ' ' || **s == '\t')) (*s)++, (*n)--;
+    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
+}
+
+static int parse_int(const char *s, size_t n, int64_t *out) {
+    trim_spaces(&s, &n);
+    if (!n) return -1;
+    int neg = 0;
+    size_t i = 0;
+    if (s[0] == '-' || s[0] == '+') neg = s[0] == '-', i = 1;
+    if (i == n) return -1;
+    uint64_t v = 0;
+    for (; i < n; i++) {
+        unsigned d = (unsigned char)s[i] - '0';
+        if (d > 9) return -1;
+        if (v > (UINT64_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1) return -1;
+        *out = (int64_t)(0 - v);
+    } else {
+        if (v > (uint64_t)INT64_MAX) return -1;
+        *out = (int64_t)v;
+    }
+    return 0;
+}
+
+static int parse_double(const char *s, size_t n, double *out) {
+    trim_spaces(&s, &n);
+    if (!n) return -1;
+    /* fast path: [-]digits[.digits] with at most 19 significant digits is exact */
+    size_t i = 0;
+    int neg = 0;
+    if (s[0] == '-' || s[0] == '+') neg = s[0] == '-', i = 1;
+    uint64_t mant = 0;
+    int digits = 0, frac = 0, seen_dot = 0, ok = i < n;
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9') {
+            if (mant == 0 && c == '0' && !seen_dot) continue;
+            if (++digits > 19) { ok = 0; break; }
+            mant = mant * 10 + (uint64_t)(c - '0');
+            if (seen_dot) frac++;
+        } else if (c == '.' && !seen_dot) {
+            seen_dot = 1;
+        } else {
+            ok = 0;
+            break;
+        }
+    }
+    if (ok && (i > (size_t)(s[0] == '-' || s[0] == '+') + seen_dot) && frac <= 22 && mant < (1ull << 53)) {
+        double v = (double)mant / pow10_tab[frac];
+        *out = neg ? -v : v;
+        return 0;
+    }
+    char tmp[128];
+    if (n >= sizeof tmp) return -1;
+    for (size_t k = 0; k < n; k++) {
+        char c = s[k];
+        if (c == 'x' || c == 'X' || c == '(' || c == ' ') return -1;
+        tmp[k] = c;
+    }
+    tmp[n] = 0;
+    char *end;
+    double v = strtod(tmp, &end);
+    if (end != tmp + n) return -1;
+    *out = v;
+    return 0;
+}
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = (unsigned)(y - era * 400);
+    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
+    z += 719468;
+    const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const unsigned doe = (unsigned)(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const int64_t yy = (int64_t)yoe + era * 400;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yy + (*m <= 2);
+}
+
+static int digits_at(const char *s, size_t n, size_t pos, int count, int *out) {
+    if (pos + (size_t)count > n) return -1;
+    int v = 0;
+    for (int k = 0; k < count; k++) {
+        unsigned dd = (unsigned char)s[pos + k] - '0';
+        if (dd > 9) return -1;
+        v = v * 10 + (int)dd;
+    }
+    *out = v;
+    return 0;
+}
+
+static const unsigned char mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+/* YYYY-MM-DD, returns position after it */
+static int parse_date_part(const char *s, size_t n, int64_t *days, size_t *pos) {
+    int y, m, d;
+    if (digits_at(s, n, 0, 4, &y) || n < 10 || s[4] != '-' || digits_at(s, n, 5, 2, &m) || s[7] != '-' ||
+        digits_at(s, n, 8, 2, &d))
+        return -1;
+    if (m < 1 || m > 12 || d < 1 || d > mdays[m - 1]) return -1;
+    if (m == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return -1;
+    *days = days_from_civil(y, (unsigned)m, (unsigned)d);
+    *pos = 10;
+    return 0;
+}
+
+static int parse_date(const char *s, size_t n, int64_t *out) {
+    trim_spaces(&s, &n);
+    size_t pos;
+    if (parse_date_part(s, n, out, &pos) || pos != n) return -1;
+    return 0;
+}
+
+/* YYYY-MM-DD[( |T)HH:MM[:SS[.ffffff]]][Z|(+|-)HH[[:]MM]] -> microseconds since the epoch */
+static int parse_timestamp(const char *s, size_t n, int64_t *out, int allow_offset) {
+    trim_spaces(&s, &n);
+    int64_t days;
+    size_t p;
+    if (parse_date_part(s, n, &days, &p)) return -1;
+    int64_t us = 0;
+    if (p < n && (s[p] == ' ' || s[p] == 'T')) {
+        int hh, mm, ss = 0;
+        p++;
+        if (digits_at(s, n, p, 2, &hh) || p + 2 >= n || s[p + 2] != ':' || digits_at(s, n, p + 3, 2, &mm))
+            return -1;
+        p += 5;
+        if (p < n && s[p] == ':') {
+            if (digits_at(s, n, p + 1, 2, &ss)) return -1;
+            p += 3;
+            if (p < n && s[p] == '.') {
+                p++;
+                int64_t frac = 0;
+                int nd = 0;
+                while (p < n && s[p] >= '0' && s[p] <= '9') {
+                    if (nd < 6) frac = frac * 10 + (s[p] - '0'), nd++;
+                    p++;
+                }
+                if (nd == 0) return -1;
+                while (nd < 6) frac *= 10, nd++;
+                us += frac;
+            }
+        }
+        if (hh > 23 || mm > 59 || ss > 59) return -1;
+        us += ((int64_t)hh * 3600 + mm * 60 + ss) * 1000000;
+        if (p < n && (s[p] == 'Z' || s[p] == '+' || s[p] == '-')) {
+            if (!allow_offset) return -1;
+            if (s[p] == 'Z') {
+                p++;
+            } else {
+                int sign = s[p] == '-' ? -1 : 1, oh, om = 0;
+                p++;
+                if (digits_at(s, n, p, 2, &oh)) return -1;
+                p += 2;
+                if (p < n && s[p] == ':') p++;
+                if (p < n) {
+                    if (digits_at(s, n, p, 2, &om)) return -1;
+                    p += 2;
+                }
+                us -= sign * ((int64_t)oh * 3600 + om * 60) * 1000000;
+            }
+        }
+    }
+    if (p != n) return -1;
+    *out = days * 86400000000LL + us;
+    return 0;
+}
+
+static int parse_bool(const char *s, size_t n, int64_t *out) {
+    trim_spaces(&s, &n);
+    if (n == 4 && strncasecmp(s, "true", 4) == 0) return *out = 1, 0;
+    if (n == 5 && strncasecmp(s, "false", 5) == 0) return *out = 0, 0;
+    if (n == 1 && (s[0] == 't' || s[0] == 'T' || s[0] == '1')) return *out = 1, 0;
+    if (n == 1 && (s[0] == 'f' || s[0] == 'F' || s[0] == '0')) return *out = 0, 0;
+    return -1;
+}
+
+static int valid_utf8(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) { i++; continue; }
+        size_t k;
+        uint32_t cp;
+        if ((c & 0xE0) == 0xC0) k = 1, cp = c & 0x1F;
+        else if ((c & 0xF0) == 0xE0) k = 2, cp = c & 0x0F;
+        else if ((c & 0xF8) == 0xF0) k = 3, cp = c & 0x07;
+        else return 0;
+        for (size_t j = 1; j <= k; j++) {
+            if (i + j >= n || (s[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + j] & 0x3F);
+        }
+        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+/* ----------------------------------------------------------------- plans */
+
+typedef struct {
+    int col, kind;
+} Slot;
+typedef struct {
+    int slot, op;
+    char ctype; /* 'i', 'f', 's', 0 for null tests */
+    int64_t i;
+    double f;
+    char *s;
+    size_t n;
+} Filter;
+typedef struct {
+    int slot, fn;
+} Key;
+typedef struct {
+    int fn, slot;
+} Agg;
+
+typedef struct {
+    char delim;
+    int quote, escape;
+    int ncols;
+    int skip_bad;
+    int nnull;
+    char **nulls;
+    size_t *null_lens;
+    int nslots;
+    Slot slots[MAX_SLOTS];
+    int nfilters;
+    Filter *filters;
+    int nkeys;
+    Key *keys;
+    int naggs;
+    Agg *aggs;
+} Plan;
+
+static void plan_free(Plan *p) {
+    for (int i = 0; i < p->nnull; i++) free(p->nulls[i]);
+    free(p->nulls);
+    free(p->null_lens);
+    for (int i = 0; i < p->nfilters; i++) free(p->filters[i].s);
+    free(p->filters);
+    free(p->keys);
+    free(p->aggs);
+    memset(p, 0, sizeof *p);
+}
+
+static int bytes_dup(PyObject *o, char **out, size_t *n) {
+    char *s;
+    Py_ssize_t len;
+    if (PyBytes_AsStringAndSize(o, &s, &len) < 0) return -1;
+    *out = malloc((size_t)len + 1);
+    if (!*out) return PyErr_NoMemory(), -1;
+    memcpy(*out, s, (size_t)len);
+    (*out)[len] = 0;
+    *n = (size_t)len;
+    return 0;
+}
+
+/* dialect = (delim, quote, escape, ncols, skip_bad, nulls); slots = ((col, kind), ...);
+ * filters = ((slot, op, ctype, value), ...); keys = ((slot, fn), ...); aggs = ((fn, slot), ...) */
+static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *filters, PyObject *keys,
+                      PyObject *aggs) {
+    memset(p, 0, sizeof *p);
+    int delim;
+    PyObject *nulls;
+    if (!PyArg_ParseTuple(dialect, "iiiipO!", &delim, &p->quote, &p->escape, &p->ncols, &p->skip_bad,
+                          &PyTuple_Type, &nulls))
+        return -1;
+    p->delim = (char)delim;
+    p->nnull = (int)PyTuple_GET_SIZE(nulls);
+    p->nulls = calloc((size_t)p->nnull + 1, sizeof(char *));
+    p->null_lens = calloc((size_t)p->nnull + 1, sizeof(size_t));
+    for (int i = 0; i < p->nnull; i++)
+        if (bytes_dup(PyTuple_GET_ITEM(nulls, i), &p->nulls[i], &p->null_lens[i])) return -1;
+    if (!PyTuple_Check(slots) || PyTuple_GET_SIZE(slots) > MAX_SLOTS) {
+        PyErr_SetString(PyExc_ValueError, "slots must be a tuple of at most 64 (col, kind)");
+        return -1;
+    }
+    p->nslots = (int)PyTuple_GET_SIZE(slots);
+    for (int i = 0; i < p->nslots; i++) {
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(slots, i), "ii", &p->slots[i].col, &p->slots[i].kind)) return -1;
+        if (p->slots[i].col < 0 || p->slots[i].col >= p->ncols || (i && p->slots[i].col <= p->slots[i - 1].col)) {
+            PyErr_SetString(PyExc_ValueError, "slot columns must be increasing and inside the row");
+            return -1;
+        }
+    }
+    if (filters != Py_None) {
+        p->nfilters = (int)PyTuple_GET_SIZE(filters);
+        p->filters = calloc((size_t)p->nfilters + 1, sizeof(Filter));
+        for (int i = 0; i < p->nfilters; i++) {
+            Filter *f = &p->filters[i];
+            PyObject *value;
+            int ctype;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(filters, i), "iiCO", &f->slot, &f->op, &ctype, &value))
+                return -1;
+            f->ctype = (char)ctype;
+            if (f->ctype == 'i') f->i = PyLong_AsLongLong(value);
+            else if (f->ctype == 'f') f->f = PyFloat_AsDouble(value);
+            else if (f->ctype == 's' && bytes_dup(value, &f->s, &f->n)) return -1;
+            if (PyErr_Occurred()) return -1;
+        }
+    }
+    if (keys != Py_None) {
+        p->nkeys = (int)PyTuple_GET_SIZE(keys);
+        p->keys = calloc((size_t)p->nkeys + 1, sizeof(Key));
+        for (int i = 0; i < p->nkeys; i++)
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(keys, i), "ii", &p->keys[i].slot, &p->keys[i].fn)) return -1;
+    }
+    if (aggs != Py_None) {
+        p->naggs = (int)PyTuple_GET_SIZE(aggs);
+        p->aggs = calloc((size_t)p->naggs + 1, sizeof(Agg));
+        for (int i = 0; i < p->naggs; i++)
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(aggs, i), "ii", &p->aggs[i].fn, &p->aggs[i].slot)) return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ hash table */
+
+typedef struct {
+    __int128 isum;
+    double f;
+    int64_t i;
+    int64_t n;
+} Cell;
+
+typedef struct {
+    PyObject_HEAD
+    int nkeys, naggs;
+    int key_kinds[MAX_SLOTS];
+    int agg_fns[MAX_SLOTS];
+    int agg_kinds[MAX_SLOTS];
+    size_t cap, ngroups, gcap;
+    uint32_t *index; /* group number + 1, 0 = empty */
+    uint64_t *hashes;
+    size_t *key_off;
+    uint32_t *key_len;
+    Buf arena;
+    Cell *cells;
+} AggStateObject;
+
+static void AggState_dealloc(AggStateObject *self) {
+    free(self->index);
+    free(self->hashes);
+    free(self->key_off);
+    free(self->key_len);
+    free(self->arena.p);
+    free(self->cells);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static uint64_t hash_bytes(const char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
+        p += 8, n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0x94d049bb133111ebull;
+    h ^= h >> 29;
+    return h;
+}
+
+static int table_grow(AggStateObject *t) {
+    size_t ncap = t->cap ? t->cap * 2 : 64;
+    uint32_t *idx = calloc(ncap, sizeof(uint32_t));
+    if (!idx) return -1;
+    for (size_t g = 0; g < t->ngroups; g++) {
+        size_t pos = t->hashes[g] & (ncap - 1);
+        while (idx[pos]) pos = (pos + 1) & (ncap - 1);
+        idx[pos] = (uint32_t)(g + 1);
+    }
+    free(t->index);
+    t->index = idx;
+    t->cap = ncap;
+    return 0;
+}
+
+/* the group of key bytes k[0:n], created if new; NULL when out of memory */
+static Cell *table_lookup(AggStateObject *t, const char *k, size_t n) {
+    uint64_t h = hash_bytes(k, n);
+    if ((t->ngroups + 1) * 2 > t->cap && table_grow(t)) return NULL;
+    size_t pos = h & (t->cap - 1);
+    for (;;) {
+        uint32_t g = t->index[pos];
+        if (!g) break;
+        g--;
+        if (t->hashes[g] == h && t->key_len[g] == n && memcmp(t->arena.p + t->key_off[g], k, n) == 0)
+            return &t->cells[(size_t)g * (size_t)t->naggs];
+        pos = (pos + 1) & (t->cap - 1);
+    }
+    if (t->ngroups == t->gcap) {
+        size_t ng = t->gcap ? t->gcap * 2 : 64;
+        uint64_t *hs = realloc(t->hashes, ng * sizeof *hs);
+        if (hs) t->hashes = hs;
+        size_t *ko = realloc(t->key_off, ng * sizeof *ko);
+        if (ko) t->key_off = ko;
+        uint32_t *kl = realloc(t->key_len, ng * sizeof *kl);
+        if (kl) t->key_len = kl;
+        Cell *cs = realloc(t->cells, ng * (size_t)(t->naggs ? t->naggs : 1) * sizeof(Cell));
+        if (cs) t->cells = cs;
+        if (!hs || !ko || !kl || !cs) return NULL;
+        t->gcap = ng;
+    }
+    size_t g = t->ngroups++;
+    t->hashes[g] = h;
+    t->key_off[g] = t->arena.len;
+    t->key_len[g] = (uint32_t)n;
+    if (buf_put(&t->arena, k, n)) return NULL;
+    t->index[pos] = (uint32_t)(g + 1);
+    Cell *c = &t->cells[g * (size_t)t->naggs];
+    memset(c, 0, (size_t)t->naggs * sizeof(Cell));
+    return c;
+}
+
+static int nan_aware_less(double a, double b) {
+    /* DuckDB orders NaN above every number */
+    if (isnan(a)) return 0;
+    if (isnan(b)) return 1;
+    return a < b;
+}
+
+static void cell_merge(Cell *dst, const Cell *src, int fn, int kind) {
+    if (src->n == 0 && fn != A_COUNT_STAR) return;
+    switch (fn) {
+    case A_COUNT_STAR:
+    case A_COUNT: break;
+    case A_SUM:
+    case A_AVG:
+        if (kind == K_FLOAT) dst->f += src->f;
+        else dst->isum += src->isum;
+        break;
+    case A_MIN:
+        if (kind == K_FLOAT) { if (dst->n == 0 || nan_aware_less(src->f, dst->f)) dst->f = src->f; }
+        else if (dst->n == 0 || src->i < dst->i) dst->i = src->i;
+        break;
+    case A_MAX:
+        if (kind == K_FLOAT) { if (dst->n == 0 || nan_aware_less(dst->f, src->f)) dst->f = src->f; }
+        else if (dst->n == 0 || src->i > dst->i) dst->i = src->i;
+        break;
+    }
+    dst->n += src->n;
+}
+
+static PyObject *int128_to_py(__int128 v) {
+    char buf[48];
+    int neg = v < 0, k = 47;
+    unsigned __int128 u = neg ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
+    buf[k] = 0;
+    do {
+        buf[--k] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (neg) buf[--k] = '-';
+    return PyLong_FromString(buf + k, NULL, 10);
+}
+
+/* merge(other): fold another chunk's partial aggregates into this one */
+static PyObject *AggState_merge(AggStateObject *self, PyObject *arg);
+static PyTypeObject AggStateType;
+
+static PyObject *AggState_merge(AggStateObject *self, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &AggStateType)) return PyErr_Format(PyExc_TypeError, "expected an AggState");
+    AggStateObject *o = (AggStateObject *)arg;
+    if (o->naggs != self->naggs || o->nkeys != self->nkeys)
+        return PyErr_Format(PyExc_ValueError, "merging states of different plans");
+    for (size_t g = 0; g < o->ngroups; g++) {
+        Cell *dst = table_lookup(self, o->arena.p + o->key_off[g], o->key_len[g]);
+        if (!dst) return PyErr_NoMemory();
+        Cell *src = &o->cells[g * (size_t)o->naggs];
+        for (int a = 0; a < self->naggs; a++) cell_merge(&dst[a], &src[a], self->agg_fns[a], self->agg_kinds[a]);
+    }
+    Py_RETURN_NONE;
+}
+
+/* export() -> (keys, aggs): one list of Python values per key and per aggregate */
+static PyObject *AggState_export(AggStateObject *self, PyObject *unused) {
+    PyObject *keys = PyList_New(self->nkeys), *aggs = PyList_New(self->naggs);
+    if (!keys || !aggs) goto fail;
+    for (int k = 0; k < self->nkeys; k++) {
+        PyObject *l = PyList_New((Py_ssize_t)self->ngroups);
+        if (!l) goto fail;
+        PyList_SET_ITEM(keys, k, l);
+    }
+    for (int a = 0; a < self->naggs; a++) {
+        PyObject *l = PyList_New((Py_ssize_t)self->ngroups);
+        if (!l) goto fail;
+        PyList_SET_ITEM(aggs, a, l);
+    }
+    for (size_t g = 0; g < self->ngroups; g++) {
+        const char *p = self->arena.p + self->key_off[g];
+        for (int k = 0; k < self->nkeys; k++) {
+            PyObject *v;
+            char tag = *p++;
+            if (tag == 0) {
+                v = Py_NewRef(Py_None);
+            } else if (tag == 2) {
+                uint32_t n;
+                memcpy(&n, p, 4);
+                v = PyUnicode_DecodeUTF8(p + 4, n, "replace");
+                p += 4 + n;
+            } else {
+                int64_t i;
+                memcpy(&i, p, 8);
+                p += 8;
+                if (tag == 3) {
+                    double d;
+                    memcpy(&d, &i, 8);
+                    v = PyFloat_FromDouble(d);
+                } else {
+                    v = PyLong_FromLongLong(i);
+                }
+            }
+            if (!v) goto fail;
+            PyList_SET_ITEM(PyList_GET_ITEM(keys, k), (Py_ssize_t)g, v);
+        }
+        Cell *c = &self->cells[g * (size_t)self->naggs];
+        for (int a = 0; a < self->naggs; a++) {
+            PyObject *v;
+            int fn = self->agg_fns[a], kind = self->agg_kinds[a];
+            if (fn == A_COUNT_STAR || fn == A_COUNT) v = PyLong_FromLongLong(c[a].n);
+            else if (c[a].n == 0) v = Py_NewRef(Py_None);
+            else if (fn == A_AVG) v = PyFloat_FromDouble(kind == K_FLOAT ? c[a].f / (double)c[a].n
+                                                                         : (double)c[a].isum / (double)c[a].n);
+            else if (fn == A_SUM) v = kind == K_FLOAT ? PyFloat_FromDouble(c[a].f) : int128_to_py(c[a].isum);
+            else v = kind == K_FLOAT ? PyFloat_FromDouble(c[a].f) : PyLong_FromLongLong(c[a].i);
+            if (!v) goto fail;
+            PyList_SET_ITEM(PyList_GET_ITEM(aggs, a), (Py_ssize_t)g, v);
+        }
+    }
+    return Py_BuildValue("(NN)", keys, aggs);
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(aggs);
+    return NULL;
+}
+
+static PyObject *AggState_len(AggStateObject *self, void *c) { return PyLong_FromSize_t(self->ngroups); }
+
+static PyMethodDef AggState_methods[] = {
+    {"merge", (PyCFunction)AggState_merge, METH_O, "fold another partial state into this one"},
+    {"export", (PyCFunction)AggState_export, METH_NOARGS, "(keys, aggs) as lists of Python values"},
+    {NULL},
+};
+static PyGetSetDef AggState_getset[] = {{"groups", (getter)AggState_len, NULL, "number of groups", NULL}, {NULL}};
+
+static PyTypeObject AggStateType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gateway_csv._scanner.AggState",
+    .tp_basicsize = sizeof(AggStateObject),
+    .tp_dealloc = (destructor)AggState_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "partial aggregates of one or more chunks, keyed by group",
+    .tp_methods = AggState_methods,
+    .tp_getset = AggState_getset,
+};
+
+/* ------------------------------------------------------------- the scan */
+
+typedef struct {
+    Buf validity, values, data;
+    size_t nulls;
+} OutCol;
+
+typedef struct {
+    const char *base;
+    Py_ssize_t size;
+    Plan *plan;
+    Py_ssize_t start, boundary, limit;
+    /* outputs */
+    Py_ssize_t end, rows_out, rows_seen, skipped;
+    int err;
+    Py_ssize_t err_offset;
+    int err_col;
+    int oom;
+    AggStateObject *agg;
+    OutCol *cols;
+    /* per-row scratch */
+    Val vals[MAX_SLOTS];
+    Buf scratch[MAX_SLOTS];
+    Buf keybuf;
+} Scan;
+
+static int is_null_text(const Plan *p, const char *s, size_t n) {
+    for (int i = 0; i < p->nnull; i++)
+        if (p->null_lens[i] == n && memcmp(p->nulls[i], s, n) == 0) return 1;
+    return 0;
+}
+
+/* Parse one quoted field starting at *pp (on the opening quote). Sets the raw
+ * content span and whether it needs unescaping; leaves *pp after the closing quote. */
+static int quoted_field(const Plan *pl, const char **pp, const char *end, const char **s, size_t *n, int *esc) {
+    const char *p = *pp + 1;
+    char q = (char)pl->quote;
+    *s = p;
+    *esc = 0;
+    for (;;) {
+        const char *hit = memchr(p, q, (size_t)(end - p));
+        if (pl->escape >= 0 && pl->escape != pl->quote) {
+            const char *e = memchr(p, pl->escape, (size_t)((hit ? hit : end) - p));
+            if (e) {
+                if (e + 1 >= end) return E_QUOTE;
+                *esc = 1;
+                p = e + 2;
+                continue;
+            }
+        }
+        if (!hit) return E_QUOTE;
+        if (hit + 1 < end && hit[1] == q) {
+            *esc = 1;
+            p = hit + 2;
+            continue;
+        }
+        *n = (size_t)(hit - *s);
+        *pp = hit + 1;
+        return E_NONE;
+    }
+}
+
+static void unescape(const Plan *pl, const char *s, size_t n, Buf *b) {
+    b->len = 0;
+    if (buf_reserve(b, n + 1)) return;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (pl->escape >= 0 && pl->escape != pl->quote && c == (char)pl->escape && i + 1 < n) {
+            b->p[b->len++] = s[++i];
+        } else if (c == (char)pl->quote && i + 1 < n && s[i + 1] == c) {
+            b->p[b->len++] = c;
+            i++;
+        } else {
+            b->p[b->len++] = c;
+        }
+    }
+}
+
+/* skip the remaining fields of a row from p (which is at a delimiter or a row end),
+ * counting them; returns the error code, sets *next to the next row's start */
+static int finish_row(const Plan *pl, const char *p, const char *end, int fields, const char **next) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *stop = nl ? nl : end;
+    if (pl->quote < 0 || !memchr(p, pl->quote, (size_t)(stop - p))) {
+        int count = 0;
+        size_t span = (size_t)(stop - p);
+        const unsigned char d = (unsigned char)pl->delim;
+        const unsigned char *u = (const unsigned char *)p;
+        for (size_t i = 0; i < span; i++) count += u[i] == d;
+        fields += count;
+        *next = nl ? nl + 1 : end;
+        return fields == pl->ncols ? E_NONE : E_RAGGED;
+    }
+    /* slow path: a quote in the rest of the row, which may hide newlines */
+    while (p < end && *p == pl->delim) {
+        p++;
+        fields++;
+        if (p < end && *p == (char)pl->quote) {
+            const char *s;
+            size_t n;
+            int esc;
+            int e = quoted_field(pl, &p, end, &s, &n, &esc);
+            if (e) return *next = end, e;
+        } else {
+            while (p < end && *p != pl->delim && *p != '\n') p++;
+        }
+    }
+    if (p < end && *p == '\r') p++;
+    if (p < end && *p != '\n') {
+        /* garbage after a closing quote */
+        const char *nl2 = memchr(p, '\n', (size_t)(end - p));
+        *next = nl2 ? nl2 + 1 : end;
+        return E_RAGGED;
+    }
+    *next = p < end ? p + 1 : end;
+    return fields == pl->ncols ? E_NONE : E_RAGGED;
+}
+
+static int convert(Scan *sc, int si, const char *s, size_t n, int quoted, int esc) {
+    const Plan *pl = sc->plan;
+    Val *v = &sc->vals[si];
+    int kind = pl->slots[si].kind;
+    if (esc) {
+        unescape(pl, s, n, &sc->scratch[si]);
+        s = sc->scratch[si].p;
+        n = sc->scratch[si].len;
+    }
+    v->is_null = 0;
+    if (is_null_text(pl, s, n) || (kind != K_STR && n == 0 && !quoted)) {
+        v->is_null = 1;
+        return E_NONE;
+    }
+    switch (kind) {
+    case K_STR:
+        v->s = s;
+        v->n = n;
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)s[i] >= 0x80) return valid_utf8((const unsigned char *)s, n) ? E_NONE : E_UTF8;
+        return E_NONE;
+    case K_INT: return parse_int(s, n, &v->i) ? E_TYPE : E_NONE;
+    case K_FLOAT: return parse_double(s, n, &v->f) ? E_TYPE : E_NONE;
+    case K_TS: return parse_timestamp(s, n, &v->i, 0) ? E_TYPE : E_NONE;
+    case K_TSTZ: return parse_timestamp(s, n, &v->i, 1) ? E_TYPE : E_NONE;
+    case K_DATE: return parse_date(s, n, &v->i) ? E_TYPE : E_NONE;
+    case K_BOOL: return parse_bool(s, n, &v->i) ? E_TYPE : E_NONE;
+    }
+    return E_TYPE;
+}
+
+/* Tokenize one row starting at *pp; fills sc->vals. Returns an error code and
+ * the column of the error in *col; *pp moves to the next row's start. */
+static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
+    const Plan *pl = sc->plan;
+    const char *p = *pp;
+    int si = 0, c = 0;
+    /* field 0 is always tokenized, so finish_row starts at a delimiter or row end */
+    int last = pl->nslots ? pl->slots[pl->nslots - 1].col : 0;
+    *col = -1;
+    for (; c <= last; c++) {
+        const char *s;
+        size_t n;
+        int quoted = 0, esc = 0;
+        if (c > 0) {
+            if (p >= end || *p != pl->delim) {
+                const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+                *pp = nl ? nl + 1 : end;
+                *col = c;
+                return E_RAGGED;
+            }
+            p++;
+        }
+        if (p < end && pl->quote >= 0 && *p == (char)pl->quote) {
+            int e = quoted_field(pl, &p, end, &s, &n, &esc);
+            if (e) {
+                *pp = end;
+                *col = c;
+                return e;
+            }
+            quoted = 1;
+            if (p < end && *p == '\r' && (p + 1 == end || p[1] == '\n')) p++;
+            if (p < end && *p != pl->delim && *p != '\n') {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                *pp = nl ? nl + 1 : end;
+                *col = c;
+                return E_AFTER_QUOTE;
+            }
+        } else {
+            s = p;
+            while (p < end && *p != pl->delim && *p != '\n') p++;
+            n = (size_t)(p - s);
+            if (n && s[n - 1] == '\r' && (p == end || *p == '\n')) n--;
+        }
+        if (si < pl->nslots && pl->slots[si].col == c) {
+            int e = convert(sc, si, s, n, quoted, esc);
+            if (e) {
+                int r = finish_row(pl, p, end, c + 1, pp);
+                *col = c;
+                return r == E_RAGGED ? E_RAGGED : e;
+            }
+            si++;
+        }
+    }
+    int e = finish_row(pl, p, end, last + 1, pp);
+    if (e) *col = pl->ncols;
+    return e;
+}
+
+static int passes(const Scan *sc) {
+    const Plan *pl = sc->plan;
+    for (int i = 0; i < pl->nfilters; i++) {
+        const Filter *f = &pl->filters[i];
+        const Val *v = &sc->vals[f->slot];
+        if (f->op == OP_ISNULL) { if (!v->is_null) return 0; continue; }
+        if (f->op == OP_NOTNULL) { if (v->is_null) return 0; continue; }
+        if (v->is_null) return 0;
+        int cmp;
+        if (f->ctype == 'i') {
+            cmp = (v->i > f->i) - (v->i < f->i);
+        } else if (f->ctype == 'f') {
+            double x = pl->slots[f->slot].kind == K_FLOAT ? v->f : (double)v->i;
+            if (isnan(x) || isnan(f->f)) cmp = isnan(x) ? (isnan(f->f) ? 0 : 1) : -1;
+            else cmp = (x > f->f) - (x < f->f);
+        } else {
+            size_t m = v->n < f->n ? v->n : f->n;
+            cmp = memcmp(v->s, f->s, m);
+            if (cmp == 0) cmp = (v->n > f->n) - (v->n < f->n);
+        }
+        int ok;
+        switch (f->op) {
+        case OP_EQ: ok = cmp == 0; break;
+        case OP_NE: ok = cmp != 0; break;
+        case OP_LT: ok = cmp < 0; break;
+        case OP_LE: ok = cmp <= 0; break;
+        case OP_GT: ok = cmp > 0; break;
+        default: ok = cmp >= 0; break;
+        }
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+static double round_half_away(double x) { return round(x); }
+
+static int aggregate_row(Scan *sc) {
+    const Plan *pl = sc->plan;
+    Buf *kb = &sc->keybuf;
+    kb->len = 0;
+    for (int k = 0; k < pl->nkeys; k++) {
+        const Val *v = &sc->vals[pl->keys[k].slot];
+        int kind = pl->slots[pl->keys[k].slot].kind;
+        char tag;
+        if (v->is_null) {
+            tag = 0;
+            if (buf_put(kb, &tag, 1)) return -1;
+            continue;
+        }
+        if (kind == K_STR && pl->keys[k].fn == F_IDENT) {
+            uint32_t n = (uint32_t)v->n;
+            tag = 2;
+            if (buf_put(kb, &tag, 1) || buf_put(kb, &n, 4) || buf_put(kb, v->s, v->n)) return -1;
+            continue;
+        }
+        int64_t out = v->i;
+        tag = 1;
+        switch (pl->keys[k].fn) {
+        case F_IDENT:
+            if (kind == K_FLOAT) {
+                double d = v->f == 0 ? 0.0 : v->f;
+                if (isnan(d)) d = NAN;
+                memcpy(&out, &d, 8);
+                tag = 3;
+            }
+            break;
+        case F_ROUND: {
+            double d = kind == K_FLOAT ? round_half_away(v->f) : (double)v->i;
+            if (kind != K_FLOAT) break;
+            if (d == 0) d = 0.0;
+            if (isnan(d)) d = NAN;
+            memcpy(&out, &d, 8);
+            tag = 3;
+            break;
+        }
+        default: {
+            int64_t days, us = 0;
+            if (kind == K_DATE) days = v->i;
+            else {
+                days = v->i / 86400000000LL;
+                us = v->i % 86400000000LL;
+                if (us < 0) us += 86400000000LL, days--;
+            }
+            int64_t y;
+            unsigned m, d;
+            civil_from_days(days, &y, &m, &d);
+            out = pl->keys[k].fn == F_YEAR ? y : pl->keys[k].fn == F_MONTH ? (int64_t)m
+                : pl->keys[k].fn == F_DAY ? (int64_t)d : us / 3600000000LL;
+        }
+        }
+        if (buf_put(kb, &tag, 1) || buf_put(kb, &out, 8)) return -1;
+    }
+    Cell *c = table_lookup(sc->agg, kb->p ? kb->p : "", kb->len);
+    if (!c) return -1;
+    for (int a = 0; a < pl->naggs; a++) {
+        const Agg *ag = &pl->aggs[a];
+        if (ag->fn == A_COUNT_STAR) { c[a].n++; continue; }
+        const Val *v = &sc->vals[ag->slot];
+        if (v->is_null) continue;
+        int kind = pl->slots[ag->slot].kind;
+        Cell one = {0};
+        one.n = 1;
+        if (kind == K_FLOAT) one.f = v->f;
+        else one.i = v->i, one.isum = v->i;
+        cell_merge(&c[a], &one, ag->fn, kind);
+    }
+    return 0;
+}
+
+static int bit_append(Buf *b, size_t row, int bit) {
+    if ((row & 7) == 0) {
+        char z = 0;
+        if (buf_put(b, &z, 1)) return -1;
+    }
+    if (bit) b->p[row >> 3] |= (char)(1 << (row & 7));
+    return 0;
+}
+
+static int emit_row(Scan *sc) {
+    const Plan *pl = sc->plan;
+    size_t row = (size_t)sc->rows_out;
+    for (int si = 0; si < pl->nslots; si++) {
+        OutCol *oc = &sc->cols[si];
+        const Val *v = &sc->vals[si];
+        int kind = pl->slots[si].kind;
+        if (bit_append(&oc->validity, row, !v->is_null)) return -1;
+        oc->nulls += v->is_null;
+        switch (kind) {
+        case K_STR: {
+            if (row == 0) {
+                int32_t z = 0;
+                if (buf_put(&oc->values, &z, 4)) return -1;
+            }
+            if (!v->is_null && buf_put(&oc->data, v->s, v->n)) return -1;
+            if (oc->data.len > INT32_MAX) return -1;
+            int32_t off = (int32_t)oc->data.len;
+            if (buf_put(&oc->values, &off, 4)) return -1;
+            break;
+        }
+        case K_FLOAT: {
+            double d = v->is_null ? 0 : v->f;
+            if (buf_put(&oc->values, &d, 8)) return -1;
+            break;
+        }
+        case K_BOOL:
+            if (bit_append(&oc->values, row, !v->is_null && v->i)) return -1;
+            break;
+        case K_DATE: {
+            int32_t d = v->is_null ? 0 : (int32_t)v->i;
+            if (buf_put(&oc->values, &d, 4)) return -1;
+            break;
+        }
+        default: {
+            int64_t i = v->is_null ? 0 : v->i;
+            if (buf_put(&oc->values, &i, 8)) return -1;
+        }
+        }
+    }
+    return 0;
+}
+
+static void release_pages(const char *base, Py_ssize_t from, Py_ssize_t to) {
+    long page = sysconf(_SC_PAGESIZE);
+    Py_ssize_t a = from & ~(Py_ssize_t)(page - 1);
+    Py_ssize_t b = to & ~(Py_ssize_t)(page - 1);
+    if (b > a) madvise((void *)(base + a), (size_t)(b - a), MADV_DONTNEED);
+}
+
+static void run_scan(Scan *sc) {
+    const char *base = sc->base, *end = base + sc->size;
+    const char *p = base + sc->start;
+    const char *released = p;
+    while (p < end && p - base < sc->boundary) {
+        if (sc->limit >= 0 && sc->rows_out >= sc->limit) break;
+        const char *row = p;
+        if (*p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n')) {
+            p += *p == '\n' ? 1 : 2; /* blank lines are skipped, as DuckDB does */
+            continue;
+        }
+        int col;
+        int e = parse_row(sc, &p, end, &col);
+        sc->rows_seen++;
+        if (e) {
+            if (sc->plan->skip_bad) {
+                sc->skipped++;
+            } else {
+                sc->err = e;
+                sc->err_offset = row - base;
+                sc->err_col = col;
+                break;
+            }
+        } else if (passes(sc)) {
+            if (sc->agg) {
+                if (aggregate_row(sc)) { sc->oom = 1; break; }
+            } else {
+                if (emit_row(sc)) { sc->oom = 1; break; }
+            }
+            sc->rows_out++;
+        }
+        if (p - released >= (Py_ssize_t)RELEASE_EVERY) {
+            release_pages(base, released - base, row - base);
+            released = row;
+        }
+    }
+    sc->end = p - base;
+    release_pages(base, released - base, sc->end);
+}
+
+static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
+
+/* scan(file, start, boundary, dialect, slots, filters, keys, aggs, limit)
+ *   -> (end, rows_seen, rows_out, skipped, error, payload)
+ * keys/aggs None: COLUMNS mode, payload = [(validity, values, data, nulls), ...]
+ * otherwise AGG mode, payload = AggState.
+ * error = None or (kind, byte_offset, column_index). */
+static PyObject *scan(PyObject *mod, PyObject *args) {
+    FileObject *f;
+    Py_ssize_t start, boundary, limit;
+    PyObject *dialect, *slots, *filters, *keys, *aggs;
+    if (!PyArg_ParseTuple(args, "O!nnOOOOOn", &FileType, &f, &start, &boundary, &dialect, &slots, &filters, &keys,
+                          &aggs, &limit))
+        return NULL;
+    if (f->fd < 0) return PyErr_Format(PyExc_ValueError, "the file is closed");
+    Plan plan;
+    if (plan_parse(&plan, dialect, slots, filters, keys, aggs)) {
+        plan_free(&plan);
+        return NULL;
+    }
+    for (int i = 0; i < plan.nfilters; i++)
+        if (plan.filters[i].slot < 0 || plan.filters[i].slot >= plan.nslots) goto badslot;
+    for (int i = 0; i < plan.nkeys; i++)
+        if (plan.keys[i].slot < 0 || plan.keys[i].slot >= plan.nslots) goto badslot;
+    for (int i = 0; i < plan.naggs; i++)
+        if (plan.aggs[i].fn != A_COUNT_STAR && (plan.aggs[i].slot < 0 || plan.aggs[i].slot >= plan.nslots))
+            goto badslot;
+    if (plan.nkeys > MAX_SLOTS || plan.naggs > MAX_SLOTS) goto badslot;
+
+    Scan *sc = calloc(1, sizeof(Scan));
+    if (!sc) {
+        plan_free(&plan);
+        return PyErr_NoMemory();
+    }
+    sc->base = f->data;
+    sc->size = f->size;
+    sc->plan = &plan;
+    sc->start = start < 0 ? 0 : start;
+    sc->boundary = boundary;
+    sc->limit = limit;
+    int agg_mode = keys != Py_None;
+    if (agg_mode) {
+        AggStateObject *st = PyObject_New(AggStateObject, &AggStateType);
+        if (!st) goto oom;
+        memset((char *)st + sizeof(PyObject), 0, sizeof(AggStateObject) - sizeof(PyObject));
+        st->nkeys = plan.nkeys;
+        st->naggs = plan.naggs;
+        for (int i = 0; i < plan.nkeys; i++) st->key_kinds[i] = plan.slots[plan.keys[i].slot].kind;
+        for (int i = 0; i < plan.naggs; i++) {
+            st->agg_fns[i] = plan.aggs[i].fn;
+            st->agg_kinds[i] = plan.aggs[i].fn == A_COUNT_STAR ? K_INT : plan.slots[plan.aggs[i].slot].kind;
+        }
+        sc->agg = st;
+    } else {
+        sc->cols = calloc((size_t)plan.nslots + 1, sizeof(OutCol));
+        if (!sc->cols) goto oom;
+    }
+    f->busy++;
+    if (f->data) {
+        Py_BEGIN_ALLOW_THREADS
+        run_scan(sc);
+        Py_END_ALLOW_THREADS
+    } else {
+        sc->end = 0;
+    }
+    f->busy--;
+
+    PyObject *result = NULL, *payload = NULL, *err = NULL;
+    if (sc->oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (agg_mode) {
+        payload = (PyObject *)sc->agg;
+        sc->agg = NULL;
+    } else {
+        payload = PyList_New(plan.nslots);
+        if (!payload) goto done;
+        for (int i = 0; i < plan.nslots; i++) {
+            OutCol *oc = &sc->cols[i];
+            if (plan.slots[i].kind == K_STR && sc->rows_out == 0) {
+                int32_t z = 0;
+                buf_put(&oc->values, &z, 4);
+            }
+            PyObject *t = Py_BuildValue("(NNNn)", bytes_of(&oc->validity), bytes_of(&oc->values),
+                                        bytes_of(&oc->data), (Py_ssize_t)oc->nulls);
+            if (!t) goto done;
+            PyList_SET_ITEM(payload, i, t);
+        }
+    }
+    if (sc->err) err = Py_BuildValue("(sni)", error_names[sc->err], sc->err_offset, sc->err_col);
+    else err = Py_NewRef(Py_None);
+    if (!err) goto done;
+    result = Py_BuildValue("(nnnnNN)", sc->end, sc->rows_seen, sc->rows_out, sc->skipped, err, payload);
+    err = payload = NULL;
+done:
+    Py_XDECREF(err);
+    Py_XDECREF(payload);
+    Py_XDECREF((PyObject *)sc->agg);
+    if (sc->cols) {
+        for (int i = 0; i < plan.nslots; i++) {
+            free(sc->cols[i].validity.p);
+            free(sc->cols[i].values.p);
+            free(sc->cols[i].data.p);
+        }
+        free(sc->cols);
+    }
+    for (int i = 0; i < MAX_SLOTS; i++) free(sc->scratch[i].p);
+    free(sc->keybuf.p);
+    free(sc);
+    plan_free(&plan);
+    return result;
+oom:
+    free(sc->cols);
+    free(sc);
+    plan_free(&plan);
+    return PyErr_NoMemory();
+badslot:
+    plan_free(&plan);
+    return PyErr_Format(PyExc_ValueError, "a filter, key or aggregate names a slot that does not exist");
+}
+
+/* parse_value(kind, bytes) -> value or raises ValueError; used by the sniffer and tests */
+static PyObject *parse_value(PyObject *mod, PyObject *args) {
+    int kind;
+    const char *s;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "iy#", &kind, &s, &n)) return NULL;
+    int64_t i;
+    double d;
+    int bad;
+    switch (kind) {
+    case K_INT: bad = parse_int(s, (size_t)n, &i); break;
+    case K_FLOAT:
+        bad = parse_double(s, (size_t)n, &d);
+        if (!bad) return PyFloat_FromDouble(d);
+        break;
+    case K_TS: bad = parse_timestamp(s, (size_t)n, &i, 0); break;
+    case K_TSTZ: bad = parse_timestamp(s, (size_t)n, &i, 1); break;
+    case K_DATE: bad = parse_date(s, (size_t)n, &i); break;
+    case K_BOOL: bad = parse_bool(s, (size_t)n, &i); break;
+    default: return PyErr_Format(PyExc_ValueError, "no parser for kind %d", kind);
+    }
+    if (bad) return PyErr_Format(PyExc_ValueError, "not a value of kind %d", kind);
+    if (kind == K_BOOL) return PyBool_FromLong((long)i);
+    return PyLong_FromLongLong(i);
+}
+
+static PyMethodDef module_methods[] = {
+    {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
+    {"parse_value", parse_value, METH_VARARGS, "parse_value(kind, bytes): the scanner's own value parser"},
+    {NULL},
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_scanner", "the compiled CSV scanner", -1,
+                                       module_methods};
+
+PyMODINIT_FUNC PyInit__scanner(void) {
+    if (PyType_Ready(&FileType) < 0 || PyType_Ready(&AggStateType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    Py_INCREF(&FileType);
+    PyModule_AddObject(m, "File", (PyObject *)&FileType);
+    Py_INCREF(&AggStateType);
+    PyModule_AddObject(m, "AggState", (PyObject *)&AggStateType);
+    return m;
+}

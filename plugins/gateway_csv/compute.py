@@ -1,0 +1,451 @@
+"""Evaluating SQL expressions on Arrow arrays with pyarrow.compute, with DuckDB's semantics.
+
+The scanner hands over the needed columns as Arrow arrays; this module
+finishes what the fused path does not cover: projections, the filters it could
+not push down, keys and arguments of aggregates, HAVING and ORDER BY
+expressions. Every construct outside the documented set raises
+:class:`gateway.errors.Unsupported`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from gateway.errors import QueryError, Unsupported
+
+ENGINES_FOR_MORE = ("duckdb",)
+
+Value = pa.Array | pa.ChunkedArray | pa.Scalar
+
+_CAST_TYPES: dict[str, pa.DataType] = {
+    "INT": pa.int32(), "INTEGER": pa.int32(), "BIGINT": pa.int64(), "SMALLINT": pa.int16(),
+    "TINYINT": pa.int8(), "UBIGINT": pa.uint64(), "UINT": pa.uint32(),
+    "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "REAL": pa.float32(),
+    "VARCHAR": pa.string(), "TEXT": pa.string(), "CHAR": pa.string(),
+    "BOOLEAN": pa.bool_(), "DATE": pa.date32(), "TIMESTAMP": pa.timestamp("us"),
+    "DATETIME": pa.timestamp("us"),
+}
+_CMP: dict[type, Callable[[Any, Any], Any]] = {
+    exp.EQ: pc.equal, exp.NEQ: pc.not_equal, exp.GT: pc.greater,
+    exp.GTE: pc.greater_equal, exp.LT: pc.less, exp.LTE: pc.less_equal,
+}
+_TEMPORAL = {exp.Year: pc.year, exp.Month: pc.month, exp.Day: pc.day, exp.Hour: pc.hour}
+
+
+def unsupported(node: exp.Expression, what: str | None = None) -> Unsupported:
+    text = what or f"{node.key.upper()} ({node.sql(dialect='duckdb')[:60]})"
+    return Unsupported(f"the csv engine does not run {text}", engines=ENGINES_FOR_MORE)
+
+
+def key(node: exp.Expression) -> str:
+    """A canonical text for an expression, to match GROUP BY keys and aggregates."""
+    return node.sql(dialect="duckdb", normalize_functions="lower").lower()
+
+
+def output_name(node: exp.Expression) -> str:
+    """The column name DuckDB gives an unaliased select item."""
+    if isinstance(node, exp.Alias):
+        return node.alias
+    if isinstance(node, exp.Column):
+        return node.name
+    if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
+        return "count_star()"
+    return node.sql(dialect="duckdb", normalize_functions="lower")
+
+
+class Frame:
+    """Named columns of equal length that expressions are evaluated against.
+
+    Args:
+        columns: column name (lower case) -> array.
+        length: the row count.
+        substitutions: canonical expression text -> array, used instead of
+            evaluating (group keys and aggregates after aggregation).
+        strict: a column that is neither a substitution nor in ``columns`` is an
+            error naming GROUP BY (the post-aggregation frame).
+    """
+
+    def __init__(self, columns: Mapping[str, Value], length: int,
+                 substitutions: Mapping[str, Value] | None = None, strict: bool = False):
+        self.columns = dict(columns)
+        self.length = length
+        self.substitutions = dict(substitutions or {})
+        self.strict = strict
+
+    def evaluate(self, node: exp.Expression) -> Value:
+        try:
+            return self._eval(node)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            message = str(exc).split("\n")[0]
+            raise QueryError(f"cannot evaluate {node.sql(dialect='duckdb')[:80]}: {message}") \
+                from None
+
+    def array(self, node: exp.Expression) -> pa.Array:
+        """The expression as an array of the frame's length (scalars broadcast)."""
+        return broadcast(self.evaluate(node), self.length)
+
+    def _eval(self, node: exp.Expression) -> Value:
+        if self.substitutions:
+            hit = self.substitutions.get(key(node))
+            if hit is not None:
+                return hit
+        handler = _HANDLERS.get(type(node))
+        if handler is not None:
+            return handler(self, node)
+        if isinstance(node, exp.AggFunc):
+            raise QueryError(f"aggregate {node.sql(dialect='duckdb')} is not allowed here")
+        raise unsupported(node)
+
+    def column(self, node: exp.Column) -> Value:
+        name = node.name.lower()
+        if name in self.columns:
+            return self.columns[name]
+        if self.strict:
+            raise QueryError(f"column {node.name!r} must appear in the GROUP BY clause or be "
+                             "used in an aggregate function")
+        raise QueryError(f"no column named {node.name!r}",
+                         hint="columns: " + ", ".join(self.columns))
+
+
+def broadcast(value: Value, length: int) -> pa.Array:
+    if isinstance(value, pa.Scalar):
+        if value.type == pa.null():
+            return pa.nulls(length)
+        return pa.array([value.as_py()] * length, value.type) if length else \
+            pa.array([], value.type)
+    if isinstance(value, pa.ChunkedArray):
+        return value.combine_chunks()
+    return value
+
+
+def literal(node: exp.Literal) -> pa.Scalar:
+    if node.is_string:
+        return pa.scalar(node.this, pa.string())
+    text = node.this
+    try:
+        return pa.scalar(int(text), pa.int64())
+    except ValueError:
+        return pa.scalar(float(text), pa.float64())
+
+
+def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    if a == b or b == pa.null():
+        return a
+    if a == pa.null():
+        return b
+    if pa.types.is_integer(a) and pa.types.is_integer(b):
+        return pa.int64()
+    if (pa.types.is_integer(a) or pa.types.is_floating(a)) and \
+            (pa.types.is_integer(b) or pa.types.is_floating(b)):
+        return pa.float64()
+    if pa.types.is_temporal(a) and pa.types.is_string(b):
+        return a
+    if pa.types.is_string(a) and pa.types.is_temporal(b):
+        return b
+    if pa.types.is_timestamp(a) and pa.types.is_date(b):
+        return a
+    if pa.types.is_date(a) and pa.types.is_timestamp(b):
+        return b
+    return pa.string() if pa.types.is_string(a) or pa.types.is_string(b) else a
+
+
+def coerce(values: list[Value]) -> list[Value]:
+    target = pa.null()
+    for v in values:
+        target = common_type(target, v.type)
+    return [v if v.type == target else v.cast(target) for v in values]
+
+
+def _binary_cmp(frame: Frame, node: exp.Expression) -> Value:
+    left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
+    return _CMP[type(node)](left, right)
+
+
+def _and(frame: Frame, node: exp.Expression) -> Value:
+    return pc.and_kleene(_as_bool(frame._eval(node.this)), _as_bool(frame._eval(node.expression)))
+
+
+def _or(frame: Frame, node: exp.Expression) -> Value:
+    return pc.or_kleene(_as_bool(frame._eval(node.this)), _as_bool(frame._eval(node.expression)))
+
+
+def _as_bool(v: Value) -> Value:
+    if v.type == pa.null():
+        return v.cast(pa.bool_())
+    if v.type != pa.bool_():
+        raise QueryError(f"expected a boolean condition, got a value of type {v.type}")
+    return v
+
+
+def _not(frame: Frame, node: exp.Expression) -> Value:
+    return pc.invert(_as_bool(frame._eval(node.this)))
+
+
+def _is(frame: Frame, node: exp.Expression) -> Value:
+    if not isinstance(node.expression, exp.Null):
+        raise unsupported(node, "IS other than IS [NOT] NULL")
+    value = frame._eval(node.this)
+    if isinstance(value, pa.Scalar):
+        return pa.scalar(not value.is_valid)
+    return pc.is_null(value)
+
+
+def _in(frame: Frame, node: exp.In) -> Value:
+    if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+        raise unsupported(node, "IN with a subquery")
+    needle = frame._eval(node.this)
+    items = [frame._eval(e) for e in node.expressions]
+    if not all(isinstance(i, pa.Scalar) for i in items):
+        result: Value | None = None
+        for item in items:
+            a, b = coerce([needle, item])
+            eq = pc.equal(a, b)
+            result = eq if result is None else pc.or_kleene(result, eq)
+        assert result is not None
+        return result
+    values = [i.as_py() for i in items if i.is_valid]
+    target = needle.type
+    for item in items:
+        target = common_type(target, item.type)
+    haystack = pa.array(values, target) if values else pa.array([], target)
+    probe = needle.cast(target) if needle.type != target else needle
+    found = pc.is_in(probe, value_set=haystack)
+    has_null = any(not i.is_valid for i in items)
+    # SQL: NULL IN (...) is NULL; x IN (..., NULL) is NULL when not found
+    null_mask = pc.is_null(probe)
+    if has_null:
+        null_mask = pc.or_(null_mask, pc.invert(found))
+    return pc.if_else(null_mask, pa.scalar(None, pa.bool_()), found)
+
+
+def _between(frame: Frame, node: exp.Between) -> Value:
+    value, low, high = coerce([frame._eval(node.this), frame._eval(node.args["low"]),
+                               frame._eval(node.args["high"])])
+    return pc.and_kleene(pc.greater_equal(value, low), pc.less_equal(value, high))
+
+
+def _like(frame: Frame, node: exp.Expression) -> Value:
+    pattern = frame._eval(node.expression)
+    if not isinstance(pattern, pa.Scalar) or node.args.get("escape"):
+        raise unsupported(node, "LIKE with a non-constant pattern or ESCAPE")
+    value = frame._eval(node.this)
+    if value.type == pa.null():
+        return pa.scalar(None, pa.bool_())
+    if not pattern.is_valid:
+        return pa.nulls(frame.length, pa.bool_())
+    return pc.match_like(value, pattern.as_py(), ignore_case=isinstance(node, exp.ILike))
+
+
+def _arith(fn: Callable[..., Any]) -> Callable[[Frame, exp.Expression], Value]:
+    def run(frame: Frame, node: exp.Expression) -> Value:
+        left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
+        return fn(left, right)
+    return run
+
+
+def _div(frame: Frame, node: exp.Expression) -> Value:
+    left = frame._eval(node.this)
+    right = frame._eval(node.expression)
+    return pc.divide(_to_float(left), _to_float(right))
+
+
+def _to_float(v: Value) -> Value:
+    return v if pa.types.is_floating(v.type) else v.cast(pa.float64())
+
+
+def _intdiv(frame: Frame, node: exp.Expression) -> Value:
+    left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
+    if pa.types.is_floating(left.type):
+        return pc.floor(pc.divide(left, right))
+    return pc.divide_checked(left, right)
+
+
+def _mod(frame: Frame, node: exp.Expression) -> Value:
+    left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
+    if pa.types.is_floating(left.type):
+        return pc.subtract(left, pc.multiply(right, pc.trunc(pc.divide(left, right))))
+    return pc.subtract(left, pc.multiply(right, pc.divide_checked(left, right)))
+
+
+def _neg(frame: Frame, node: exp.Expression) -> Value:
+    return pc.negate_checked(frame._eval(node.this))
+
+
+def _paren(frame: Frame, node: exp.Expression) -> Value:
+    return frame._eval(node.this)
+
+
+def _null(frame: Frame, node: exp.Expression) -> Value:
+    return pa.scalar(None)
+
+
+def _boolean(frame: Frame, node: exp.Boolean) -> Value:
+    return pa.scalar(bool(node.this))
+
+
+def _literal(frame: Frame, node: exp.Expression) -> Value:
+    assert isinstance(node, exp.Literal)
+    return literal(node)
+
+
+def _column(frame: Frame, node: exp.Expression) -> Value:
+    assert isinstance(node, exp.Column)
+    return frame.column(node)
+
+
+def _case(frame: Frame, node: exp.Case) -> Value:
+    if node.this is not None:
+        subject = node.this
+        conds = [exp.EQ(this=subject, expression=i.this) for i in node.args["ifs"]]
+    else:
+        conds = [i.this for i in node.args["ifs"]]
+    values = [frame._eval(i.args["true"]) for i in node.args["ifs"]]
+    default = frame._eval(node.args["default"]) if node.args.get("default") else pa.scalar(None)
+    unified = coerce([*values, default])
+    result = broadcast(unified[-1], frame.length)
+    for cond, value in reversed(list(zip(conds, unified[:-1], strict=True))):
+        mask = pc.fill_null(broadcast(_as_bool(frame._eval(cond)), frame.length), False)
+        result = pc.if_else(mask, value, result)
+    return result
+
+
+def _coalesce(frame: Frame, node: exp.Expression) -> Value:
+    values = coerce([frame._eval(node.this), *(frame._eval(e) for e in node.expressions)])
+    return pc.coalesce(*values)
+
+
+def _cast(frame: Frame, node: exp.Cast) -> Value:
+    value = frame._eval(node.this)
+    to = node.to
+    name = to.this.name if hasattr(to.this, "name") else str(to.this)
+    if name in ("DECIMAL", "NUMERIC"):
+        params = [int(p.name) for p in to.expressions] if to.expressions else [18, 3]
+        scale = params[1] if len(params) > 1 else 0
+        return pc.round(_to_float(value), ndigits=scale, round_mode="half_towards_infinity")
+    target = _CAST_TYPES.get(name)
+    if target is None:
+        raise unsupported(node, f"CAST to {to.sql(dialect='duckdb')}")
+    if pa.types.is_integer(target) and pa.types.is_floating(value.type):
+        value = pc.round(value, round_mode="half_towards_infinity")
+    if pa.types.is_string(target) and pa.types.is_floating(value.type):
+        return _float_text(value)
+    if isinstance(node, exp.TryCast):
+        try:
+            return value.cast(target)
+        except pa.ArrowInvalid:
+            raise unsupported(node, "TRY_CAST of values that fail") from None
+    return value.cast(target)
+
+
+def _float_text(value: Value) -> Value:
+    if isinstance(value, pa.Scalar):
+        return pa.scalar(None if not value.is_valid else repr(value.as_py()), pa.string())
+    return pa.array([None if v is None else repr(v) for v in value.to_pylist()], pa.string())
+
+
+def _temporal(frame: Frame, node: exp.Expression) -> Value:
+    value = frame._eval(node.this)
+    if pa.types.is_string(value.type):
+        value = value.cast(pa.timestamp("us"))
+    return _TEMPORAL[type(node)](value)
+
+
+def _date_trunc(frame: Frame, node: exp.Expression) -> Value:
+    unit = node.args["unit"]
+    unit_name = (unit.name if isinstance(unit, exp.Var | exp.Literal) else unit.sql()).lower()
+    if unit_name not in ("year", "quarter", "month", "week", "day", "hour", "minute", "second"):
+        raise unsupported(node, f"date_trunc to {unit_name!r}")
+    value = frame._eval(node.this)
+    if pa.types.is_date(value.type) or pa.types.is_string(value.type):
+        value = value.cast(pa.timestamp("us"))
+    return pc.floor_temporal(value, unit=unit_name)
+
+
+def _strftime(frame: Frame, node: exp.Expression) -> Value:
+    fmt = frame._eval(node.args["format"])
+    if not isinstance(fmt, pa.Scalar):
+        raise unsupported(node, "strftime with a non-constant format")
+    value = frame._eval(node.this)
+    text = fmt.as_py()
+    if pa.types.is_timestamp(value.type) and "%f" not in text:
+        # Arrow's %S prints fractions of a second; DuckDB's does not
+        value = pc.floor_temporal(value, unit="second").cast(pa.timestamp("s", value.type.tz))
+    return pc.strftime(value, format=text)
+
+
+def _round(frame: Frame, node: exp.Expression) -> Value:
+    value = frame._eval(node.this)
+    digits = node.args.get("decimals")
+    n = 0
+    if digits is not None:
+        d = frame._eval(digits)
+        if not isinstance(d, pa.Scalar):
+            raise unsupported(node, "round with non-constant digits")
+        n = int(d.as_py())
+    if pa.types.is_integer(value.type) and n >= 0:
+        return value
+    return pc.round(value, ndigits=n, round_mode="half_towards_infinity")
+
+
+def _unary(fn: Callable[[Any], Any], keep_int: bool = False) -> Callable[[Frame, exp.Expression], Value]:
+    def run(frame: Frame, node: exp.Expression) -> Value:
+        value = frame._eval(node.this)
+        if keep_int and pa.types.is_integer(value.type):
+            return value
+        return fn(value)
+    return run
+
+
+def _length(frame: Frame, node: exp.Expression) -> Value:
+    return pc.utf8_length(frame._eval(node.this)).cast(pa.int64())
+
+
+def _substr(frame: Frame, node: exp.Expression) -> Value:
+    value = frame._eval(node.this)
+    start = frame._eval(node.args["start"])
+    length = frame._eval(node.args["length"]) if node.args.get("length") else None
+    if not isinstance(start, pa.Scalar) or (length is not None and not isinstance(length, pa.Scalar)):
+        raise unsupported(node, "substr with non-constant positions")
+    s = int(start.as_py())
+    if s < 1:
+        raise unsupported(node, "substr with a start below 1")
+    stop = None if length is None else s - 1 + int(length.as_py())
+    return pc.utf8_slice_codeunits(value, start=s - 1, stop=stop)
+
+
+def _trim(frame: Frame, node: exp.Trim) -> Value:
+    if node.args.get("expression") is not None or node.args.get("position"):
+        raise unsupported(node, "TRIM with characters or a position")
+    return pc.utf8_trim(frame._eval(node.this), characters=" ")
+
+
+def _concat(frame: Frame, node: exp.Expression) -> Value:
+    left = frame._eval(node.this)
+    right = frame._eval(node.expression)
+    left, right = (v if pa.types.is_string(v.type) else v.cast(pa.string()) for v in (left, right))
+    return pc.binary_join_element_wise(left, right, "")
+
+
+_HANDLERS: dict[type, Callable[[Frame, Any], Value]] = {
+    exp.Column: _column, exp.Literal: _literal, exp.Null: _null, exp.Boolean: _boolean,
+    exp.Paren: _paren, exp.Alias: _paren,
+    exp.EQ: _binary_cmp, exp.NEQ: _binary_cmp, exp.GT: _binary_cmp, exp.GTE: _binary_cmp,
+    exp.LT: _binary_cmp, exp.LTE: _binary_cmp,
+    exp.And: _and, exp.Or: _or, exp.Not: _not, exp.Is: _is, exp.In: _in,
+    exp.Between: _between, exp.Like: _like, exp.ILike: _like,
+    exp.Add: _arith(pc.add_checked), exp.Sub: _arith(pc.subtract_checked),
+    exp.Mul: _arith(pc.multiply_checked), exp.Div: _div, exp.IntDiv: _intdiv, exp.Mod: _mod,
+    exp.Neg: _neg,
+    exp.Case: _case, exp.Coalesce: _coalesce, exp.Cast: _cast, exp.TryCast: _cast,
+    exp.Year: _temporal, exp.Month: _temporal, exp.Day: _temporal, exp.Hour: _temporal,
+    exp.TimestampTrunc: _date_trunc, exp.DateTrunc: _date_trunc, exp.TimeToStr: _strftime,
+    exp.Round: _round, exp.Abs: _unary(pc.abs_checked),
+    exp.Floor: _unary(pc.floor, keep_int=True), exp.Ceil: _unary(pc.ceil, keep_int=True),
+    exp.Lower: _unary(pc.utf8_lower), exp.Upper: _unary(pc.utf8_upper),
+    exp.Length: _length, exp.Substring: _substr, exp.Trim: _trim, exp.DPipe: _concat,
+}

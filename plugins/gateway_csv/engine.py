@@ -1,0 +1,242 @@
+"""The ``csv`` engine: SQL on raw CSV files in place, through the compiled scanner."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gateway.engine import CatalogColumn, Engine, EngineResult, Option
+from gateway.errors import EngineConnectionError, GatewayError, QueryError, Unsupported
+from gateway.sources import Source
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from gateway_csv.layout import Layout
+    from gateway_csv.scan import Scanner
+
+
+class CsvEngine(Engine):
+    """Queries CSV files with the compiled mmap scanner, in this process."""
+
+    type_name = "csv"
+    description = "native mmap CSV scanner (raw files in place, all cores)"
+    supports_streaming = True
+    supports_catalog = True
+
+    options: ClassVar[dict[str, Option]] = {
+        "threads": Option((int,), default=0, help="scanner threads; 0 means one per core"),
+        "chunk_bytes": Option((int,), default=8 << 20,
+                              help="bytes of file per scanned chunk (default 8 MiB)"),
+        "fallback": Option((str,), default=None,
+                           help="an engine that answers the queries this one reports as "
+                                "unsupported"),
+    }
+
+    def __init__(self, name: str, options: Any, sources: Any):
+        super().__init__(name, options, sources)
+        self._pool: ThreadPoolExecutor | None = None
+        self._layouts: dict[tuple[Any, ...], Layout] = {}
+        self._lock = threading.Lock()
+        if self.config["chunk_bytes"] < 1:
+            from gateway.errors import ConfigError
+
+            raise ConfigError("chunk_bytes must be at least 1", key=f"engines.{name}.chunk_bytes")
+
+    def connect(self) -> None:
+        threads = self.config["threads"] or os.cpu_count() or 1
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="csv-scan")
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- sources ---------------------------------------------------------
+    def _files(self, name: str, is_path: bool) -> tuple[str, list[str], dict[str, Any]]:
+        """(display name, files, CSV options) of a table named in FROM."""
+        if not is_path:
+            for source_name, source in self.sources.items():
+                if source_name.lower() == name.lower():
+                    return self._source_files(source)
+            if not any(c in name for c in "./\\"):
+                raise QueryError(f"no table named {name!r}",
+                                 hint="sources: " + (", ".join(self.sources) or "none; declare "
+                                                     "[sources.NAME] in the config or query "
+                                                     "a file path in quotes"))
+        path = Path(name).expanduser()
+        if path.is_dir():
+            raise QueryError(f"{name} is a folder, not a CSV file",
+                             hint="declare it as a source to read every *.csv in it, or "
+                                  "name one file")
+        if not path.exists():
+            raise QueryError(f"no such file: {name}", hint="check the path (relative paths "
+                             f"start at {os.getcwd()})")
+        return name, [str(path)], {}
+
+    def _source_files(self, source: Source) -> tuple[str, list[str], dict[str, Any]]:
+        if source.format != "csv":
+            raise Unsupported(f"source {source.name!r} is {source.format}; the csv engine reads "
+                              "only CSV", engine=self.name, engines=("duckdb",))
+        files = source.files()
+        if not files:
+            if Path(source.path).is_dir() or source.is_glob:
+                raise QueryError(f"source {source.name!r}: no CSV files match {source.path}",
+                                 engine=self.name)
+            raise QueryError(f"source {source.name!r}: no such file: {source.path}",
+                             engine=self.name, hint="fix [sources." + source.name + "].path")
+        return source.name, files, dict(source.options)
+
+    def layout(self, path: str, file: Any, options: dict[str, Any]) -> Layout:
+        from gateway_csv.layout import SAMPLE_BYTES, sniff
+
+        st = os.stat(path)
+        cache_key = (path, st.st_size, st.st_mtime_ns, json.dumps(options, sort_keys=True,
+                                                                   default=str))
+        with self._lock:
+            hit = self._layouts.get(cache_key)
+        if hit is not None:
+            return hit
+        head = file.pread(0, SAMPLE_BYTES)
+        layout = sniff(head, options, path=path, complete=len(head) >= file.size)
+        with self._lock:
+            self._layouts[cache_key] = layout
+        return layout
+
+    def _open(self, name: str, is_path: bool) -> list[Scanner]:
+        from gateway_csv import _scanner
+        from gateway_csv.scan import Scanner
+
+        _, files, options = self._files(name, is_path)
+        if self._pool is None:
+            raise EngineConnectionError("the engine is closed", engine=self.name)
+        scanners = []
+        try:
+            for path in files:
+                try:
+                    file = _scanner.File(path)
+                except IsADirectoryError:
+                    raise QueryError(f"{path} is a folder, not a CSV file") from None
+                except OSError as exc:
+                    raise QueryError(f"cannot open {path}: {exc.strerror}") from None
+                scanners.append(Scanner(path, file, self.layout(path, file, options),
+                                        self._pool, self.config["chunk_bytes"]))
+            first = scanners[0].layout
+            for s in scanners[1:]:
+                if [n.lower() for n in s.layout.names] != [n.lower() for n in first.names]:
+                    raise QueryError(f"{s.path} has columns {s.layout.names}, unlike "
+                                     f"{scanners[0].path} ({first.names})",
+                                     hint="every file of a source needs the same header")
+        except BaseException:
+            for s in scanners:
+                s.file.close()
+            raise
+        return scanners
+
+    # -- queries ---------------------------------------------------------
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
+        try:
+            return self._execute(sql, parameters)
+        except GatewayError as exc:
+            if exc.engine is None:
+                exc.engine = self.name
+                exc.args = (str(exc),)
+            raise
+
+    def _execute(self, sql: str, parameters: Sequence[Any] | None) -> EngineResult:
+        if parameters is not None:
+            raise Unsupported("query parameters are not supported by the csv engine",
+                              engines=("duckdb",))
+        from gateway_csv import query as q
+        from gateway_csv.compute import Frame
+
+        select = q.parse(sql)
+        table = q.source_name(select)
+        if table is None:
+            import pyarrow as pa
+
+            from gateway_csv.run import finish
+
+            query = q.analyse(select, None, None)
+            if query.is_aggregate:
+                raise Unsupported("the csv engine does not run aggregates without FROM",
+                                  engines=("duckdb",))
+            result = finish(query, Frame({}, 1))
+            return EngineResult(pa.RecordBatchReader.from_batches(result.schema,
+                                                                  result.to_batches()))
+        scanners = self._open(*table)
+        try:
+            return self._answer(select, table, scanners)
+        except BaseException:
+            for s in scanners:
+                s.file.close()
+            raise
+
+    def _answer(self, select: Any, table: tuple[str, bool], scanners: list[Scanner]) \
+            -> EngineResult:
+        import pyarrow as pa
+
+        from gateway_csv import query as q
+        from gateway_csv.run import aggregate, plain_batches
+
+        query = q.analyse(select, scanners[0].layout, table)
+        notes: dict[str, Any] = {}
+        if query.is_aggregate:
+            result = aggregate(scanners, query)
+            for s in scanners:
+                s.file.close()
+            skipped = sum(s.skipped for s in scanners)
+            if skipped:
+                notes["skipped_rows"] = skipped
+            return EngineResult(pa.RecordBatchReader.from_batches(result.schema,
+                                                                  result.to_batches()), notes)
+        tables = plain_batches(scanners, query)
+        if any(s.layout.skip_bad for s in scanners):
+            # the count of skipped rows is only known at the end: answer whole
+            whole = list(tables)
+            for s in scanners:
+                s.file.close()
+            skipped = sum(s.skipped for s in scanners)
+            if skipped:
+                notes["skipped_rows"] = skipped
+            result = pa.concat_tables([t.cast(whole[0].schema) for t in whole])
+            return EngineResult(pa.RecordBatchReader.from_batches(result.schema,
+                                                                  result.to_batches()), notes)
+        first = next(tables)
+        reader = pa.RecordBatchReader.from_batches(first.schema, _stream(tables, first, scanners))
+        return EngineResult(reader, notes)
+
+    def catalog(self) -> list[CatalogColumn]:
+        from gateway_csv import _scanner
+        from gateway_csv.run import arrow_type
+
+        columns: list[CatalogColumn] = []
+        for name, source in self.sources.items():
+            if source.format != "csv":
+                continue
+            _, files, options = self._source_files(source)
+            file = _scanner.File(files[0])
+            try:
+                layout = self.layout(files[0], file, options)
+            finally:
+                file.close()
+            for col, kind in zip(layout.names, layout.kinds, strict=True):
+                columns.append(CatalogColumn("main", name, col, arrow_type(kind)))
+        return columns
+
+
+def _stream(tables: Iterator[pa.Table], first: pa.Table, scanners: list[Scanner]) \
+        -> Iterator[pa.RecordBatch]:
+    try:
+        yield from first.to_batches()
+        for table in tables:
+            yield from table.cast(first.schema).to_batches()
+    finally:
+        for s in scanners:
+            s.file.close()
+

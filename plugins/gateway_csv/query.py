@@ -1,0 +1,419 @@
+"""From SQL text to a small plan: what to scan, what the scanner fuses, what Arrow finishes.
+
+A statement is parsed with sqlglot (DuckDB dialect) into a :class:`Query`:
+one table, the select list with ``*`` expanded, WHERE split into conjuncts,
+GROUP BY keys (by expression, name, alias or position), the aggregates used
+anywhere, HAVING, ORDER BY and LIMIT/OFFSET. :func:`fused_aggregate` decides
+whether the compiled scanner can compute the whole aggregation on the raw
+bytes (the Q01-Q04 shapes); otherwise the scanner only extracts the needed
+columns and :mod:`gateway_csv.compute` finishes the query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from gateway.errors import QueryError
+from gateway_csv.compute import ENGINES_FOR_MORE, key, output_name, unsupported
+from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
+
+# Shared with _scanner.c
+OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL = range(8)
+F_IDENT, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND = range(6)
+A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX = range(6)
+
+_OPS = {exp.EQ: OP_EQ, exp.NEQ: OP_NE, exp.LT: OP_LT, exp.LTE: OP_LE, exp.GT: OP_GT,
+        exp.GTE: OP_GE}
+_FLIP = {OP_LT: OP_GT, OP_LE: OP_GE, OP_GT: OP_LT, OP_GE: OP_LE, OP_EQ: OP_EQ, OP_NE: OP_NE}
+_KEY_FNS = {exp.Year: F_YEAR, exp.Month: F_MONTH, exp.Day: F_DAY, exp.Hour: F_HOUR}
+_AGG_FNS = {exp.Sum: A_SUM, exp.Avg: A_AVG, exp.Min: A_MIN, exp.Max: A_MAX}
+_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+_REFUSED = {
+    exp.Join: "JOIN", exp.Subquery: "a subquery", exp.Window: "a window function",
+    exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT", exp.With: "WITH",
+    exp.Lateral: "LATERAL", exp.Pivot: "PIVOT", exp.Placeholder: "query parameters",
+}
+
+
+@dataclass
+class Query:
+    """One analysed SELECT over one table."""
+
+    table: str
+    table_is_path: bool
+    items: list[tuple[str, exp.Expression]]
+    where: list[exp.Expression]
+    group: list[exp.Expression]
+    aggregates: list[exp.Expression]
+    having: exp.Expression | None
+    order: list[tuple[exp.Expression, bool, bool]]
+    limit: int | None
+    offset: int
+    distinct: bool
+    is_aggregate: bool
+    star_only: bool = False
+    #: column names (lower case) the query reads
+    columns: set[str] = field(default_factory=set)
+
+
+def parse(sql: str) -> exp.Select:
+    """The one SELECT statement in ``sql``.
+
+    Raises:
+        QueryError: the SQL does not parse.
+        Unsupported: not a single SELECT, or a construct the engine refuses.
+    """
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+    except sqlglot.errors.ParseError as exc:
+        first = str(exc).splitlines()[0]
+        raise QueryError(f"cannot parse the SQL: {first}") from None
+    if len(statements) != 1:
+        raise QueryError(f"expected one statement, got {len(statements)}")
+    stmt = statements[0]
+    for node_type, name in _REFUSED.items():
+        if stmt.find(node_type) is not None:
+            raise unsupported(stmt, name)
+    if not isinstance(stmt, exp.Select):
+        raise unsupported(stmt, f"{stmt.key.upper()} statements")
+    return stmt
+
+
+def source_name(select: exp.Select) -> tuple[str, bool] | None:
+    """(table name or file path, is_path) of the FROM clause; None without FROM."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    if from_ is None:
+        return None
+    table = from_.this
+    if isinstance(table, exp.Table):
+        fn = table.this
+        if isinstance(fn, exp.Anonymous | exp.ReadCSV) or (
+                isinstance(fn, exp.Func) and not isinstance(fn, exp.Identifier)):
+            name = fn.name.lower() if isinstance(fn, exp.Anonymous) else fn.key.lower()
+            args = fn.expressions if isinstance(fn, exp.Anonymous) else [fn.this, *fn.expressions]
+            if name in ("read_csv", "read_csv_auto", "readcsv") and len(args) == 1 \
+                    and isinstance(args[0], exp.Literal) and args[0].is_string:
+                return args[0].this, True
+            raise unsupported(fn, f"the table function {fn.sql(dialect='duckdb')[:60]}")
+        if table.args.get("db") or table.args.get("catalog"):
+            return table.name, False
+        ident = table.this
+        quoted = isinstance(ident, exp.Identifier) and ident.quoted
+        name = table.name
+        looks_like_path = quoted and any(c in name for c in "./\\")
+        return name, looks_like_path
+    raise unsupported(table, f"FROM {table.sql(dialect='duckdb')[:60]}")
+
+
+def _int_literal(node: exp.Expression | None, what: str) -> int | None:
+    if node is None:
+        return None
+    value = node.expression if isinstance(node, exp.Limit | exp.Offset) else node
+    if isinstance(value, exp.Literal) and not value.is_string:
+        try:
+            return int(value.this)
+        except ValueError:
+            pass
+    raise unsupported(value, f"{what} other than a constant integer")
+
+
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    return [node]
+
+
+def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] | None) -> Query:
+    """The query over ``layout``'s columns (None: a SELECT without FROM)."""
+    if select.args.get("joins"):
+        raise unsupported(select, "JOIN")
+    for arg in ("qualify", "windows", "laterals", "prewhere", "connect", "sample", "into"):
+        if select.args.get(arg):
+            raise unsupported(select, arg.upper())
+    if select.args.get("distinct") is not None and select.args["distinct"].args.get("on"):
+        raise unsupported(select, "DISTINCT ON")
+    for col in select.find_all(exp.Column):
+        # one table: qualifiers are noise, and identifiers are case-insensitive
+        col.set("table", None)
+        if isinstance(col.this, exp.Identifier):
+            col.this.set("quoted", False)
+    names = layout.names if layout else []
+    items: list[tuple[str, exp.Expression]] = []
+    star_only = True
+    for item in select.expressions:
+        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and
+                                          isinstance(item.this, exp.Star)):
+            if item.args.get("except") or item.args.get("replace"):
+                raise unsupported(item, "* EXCLUDE/REPLACE")
+            if layout is None:
+                raise QueryError("SELECT * needs a FROM clause")
+            items.extend((n, exp.column(n, quoted=False)) for n in names)
+            continue
+        star_only = False
+        items.append((output_name(item), item.this if isinstance(item, exp.Alias) else item))
+
+    where = _conjuncts(select.args.get("where").this if select.args.get("where") else None)
+    for cond in where:
+        if cond.find(exp.AggFunc) is not None:
+            raise QueryError("aggregates are not allowed in WHERE",
+                             hint="filter on aggregates with HAVING")
+
+    aliases = {name.lower(): expr for name, expr in items}
+    column_names = {n.lower() for n in names}
+    group: list[exp.Expression] = []
+    group_node = select.args.get("group")
+    if group_node is not None:
+        if group_node.args.get("all") or group_node.args.get("rollup") or group_node.args.get("cube") \
+                or group_node.args.get("grouping_sets"):
+            raise unsupported(group_node, "GROUP BY ALL/ROLLUP/CUBE/GROUPING SETS")
+        for g in group_node.expressions:
+            if isinstance(g, exp.Literal) and not g.is_string:
+                pos = int(g.this)
+                if not 1 <= pos <= len(items):
+                    raise QueryError(f"GROUP BY position {pos} is not in the select list "
+                                     f"(1 to {len(items)})")
+                group.append(items[pos - 1][1])
+            elif isinstance(g, exp.Column) and not g.table and g.name.lower() not in column_names \
+                    and g.name.lower() in aliases:
+                group.append(aliases[g.name.lower()])
+            else:
+                group.append(g)
+
+    having = select.args.get("having").this if select.args.get("having") else None
+    order: list[tuple[exp.Expression, bool, bool]] = []
+    order_node = select.args.get("order")
+    if order_node is not None:
+        for o in order_node.expressions:
+            desc = bool(o.args.get("desc"))
+            nulls_first = bool(o.args.get("nulls_first"))
+            order.append((o.this, desc, nulls_first))
+
+    aggregates: dict[str, exp.Expression] = {}
+    for node in [e for _, e in items] + ([having] if having else []) + [o[0] for o in order]:
+        for agg in node.find_all(exp.AggFunc):
+            if not isinstance(agg, _AGGREGATES):
+                raise unsupported(agg, f"the aggregate {agg.sql(dialect='duckdb')[:50]}")
+            if agg.find(exp.AggFunc) is not agg or any(a.find(exp.AggFunc) for a in agg.args.values()
+                                                        if isinstance(a, exp.Expression)):
+                raise QueryError("aggregates cannot be nested")
+            aggregates.setdefault(key(agg), agg)
+    distinct = select.args.get("distinct") is not None
+    is_aggregate = bool(group) or bool(aggregates) or having is not None
+
+    query = Query(
+        table=table[0] if table else "", table_is_path=table[1] if table else False,
+        items=items, where=where, group=group, aggregates=list(aggregates.values()),
+        having=having, order=order, limit=_int_literal(select.args.get("limit"), "LIMIT"),
+        offset=_int_literal(select.args.get("offset"), "OFFSET") or 0, distinct=distinct,
+        is_aggregate=is_aggregate, star_only=star_only,
+    )
+    for node in [e for _, e in items] + where + group + ([having] if having else []) + \
+            [o[0] for o in order]:
+        for col in node.find_all(exp.Column):
+            name = col.name.lower()
+            if name in column_names:
+                query.columns.add(name)
+            elif name not in aliases and layout is not None:
+                raise QueryError(f"no column named {col.name!r} in {query.table}",
+                                 hint="columns: " + ", ".join(names))
+    return query
+
+
+# ---------------------------------------------------------------- pushdown
+
+def _column_index(node: exp.Expression, layout: Layout) -> int | None:
+    """The column a node reads, when the scanner can read it natively (no later conversion)."""
+    if isinstance(node, exp.Column):
+        idx = layout.column_index(node.name)
+        if idx is not None and layout.scan_kind(idx) == layout.kinds[idx]:
+            return idx
+    return None
+
+
+def _filter_const(kind: int, lit: exp.Expression) -> tuple[str, Any] | None:
+    """(ctype, value) comparing a column of ``kind`` with a literal, or None if not fusable."""
+    from gateway_csv import _scanner
+
+    if isinstance(lit, exp.Neg) and isinstance(lit.this, exp.Literal) and not lit.this.is_string:
+        lit = exp.Literal.number("-" + lit.this.this)
+    if not isinstance(lit, exp.Literal):
+        return None
+    text = lit.this
+    if kind == STR:
+        return ("s", text.encode()) if lit.is_string else None
+    if lit.is_string:
+        if kind in (TS, TSTZ, DATE):
+            try:
+                value = _scanner.parse_value(kind if kind != TS else TSTZ, text.encode())
+            except ValueError:
+                return None
+            return "i", value
+        return None
+    if kind in (INT, FLOAT):
+        try:
+            return ("i", int(text)) if kind == INT else ("f", float(text))
+        except ValueError:
+            return ("f", float(text))
+    return None
+
+
+def pushdown(cond: exp.Expression, layout: Layout,
+             slot_of: dict[int, int]) -> list[tuple[int, int, str, Any]] | None:
+    """Scanner filters equivalent to one WHERE conjunct, or None if it needs Arrow."""
+    def slot(index: int) -> int:
+        if index not in slot_of:
+            slot_of[index] = -1
+        return index
+
+    if isinstance(cond, exp.Paren):
+        return pushdown(cond.this, layout, slot_of)
+    if isinstance(cond, exp.Is) and isinstance(cond.expression, exp.Null):
+        idx = _column_index(cond.this, layout)
+        return None if idx is None else [(slot(idx), OP_ISNULL, "n", None)]
+    if isinstance(cond, exp.Not) and isinstance(cond.this, exp.Is) and \
+            isinstance(cond.this.expression, exp.Null):
+        idx = _column_index(cond.this.this, layout)
+        return None if idx is None else [(slot(idx), OP_NOTNULL, "n", None)]
+    if isinstance(cond, exp.Between):
+        idx = _column_index(cond.this, layout)
+        if idx is None:
+            return None
+        kind = layout.scan_kind(idx)
+        low, high = _filter_const(kind, cond.args["low"]), _filter_const(kind, cond.args["high"])
+        if low is None or high is None or (kind == INT and "f" in (low[0], high[0])):
+            return None
+        return [(slot(idx), OP_GE, *low), (slot(idx), OP_LE, *high)]
+    op = _OPS.get(type(cond))
+    if op is None:
+        return None
+    left, right = cond.this, cond.expression
+    idx = _column_index(left, layout)
+    if idx is None:
+        idx, left, right, op = _column_index(right, layout), right, left, _FLIP[op]
+    if idx is None:
+        return None
+    kind = layout.scan_kind(idx)
+    if kind == BOOL:
+        return None
+    const = _filter_const(kind, right)
+    if const is None:
+        return None
+    return [(slot(idx), op, *const)]
+
+
+@dataclass
+class FusedAggregate:
+    """A whole aggregation the scanner computes: keys and aggregates on raw bytes."""
+
+    slots: tuple[tuple[int, int], ...]
+    filters: tuple[tuple[int, int, str, Any], ...]
+    keys: tuple[tuple[int, int], ...]
+    aggs: tuple[tuple[int, int], ...]
+    #: per key: (column index, fn); per aggregate: (fn, column index or -1)
+    key_columns: list[tuple[int, int]]
+    agg_columns: list[tuple[int, int]]
+
+
+def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
+    """The fused plan for an aggregate query, or None when Arrow must finish it."""
+    if query.distinct:
+        return None
+    wanted: dict[int, int] = {}
+    key_columns: list[tuple[int, int]] = []
+    for g in query.group:
+        fn = F_IDENT
+        node = g
+        if type(g) in _KEY_FNS:
+            fn, node = _KEY_FNS[type(g)], g.this
+        elif isinstance(g, exp.Round) and g.args.get("decimals") is None:
+            fn, node = F_ROUND, g.this
+        idx = _column_index(node, layout)
+        if idx is None:
+            return None
+        kind = layout.scan_kind(idx)
+        if fn in (F_YEAR, F_MONTH, F_DAY, F_HOUR) and kind not in (TS, TSTZ, DATE):
+            return None
+        if fn == F_ROUND and kind not in (INT, FLOAT):
+            return None
+        wanted[idx] = -1
+        key_columns.append((idx, fn))
+    agg_columns: list[tuple[int, int]] = []
+    for agg in query.aggregates:
+        if isinstance(agg, exp.Count):
+            arg = agg.this
+            if isinstance(arg, exp.Star):
+                agg_columns.append((A_COUNT_STAR, -1))
+                continue
+            if isinstance(arg, exp.Distinct):
+                return None
+            idx = _column_index(arg, layout)
+            if idx is None:
+                return None
+            wanted[idx] = -1
+            agg_columns.append((A_COUNT, idx))
+            continue
+        idx = _column_index(agg.this, layout)
+        if idx is None or len(agg.args.get("expressions") or []) > 0:
+            return None
+        kind = layout.scan_kind(idx)
+        fn = _AGG_FNS[type(agg)]
+        if fn in (A_SUM, A_AVG) and kind not in (INT, FLOAT):
+            return None
+        if fn in (A_MIN, A_MAX) and kind not in (INT, FLOAT, TS, TSTZ, DATE):
+            return None
+        wanted[idx] = -1
+        agg_columns.append((fn, idx))
+    filters: list[tuple[int, int, str, Any]] = []
+    for cond in query.where:
+        pushed = pushdown(cond, layout, wanted)
+        if pushed is None:
+            return None
+        filters.extend(pushed)
+    order = sorted(wanted)
+    slot_of = {col: i for i, col in enumerate(order)}
+    if len(order) > 64 or len(key_columns) > 64 or len(agg_columns) > 64:
+        return None
+    return FusedAggregate(
+        slots=tuple((col, layout.scan_kind(col)) for col in order),
+        filters=tuple((slot_of[c], op, ct, v) for c, op, ct, v in filters),
+        keys=tuple((slot_of[c], fn) for c, fn in key_columns),
+        aggs=tuple((fn, slot_of[c] if c >= 0 else -1) for fn, c in agg_columns),
+        key_columns=key_columns, agg_columns=agg_columns,
+    )
+
+
+def column_plan(query: Query, layout: Layout) -> tuple[tuple[tuple[int, int], ...],
+                                                     tuple[tuple[int, int, str, Any], ...],
+                                                     list[exp.Expression], list[int]]:
+    """(slots, pushed filters, remaining WHERE conjuncts, column index per slot) for COLUMNS mode."""
+    wanted: dict[int, int] = {}
+    for name in query.columns:
+        idx = layout.column_index(name)
+        if idx is not None:
+            wanted[idx] = -1
+    pushed: list[tuple[int, int, str, Any]] = []
+    rest: list[exp.Expression] = []
+    for cond in query.where:
+        got = pushdown(cond, layout, wanted)
+        if got is None:
+            rest.append(cond)
+        else:
+            pushed.extend(got)
+    order = sorted(wanted)[:64]
+    if len(wanted) > 64:
+        raise unsupported(exp.Star(), "queries reading more than 64 columns of one file")
+    slot_of = {col: i for i, col in enumerate(order)}
+    return (tuple((col, layout.scan_kind(col)) for col in order),
+            tuple((slot_of[c], op, ct, v) for c, op, ct, v in pushed), rest, order)
+
+
+__all__ = ["ENGINES_FOR_MORE", "FusedAggregate", "Query", "analyse", "column_plan",
+           "fused_aggregate", "parse", "pushdown", "source_name"]

@@ -1,0 +1,331 @@
+"""Running an analysed query: fused aggregation, or scanner columns finished by Arrow.
+
+Aggregations end in one shape, whichever path computed them: group key arrays
+and aggregate arrays, on which HAVING, the select list and ORDER BY are
+evaluated (:func:`finish_aggregate`). Plain queries stream batch by batch
+unless they sort or deduplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from gateway.errors import QueryError, Unsupported
+from gateway_csv.compute import ENGINES_FOR_MORE, Frame, broadcast, key
+from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
+from gateway_csv.query import (
+    A_AVG,
+    A_COUNT,
+    A_COUNT_STAR,
+    A_SUM,
+    F_IDENT,
+    F_ROUND,
+    FusedAggregate,
+    Query,
+    column_plan,
+    fused_aggregate,
+)
+from gateway_csv.scan import Plan, Scanner
+
+_ARROW_TYPES = {STR: pa.string(), INT: pa.int64(), FLOAT: pa.float64(),
+                TS: pa.timestamp("us"), TSTZ: pa.timestamp("us", tz="UTC"), BOOL: pa.bool_(),
+                DATE: pa.date32()}
+
+
+def arrow_type(kind: int) -> pa.DataType:
+    return _ARROW_TYPES[kind]
+
+
+def column_array(kind: int, rows: int, payload: tuple[bytes, bytes, bytes, int]) -> pa.Array:
+    """One scanner output column as an Arrow array (buffers wrapped, not copied)."""
+    validity, values, data, nulls = payload
+    vbuf = pa.py_buffer(validity) if nulls else None
+    if kind == STR:
+        return pa.Array.from_buffers(pa.string(), rows, [vbuf, pa.py_buffer(values),
+                                                         pa.py_buffer(data)], nulls)
+    return pa.Array.from_buffers(arrow_type(kind), rows, [vbuf, pa.py_buffer(values)], nulls)
+
+
+def scan_columns(scanners: list[Scanner], query: Query, limit: int = -1) \
+        -> Iterator[tuple[Frame, list[exp.Expression]]]:
+    """Frames of the needed columns, batch by batch, with pushed-down filters applied."""
+    for scanner in scanners:
+        layout = scanner.layout
+        slots, filters, rest, _ = column_plan(query, layout)
+        plan = Plan(slots=slots, filters=filters)
+        for rows, payload in scanner.results(plan, limit if not rest else -1):
+            columns = {}
+            for (col, kind), part in zip(slots, payload, strict=True):
+                arr = column_array(kind, rows, part)
+                if kind != layout.kinds[col]:
+                    arr = _convert(arr, layout, col, scanner.path)
+                columns[layout.names[col].lower()] = arr
+            yield Frame(columns, rows), rest
+
+
+def _convert(arr: pa.Array, layout: Layout, col: int, path: str) -> pa.Array:
+    fmt = layout.timestamp_format
+    try:
+        out = pc.strptime(arr, format=fmt, unit="us", error_is_null=False)
+    except pa.ArrowInvalid as exc:
+        raise QueryError(f"{path}: column {layout.names[col]!r}: a value does not match the "
+                         f"timestamp_format {fmt!r} ({str(exc).splitlines()[0]})",
+                         hint="fix the source's timestamp_format") from None
+    return out.cast(arrow_type(layout.kinds[col])) if layout.kinds[col] == TSTZ else out
+
+
+def filtered(frame: Frame, rest: list[exp.Expression]) -> Frame:
+    if not rest:
+        return frame
+    mask: Any = None
+    for cond in rest:
+        m = frame.evaluate(cond)
+        if isinstance(m, pa.Scalar) or m.type != pa.bool_():
+            m = broadcast(m, frame.length)
+            if m.type != pa.bool_():
+                raise QueryError("WHERE needs a boolean condition")
+        mask = m if mask is None else pc.and_kleene(mask, m)
+    table = pa.table(dict(frame.columns)) if frame.columns else None
+    keep = pc.fill_null(mask, False)
+    if table is None:
+        return Frame({}, int(pc.sum(keep).as_py() or 0))
+    table = table.filter(keep)
+    return Frame({n: table.column(n).combine_chunks() for n in table.column_names},
+                 table.num_rows)
+
+
+# ------------------------------------------------------------- aggregation
+
+def aggregate(scanners: list[Scanner], query: Query) -> pa.Table:
+    """The answer to an aggregate query."""
+    layout = scanners[0].layout
+    fused = fused_aggregate(query, layout)
+    if fused is not None and all(s.layout.names == layout.names and
+                                 s.layout.kinds == layout.kinds for s in scanners):
+        keys, aggs, n = _fused(scanners, fused, layout, query)
+    else:
+        keys, aggs, n = _arrow_aggregate(scanners, query)
+    return finish_aggregate(query, keys, aggs, n)
+
+
+def _fused(scanners: list[Scanner], fused: FusedAggregate, layout: Layout,
+           query: Query) -> tuple[list[pa.Array], list[pa.Array], int]:
+    plan = Plan(slots=fused.slots, filters=fused.filters, keys=fused.keys, aggs=fused.aggs)
+    state: Any = None
+    for scanner in scanners:
+        for _rows, partial in scanner.results(plan):
+            if state is None:
+                state = partial
+            else:
+                state.merge(partial)
+    key_values, agg_values = state.export()
+    n = state.groups
+    if not fused.keys and n == 0:
+        n = 1
+        key_values = []
+        agg_values = [[0] if fn in (A_COUNT_STAR, A_COUNT) else [None]
+                      for fn, _ in fused.agg_columns]
+    keys = []
+    for (col, fn), values in zip(fused.key_columns, key_values, strict=True):
+        kind = layout.kinds[col]
+        if fn == F_IDENT:
+            keys.append(_typed(values, kind))
+        elif fn == F_ROUND:
+            keys.append(pa.array(values, pa.int64() if kind == INT else pa.float64()))
+        else:
+            keys.append(pa.array(values, pa.int64()))
+    aggs = []
+    for (fn, col), values in zip(fused.agg_columns, agg_values, strict=True):
+        if fn in (A_COUNT_STAR, A_COUNT):
+            aggs.append(pa.array(values, pa.int64()))
+        elif fn == A_AVG:
+            aggs.append(pa.array(values, pa.float64()))
+        elif fn == A_SUM:
+            kind = layout.kinds[col]
+            if kind == FLOAT:
+                aggs.append(pa.array(values, pa.float64()))
+            else:
+                fits = all(v is None or -(2**63) <= v < 2**63 for v in values)
+                aggs.append(pa.array(values, pa.int64() if fits else pa.decimal128(38, 0)))
+        else:
+            aggs.append(_typed(values, layout.kinds[col]))
+    return keys, aggs, n
+
+
+def _typed(values: list[Any], kind: int) -> pa.Array:
+    if kind in (TS, TSTZ):
+        return pa.array(values, pa.int64()).cast(arrow_type(kind))
+    if kind == DATE:
+        return pa.array(values, pa.int32()).cast(pa.date32())
+    if kind == BOOL:
+        return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
+    return pa.array(values, arrow_type(kind))
+
+
+_ARROW_AGGS = {exp.Sum: "sum", exp.Avg: "mean", exp.Min: "min", exp.Max: "max"}
+
+
+def _arrow_aggregate(scanners: list[Scanner], query: Query) \
+        -> tuple[list[pa.Array], list[pa.Array], int]:
+    specs: list[tuple[Any, ...]] = []
+    arg_nodes: list[exp.Expression | None] = []
+    for j, agg in enumerate(query.aggregates):
+        arg = agg.this
+        name = f"__a{j}"
+        if isinstance(agg, exp.Count):
+            if isinstance(arg, exp.Star):
+                specs.append(([], "count_all"))
+                arg_nodes.append(None)
+                continue
+            if isinstance(arg, exp.Distinct):
+                if len(arg.expressions) != 1:
+                    raise Unsupported("the csv engine does not run count(DISTINCT a, b)",
+                                      engines=ENGINES_FOR_MORE)
+                specs.append((name, "count_distinct", pc.CountOptions(mode="only_valid")))
+                arg_nodes.append(arg.expressions[0])
+                continue
+            specs.append((name, "count", pc.CountOptions(mode="only_valid")))
+            arg_nodes.append(arg)
+            continue
+        if isinstance(arg, exp.Distinct):
+            raise Unsupported(f"the csv engine does not run {type(agg).__name__.lower()}"
+                              "(DISTINCT ...)", engines=ENGINES_FOR_MORE)
+        specs.append((name, _ARROW_AGGS[type(agg)]))
+        arg_nodes.append(arg)
+
+    parts: list[pa.RecordBatch] = []
+    for frame, rest in scan_columns(scanners, query):
+        frame = filtered(frame, rest)
+        cols: dict[str, pa.Array] = {}
+        for i, g in enumerate(query.group):
+            cols[f"__k{i}"] = frame.array(g)
+        for j, node in enumerate(arg_nodes):
+            if node is not None:
+                cols[f"__a{j}"] = frame.array(node)
+        cols["__n"] = pa.nulls(frame.length, pa.bool_())
+        parts.append(pa.RecordBatch.from_pydict(cols))
+    table = pa.Table.from_batches(parts) if parts else pa.table({"__n": pa.array([], pa.bool_())})
+    key_names = [f"__k{i}" for i in range(len(query.group))]
+    grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
+    keys = [grouped.column(k).combine_chunks() for k in key_names]
+    aggs = []
+    for spec in specs:
+        name = "count_all" if spec[1] == "count_all" else f"{spec[0]}_{spec[1]}"
+        aggs.append(grouped.column(name).combine_chunks())
+    return keys, aggs, grouped.num_rows
+
+
+def finish_aggregate(query: Query, keys: list[pa.Array], aggs: list[pa.Array], n: int) -> pa.Table:
+    subs: dict[str, Any] = {key(g): arr for g, arr in zip(query.group, keys, strict=True)}
+    subs.update({key(a): arr for a, arr in zip(query.aggregates, aggs, strict=True)})
+    frame = Frame({}, n, subs, strict=True)
+    if query.having is not None:
+        keep = pc.fill_null(broadcast(frame.evaluate(query.having), n), False)
+        subs = {k: v.filter(keep) for k, v in subs.items()}
+        n = sum(1 for v in keep.to_pylist() if v)
+        frame = Frame({}, n, subs, strict=True)
+    return finish(query, frame)
+
+
+# ----------------------------------------------------------- plain queries
+
+def finish(query: Query, frame: Frame) -> pa.Table:
+    """Select list, DISTINCT, ORDER BY, LIMIT/OFFSET over one frame."""
+    names = [name for name, _ in query.items]
+    outputs = [frame.array(e) for _, e in query.items]
+    table = _table(names, outputs, frame.length)
+    if query.distinct:
+        table = _distinct(table)
+        frame = Frame({n.lower(): table.column(i).combine_chunks()
+                       for i, n in enumerate(table.column_names)}, table.num_rows)
+        outputs = [table.column(i).combine_chunks() for i in range(table.num_columns)]
+    if query.order:
+        order_arrays = [order_array(o, names, outputs, frame) for o, _, _ in query.order]
+        table = table.take(sort_indices(order_arrays, query.order))
+    return _limit(table, query)
+
+
+def _table(names: list[str], arrays: list[pa.Array], length: int) -> pa.Table:
+    # duplicate output names are legal SQL; Arrow tables allow them too
+    return pa.Table.from_arrays([broadcast(a, length) for a in arrays], names=names)
+
+
+def _distinct(table: pa.Table) -> pa.Table:
+    renamed = table.rename_columns([f"c{i}" for i in range(table.num_columns)])
+    unique = renamed.group_by(renamed.column_names, use_threads=False).aggregate([])
+    return unique.select([f"c{i}" for i in range(table.num_columns)]).rename_columns(
+        table.column_names)
+
+
+def _limit(table: pa.Table, query: Query) -> pa.Table:
+    if query.offset or query.limit is not None:
+        length = None if query.limit is None else max(0, query.limit)
+        return table.slice(query.offset, length)
+    return table
+
+
+def order_array(node: exp.Expression, names: list[str], outputs: list[pa.Array],
+                frame: Frame) -> pa.Array:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        pos = int(node.this)
+        if not 1 <= pos <= len(outputs):
+            raise QueryError(f"ORDER BY position {pos} is not in the select list "
+                             f"(1 to {len(outputs)})")
+        return outputs[pos - 1]
+    if isinstance(node, exp.Column):
+        lowered = [n.lower() for n in names]
+        if node.name.lower() in lowered:
+            return outputs[lowered.index(node.name.lower())]
+    return frame.array(node)
+
+
+def sort_indices(arrays: list[pa.Array], order: list[tuple[exp.Expression, bool, bool]]) -> pa.Array:
+    """Row order for ORDER BY with per-key NULLS FIRST/LAST (DuckDB's default: NULLS LAST)."""
+    columns: dict[str, pa.Array] = {}
+    sort_keys: list[tuple[str, str]] = []
+    for i, (arr, (_, desc, nulls_first)) in enumerate(zip(arrays, order, strict=True)):
+        columns[f"n{i}"] = pc.is_null(arr)
+        columns[f"v{i}"] = arr
+        sort_keys.append((f"n{i}", "descending" if nulls_first else "ascending"))
+        sort_keys.append((f"v{i}", "descending" if desc else "ascending"))
+    return pc.sort_indices(pa.table(columns), sort_keys=sort_keys)
+
+
+def plain_batches(scanners: list[Scanner], query: Query) -> Iterator[pa.Table]:
+    """A non-aggregate query's answer, streamed when it neither sorts nor deduplicates."""
+    if query.order or query.distinct:
+        frames = [filtered(f, rest) for f, rest in scan_columns(scanners, query)]
+        merged = _concat_frames(frames)
+        yield finish(query, merged)
+        return
+    names = [name for name, _ in query.items]
+    to_skip = query.offset
+    remaining = query.limit
+    scan_limit = -1 if remaining is None else to_skip + remaining
+    for frame, rest in scan_columns(scanners, query, scan_limit):
+        frame = filtered(frame, rest)
+        table = _table(names, [frame.array(e) for _, e in query.items], frame.length)
+        if to_skip:
+            dropped = min(to_skip, table.num_rows)
+            table = table.slice(dropped)
+            to_skip -= dropped
+        if remaining is not None:
+            table = table.slice(0, remaining)
+            remaining -= table.num_rows
+        yield table
+        if remaining is not None and remaining <= 0:
+            return
+
+
+def _concat_frames(frames: list[Frame]) -> Frame:
+    if not frames:
+        return Frame({}, 0)
+    names = list(frames[0].columns)
+    columns = {n: pa.chunked_array([f.columns[n] for f in frames]).combine_chunks()
+               for n in names}
+    return Frame(columns, sum(f.length for f in frames))

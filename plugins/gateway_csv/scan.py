@@ -1,0 +1,166 @@
+"""Driving the compiled scanner over a file: line-aligned chunks on every core.
+
+Chunk starts are guesses (the byte after the first newline past each
+boundary, found with pread so the mapping is never touched); each chunk's scan
+reports where its last row really ended, and a chunk whose guess disagrees
+(it began inside a quoted field) is scanned again from the true position.
+The first chunk starts at a known row start, so by induction every accepted
+chunk is aligned, and only accepted chunks' errors and skip counts count.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.errors import QueryError
+from gateway_csv import _scanner
+from gateway_csv.layout import KIND_NAMES, Layout
+
+DEFAULT_CHUNK_BYTES = 8 << 20
+_ERRORS = {
+    "ragged": "the row does not have {ncols} fields",
+    "unterminated_quote": "a quoted field is not closed before the end of the file",
+    "after_quote": "text follows the closing quote of a field",
+    "type": "the value does not fit the column's type {type}",
+    "utf8": "the value is not valid UTF-8",
+}
+
+
+@dataclass
+class Plan:
+    """What one scan computes (see _scanner.scan).
+
+    slots: ((column index, kind), ...) by increasing column.
+    filters: ((slot, op, ctype, value), ...), all of which a row must pass.
+    keys / aggs: the AGG mode's group keys ((slot, fn), ...) and aggregates
+        ((fn, slot), ...), or None for COLUMNS mode.
+    """
+
+    slots: tuple[tuple[int, int], ...]
+    filters: tuple[tuple[int, int, str, Any], ...] = ()
+    keys: tuple[tuple[int, int], ...] | None = None
+    aggs: tuple[tuple[int, int], ...] | None = None
+
+
+@dataclass
+class Chunk:
+    start: int
+    boundary: int
+
+
+class Scanner:
+    """One mapped file, its layout and the worker pool.
+
+    Args:
+        path: the file.
+        layout: its layout (from :func:`gateway_csv.layout.sniff`).
+        pool: the thread pool chunks run on.
+        chunk_bytes: the target chunk size; tests force tiny chunks.
+    """
+
+    def __init__(self, path: str, file: Any, layout: Layout, pool: ThreadPoolExecutor,
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES):
+        self.path = path
+        self.file = file
+        self.layout = layout
+        self.pool = pool
+        self.chunk_bytes = max(1, chunk_bytes)
+        self.skipped = 0
+
+    def chunks(self) -> list[Chunk]:
+        size = self.file.size
+        start = self.layout.data_start
+        starts = [start]
+        bounds: list[int] = []
+        pos = start + self.chunk_bytes
+        while pos < size:
+            guess = self._row_start_after(pos)
+            if guess >= size:
+                break
+            if guess > starts[-1]:
+                bounds.append(pos)
+                starts.append(guess)
+            pos = max(pos + self.chunk_bytes, guess)
+        bounds.append(size)
+        return [Chunk(s, b) for s, b in zip(starts, bounds, strict=True)]
+
+    def _row_start_after(self, pos: int) -> int:
+        """The byte after the first newline at or after pos - 1 (file size when none)."""
+        offset = pos - 1
+        step = 64 << 10
+        while offset < self.file.size:
+            block = self.file.pread(offset, step)
+            hit = block.find(b"\n")
+            if hit >= 0:
+                return offset + hit + 1
+            offset += len(block)
+        return self.file.size
+
+    def _scan(self, chunk: Chunk, plan: Plan, limit: int) -> tuple[Any, ...]:
+        return _scanner.scan(self.file, chunk.start, chunk.boundary, self.layout.dialect(),
+                             plan.slots, plan.filters, plan.keys, plan.aggs, limit)
+
+    def results(self, plan: Plan, limit: int = -1) -> Iterator[tuple[Any, ...]]:
+        """Each aligned chunk's (rows_out, payload), in file order.
+
+        Raises:
+            QueryError: a malformed row (file, line, byte offset, column), unless the
+                layout skips them; skipped rows are added to :attr:`skipped`.
+        """
+        chunks = self.chunks()
+        ahead = max(2, 2 * (os.cpu_count() or 1))
+        pending: list[Future[tuple[Any, ...]]] = []
+        next_submit = 0
+        expected = chunks[0].start
+        for i, chunk in enumerate(chunks):
+            while next_submit < len(chunks) and next_submit < i + ahead:
+                pending.append(self.pool.submit(self._scan, chunks[next_submit], plan, limit))
+                next_submit += 1
+            result = pending.pop(0).result()
+            if chunk.start != expected:
+                # the guess started inside a quoted field: rescan from the real row start
+                result = self._scan(Chunk(expected, chunk.boundary), plan, limit)
+            end, _seen, rows_out, skipped, error, payload = result
+            if error is not None:
+                for rest in pending:
+                    rest.cancel()
+                raise self.error(*error)
+            self.skipped += skipped
+            expected = end
+            yield rows_out, payload
+            if limit >= 0:
+                limit -= rows_out
+                if limit <= 0:
+                    for rest in pending:
+                        rest.cancel()
+                    return
+
+    def error(self, kind: str, offset: int, column: int) -> QueryError:
+        layout = self.layout
+        line = self._line_of(offset)
+        what = _ERRORS.get(kind, kind).format(
+            ncols=layout.ncols,
+            type=KIND_NAMES[layout.kinds[column]] if 0 <= column < layout.ncols else "")
+        where = f"{self.path}: line {line}, byte {offset}"
+        if 0 <= column < layout.ncols:
+            where += f", column {layout.names[column]!r}"
+        hint = ('set on_error = "skip" on the source to skip malformed rows'
+                if kind != "type" else
+                'declare the column\'s type in the source\'s "columns" table, '
+                'or set on_error = "skip"')
+        return QueryError(f"{where}: {what}", hint=hint)
+
+    def _line_of(self, offset: int) -> int:
+        """1-based physical line number of a byte offset."""
+        lines, pos, step = 1, 0, 1 << 20
+        while pos < offset:
+            block = self.file.pread(pos, min(step, offset - pos))
+            if not block:
+                break
+            lines += block.count(b"\n")
+            pos += len(block)
+        return lines
