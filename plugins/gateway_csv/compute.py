@@ -326,12 +326,15 @@ def _cast(frame: Frame, node: exp.Cast) -> Value:
     if name in ("DECIMAL", "NUMERIC"):
         params = [int(p.name) for p in to.expressions] if to.expressions else [18, 3]
         scale = params[1] if len(params) > 1 else 0
-        return pc.round(_to_float(value), ndigits=scale, round_mode="half_towards_infinity")
+        return round_like_duckdb(value, scale)
     target = _CAST_TYPES.get(name)
     if target is None:
         raise unsupported(node, f"CAST to {to.sql(dialect='duckdb')}")
     if pa.types.is_integer(target) and pa.types.is_floating(value.type):
-        value = pc.round(value, round_mode="half_towards_infinity")
+        # DuckDB rounds a DOUBLE to even (nearbyint) but a DECIMAL literal away from zero
+        decimal_literal = isinstance(node.this, exp.Literal)
+        value = pc.round(value, round_mode="half_towards_infinity" if decimal_literal
+                         else "half_to_even")
     if pa.types.is_string(target) and pa.types.is_floating(value.type):
         return _float_text(value)
     if isinstance(node, exp.TryCast):
@@ -389,7 +392,41 @@ def _round(frame: Frame, node: exp.Expression) -> Value:
         n = int(d.as_py())
     if pa.types.is_integer(value.type) and n >= 0:
         return value
-    return pc.round(value, ndigits=n, round_mode="half_towards_infinity")
+    return round_like_duckdb(value, n)
+
+
+def round_like_duckdb(value: Value, digits: int) -> Value:
+    """Round the exact binary value half away from zero, as DuckDB does.
+
+    ``x * 10**digits`` can land exactly on .5 although x itself is just below
+    the decimal midpoint (19.45 is 19.4499...): those ties are settled exactly.
+    """
+    if isinstance(value, pa.Scalar):
+        return pa.scalar(_round_exact(value.as_py(), digits) if value.is_valid else None,
+                         pa.float64())
+    value = _to_float(value)
+    if digits == 0:
+        return pc.round(value, round_mode="half_towards_infinity")
+    scaled = pc.multiply(value, 10.0 ** digits)
+    rounded = pc.divide(pc.round(scaled, round_mode="half_towards_infinity"), 10.0 ** digits)
+    ties = pc.equal(pc.abs(pc.subtract(scaled, pc.trunc(scaled))), 0.5)
+    if not pc.any(ties).as_py():
+        return rounded
+    fixed = rounded.to_pylist()
+    source = value.to_pylist()
+    for i in pc.indices_nonzero(pc.fill_null(ties, False)).to_pylist():
+        fixed[i] = _round_exact(source[i], digits)
+    return pa.array(fixed, pa.float64())
+
+
+def _round_exact(x: float | None, digits: int) -> float | None:
+    import decimal
+    import math
+
+    if x is None or not math.isfinite(x):
+        return x
+    quantum = decimal.Decimal(1).scaleb(-digits)
+    return float(decimal.Decimal(x).quantize(quantum, rounding=decimal.ROUND_HALF_UP))
 
 
 def _unary(fn: Callable[[Any], Any], keep_int: bool = False) -> Callable[[Frame, exp.Expression], Value]:
