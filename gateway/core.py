@@ -37,6 +37,10 @@ class Gateway:
         self.pm = build_plugin_manager(plugins)
         self.engine_types = engine_types(self.pm)
         self.config: GatewayConfig = load_config(config, self.engine_types)
+        from gateway.shadow import ShadowSettings
+
+        #: The checked ``[shadow]`` section, or None (see :mod:`gateway.shadow`).
+        self.shadow_settings = ShadowSettings.from_config(self.config)
         self._engines: dict[str, Engine] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -90,6 +94,7 @@ class Gateway:
         sql: str,
         engine: str | None = None,
         parameters: Sequence[Any] | None = None,
+        shadow: str | bool | None = None,
     ) -> Result:
         """Run one SQL statement on an engine and return its streaming answer.
 
@@ -97,10 +102,20 @@ class Gateway:
             sql: the statement.
             engine: the engine's name; the configured default when None.
             parameters: positional values for placeholders, or None.
+            shadow: a reference engine to run the statement on too (the
+                answer is then read whole and ``result.shadow`` holds the
+                :class:`gateway.shadow.ShadowRecord`); False never shadows;
+                None lets the config's ``[shadow]`` section decide.
 
         Raises:
             gateway.errors.GatewayError: any failure, translated by the engine.
         """
+        if isinstance(shadow, str) or (shadow is None and self.shadow_settings is not None):
+            from gateway.shadow import shadow_execute
+
+            shadowed = shadow_execute(self, sql, engine, parameters, shadow)
+            if shadowed is not None:
+                return shadowed
         eng = self.engine(engine)
         cfg = self.config.engines[eng.name]
         if parameters is not None and not eng.supports_parameters:
