@@ -1,0 +1,110 @@
+"""``arrowgate bench``: the benchmark protocol (``gateway.bench``) on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gateway.commands import EXIT_OK, EXIT_QUERY, UsageError, add_command
+
+
+def register(sub: Any) -> None:
+    p = add_command(
+        sub, "bench", help="time engines on a query corpus, answers checked first",
+        description="Check every engine's answers against the first engine's, then time the "
+        "queries whose answers agree:\none warm-up and the median of --rounds rounds, engines "
+        "alternating in rotated order, each in\nits own process (peak memory per query). "
+        "Prints a Markdown table of medians, spreads and ratios;\nexits 1 when any answer "
+        "differs.",
+        examples=[
+            "arrowgate bench --engines duck,csv queries/",
+            "arrowgate bench --engines csv,duck --baseline duck --rounds 7 "
+            "--json bench.json --chart bench q.sql",
+        ],
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help=".sql files or folders of them")
+    p.add_argument("--engines", required=True, metavar="A,B,...",
+                   help="configured engines; the first one's answers are the reference")
+    p.add_argument("--baseline", metavar="ENGINE",
+                   help="the engine ratios are computed against (default: the first)")
+    p.add_argument("--rounds", type=int, default=5, metavar="N",
+                   help="timed rounds per query (default 5)")
+    p.add_argument("--warmup", type=int, default=1, metavar="N",
+                   help="untimed rounds first (default 1)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="the longest one run may take (default 600)")
+    p.add_argument("--json", metavar="FILE", help="write the whole report as JSON")
+    p.add_argument("--markdown", metavar="FILE", help="write the Markdown table to FILE too")
+    p.add_argument("--chart", metavar="STEM",
+                   help="draw STEM.png and STEM.svg (per-query latency per engine)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(run=run)
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal's stderr; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool, width: int = 30):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.width = width
+        self.started = time.monotonic()
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if not self.enabled:
+            return
+        filled = self.width * done // max(total, 1)
+        elapsed = time.monotonic() - self.started
+        bar = "#" * filled + "." * (self.width - filled)
+        sys.stderr.write(f"\r[{bar}] {done}/{total} {elapsed:5.0f}s {label[:50]:<50}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * (self.width + 70) + "\r")
+            sys.stderr.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from gateway.bench import GatewayEngine, run_benchmark
+    from gateway.commands import open_gateway
+    from gateway.config import find_config_path
+    from gateway.corpus import read_queries
+
+    names = [n.strip() for n in args.engines.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--engines needs at least one engine name")
+    if len(set(names)) != len(names):
+        raise UsageError(f"--engines names an engine twice: {args.engines}")
+    if args.baseline is not None and args.baseline not in names:
+        raise UsageError(f"--baseline {args.baseline} is not one of --engines {args.engines}")
+    if args.rounds < 1 or args.warmup < 0:
+        raise UsageError("--rounds must be at least 1 and --warmup at least 0")
+    queries = read_queries(args.paths)
+    with open_gateway(args) as gw:  # checks the configuration and the names before spawning
+        for name in names:
+            gw.engine_config(name)
+    path = find_config_path(args.config)
+    config = str(path.resolve()) if path is not None else None
+    bar = ProgressBar(not args.no_progress)
+    try:
+        report = run_benchmark([GatewayEngine(n, config) for n in names], queries,
+                               rounds=args.rounds, warmup=args.warmup, baseline=args.baseline,
+                               timeout=args.timeout, progress=bar)
+    finally:
+        bar.close()
+    text = report.to_markdown()
+    sys.stdout.write(text)
+    try:
+        if args.markdown:
+            Path(args.markdown).write_text(text, encoding="utf-8")
+        if args.json:
+            report.write_json(args.json)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report: {exc}") from None
+    if args.chart:
+        for p in report.write_chart(args.chart):
+            print(f"chart: {p}", file=sys.stderr)
+    return EXIT_QUERY if report.diverged else EXIT_OK

@@ -1,0 +1,282 @@
+"""``arrowgate shadow``: run a query corpus on two engines and gate a pipeline on the verdicts.
+
+``arrowgate shadow --primary A --reference B PATH...`` runs every statement
+under the paths on both engines (one after the other, so latencies do not
+compete), prints one line per query, writes ``--json``, ``--junit`` and
+``--markdown`` reports, appends the records to the shadow store, and exits 1
+when any answer diverges or any latency ratio passes ``--max-ratio``.
+
+``arrowgate shadow report`` summarizes the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway.commands import EXIT_OK, EXIT_QUERY, UsageError, add_command, open_gateway
+
+if TYPE_CHECKING:
+    from gateway.shadow import ShadowRecord
+
+
+def register(sub: Any) -> None:
+    p = add_command(
+        sub, "shadow", help="run queries on a primary and a reference engine and compare",
+        description="Run every statement under PATH... on the primary and the reference "
+        "engine, compare the answers, and\nexit 1 when any diverges or is slower than "
+        "--max-ratio times the reference.\n\n'arrowgate shadow report' summarizes the "
+        "records kept in the shadow store.",
+        examples=[
+            "arrowgate shadow --primary csv --reference duckdb queries/",
+            "arrowgate shadow --primary new --reference old --max-ratio 1.5 "
+            "--junit shadow.xml --json shadow.json q.sql",
+            "arrowgate shadow report --store .arrowgate/shadow",
+        ],
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help=".sql files or folders of them; or 'report' to summarize the store")
+    p.add_argument("--primary", metavar="ENGINE", help="the engine under test "
+                   "(default: [shadow] primary, else the default engine)")
+    p.add_argument("--reference", metavar="ENGINE",
+                   help="the engine taken as right (default: [shadow] reference)")
+    p.add_argument("--max-ratio", type=float, metavar="X",
+                   help="fail when a query's primary time exceeds X times the reference's")
+    p.add_argument("--json", metavar="FILE", help="write one JSON record per query to FILE")
+    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report to FILE")
+    p.add_argument("--markdown", metavar="FILE", help="write a Markdown report to FILE")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="how long the reference may take per query (default: [shadow] timeout, 30)")
+    p.add_argument("--noise", action="store_true",
+                   help="run the reference twice; what differs is nondeterministic, not divergent")
+    p.add_argument("--shadow-writes", action="store_true",
+                   help="also run statements that change data (the reference is a separate copy)")
+    p.add_argument("--store", metavar="DIR",
+                   help="the shadow store folder (default: [shadow] store, .arrowgate/shadow)")
+    p.add_argument("--no-store", action="store_true", help="do not append records to the store")
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="report: how many worst offenders to list (default 10)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.paths[0] == "report" and not Path("report").exists():
+        if len(args.paths) > 1:
+            raise UsageError("'shadow report' takes no paths; use --store DIR")
+        return run_report(args)
+    if args.max_ratio is not None and args.max_ratio <= 0:
+        raise UsageError("--max-ratio must be a positive number")
+    from gateway.corpus import read_queries
+    from gateway.shadow import ShadowStore, run_shadowed, settings_from_mapping
+
+    queries = read_queries(args.paths)
+    with open_gateway(args) as gw:
+        configured = dict(gw.config.shadow)
+        reference = args.reference or configured.get("reference")
+        if reference is None:
+            raise UsageError("no reference engine: pass --reference ENGINE or set [shadow] "
+                             "reference in the configuration")
+        primary = args.primary or configured.get("primary") or gw.default_engine
+        if primary == reference:
+            raise UsageError(f"the primary and the reference are the same engine ({primary})")
+        raw = {**configured, "primary": primary, "reference": reference, "sample": 1.0}
+        if args.timeout is not None:
+            raw["timeout"] = args.timeout
+        if args.noise:
+            raw["noise"] = True
+        if args.shadow_writes:
+            raw["shadow_writes"] = True
+        if args.store is not None:
+            raw["store"] = args.store
+        settings = settings_from_mapping(raw, gw.config)
+        records = []
+        for q in queries:
+            _, _, record = run_shadowed(gw, q.sql, primary, reference, settings, name=q.name,
+                                        concurrent=False, store=False)
+            records.append(record)
+            print(_line(record, args.max_ratio), flush=True)
+        if settings.store and not args.no_store:
+            ShadowStore(settings.store).append(records)
+    report = build_report(records, primary, reference, args.max_ratio,
+                          {q.name: q.file for q in queries})
+    print(report["summary"]["line"])
+    if args.json:
+        _write(args.json, json.dumps(report, indent=2, default=str) + "\n")
+    if args.junit:
+        _write(args.junit, junit_xml(report))
+    if args.markdown:
+        _write(args.markdown, markdown(report))
+    return EXIT_QUERY if report["summary"]["failed"] else EXIT_OK
+
+
+def _over(record: ShadowRecord, max_ratio: float | None) -> bool:
+    return max_ratio is not None and record.ratio is not None and record.ratio > max_ratio
+
+
+def _line(record: ShadowRecord, max_ratio: float | None) -> str:
+    if record.status == "skipped":
+        return f"  skipped  {record.key}: {record.skip_reason}"
+    mark = "ok" if not record.diverged and not _over(record, max_ratio) else "FAIL"
+    ratio = f"{record.ratio:.2f}x" if record.ratio is not None else "-"
+    slow = f" (over --max-ratio {max_ratio:g})" if _over(record, max_ratio) else ""
+    detail = "" if record.category == "match" else f": {record.message}"
+    return (f"{mark:>6}  {record.key}  {record.category}{detail}  "
+            f"[{record.primary_ms or 0:.1f} ms vs {record.reference_ms or 0:.1f} ms, {ratio}{slow}]")
+
+
+def build_report(records: list[ShadowRecord], primary: str, reference: str,
+                 max_ratio: float | None, files: dict[str, str | None]) -> dict[str, Any]:
+    """The JSON report: one entry per query, and a summary."""
+    queries = []
+    for r in records:
+        entry: dict[str, Any] = {
+            "name": r.key, "file": files.get(r.name or ""), "sql": r.sql, "status": r.status,
+            "category": r.category, "message": r.message if r.status != "skipped" else r.skip_reason,
+            "primary_ms": _round(r.primary_ms), "reference_ms": _round(r.reference_ms),
+            "ratio": _round(r.ratio), "over_max_ratio": _over(r, max_ratio),
+            "primary_rows": r.primary_rows, "reference_rows": r.reference_rows,
+            "noise_checked": r.noise_checked, "evidence": r.evidence,
+        }
+        entry["failed"] = r.diverged or entry["over_max_ratio"]
+        queries.append(entry)
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r.category or "skipped"] = counts.get(r.category or "skipped", 0) + 1
+    diverged = sum(r.diverged for r in records)
+    slow = sum(_over(r, max_ratio) for r in records)
+    failed = sum(bool(q["failed"]) for q in queries)
+    parts = [f"{n} {c}" for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    line = (f"{len(records)} queries, {primary} vs {reference}: " + ", ".join(parts)
+            + (f"; {slow} over --max-ratio {max_ratio:g}" if slow and max_ratio else "")
+            + (f". FAILED ({failed})" if failed else ". OK"))
+    return {
+        "primary": primary, "reference": reference, "max_ratio": max_ratio,
+        "summary": {"queries": len(records), "by_category": counts, "diverged": diverged,
+                    "over_max_ratio": slow, "failed": failed, "line": line},
+        "queries": queries,
+    }
+
+
+def junit_xml(report: dict[str, Any]) -> str:
+    """The report as JUnit XML: one testcase per query, a failure per divergence or slow query."""
+    import xml.etree.ElementTree as ET
+
+    queries = report["queries"]
+    total_s = sum((q["primary_ms"] or 0) + (q["reference_ms"] or 0) for q in queries) / 1000
+    suites = ET.Element("testsuites", name="arrowgate shadow", tests=str(len(queries)),
+                        failures=str(report["summary"]["failed"]), errors="0",
+                        time=f"{total_s:.3f}")
+    suite = ET.SubElement(
+        suites, "testsuite", name=f"shadow {report['primary']} vs {report['reference']}",
+        tests=str(len(queries)), failures=str(report["summary"]["failed"]), errors="0",
+        skipped=str(sum(q["status"] == "skipped" for q in queries)), time=f"{total_s:.3f}")
+    for q in queries:
+        classname = Path(q["file"]).stem if q["file"] else "shadow"
+        case = ET.SubElement(suite, "testcase", name=q["name"], classname=classname,
+                             time=f"{(q['primary_ms'] or 0) / 1000:.3f}")
+        if q["status"] == "skipped":
+            ET.SubElement(case, "skipped", message=q["message"] or "")
+            continue
+        if q["category"] not in ("match", "nondeterministic"):
+            failure = ET.SubElement(case, "failure", message=q["message"] or "",
+                                    type=q["category"] or "")
+            failure.text = json.dumps(q["evidence"], indent=2, default=str)
+        elif q["over_max_ratio"]:
+            ET.SubElement(case, "failure", type="latency",
+                          message=f"{report['primary']} took {q['ratio']}x the reference's time "
+                          f"(limit {report['max_ratio']})")
+        out = ET.SubElement(case, "system-out")
+        out.text = (f"{q['category']}: {q['message']}\nprimary {q['primary_ms']} ms, "
+                    f"reference {q['reference_ms']} ms, ratio {q['ratio']}\n{q['sql']}\n")
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report for a pull-request comment: a verdict line, failures first, then every query."""
+    s = report["summary"]
+    head = "❌" if s["failed"] else "✅"
+    lines = [f"### {head} Shadow: `{report['primary']}` vs `{report['reference']}`", "",
+             s["line"], ""]
+    failed = [q for q in report["queries"] if q["failed"]]
+    if failed:
+        lines += ["**Failures**", ""]
+        for q in failed:
+            why = q["message"] if q["category"] not in ("match", "nondeterministic") else \
+                f"latency ratio {q['ratio']} over {report['max_ratio']}"
+            lines.append(f"- `{q['name']}`: **{q['category']}**: {why}")
+            sample = _evidence_line(q["evidence"])
+            if sample:
+                lines.append(f"  - {sample}")
+        lines.append("")
+    lines += ["| query | verdict | primary ms | reference ms | ratio |", "|---|---|---:|---:|---:|"]
+    for q in report["queries"]:
+        verdict = q["category"] or f"skipped: {q['message']}"
+        ratio = f"{q['ratio']:.2f}x" if q["ratio"] is not None else "-"
+        if q["over_max_ratio"]:
+            ratio = f"**{ratio}**"
+        lines.append(f"| `{q['name']}` | {verdict} | {_cell(q['primary_ms'])} | "
+                     f"{_cell(q['reference_ms'])} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def _evidence_line(evidence: dict[str, Any]) -> str:
+    if evidence.get("differences"):
+        d = evidence["differences"][0]
+        key = ", ".join(f"{k}={v!r}" for k, v in d["key"].items())
+        return (f"`{d['column']}` is `{d['primary']!r}` on primary, `{d['reference']!r}` on "
+                f"reference" + (f" at {key}" if key else ""))
+    if evidence.get("missing"):
+        return f"missing row: `{json.dumps(evidence['missing'][0], default=str)}`"
+    if evidence.get("extra"):
+        return f"extra row: `{json.dumps(evidence['extra'][0], default=str)}`"
+    return ""
+
+
+def _cell(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from gateway.shadow import DEFAULT_STORE, ShadowStore, summarize
+
+    store = args.store
+    if store is None:
+        with open_gateway(args) as gw:
+            settings = gw.shadow_settings
+        store = settings.store if settings is not None and settings.store else DEFAULT_STORE
+    summary = summarize(ShadowStore(store).read(), top=args.top)
+    if args.json:
+        _write(args.json, json.dumps(summary, indent=2, default=str) + "\n")
+    print(f"{summary['records']} records in {store} ({summary['skipped']} skipped)")
+    print("by category: " + ", ".join(f"{c} {n}" for c, n in summary["by_category"].items()))
+    print("\nlatency ratio (primary / reference) per query, worst first:")
+    print(f"  {'p50':>7} {'p90':>7} {'p99':>7} {'runs':>5} {'diverged':>8}  query")
+    for q in summary["worst_ratio"]:
+        print(f"  {q['ratio_p50']:>7} {q['ratio_p90']:>7} {q['ratio_p99']:>7} {q['runs']:>5} "
+              f"{q['diverged']:>8}  {q['query']}")
+    if summary["recent_divergences"]:
+        print("\nrecent divergences:")
+        for d in summary["recent_divergences"]:
+            print(f"  {d['time']}  {d['query']}  {d['primary']} vs {d['reference']}: "
+                  f"{d['category']}: {d['message']}")
+    return EXIT_OK
+
+
+def print_record(record: ShadowRecord) -> None:
+    """The line ``arrowgate query --shadow`` prints under the answer (on stderr)."""
+    print(record.summary(), file=sys.stderr)
