@@ -20,6 +20,7 @@ def register(sub: Any) -> None:
             "arrowgate query --format csv -f report.sql > report.csv",
             'echo "SELECT count(*) FROM trips" | arrowgate query --engine duck',
             'arrowgate query --format parquet --output out.parquet "SELECT * FROM trips"',
+            'arrowgate query --shadow duck_old "SELECT count(*) FROM trips"',
         ],
     )
     q.add_argument("sql", nargs="?", help="the SQL; read from -f FILE or stdin when absent")
@@ -33,6 +34,8 @@ def register(sub: Any) -> None:
                    help="rows the table format shows (0: all; default 40)")
     q.add_argument("-p", "--param", action="append", default=None, metavar="VALUE",
                    help="a positional parameter value for ? placeholders (repeatable)")
+    q.add_argument("--shadow", metavar="ENGINE",
+                   help="also run the SQL on ENGINE and print the verdict and latency ratio")
     q.set_defaults(run=run)
 
 
@@ -65,11 +68,16 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--format {args.format} writes binary data: use --output FILE "
                          "or redirect stdout")
     with open_gateway(args) as gw:
-        result = gw.execute(sql, engine=args.engine, parameters=args.param)
+        result = gw.execute(sql, engine=args.engine, parameters=args.param,
+                            shadow=args.shadow)
         with Output(args.output) as out:
             write(result.reader(), args.format, out, max_rows=args.max_rows)
         if args.format == "table" or args.output is not None:
             print(summary_line(result), file=sys.stderr)
+        if result.shadow is not None:
+            # under the answer; on stderr when stdout carries a machine format
+            machine = args.output is None and args.format != "table"
+            print(result.shadow.summary(), file=sys.stderr if machine else sys.stdout)
     return EXIT_OK
 
 
