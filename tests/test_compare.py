@@ -1,0 +1,213 @@
+"""The comparator: each category on a minimal case, and every equivalence never flagged."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+
+import pyarrow as pa
+import pytest
+
+from gateway.compare import (
+    CATEGORIES,
+    CompareOptions,
+    compare_outcomes,
+    compare_tables,
+    compare_with_noise,
+)
+from gateway.errors import QueryError, Unsupported
+
+BASE = pa.table({"k": ["a", "b", None], "n": [1, 2, 3], "x": [1.5, 2.5, 3.5]})
+
+
+def verdict(primary, reference=BASE, **kw):
+    v = compare_tables(primary, reference, **kw)
+    json.dumps(v.evidence, allow_nan=False)  # evidence is always strict JSON
+    assert v.category in CATEGORIES
+    return v
+
+
+# -- equivalences: never a divergence ------------------------------------------------
+UTC = dt.UTC
+EQUIVALENT = {
+    "int_vs_float": (pa.table({"v": pa.array([1, 2], pa.int64())}),
+                     pa.table({"v": pa.array([1.0, 2.0], pa.float64())})),
+    "int_vs_decimal": (pa.table({"v": pa.array([1, 2], pa.int32())}),
+                       pa.table({"v": pa.array([decimal.Decimal("1.00"), decimal.Decimal("2.00")],
+                                               pa.decimal128(10, 2))})),
+    "float_vs_decimal": (pa.table({"v": [0.1, 2.5]}),
+                         pa.table({"v": pa.array([decimal.Decimal("0.1"), decimal.Decimal("2.5")],
+                                                 pa.decimal128(5, 1))})),
+    "int32_vs_int64": (pa.table({"v": pa.array([1, None], pa.int32())}),
+                       pa.table({"v": pa.array([1, None], pa.int64())})),
+    "timestamp_units": (
+        pa.table({"t": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5)], pa.timestamp("s"))}),
+        pa.table({"t": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5)], pa.timestamp("ns"))})),
+    "timestamp_zones_same_instant": (
+        pa.table({"t": pa.array([dt.datetime(2024, 1, 2, 12, tzinfo=UTC)],
+                                pa.timestamp("us", tz="UTC"))}),
+        pa.table({"t": pa.array([dt.datetime(2024, 1, 2, 12, tzinfo=UTC)],
+                                pa.timestamp("ms", tz="Asia/Tokyo"))})),
+    "naive_timestamp_as_utc": (
+        pa.table({"t": pa.array([dt.datetime(2024, 1, 2, 12)], pa.timestamp("us"))}),
+        pa.table({"t": pa.array([dt.datetime(2024, 1, 2, 12, tzinfo=UTC)],
+                                pa.timestamp("us", tz="UTC"))})),
+    "string_vs_large_string": (pa.table({"s": pa.array(["x", None], pa.string())}),
+                               pa.table({"s": pa.array(["x", None], pa.large_string())})),
+    "string_vs_string_view": (pa.table({"s": pa.array(["x", "y"], pa.string())}),
+                              pa.table({"s": pa.array(["x", "y"], pa.string_view())})),
+    "dictionary_vs_plain": (pa.table({"s": pa.array(["x", "y", "x"]).dictionary_encode()}),
+                            pa.table({"s": ["x", "y", "x"]})),
+    "row_order_without_order_by": (BASE.take([2, 0, 1]), BASE),
+    "floats_within_tolerance": (pa.table({"v": [0.1 + 0.2, 1e12 + 0.0001]}),
+                                pa.table({"v": [0.3, 1e12]})),
+    "nan_vs_nan": (pa.table({"v": [float("nan"), 1.0]}), pa.table({"v": [float("nan"), 1.0]})),
+    "negative_zero": (pa.table({"v": [-0.0, 1.0]}), pa.table({"v": [0.0, 1.0]})),
+    "null_typed_column": (pa.table({"v": pa.nulls(2)}), pa.table({"v": pa.nulls(2, pa.int32())})),
+    "empty_answers": (BASE.slice(0, 0), BASE.slice(0, 0)),
+}
+
+
+@pytest.mark.parametrize("name", list(EQUIVALENT))
+def test_equivalent_representations_are_not_divergence(name):
+    primary, reference = EQUIVALENT[name]
+    v = verdict(primary, reference)
+    assert v.ok, v.message
+
+
+@pytest.mark.parametrize("name", ["int_vs_float", "timestamp_units", "string_vs_large_string",
+                                  "nan_vs_nan", "negative_zero", "row_order_without_order_by"])
+def test_each_equivalence_can_be_switched_off(name):
+    option = {"int_vs_float": "numeric_types_equivalent", "timestamp_units": "timestamps_equivalent",
+              "string_vs_large_string": "strings_equivalent", "nan_vs_nan": "nan_equals_nan",
+              "negative_zero": "signed_zero_equal",
+              "row_order_without_order_by": "ignore_order_without_order_by"}[name]
+    primary, reference = EQUIVALENT[name]
+    v = verdict(primary, reference, options=CompareOptions(**{option: False}))
+    assert not v.ok
+    expected = {"nan_vs_nan": "values", "negative_zero": "values",
+                "row_order_without_order_by": "order"}.get(name, "schema")
+    assert v.category == expected, v.message
+
+
+def test_ties_on_order_by_keys_are_not_order_divergence():
+    reference = pa.table({"g": ["x", "x", "y", "y"], "id": [1, 2, 3, 4]})
+    primary = reference.take([1, 0, 3, 2])
+    assert verdict(primary, reference, sql="SELECT g, id FROM t ORDER BY g").ok
+    v = verdict(primary, reference, sql="SELECT g, id FROM t ORDER BY g, id")
+    assert v.category == "order"
+    assert v.evidence["first_out_of_order"] == 1
+
+
+def test_order_by_mapped_through_ordinal_alias_and_expression():
+    reference = pa.table({"k": ["a", "b", "c"], "n": [3, 2, 1]})
+    primary = reference.take([2, 1, 0])
+    for sql in ("SELECT k, count(*) AS n FROM t GROUP BY k ORDER BY 2 DESC",
+                "SELECT k, count(*) AS n FROM t GROUP BY k ORDER BY n DESC",
+                "SELECT k, count(*) AS n FROM t GROUP BY k ORDER BY count(*) DESC",
+                "SELECT * FROM t ORDER BY n DESC"):
+        assert verdict(primary, reference, sql=sql).category == "order", sql
+
+
+def test_order_by_a_hidden_key_is_not_judged():
+    reference = pa.table({"k": ["a", "b"]})
+    v = verdict(reference.take([1, 0]), reference, sql="SELECT k FROM t ORDER BY other_col")
+    assert v.ok and v.evidence["order_checked"] is False
+
+
+def test_tolerance_per_run_and_per_query():
+    primary, reference = pa.table({"v": [1.001]}), pa.table({"v": [1.0]})
+    assert verdict(primary, reference).category == "values"
+    assert verdict(primary, reference, options=CompareOptions(rel_tol=0.01)).ok
+    assert verdict(primary, reference, sql="SELECT v FROM t -- arrowgate: rel_tol=0.01").ok
+    assert verdict(primary, reference, sql="-- arrowgate: abs_tol=0.005\nSELECT v FROM t").ok
+
+
+# -- categories ------------------------------------------------------------------------
+def test_schema_column_count_names_and_types():
+    assert verdict(BASE.drop_columns(["x"])).category == "schema"
+    renamed = verdict(BASE.rename_columns(["k", "n", "y"]))
+    assert renamed.category == "schema" and "'y'" in renamed.message
+    retyped = verdict(BASE.set_column(0, "k", pa.array([1, 2, 3])))
+    assert retyped.category == "schema" and "string" in retyped.message
+
+
+def test_engine_chosen_names_of_unaliased_expressions_are_not_compared():
+    primary = pa.table({"cab": ["a"], "count(*)": [1]})
+    reference = pa.table({"cab": ["a"], "count_star()": [1]})
+    assert verdict(primary, reference, sql="SELECT cab, count(*) FROM t GROUP BY cab").ok
+    assert verdict(primary, reference).category == "schema"  # without the SQL: compared
+
+
+def test_missing_and_extra_rows_with_samples():
+    missing = verdict(BASE.slice(0, 2))
+    assert missing.category == "missing_rows"
+    assert missing.evidence["missing"] == [{"k": None, "n": 3, "x": 3.5}]
+    extra = verdict(pa.concat_tables([BASE, BASE.slice(0, 1)]))
+    assert extra.category == "extra_rows"
+    assert extra.evidence["extra"] == [{"k": "a", "n": 1, "x": 1.5}]
+
+
+def test_row_count_when_neither_side_contains_the_other():
+    other = pa.table({"k": ["z"], "n": [9], "x": [9.5]})
+    assert verdict(pa.concat_tables([BASE.slice(0, 1), other])).category == "row_count"
+
+
+def test_values_evidence_has_row_key_and_both_values():
+    changed = BASE.set_column(2, "x", pa.array([1.5, 2.75, 3.5]))
+    v = verdict(changed)
+    assert v.category == "values"
+    assert v.evidence["differences"] == [
+        {"key": {"k": "b", "n": 2}, "column": "x", "primary": 2.75, "reference": 2.5}]
+    assert "2.75" in v.message and "2.5" in v.message
+
+
+def test_values_keyed_by_group_by_columns():
+    reference = pa.table({"g": ["a", "b"], "n": [10, 20]})
+    primary = pa.table({"g": ["a", "b"], "n": [10, 21]})
+    v = verdict(primary, reference, sql="SELECT g, count(*) AS n FROM t GROUP BY g")
+    assert v.category == "values"
+    assert v.evidence["differences"][0] == {"key": {"g": "b"}, "column": "n",
+                                            "primary": 21, "reference": 20}
+
+
+def test_errors():
+    boom = QueryError("boom", engine="p")
+    assert compare_outcomes(boom, BASE).category == "error"
+    assert compare_outcomes(BASE, boom).category == "error"
+    assert compare_outcomes(boom, QueryError("other words", engine="r")).ok
+    both = compare_outcomes(boom, Unsupported("no", engine="r"))
+    assert both.category == "error" and "QueryError" in both.message
+    assert compare_outcomes(BASE, BASE).ok
+
+
+def test_noise_marks_nondeterministic_answers():
+    a, b, c = (pa.table({"r": [v]}) for v in (0.1, 0.2, 0.3))
+    assert compare_with_noise(a, b, c).category == "nondeterministic"
+    assert compare_with_noise(a, b, b).category == "values"  # the reference is stable
+    assert compare_with_noise(a, a, c).ok
+
+
+def test_evidence_is_strict_json_for_awkward_values():
+    reference = pa.table({"k": [1], "v": [float("nan")], "d": [decimal.Decimal("1.5")],
+                          "t": [dt.datetime(2024, 1, 1)], "b": [b"\x00"]})
+    primary = pa.table({"k": [1], "v": [float("inf")], "d": [decimal.Decimal("1.5")],
+                        "t": [dt.datetime(2024, 1, 1)], "b": [b"\x01"]})
+    v = verdict(primary, reference)
+    assert v.category == "values"
+
+
+def test_large_answers_compare_without_python_row_loops():
+    import duckdb
+
+    con = duckdb.connect()
+    answer = con.sql("SELECT i AS id, i * 0.5 AS v, (i % 97)::VARCHAR AS s "
+                     "FROM range(1000000) t(i)").to_arrow_table()
+    con.register("answer", answer)
+    shuffled = con.sql("SELECT * FROM answer ORDER BY hash(id)").to_arrow_table()
+    assert verdict(shuffled, answer).ok
+    changed = con.sql("SELECT id, CASE WHEN id = 777 THEN v + 1 ELSE v END AS v, s "
+                      "FROM answer").to_arrow_table()
+    v = verdict(changed, answer)
+    assert v.category == "values" and v.evidence["differences"][0]["key"]["id"] == 777
