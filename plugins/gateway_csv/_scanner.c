@@ -398,6 +398,91 @@ static int valid_utf8(const unsigned char *s, size_t n) {
     return 1;
 }
 
+/* --------------------------------------------------------- fast skipping */
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define HAVE_SSE2 1
+#endif
+
+/* Pass k delimiters from p (the start of a field), stopping early at a newline
+ * or a quote character, which the careful scalar path must handle. Returns the
+ * start of the field reached and sets *passed to the delimiters passed. */
+static const char *skip_fields(const char *p, const char *end, int k, char delim, int quote, int *passed) {
+    int done = 0;
+    const char *field = p;
+#ifdef HAVE_SSE2
+    const __m128i vd = _mm_set1_epi8(delim), vn = _mm_set1_epi8('\n');
+    const __m128i vq = _mm_set1_epi8(quote >= 0 ? (char)quote : '\n');
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned md = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vd));
+        unsigned ms = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, vn), _mm_cmpeq_epi8(v, vq)));
+        if (ms) md &= (ms & (0u - ms)) - 1; /* delimiters before the first special byte */
+        int cnt = __builtin_popcount(md);
+        if (cnt >= k - done) {
+            for (int i = 1; i < k - done; i++) md &= md - 1;
+            *passed = k;
+            return p + __builtin_ctz(md) + 1;
+        }
+        done += cnt;
+        if (md) field = p + (31 - __builtin_clz(md)) + 1;
+        if (ms) {
+            *passed = done;
+            return field;
+        }
+        p += 16;
+    }
+#endif
+    for (; p < end; p++) {
+        char c = *p;
+        if (c == delim) {
+            field = p + 1;
+            if (++done == k) break;
+        } else if (c == '\n' || (quote >= 0 && c == (char)quote)) {
+            break;
+        }
+    }
+    *passed = done;
+    return field;
+}
+
+/* Count the delimiters from p up to the end of the row, in one pass. Returns
+ * the next row's start, or NULL when a quote character comes first. */
+static const char *count_to_row_end(const char *p, const char *end, char delim, int quote, int *count) {
+    int n = 0;
+#ifdef HAVE_SSE2
+    const __m128i vd = _mm_set1_epi8(delim), vn = _mm_set1_epi8('\n');
+    const __m128i vq = _mm_set1_epi8(quote >= 0 ? (char)quote : '\n');
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned md = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vd));
+        unsigned mn = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vn));
+        unsigned mq = quote >= 0 ? (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vq)) : 0;
+        if (mn) {
+            unsigned before = (mn & (0u - mn)) - 1;
+            if (mq & before) return NULL;
+            *count = n + __builtin_popcount(md & before);
+            return p + __builtin_ctz(mn) + 1;
+        }
+        if (mq) return NULL;
+        n += __builtin_popcount(md);
+        p += 16;
+    }
+#endif
+    for (; p < end; p++) {
+        char c = *p;
+        if (c == '\n') {
+            *count = n;
+            return p + 1;
+        }
+        if (quote >= 0 && c == (char)quote) return NULL;
+        n += c == delim;
+    }
+    *count = n;
+    return end;
+}
+
 /* ----------------------------------------------------------------- plans */
 
 typedef struct {
@@ -842,17 +927,11 @@ static void unescape(const Plan *pl, const char *s, size_t n, Buf *b) {
 /* skip the remaining fields of a row from p (which is at a delimiter or a row end),
  * counting them; returns the error code, sets *next to the next row's start */
 static int finish_row(const Plan *pl, const char *p, const char *end, int fields, const char **next) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *stop = nl ? nl : end;
-    if (pl->quote < 0 || !memchr(p, pl->quote, (size_t)(stop - p))) {
-        int count = 0;
-        size_t span = (size_t)(stop - p);
-        const unsigned char d = (unsigned char)pl->delim;
-        const unsigned char *u = (const unsigned char *)p;
-        for (size_t i = 0; i < span; i++) count += u[i] == d;
-        fields += count;
-        *next = nl ? nl + 1 : end;
-        return fields == pl->ncols ? E_NONE : E_RAGGED;
+    int count;
+    const char *next_row = count_to_row_end(p, end, pl->delim, pl->quote, &count);
+    if (next_row) {
+        *next = next_row;
+        return fields + count == pl->ncols ? E_NONE : E_RAGGED;
     }
     /* slow path: a quote in the rest of the row, which may hide newlines */
     while (p < end && *p == pl->delim) {
@@ -910,28 +989,72 @@ static int convert(Scan *sc, int si, const char *s, size_t n, int quoted, int es
     return E_TYPE;
 }
 
-/* Tokenize one row starting at *pp; fills sc->vals. Returns an error code and
- * the column of the error in *col; *pp moves to the next row's start. */
+/* Skip field c (starting at *pp, possibly quoted) and the delimiter after it.
+ * Returns E_NONE, an error, or -1 when the row ended instead. */
+static int skip_one_field(const Plan *pl, const char **pp, const char *end) {
+    const char *p = *pp;
+    if (p < end && pl->quote >= 0 && *p == (char)pl->quote) {
+        const char *s;
+        size_t n;
+        int esc;
+        int e = quoted_field(pl, &p, end, &s, &n, &esc);
+        if (e) return *pp = end, e;
+        if (p < end && *p == '\r' && (p + 1 == end || p[1] == '\n')) p++;
+    } else {
+        while (p < end && *p != pl->delim && *p != '\n') p++;
+    }
+    *pp = p;
+    if (p < end && *p == pl->delim) {
+        *pp = p + 1;
+        return E_NONE;
+    }
+    if (p >= end || *p == '\n') return -1;
+    return E_AFTER_QUOTE;
+}
+
+static const char *next_line(const char *p, const char *end) {
+    const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+    return nl ? nl + 1 : end;
+}
+
+/* Tokenize one row starting at *pp up to its last needed column; fills
+ * sc->vals. Returns an error code and the column of the error in *col; *pp
+ * moves to the next row's start. */
 static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
     const Plan *pl = sc->plan;
     const char *p = *pp;
-    int si = 0, c = 0;
-    /* field 0 is always tokenized, so finish_row starts at a delimiter or row end */
-    int last = pl->nslots ? pl->slots[pl->nslots - 1].col : 0;
+    int c = 0; /* p is at the start of field c */
     *col = -1;
-    for (; c <= last; c++) {
+    if (pl->nslots == 0) {
+        int e = skip_one_field(pl, &p, end);
+        if (e > 0) return *pp = next_line(p, end), *col = 0, e;
+        if (e < 0) {
+            *pp = p < end ? p + 1 : end;
+            if (pl->ncols != 1) return *col = pl->ncols, E_RAGGED;
+            return E_NONE;
+        }
+        int r = finish_row(pl, p - 1, end, 1, pp);
+        if (r) *col = pl->ncols;
+        return r;
+    }
+    for (int si = 0; si < pl->nslots; si++) {
+        int target = pl->slots[si].col;
+        while (c < target) {
+            int passed;
+            p = skip_fields(p, end, target - c, pl->delim, pl->quote, &passed);
+            c += passed;
+            if (c == target) break;
+            int e = skip_one_field(pl, &p, end);
+            if (e) {
+                *col = c;
+                *pp = e == E_QUOTE ? end : next_line(p, end);
+                return e < 0 ? E_RAGGED : e;
+            }
+            c++;
+        }
         const char *s;
         size_t n;
         int quoted = 0, esc = 0;
-        if (c > 0) {
-            if (p >= end || *p != pl->delim) {
-                const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
-                *pp = nl ? nl + 1 : end;
-                *col = c;
-                return E_RAGGED;
-            }
-            p++;
-        }
         if (p < end && pl->quote >= 0 && *p == (char)pl->quote) {
             int e = quoted_field(pl, &p, end, &s, &n, &esc);
             if (e) {
@@ -942,8 +1065,7 @@ static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
             quoted = 1;
             if (p < end && *p == '\r' && (p + 1 == end || p[1] == '\n')) p++;
             if (p < end && *p != pl->delim && *p != '\n') {
-                const char *nl = memchr(p, '\n', (size_t)(end - p));
-                *pp = nl ? nl + 1 : end;
+                *pp = next_line(p, end);
                 *col = c;
                 return E_AFTER_QUOTE;
             }
@@ -953,17 +1075,24 @@ static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
             n = (size_t)(p - s);
             if (n && s[n - 1] == '\r' && (p == end || *p == '\n')) n--;
         }
-        if (si < pl->nslots && pl->slots[si].col == c) {
-            int e = convert(sc, si, s, n, quoted, esc);
-            if (e) {
-                int r = finish_row(pl, p, end, c + 1, pp);
+        int e = convert(sc, si, s, n, quoted, esc);
+        if (e) {
+            int r = finish_row(pl, p, end, c + 1, pp);
+            *col = c;
+            return r == E_RAGGED ? E_RAGGED : e;
+        }
+        c++;
+        if (si + 1 < pl->nslots) {
+            if (p < end && *p == pl->delim) {
+                p++;
+            } else {
+                *pp = next_line(p, end);
                 *col = c;
-                return r == E_RAGGED ? E_RAGGED : e;
+                return E_RAGGED;
             }
-            si++;
         }
     }
-    int e = finish_row(pl, p, end, last + 1, pp);
+    int e = finish_row(pl, p, end, c, pp);
     if (e) *col = pl->ncols;
     return e;
 }
