@@ -258,11 +258,13 @@ class DuckLakeEngine(DuckDBEngine):
                                engine=self.name,
                                hint="use an extension file built for DuckDB "
                                     f"{self.resolved_version or self.config.get('version')}")
-        if "conflict" in lower and ("retr" in lower or "transaction" in lower):
+        if "maximum retry count" in lower or ("conflict" in lower and "retr" in lower):
+            retries = self.config.get("max_retry_count")
             return QueryError(
-                f"the commit conflicted with another writer and ran out of retries: "
-                f"{_first_line(message)}", engine=self.name,
-                hint="retry the statement; raise max_retry_count if writers often collide")
+                "the commit conflicted with another writer of the lake and DuckLake's retries "
+                f"({'max_retry_count = ' + str(retries) if retries is not None else 'default 10'})"
+                " ran out; nothing of this statement was committed", engine=self.name,
+                hint="run the statement again; raise max_retry_count if writers often collide")
         exc.message = message
         exc.args = (str(exc),)
         return exc

@@ -1,0 +1,246 @@
+"""The ducklake engine through the gateway, on a real PostgreSQL catalog and a SQLite one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import gateway
+from tests.conftest import DATA
+from tests.lakes import duckdb_file_lake, pg_lake, sqlite_lake
+
+SOURCES = {"trips": {"path": str(DATA / "trips.csv")}}
+
+
+@pytest.fixture(scope="module", params=["postgres", "sqlite"])
+def lake(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[tuple[gateway.Gateway, str]]:
+    """A gateway whose only engine, ``lake``, is a fresh lake on the parametrised catalog."""
+    folder = tmp_path_factory.mktemp(f"lake-{request.param}")
+    if request.param == "postgres":
+        section = pg_lake(request.getfixturevalue("postgres"), folder)
+    else:
+        section = sqlite_lake(folder)
+    with gateway.connect({"engines": {"lake": section}, "sources": SOURCES}) as gw:
+        yield gw, request.param
+
+
+def rows(gw: gateway.Gateway, sql: str) -> list[dict[str, Any]]:
+    return gw.execute(sql).to_arrow().to_pylist()
+
+
+def scalar(gw: gateway.Gateway, sql: str) -> Any:
+    return next(iter(rows(gw, sql)[0].values()))
+
+
+def test_the_lake_is_the_default_database(lake):
+    gw, _ = lake
+    assert scalar(gw, "SELECT current_database()") == "lake"
+    assert scalar(gw, "SELECT count(*) FROM ducklake_snapshots('lake')") >= 1
+
+
+def test_ddl_and_dml(lake):
+    gw, _ = lake
+    rows(gw, "CREATE TABLE items (id INTEGER, name VARCHAR)")
+    rows(gw, "INSERT INTO items VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    rows(gw, "UPDATE items SET name = 'B' WHERE id = 2")
+    rows(gw, "DELETE FROM items WHERE id = 3")
+    assert rows(gw, "SELECT * FROM items ORDER BY id") == [
+        {"id": 1, "name": "a"}, {"id": 2, "name": "B"}]
+
+
+def test_insert_select_from_a_mounted_csv(lake):
+    gw, _ = lake
+    rows(gw, "CREATE TABLE green AS SELECT * FROM trips WHERE false")
+    rows(gw, "INSERT INTO green SELECT * FROM trips WHERE cab_type = 'green'")
+    assert scalar(gw, "SELECT count(*) FROM green") == 113
+    assert scalar(gw, "SELECT count(*) FROM lake.main.green") == 113
+
+
+def test_time_travel_by_version_and_timestamp(lake):
+    gw, _ = lake
+    rows(gw, "CREATE TABLE tt (v INTEGER)")
+    rows(gw, "INSERT INTO tt VALUES (1)")
+    first = scalar(gw, "SELECT max(snapshot_id) FROM ducklake_snapshots('lake')")
+    at = scalar(gw, "SELECT max(snapshot_time)::VARCHAR FROM ducklake_snapshots('lake')")
+    rows(gw, "INSERT INTO tt VALUES (2)")
+    rows(gw, "DELETE FROM tt WHERE v = 1")
+    assert rows(gw, "SELECT v FROM tt") == [{"v": 2}]
+    assert rows(gw, f"SELECT v FROM tt AT (VERSION => {first})") == [{"v": 1}]
+    assert rows(gw, f"SELECT v FROM tt AT (TIMESTAMP => '{at}'::TIMESTAMPTZ)") == [{"v": 1}]
+
+
+def test_snapshot_listing(lake):
+    gw, _ = lake
+    before = scalar(gw, "SELECT count(*) FROM ducklake_snapshots('lake')")
+    rows(gw, "CREATE TABLE snaps (v INTEGER)")
+    rows(gw, "INSERT INTO snaps VALUES (1)")
+    listing = rows(gw, "SELECT snapshot_id, changes FROM ducklake_snapshots('lake') "
+                       "ORDER BY snapshot_id")
+    assert len(listing) == before + 2
+    assert "tables_created" in dict(listing[-2]["changes"])
+
+
+def test_catalog_lists_the_lake(lake):
+    gw, _ = lake
+    rows(gw, "CREATE SCHEMA IF NOT EXISTS sales")
+    rows(gw, "CREATE TABLE sales.orders (id BIGINT, amount DECIMAL(10, 2), placed DATE)")
+    columns = {(c.schema, c.table, c.column): c for c in gw.catalog("lake")}
+    assert pa.types.is_int64(columns[("sales", "orders", "id")].type)
+    assert pa.types.is_decimal(columns[("sales", "orders", "amount")].type)
+    assert pa.types.is_date32(columns[("sales", "orders", "placed")].type)
+    assert ("main", "trips", "trip_id") in columns  # the mounted source is listed too
+
+
+def test_maintenance_calls(lake):
+    gw, _ = lake
+    rows(gw, "CREATE TABLE m (id INTEGER)")
+    for i in range(3):
+        rows(gw, f"INSERT INTO m VALUES ({i})")  # below the inlining limit: kept in the catalog
+    files = "SELECT coalesce(sum(file_count), 0) FROM ducklake_table_info('lake') WHERE table_name = 'm'"
+    assert scalar(gw, files) == 0
+    flushed = rows(gw, "CALL ducklake_flush_inlined_data('lake')")
+    assert sum(int(r["rows_flushed"]) for r in flushed if r["table_name"] == "m") == 3
+    rows(gw, "INSERT INTO m SELECT range FROM range(100, 150)")
+    assert scalar(gw, files) == 2
+    rows(gw, "CALL ducklake_merge_adjacent_files('lake')")
+    assert scalar(gw, files) == 1
+    rows(gw, "CALL ducklake_expire_snapshots('lake', older_than => now())")
+    assert scalar(gw, "SELECT count(*) FROM ducklake_snapshots('lake')") == 1
+    cleaned = rows(gw, "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
+    assert len(cleaned) >= 2  # the two files merged away
+    assert scalar(gw, "SELECT count(*) FROM m") == 53
+
+
+def test_schema_evolution(lake):
+    gw, _ = lake
+    rows(gw, "CREATE TABLE ev (id INTEGER, a VARCHAR)")
+    rows(gw, "INSERT INTO ev VALUES (1, 'x')")
+    old = scalar(gw, "SELECT max(snapshot_id) FROM ducklake_snapshots('lake')")
+    rows(gw, "ALTER TABLE ev ADD COLUMN b DOUBLE")
+    rows(gw, "ALTER TABLE ev RENAME COLUMN a TO label")
+    rows(gw, "INSERT INTO ev VALUES (2, 'y', 2.5)")
+    rows(gw, "ALTER TABLE ev DROP COLUMN b")
+    assert rows(gw, "SELECT * FROM ev ORDER BY id") == [
+        {"id": 1, "label": "x"}, {"id": 2, "label": "y"}]
+    assert rows(gw, f"SELECT * FROM ev AT (VERSION => {old})") == [{"id": 1, "a": "x"}]
+
+
+def test_reattach_keeps_the_data(lake):
+    gw, _ = lake
+    rows(gw, "CREATE TABLE ra AS SELECT range AS id FROM range(7)")
+    gw.engine("lake").reattach()  # type: ignore[attr-defined]
+    assert scalar(gw, "SELECT current_database()") == "lake"
+    assert scalar(gw, "SELECT count(*) FROM ra") == 7
+
+
+def test_duckdb_file_catalog(tmp_path):
+    with gateway.connect({"engines": {"lake": duckdb_file_lake(tmp_path)}}) as gw:
+        rows(gw, "CREATE TABLE f AS SELECT 1 AS one")
+        assert scalar(gw, "SELECT one FROM f") == 1
+        assert scalar(gw, "SELECT count(*) FROM ducklake_snapshots('lake')") == 2
+
+
+def test_options_reach_the_attach(tmp_path):
+    section = sqlite_lake(tmp_path, data_inlining_row_limit=0,
+                          attach_options={"encrypted": False})
+    with gateway.connect({"engines": {"lake": section}}) as gw:
+        rows(gw, "CREATE TABLE o (v INTEGER)")
+        rows(gw, "INSERT INTO o VALUES (1)")  # one row, yet a Parquet file: inlining is off
+        assert scalar(gw, "SELECT sum(file_count) FROM ducklake_table_info('lake')") == 1
+        opts = {r["option_name"]: r["value"] for r in rows(gw, "SELECT * FROM ducklake_options('lake')")}
+        assert opts["encrypted"] == "false"
+        assert scalar(gw, "SELECT v FROM o") == 1
+
+
+# -- two writers, two processes, one PostgreSQL catalog ----------------------------------
+WRITER = textwrap.dedent("""
+    import json, sys
+    import gateway
+    job = json.loads(sys.argv[1])
+    errors = []
+    with gateway.connect({"engines": {"lake": job["section"]}}) as gw:
+        gw.execute("SELECT 1").to_arrow()
+        print("ready", flush=True)
+        sys.stdin.readline()
+        for i in range(job["n"]):
+            try:
+                gw.execute(job["sql"].format(i=i, w=job["writer"])).to_arrow()
+            except gateway.GatewayError as exc:
+                errors.append({"kind": type(exc).__name__, "message": str(exc)})
+    print(json.dumps(errors), flush=True)
+""")
+
+
+def run_writers(section: dict[str, Any], sql: str, n: int) -> list[list[dict[str, str]]]:
+    """Two gateway processes run ``sql`` n times each, starting together; their errors."""
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER,
+                               json.dumps({"section": section, "sql": sql, "n": n,
+                                           "writer": w})],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for w in range(2)]
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    out = []
+    for p in procs:
+        stdout, _ = p.communicate(timeout=180)
+        assert p.returncode == 0, stdout
+        out.append(json.loads(stdout.strip().splitlines()[-1]))
+    return out
+
+
+@pytest.mark.postgres
+def test_two_processes_write_one_postgres_catalog(postgres, tmp_path):
+    section = pg_lake(postgres, tmp_path)
+    with gateway.connect({"engines": {"lake": section}}) as gw:
+        rows(gw, "CREATE TABLE w (writer INTEGER, i INTEGER)")
+        base = scalar(gw, "SELECT max(snapshot_id) FROM ducklake_snapshots('lake')")
+    errors = run_writers(section, "INSERT INTO w VALUES ({w}, {i})", 10)
+    assert errors == [[], []]  # DuckLake retried every conflict
+    with gateway.connect({"engines": {"lake": section}}) as gw:
+        assert rows(gw, "SELECT writer, count(*) AS n, count(DISTINCT i) AS d FROM w "
+                        "GROUP BY writer ORDER BY writer") == [
+            {"writer": 0, "n": 10, "d": 10}, {"writer": 1, "n": 10, "d": 10}]
+        ids = [r["snapshot_id"] for r in rows(
+            gw, f"SELECT snapshot_id FROM ducklake_snapshots('lake') WHERE snapshot_id > {base} "
+                "ORDER BY 1")]
+        assert ids == list(range(base + 1, base + 21))  # one snapshot per commit, no gaps
+
+
+@pytest.mark.postgres
+def test_a_conflict_that_exhausts_retries_is_a_clear_error(postgres, tmp_path):
+    section = pg_lake(postgres, tmp_path, max_retry_count=0)
+    with gateway.connect({"engines": {"lake": section}}) as gw:
+        rows(gw, "CREATE TABLE c AS SELECT range AS id, 0 AS v FROM range(100)")
+    errors = run_writers(section, "UPDATE c SET v = v + 1 WHERE id % 2 = {w}", 15)
+    failed = [e for per in errors for e in per]
+    assert failed, "two writers updating one table 15 times each never conflicted"
+    for e in failed:
+        assert e["kind"] == "QueryError"
+        assert "conflicted with another writer" in e["message"]
+        assert "max_retry_count = 0" in e["message"]
+    with gateway.connect({"engines": {"lake": section}}) as gw:
+        total = scalar(gw, "SELECT sum(v) FROM c")
+    succeeded = [15 - len(per) for per in errors]
+    assert total == 50 * sum(succeeded)  # a failed commit left nothing behind
+
+
+def test_listing_engines_does_not_start_duckdb(cli, tmp_path):
+    config = tmp_path / "arrowgate.toml"
+    config.write_text(f'[engines.lake]\ntype = "ducklake"\ncatalog = "sqlite:{tmp_path}/c.sqlite"\n'
+                      'data_path = "/tmp/x/"\n')
+    run = cli("--config", str(config), "engines")
+    assert run.code == 0, run.err
+    assert "ducklake" in run.out and "1.5.5" in run.out
+    assert not Path(tmp_path / "c.sqlite").exists()
