@@ -1,0 +1,111 @@
+"""A test-only engine plugin: the real DuckDB engine with one classic bug planted on demand.
+
+Register it with ``gateway.connect(config, plugins=[planted_bugs])`` and
+configure ``[engines.NAME] type = "planted", bug = "..."``. Each bug is the
+kind shadow mode exists to catch; the engine otherwise answers exactly like
+DuckDB (it *is* DuckDB), so any divergence the comparator reports comes from
+the bug alone.
+
+``delay`` (seconds) makes every query slow, to test the shadow timeout.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlglot
+from sqlglot import exp
+
+from gateway import hookimpl
+from gateway.engine import EngineResult, Option
+from gateway.errors import QueryError
+from gateway_duckdb.engine import DuckDBEngine
+
+#: bug name -> the category the comparator must give it
+BUGS = {
+    "order_by_ignored": "order",
+    "null_group_lost": "missing_rows",
+    "round_half_even": "values",
+    "integer_overflow_wraps": "values",
+    "limit_off_by_one": "extra_rows",
+    "column_renamed": "schema",
+    "float_perturbed": "values",
+    "error_swallowed": "error",
+}
+
+
+class PlantedBugEngine(DuckDBEngine):
+    """DuckDB with one planted bug (``bug``), or none."""
+
+    type_name = "planted"
+    description = "DuckDB with a planted bug (tests only)"
+    options: ClassVar[dict[str, Option]] = {
+        **DuckDBEngine.options,
+        "bug": Option((str,), default="none", choices=("none", *BUGS)),
+        "delay": Option((float,), default=0.0, help="seconds every query sleeps first"),
+    }
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
+        if self.config["delay"]:
+            time.sleep(self.config["delay"])
+        bug = self.config["bug"]
+        sql = _rewrite(sql, bug)
+        try:
+            table = super().execute(sql, parameters).reader.read_all()
+        except QueryError:
+            if bug == "error_swallowed":
+                return _result(pa.table({}))
+            raise
+        return _result(_mangle(table, bug))
+
+
+def _rewrite(sql: str, bug: str) -> str:
+    """The SQL-level bugs: what a faulty planner would run instead."""
+    if bug not in ("order_by_ignored", "round_half_even", "limit_off_by_one"):
+        return sql
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    if bug == "order_by_ignored":
+        tree.set("order", None)
+    if bug == "round_half_even":
+        for node in list(tree.find_all(exp.Round)):
+            digits = node.args.get("decimals") or exp.Literal.number(0)
+            node.replace(exp.Anonymous(this="round_even", expressions=[node.this, digits]))
+    if bug == "limit_off_by_one":
+        limit = tree.args.get("limit")
+        if limit is not None:
+            limit.set("expression", exp.Literal.number(int(limit.expression.this) + 1))
+    return tree.sql("duckdb")
+
+
+def _mangle(table: pa.Table, bug: str) -> pa.Table:
+    """The answer-level bugs: what a faulty executor would return."""
+    if bug == "order_by_ignored":
+        # without ORDER BY, small answers come back in scan order; reversing them makes
+        # "any order" visible whatever the data
+        return table.take(pa.array(range(table.num_rows - 1, -1, -1), pa.int64()))
+    if bug == "null_group_lost" and table.num_columns:
+        return table.filter(pc.is_valid(table.column(0)))
+    if bug == "integer_overflow_wraps":
+        cols = [pc.cast(c, pa.int32(), safe=False).cast(c.type) if pa.types.is_integer(c.type)
+                else c for c in table.columns]
+        return pa.table(cols, names=table.column_names)
+    if bug == "column_renamed" and table.num_columns:
+        return table.rename_columns([*table.column_names[:-1], table.column_names[-1] + "_1"])
+    if bug == "float_perturbed":
+        cols = [pc.multiply(c, 1.000001) if pa.types.is_floating(c.type) else c
+                for c in table.columns]
+        return pa.table(cols, names=table.column_names)
+    return table
+
+
+def _result(table: pa.Table) -> EngineResult:
+    return EngineResult(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+
+
+@hookimpl
+def arrowgate_engine_types() -> list[type]:
+    return [PlantedBugEngine]

@@ -1,0 +1,214 @@
+"""Shadow mode through the gateway: planted bugs caught, writes skipped, timeout, noise, store."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import gateway
+from gateway.shadow import ShadowStore, statement_kind, summarize
+from tests import planted_bugs
+from tests.conformance.corpus import SOURCES, all_cases
+
+#: bug -> a query on the bundled data that the bug changes
+BUG_QUERIES = {
+    "order_by_ignored": "SELECT payment_type, count(*) AS n FROM trips GROUP BY payment_type "
+                        "ORDER BY n DESC",
+    "null_group_lost": "SELECT passenger_count, count(*) AS n FROM trips GROUP BY passenger_count",
+    "round_half_even": "SELECT x, round(x) AS r FROM (VALUES (0.5), (1.5), (2.5)) t(x)",
+    "integer_overflow_wraps": "SELECT sum(x)::BIGINT AS s FROM (VALUES (2147483647), (10)) t(x)",
+    "limit_off_by_one": "SELECT trip_id FROM trips ORDER BY trip_id LIMIT 5",
+    "column_renamed": "SELECT cab_type, count(*) AS n FROM trips GROUP BY cab_type",
+    "float_perturbed": "SELECT trip_id, total_amount FROM trips WHERE trip_id <= 20",
+    "error_swallowed": "SELECT CAST('not a number' AS INTEGER) AS x",
+}
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    """The default store (.arrowgate/shadow) lands in the test's folder."""
+    monkeypatch.chdir(tmp_path)
+
+
+def connect(tmp_path, reference: dict | None = None, shadow: dict | None = None, **primary):
+    config = {
+        "default_engine": "primary",
+        "engines": {"primary": {"type": "planted", **primary},
+                    "reference": reference or {"type": "duckdb"},
+                    "clean": {"type": "planted"}},
+        "sources": SOURCES,
+    }
+    if shadow is not None:
+        config["shadow"] = {"store": str(tmp_path / "store"), **shadow}
+    return gateway.connect(config, plugins=[planted_bugs])
+
+
+@pytest.mark.parametrize("bug", list(planted_bugs.BUGS))
+def test_planted_bug_is_caught_with_its_category(tmp_path, bug):
+    with connect(tmp_path, bug=bug) as gw:
+        # the wrapper without its bug agrees with DuckDB: what diverges below is the bug
+        try:
+            clean = gw.execute(BUG_QUERIES[bug], engine="clean", shadow="reference").shadow
+        except gateway.QueryError as exc:  # error_swallowed's query fails on both, alike
+            clean = exc.shadow
+        assert clean.category == "match", clean.message
+        record = gw.execute(BUG_QUERIES[bug], shadow="reference").shadow
+    assert record.category == planted_bugs.BUGS[bug], record.message
+    assert record.diverged
+
+
+def test_shadowed_result_is_the_primarys_answer_with_the_record(tmp_path):
+    with connect(tmp_path, bug="float_perturbed") as gw:
+        result = gw.execute("SELECT 2.0::DOUBLE AS v", shadow="reference")
+        assert result.engine == "primary"
+        assert result.to_arrow().column(0)[0].as_py() == pytest.approx(2.000002)
+        record = result.shadow
+    assert (record.primary, record.reference, record.status) == ("primary", "reference", "compared")
+    assert record.primary_rows == record.reference_rows == 1
+    assert record.primary_ms > 0 and record.reference_ms > 0
+    assert record.ratio == pytest.approx(record.primary_ms / record.reference_ms)
+    assert "reference" in record.summary() and "x" in record.summary()
+
+
+def test_primary_error_is_raised_with_its_record(tmp_path):
+    with connect(tmp_path) as gw, pytest.raises(gateway.QueryError) as info:
+        gw.execute("SELECT no_such_column FROM trips", shadow="reference")
+    assert info.value.shadow.category == "match"  # both engines reject it alike
+
+
+def test_config_section_shadows_every_query(tmp_path):
+    with connect(tmp_path, shadow={"reference": "reference", "primary": "primary"},
+                 bug="limit_off_by_one") as gw:
+        result = gw.execute("SELECT trip_id FROM trips ORDER BY trip_id LIMIT 3")
+        assert result.shadow.category == "extra_rows"
+        assert gw.execute("SELECT 1", engine="reference").shadow is None  # not the primary
+        assert gw.execute("SELECT 1", shadow=False).shadow is None
+    records = ShadowStore(tmp_path / "store").read()
+    assert records.column("category").to_pylist() == ["extra_rows"]
+
+
+def test_sampling_zero_shadows_nothing(tmp_path):
+    with connect(tmp_path, shadow={"reference": "reference", "sample": 0.0}) as gw:
+        assert all(gw.execute("SELECT 1").shadow is None for _ in range(5))
+
+
+@pytest.mark.parametrize("sql", [
+    "CREATE TABLE t2 AS SELECT 1 AS x",
+    "INSERT INTO t VALUES (1)",
+    "UPDATE t SET x = 2",
+    "DELETE FROM t",
+    "DROP TABLE t",
+    "COPY t TO 'x.csv'",
+])
+def test_writes_are_never_shadowed_by_default(tmp_path, sql):
+    with connect(tmp_path) as gw:
+        gw.execute("CREATE TABLE t AS SELECT 1 AS x", shadow=False).to_arrow()
+        gw.execute("CREATE TABLE t AS SELECT 1 AS x", engine="reference", shadow=False).to_arrow()
+        record = gw.execute(sql.replace("'x.csv'", repr(str(tmp_path / "x.csv"))),
+                            shadow="reference").shadow
+        assert record.status == "skipped" and record.category is None
+        assert "shadow_writes" in record.skip_reason
+        # the reference never ran: its copy of t is untouched
+        after = gw.execute("SELECT count(*) AS n, max(x) AS m FROM t", engine="reference",
+                           shadow=False).to_arrow().to_pylist()
+    assert after == [{"n": 1, "m": 1}]
+
+
+def test_shadow_writes_runs_them_on_a_separate_copy(tmp_path):
+    with connect(tmp_path, shadow={"reference": "reference", "shadow_writes": True}) as gw:
+        record = gw.execute("CREATE TABLE t AS SELECT 1 AS x").shadow
+        assert record.status == "compared"
+        assert gw.execute("SELECT x FROM t", engine="reference").to_arrow().num_rows == 1
+
+
+def test_opt_out_comment(tmp_path):
+    with connect(tmp_path) as gw:
+        record = gw.execute("SELECT 1 -- arrowgate: shadow=off", shadow="reference").shadow
+    assert record.status == "skipped" and "opted out" in record.skip_reason
+
+
+def test_statement_kinds():
+    assert statement_kind("SELECT 1") == "read"
+    assert statement_kind("WITH a AS (SELECT 1) SELECT * FROM a") == "read"
+    assert statement_kind("SELECT 1 UNION ALL SELECT 2") == "read"
+    assert statement_kind("INSERT INTO t SELECT 1") == "INSERT"
+    assert statement_kind("SELECT 1 INTO t") != "read"
+    assert statement_kind("SELECT 1; DROP TABLE t") == "DROP"
+
+
+def test_slow_reference_never_delays_the_primary_beyond_the_timeout(tmp_path):
+    slow = {"type": "planted", "delay": 5.0}
+    with connect(tmp_path, reference=slow, shadow={"reference": "reference", "timeout": 0.5}) as gw:
+        gw.engine("reference")
+        started = time.perf_counter()
+        result = gw.execute("SELECT 42 AS answer")
+        waited = time.perf_counter() - started
+    assert result.to_arrow().column(0)[0].as_py() == 42
+    assert waited < 3.0
+    assert result.shadow.category == "error"
+    assert "QueryTimeout" in result.shadow.message
+
+
+def test_noise_turns_nondeterminism_into_its_own_category(tmp_path):
+    sql = "SELECT random() AS r"
+    with connect(tmp_path, shadow={"reference": "reference", "noise": True}) as gw:
+        record = gw.execute(sql).shadow
+        assert record.category == "nondeterministic" and record.noise_checked
+        assert not record.diverged
+        assert gw.execute("SELECT 1 AS one").shadow.category == "match"
+    with connect(tmp_path) as gw:
+        assert gw.execute(sql, shadow="reference").shadow.category == "values"
+
+
+@pytest.mark.parametrize("section, key", [
+    ({"reference": "nope"}, "shadow.reference"),
+    ({"primary": "nope", "reference": "reference"}, "shadow.primary"),
+    ({}, "shadow.reference"),
+    ({"reference": "reference", "sample": 2}, "shadow.sample"),
+    ({"reference": "reference", "timeout": "soon"}, "shadow.timeout"),
+    ({"reference": "reference", "rel_tol": "small"}, "shadow.rel_tol"),
+    ({"reference": "reference", "bogus": 1}, "shadow.bogus"),
+])
+def test_bad_shadow_section_is_a_config_error_naming_the_key(tmp_path, section, key):
+    config = {"engines": {"primary": {"type": "duckdb"}, "reference": {"type": "duckdb"}},
+              "shadow": {"_": 0, **section}}
+    config["shadow"].pop("_")
+    if not section:
+        config["shadow"] = {"noise": True}
+    with pytest.raises(gateway.ConfigError) as info:
+        gateway.connect(config)
+    assert info.value.key == key and info.value.path == "<dict>"
+
+
+def test_store_summary(tmp_path):
+    with connect(tmp_path, shadow={"reference": "reference"}, bug="float_perturbed") as gw:
+        for _ in range(3):
+            gw.execute("-- name: q1\nSELECT 1.5::DOUBLE AS v").to_arrow()
+        gw.execute("SELECT 1 AS n").to_arrow()
+        gw.execute("DROP TABLE IF EXISTS nothing").to_arrow()
+    store = ShadowStore(tmp_path / "store")
+    assert len(store.files()) == 5
+    store.compact()
+    assert len(store.files()) == 1
+    summary = summarize(store.read())
+    assert summary["records"] == 5 and summary["skipped"] == 1
+    assert summary["by_category"] == {"values": 3, "match": 1}
+    worst = {q["query"]: q for q in summary["queries"]}
+    assert worst["-- name: q1 SELECT 1.5::DOUBLE AS v"]["diverged"] == 3
+    assert summary["recent_divergences"][0]["category"] == "values"
+
+
+def test_two_real_engines_agree_on_the_conformance_corpus(tmp_path):
+    """DuckDB, two settings apart (threads, insertion order): no divergence on any case."""
+    config = {"engines": {"a": {"type": "duckdb", "settings": {"threads": 2}},
+                          "b": {"type": "duckdb", "settings": {
+                              "threads": 1, "preserve_insertion_order": False}}},
+              "sources": SOURCES}
+    diverged = []
+    with gateway.connect(config) as gw:
+        for case in all_cases():
+            record = gw.execute(case.sql, engine="a", shadow="b").shadow
+            if record.category != "match":
+                diverged.append(f"{case.name}: {record.category}: {record.message}")
+    assert diverged == []
