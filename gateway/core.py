@@ -44,6 +44,8 @@ class Gateway:
         self._engines: dict[str, Engine] = {}
         self._lock = threading.Lock()
         self._closed = False
+        #: engines being tried as a fallback on this thread, to stop cycles
+        self._fallback_chain = threading.local()
 
     # -- engines ---------------------------------------------------------
     @property
@@ -121,9 +123,12 @@ class Gateway:
         if parameters is not None and not eng.supports_parameters:
             from gateway.errors import Unsupported
 
-            raise Unsupported("query parameters are not supported by this engine type "
-                              f"({cfg.type})", engine=eng.name,
-                              engines=self._engines_with("parameters"))
+            refused = Unsupported("query parameters are not supported by this engine type "
+                                  f"({cfg.type})", engine=eng.name,
+                                  engines=self._engines_with("parameters"))
+            if cfg.options.get("fallback"):
+                return self._fall_back(cfg.options["fallback"], refused, sql, parameters)
+            raise refused
         hook = self.pm.hook
         rewritten = hook.arrowgate_rewrite_sql(sql=sql, engine=eng.name, engine_type=cfg.type)
         run_sql = rewritten if isinstance(rewritten, str) else sql
@@ -137,6 +142,10 @@ class Gateway:
         try:
             inner = eng.execute(run_sql, parameters)
         except GatewayError as exc:
+            from gateway.errors import Unsupported
+
+            if isinstance(exc, Unsupported) and cfg.options.get("fallback"):
+                return self._fall_back(cfg.options["fallback"], exc, sql, parameters)
             self._notify("arrowgate_query_failed", event=event, error=exc,
                          elapsed=time.perf_counter() - start)
             raise
@@ -153,6 +162,25 @@ class Gateway:
             on_error=lambda error, elapsed: self._notify(
                 "arrowgate_query_failed", event=event, error=error, elapsed=elapsed),
         )
+
+    def _fall_back(self, fallback: str, refused: GatewayError, sql: str,
+                   parameters: Sequence[Any] | None) -> Result:
+        """Run a statement the first engine refused as Unsupported on its ``fallback`` engine."""
+        if fallback not in self.config.engines:
+            raise ConfigError(f"fallback names no engine: {fallback!r}", path=self.config.path,
+                              key=f"engines.{refused.engine}.fallback",
+                              hint="configured engines: " + ", ".join(self.config.engines))
+        chain = self._fallback_chain.__dict__.setdefault("engines", set())
+        if fallback in chain:
+            raise refused
+        chain.add(fallback)
+        try:
+            result = self.execute(sql, engine=fallback, parameters=parameters, shadow=False)
+        finally:
+            chain.discard(fallback)
+        result.notes["answered_by"] = result.engine
+        result.notes["fallback_reason"] = refused.message
+        return result
 
     def _engines_with(self, capability: str) -> tuple[str, ...]:
         return tuple(name for name, cfg in self.config.engines.items()

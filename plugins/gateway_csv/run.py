@@ -292,7 +292,12 @@ def sort_indices(arrays: list[pa.Array], order: list[tuple[exp.Expression, bool,
         columns[f"n{i}"] = pc.is_null(arr)
         columns[f"v{i}"] = arr
         sort_keys.append((f"n{i}", "descending" if nulls_first else "ascending"))
-        sort_keys.append((f"v{i}", "descending" if desc else "ascending"))
+        direction = "descending" if desc else "ascending"
+        if pa.types.is_floating(arr.type):
+            # DuckDB orders NaN above every number; Arrow puts NaN last either way
+            columns[f"nan{i}"] = pc.fill_null(pc.is_nan(arr), False)
+            sort_keys.append((f"nan{i}", direction))
+        sort_keys.append((f"v{i}", direction))
     return pc.sort_indices(pa.table(columns), sort_keys=sort_keys)
 
 
