@@ -163,11 +163,8 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     if not complete:
         cut = head.rfind(b"\n")
         head = head[:cut + 1] if cut > 0 else head
-    try:
-        text = head[bom:].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise QueryError(f"{path}: not UTF-8 text (byte {exc.start + bom} of the file)",
-                         hint="the csv engine reads UTF-8 (with or without a BOM)") from None
+    # invalid UTF-8 is reported by the scanner, with its line and column
+    text = head[bom:].decode("utf-8", errors="replace")
     if not text.strip():
         raise QueryError(f"{path}: the file is empty, so it has no columns to query",
                          hint="write a header line, or point the source at another file")

@@ -1,0 +1,228 @@
+"""The csv engine's own behaviour: routing, fallback, sniffing overrides, bad input, limits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import gateway
+from gateway.errors import ConfigError, QueryError, Unsupported
+from tests.csv_support import assert_same, gateway_for, write
+
+SIMPLE = "id,name,amount\n1,a,1.5\n2,b,2.5\n3,a,\n"
+
+
+# -- routing and fallback ---------------------------------------------------
+
+def test_unsupported_names_the_construct_and_engines(tmp_path):
+    path = write(tmp_path, "s.csv", SIMPLE)
+    with gateway_for(path) as gw, pytest.raises(Unsupported) as info:
+        gw.execute("SELECT a.id FROM t a JOIN t b ON a.id = b.id", engine="csv")
+    assert "JOIN" in str(info.value)
+    assert "duckdb" in str(info.value)
+    assert info.value.engine == "csv"
+
+
+def test_fallback_answers_and_records_who_answered(tmp_path):
+    path = write(tmp_path, "s.csv", SIMPLE)
+    with gateway_for(path, fallback="duck") as gw:
+        result = gw.execute("SELECT count(*) AS n FROM t a JOIN t b ON a.id = b.id",
+                            engine="csv")
+        assert result.to_arrow().column("n").to_pylist() == [3]
+        assert result.engine == "duck"
+        assert result.notes["answered_by"] == "duck"
+        assert "JOIN" in result.notes["fallback_reason"]
+        # a query the csv engine runs is not handed over
+        own = gw.execute("SELECT count(*) AS n FROM t", engine="csv")
+        assert own.engine == "csv" and "fallback_reason" not in own.notes
+
+
+def test_fallback_to_unknown_engine_is_a_config_error(tmp_path):
+    path = write(tmp_path, "s.csv", SIMPLE)
+    with gateway_for(path, fallback="nope") as gw, pytest.raises(ConfigError, match="nope"):
+        gw.execute("SELECT * FROM t a JOIN t b ON a.id = b.id", engine="csv")
+
+
+def test_fallback_cycle_stops_with_the_original_error(tmp_path):
+    path = write(tmp_path, "s.csv", SIMPLE)
+    config = {"engines": {"one": {"type": "csv", "fallback": "two"},
+                          "two": {"type": "csv", "fallback": "one"}},
+              "sources": {"t": {"path": str(path)}}}
+    with gateway.connect(config) as gw, pytest.raises(Unsupported, match="JOIN"):
+        gw.execute("SELECT * FROM t a JOIN t b ON a.id = b.id", engine="one")
+
+
+def test_query_command_prints_the_fallback_reason(tmp_path):
+    path = write(tmp_path, "s.csv", SIMPLE)
+    config = tmp_path / "arrowgate.toml"
+    config.write_text(f'default_engine = "csv"\n[engines.csv]\ntype = "csv"\nfallback = "duck"\n'
+                      f'[engines.duck]\ntype = "duckdb"\n[sources.t]\npath = "{path}"\n')
+    done = subprocess.run([sys.executable, "-m", "gateway.cli", "--config", str(config), "query",
+                           "SELECT count(*) AS n FROM t a JOIN t b ON a.id = b.id"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "from duck" in done.stderr and "fallback:" in done.stderr and "JOIN" in done.stderr
+
+
+def test_file_path_in_from(tmp_path, monkeypatch):
+    write(tmp_path, "trips.csv", SIMPLE)
+    monkeypatch.chdir(tmp_path)
+    with gateway.connect({"engines": {"csv": {"type": "csv"}}}) as gw:
+        assert gw.execute("SELECT count(*) AS n FROM 'trips.csv'").to_arrow() \
+            .column(0).to_pylist() == [3]
+        assert gw.execute("SELECT sum(amount) AS s FROM read_csv_auto('trips.csv')") \
+            .to_arrow().column(0).to_pylist() == [4.0]
+
+
+def test_unknown_table_lists_the_sources(tmp_path):
+    path = write(tmp_path, "s.csv", SIMPLE)
+    with gateway_for(path) as gw, pytest.raises(QueryError, match=r"no table named 'nope'.*t"):
+        gw.execute("SELECT * FROM nope", engine="csv")
+
+
+def test_unknown_column_is_a_query_error(tmp_path):
+    path = write(tmp_path, "s.csv", SIMPLE)
+    with gateway_for(path) as gw, pytest.raises(QueryError, match="nope"):
+        gw.execute("SELECT nope FROM t", engine="csv")
+
+
+def test_catalog_lists_sniffed_types(tmp_path):
+    path = write(tmp_path, "s.csv", SIMPLE)
+    with gateway_for(path) as gw:
+        cols = {c.column: str(c.type) for c in gw.catalog("csv")}
+    assert cols == {"id": "int64", "name": "string", "amount": "double"}
+
+
+# -- sniffing overrides -------------------------------------------------------
+
+def test_overrides_delimiter_quote_header_null(tmp_path):
+    path = write(tmp_path, "o.txt", "1;'x;y';NA\n2;'z';7\n")
+    opts = {"delimiter": ";", "quote": "'", "header": False, "null": "NA", "format": "csv"}
+    with gateway_for(path, **opts) as gw:
+        got = assert_same(gw, "SELECT * FROM t")
+    assert got.column_names == ["column0", "column1", "column2"]
+    assert got.column("column1").to_pylist() == ["x;y", "z"]
+    assert got.column("column2").to_pylist() == [None, 7]
+
+
+def test_column_type_override(tmp_path):
+    path = write(tmp_path, "c.csv", "zip,n\n01234,1\n98765,2\n")
+    with gateway_for(path, columns={"zip": "BIGINT"}) as gw:
+        got = gw.execute("SELECT zip FROM t ORDER BY zip", engine="csv").to_arrow()
+    assert got.column(0).to_pylist() == [1234, 98765]
+
+
+def test_column_override_naming_a_missing_column(tmp_path):
+    path = write(tmp_path, "c.csv", "a\n1\n")
+    with gateway_for(path, columns={"b": "BIGINT"}) as gw, \
+            pytest.raises(ConfigError, match=r"'b'.*columns: a"):
+        gw.execute("SELECT * FROM t", engine="csv")
+
+
+def test_timestamp_format(tmp_path):
+    path = write(tmp_path, "f.csv", "d,v\n31/12/2020 23:59,1\n01/01/2021 00:00,2\n")
+    with gateway_for(path, columns={"d": "TIMESTAMP", "v": "BIGINT"}, header=True,
+                     timestamp_format="%d/%m/%Y %H:%M") as gw:
+        assert_same(gw, "SELECT year(d) AS y, sum(v) AS s FROM t GROUP BY 1")
+
+
+def test_escape_character(tmp_path):
+    path = write(tmp_path, "e.csv", 'k,v\n"a\\"b",1\n"c",2\n')
+    with gateway_for(path, escape="\\") as gw:
+        got = assert_same(gw, "SELECT * FROM t")
+    assert got.column("k").to_pylist() == ['a"b', "c"]
+
+
+# -- bad input ----------------------------------------------------------------
+
+BAD = {
+    "ragged": ("a,b\n1,2\n3\n4,5\n", "line 3.*does not have 2 fields", {}),
+    "extra_field": ("a,b\n1,2\n3,4,5\n", "line 3.*does not have 2 fields", {}),
+    "unterminated_quote": ('a,b\n1,2\n3,"open\n', "line 3.*not closed", {}),
+    "bad_type": ("a,b\n" + "1,2\n" * 30 + "x,3\n", "line 32, byte 124, column 'a'.*BIGINT",
+                 {"columns": {"a": "BIGINT"}}),
+    "invalid_utf8": (b"a,b\nok,1\n\xff\xfe,2\n", "line 3.*column 'a'.*UTF-8", {}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_an_error_naming_file_line_byte_column(tmp_path, case):
+    content, pattern, options = BAD[case]
+    path = write(tmp_path, f"{case}.csv", content)
+    with gateway_for(path, chunk_bytes=4, **options) as gw:
+        with pytest.raises(QueryError, match=pattern) as info:
+            gw.execute("SELECT a, b FROM t", engine="csv").to_arrow()
+        assert str(path) in str(info.value)
+        # the process and the engine stay healthy
+        assert gw.execute("SELECT 1 AS one", engine="csv").to_arrow().num_rows == 1
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_rows_are_skipped_and_counted(tmp_path, case):
+    content, _, options = BAD[case]
+    path = write(tmp_path, f"{case}.csv", content)
+    with gateway_for(path, chunk_bytes=4, on_error="skip", **options) as gw:
+        # a value is checked when the query reads its column: count(a) reads a
+        agg = gw.execute("SELECT count(*) AS n, count(a) AS c FROM t", engine="csv")
+        rows = gw.execute("SELECT a, b FROM t", engine="csv")
+        table = rows.to_arrow()
+    assert agg.notes["skipped_rows"] == 1
+    assert rows.notes["skipped_rows"] == 1
+    assert agg.to_arrow().column(0).to_pylist() == [table.num_rows]
+
+
+def test_empty_file(tmp_path):
+    path = write(tmp_path, "empty.csv", "")
+    with gateway_for(path) as gw, pytest.raises(QueryError, match="empty"):
+        gw.execute("SELECT * FROM t", engine="csv")
+
+
+def test_header_only_file(tmp_path):
+    path = write(tmp_path, "h.csv", "a,b\n")
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")
+        assert_same(gw, "SELECT count(*) AS n FROM t")
+
+
+def test_missing_file_and_directory(tmp_path):
+    path = write(tmp_path, "gone.csv", SIMPLE)
+    with gateway_for(path) as gw:
+        path.unlink()
+        with pytest.raises(QueryError, match="no such file"):
+            gw.execute("SELECT * FROM t", engine="csv")
+        with pytest.raises(QueryError, match="no such file"):
+            gw.execute(f"SELECT * FROM '{tmp_path}/missing.csv'", engine="csv")
+    with gateway.connect({"engines": {"csv": {"type": "csv"}}}) as gw, \
+            pytest.raises(QueryError, match="folder"):
+        gw.execute(f"SELECT * FROM '{tmp_path}/'")
+
+
+# -- limits and streaming -----------------------------------------------------
+
+def test_limit_without_order_stops_scanning_early(tmp_path):
+    # the bad row is far past the first chunk: a full scan would fail on it
+    rows = "".join(f"{i},x\n" for i in range(5000))
+    path = write(tmp_path, "l.csv", "a,b\n" + rows + "oops\n")
+    with gateway_for(path, chunk_bytes=1024) as gw:
+        got = gw.execute("SELECT a FROM t LIMIT 5 OFFSET 2", engine="csv").to_arrow()
+        assert got.column(0).to_pylist() == [2, 3, 4, 5, 6]
+        with pytest.raises(QueryError, match="line 5002"):
+            gw.execute("SELECT count(*) AS n FROM t", engine="csv").to_arrow()
+
+
+def test_schema_is_known_before_reading(tmp_path):
+    path = write(tmp_path, "s.csv", SIMPLE)
+    with gateway_for(path) as gw:
+        result = gw.execute("SELECT id, name FROM t", engine="csv")
+        assert result.schema.names == ["id", "name"]
+        assert result.to_arrow().num_rows == 3
+
+
+def test_glob_source_reads_every_file(tmp_path):
+    write(tmp_path, "p1.csv", "a,b\n1,x\n2,y\n")
+    write(tmp_path, "p2.csv", "a,b\n3,x\n")
+    with gateway_for(tmp_path / "p*.csv") as gw:
+        assert_same(gw, "SELECT b, sum(a) AS s FROM t GROUP BY b")
+        assert_same(gw, "SELECT * FROM t")
