@@ -80,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("no reference engine: pass --reference ENGINE or set [shadow] "
                              "reference in the configuration")
         primary = args.primary or configured.get("primary") or gw.default_engine
+        gw.engine_config(primary)  # an unknown name is a ConfigError listing the engines
+        gw.engine_config(reference)
         if primary == reference:
             raise UsageError(f"the primary and the reference are the same engine ({primary})")
         raw = {**configured, "primary": primary, "reference": reference, "sample": 1.0}
