@@ -24,12 +24,13 @@ from gateway_ducklake.health import check_catalog
 CONN = os.environ.get("ARROWGATE_TEST_MSSQL", "")
 EXTENSIONS = [p for p in os.environ.get("ARROWGATE_TEST_MSSQL_EXTENSIONS", "").split(":") if p]
 
-pytestmark = pytest.mark.skipif(
-    not CONN, reason="SQL Server catalog tests not run: ARROWGATE_TEST_MSSQL is not set "
-                     "(no SQL Server on this machine; set it to Server=...;Database=... to run them)")
+NO_SERVER = ("SQL Server catalog tests not run: ARROWGATE_TEST_MSSQL is not set (no SQL Server "
+             "on this machine; set it to Server=...;Database=... to run them)")
+pytestmark = pytest.mark.skipif(not CONN, reason=NO_SERVER)
 needs_extensions = pytest.mark.skipif(
-    not EXTENSIONS, reason="SQL Server lake tests not run: ARROWGATE_TEST_MSSQL_EXTENSIONS does "
-                           "not name the mssql and mssql_ducklake extension files")
+    not CONN or not EXTENSIONS,
+    reason=NO_SERVER if not CONN else "SQL Server lake tests not run: "
+    "ARROWGATE_TEST_MSSQL_EXTENSIONS does not name the mssql and mssql_ducklake extension files")
 
 
 def lake_section(tmp_path, schema: str) -> dict:
