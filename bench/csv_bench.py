@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""The csv engine against DuckDB on the taxi queries Q01-Q04, by the method in DESIGN.md.
+
+    .venv/bin/python bench/csv_bench.py --rows 1000000 5000000 --mode inprocess
+    .venv/bin/python bench/csv_bench.py --rows 1000000 5000000 --mode process
+    .venv/bin/python bench/csv_bench.py --mode startup
+
+``inprocess``: the Python API, each engine warm in its own worker process,
+against DuckDB's engine reading the same raw file (``read_csv``, sniffed, not
+loaded). ``process``: the whole ``arrowgate query`` command against the DuckDB
+CLI (``duckdb -csv``), both started once per query with their output read
+through a pipe. ``startup``: ``arrowgate query`` on a one-row file.
+
+Timing comes from :mod:`gateway.bench` (answers checked first, engines
+alternating in rotated order, one warm-up, median of the rounds with the
+min-max spread, peak RSS per engine per query). The data is
+``arrowgate data taxi`` output in bench/data/ (made when missing; a real
+NYC-taxi extract with the same header can be put there instead).
+Raw results go to bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gateway.bench import Command, GatewayEngine, run_benchmark
+from gateway.corpus import Query
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bench" / "data"
+RESULTS = ROOT / "bench" / "results"
+BIN = Path(sys.executable).parent
+
+QUERIES = [
+    Query("Q00_baseline", "SELECT 1 AS one"),
+    Query("Q01", "SELECT cab_type, count(*) FROM trips GROUP BY cab_type"),
+    Query("Q02", "SELECT passenger_count, avg(total_amount) FROM trips GROUP BY passenger_count"),
+    Query("Q03", "SELECT passenger_count, year(pickup_datetime), count(*) FROM trips "
+                 "GROUP BY 1, 2"),
+    Query("Q04", "SELECT passenger_count, year(pickup_datetime), round(trip_distance), count(*) "
+                 "FROM trips GROUP BY 1, 2, 3 ORDER BY 2, 4 DESC"),
+]
+
+
+def taxi_file(rows: int) -> Path:
+    path = DATA / f"taxi_{rows}.csv"
+    if not path.exists():
+        from gateway.commands.data import write_taxi
+
+        DATA.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".partial")
+        with open(tmp, "wb") as out:
+            write_taxi(out, rows)
+        tmp.replace(path)
+    return path
+
+
+def config(path: Path) -> dict[str, object]:
+    return {"engines": {"duckdb": {"type": "duckdb"}, "csv": {"type": "csv"}},
+            "sources": {"trips": {"path": str(path)}}}
+
+
+def toml(path: Path) -> Path:
+    cfg = RESULTS / f"csv_bench_{path.stem}.toml"
+    cfg.write_text(f'default_engine = "csv"\n[engines.csv]\ntype = "csv"\n'
+                   f'[sources.trips]\npath = "{path}"\n')
+    return cfg
+
+
+def inprocess(rows: int, rounds: int) -> str:
+    path = taxi_file(rows)
+    cfg = config(path)
+    report = run_benchmark([GatewayEngine("duckdb", cfg), GatewayEngine("csv", cfg)], QUERIES,
+                           rounds=rounds)
+    report.write_json(RESULTS / f"csv_inprocess_{rows}.json")
+    return summary(report, rows, "duckdb", "csv")
+
+
+def whole_process(rows: int, rounds: int) -> str:
+    path = taxi_file(rows)
+    duckdb_cli = shutil.which("duckdb", path=str(BIN)) or "duckdb"
+    contenders = [
+        Command("duckdb-cli", [duckdb_cli, "-csv"],
+                setup=f"CREATE VIEW trips AS SELECT * FROM read_csv_auto('{path}');"),
+        Command("arrowgate", [str(BIN / "arrowgate"), "--config", str(toml(path)), "query",
+                              "--format", "csv"]),
+    ]
+    report = run_benchmark(contenders, QUERIES[1:], rounds=rounds)
+    report.write_json(RESULTS / f"csv_process_{rows}.json")
+    return summary(report, rows, "duckdb-cli", "arrowgate")
+
+
+def summary(report: object, rows: int, base: str, ours: str) -> str:
+    """Our table: speed-up over the baseline with its spread, and peak RSS above the baseline's."""
+    from gateway.bench import BenchReport
+
+    assert isinstance(report, BenchReport)
+    lines = []
+    floor = {e: None for e in (base, ours)}
+    for q in report.queries:
+        if q.query.name == "Q00_baseline" and q.status == "timed":
+            floor = {e: q.timings[e].peak_rss for e in (base, ours)}
+    for q in report.queries:
+        if q.query.name == "Q00_baseline":
+            continue
+        if q.status != "timed":
+            lines.append(f"| {q.query.name} {rows // 10**6}M | {q.status}: "
+                         + "; ".join(f"{e}: {v.message}" for e, v in q.verdicts.items()
+                                     if not v.ok) + "; ".join(q.errors.values()) + " |")
+            continue
+        b, o = q.timings[base], q.timings[ours]
+        speedup = b.median / o.median
+        # spread of the ratio: slowest ours against fastest base, and the other way round
+        low, high = b.low / o.high, b.high / o.low
+        cells = [f"{q.query.name} {rows / 10**6:g}M",
+                 f"{b.median * 1000:.0f} ({b.low * 1000:.0f}-{b.high * 1000:.0f})",
+                 f"{o.median * 1000:.0f} ({o.low * 1000:.0f}-{o.high * 1000:.0f})",
+                 f"**{speedup:.1f}x** ({low:.1f}-{high:.1f})",
+                 _mb(b.peak_rss, floor[base]), _mb(o.peak_rss, floor[ours])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _mb(peak: int | None, floor: int | None) -> str:
+    if peak is None:
+        return "-"
+    text = f"{peak / 2**20:.0f}"
+    if floor is not None:
+        text += f" (+{max(0, peak - floor) / 2**20:.0f})"
+    return text
+
+
+def startup(runs: int) -> str:
+    """Median wall time of ``arrowgate query`` on a one-row file, output through a pipe."""
+    path = DATA / "one_row.csv"
+    DATA.mkdir(parents=True, exist_ok=True)
+    path.write_text("a,b\n1,x\n")
+    cfg = toml(path)
+    times = []
+    for _ in range(runs + 1):
+        started = time.perf_counter()
+        done = subprocess.run([str(BIN / "arrowgate"), "--config", str(cfg), "query", "--format",
+                               "csv", "SELECT a, b FROM trips"], capture_output=True, check=True)
+        times.append(time.perf_counter() - started)
+        assert done.stdout.strip().splitlines()[-1] == b"1,x", done.stdout
+    times = times[1:]
+    return (f"arrowgate query on a 1-row file: median {statistics.median(times) * 1000:.0f} ms "
+            f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}) over {runs} runs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--mode", choices=["inprocess", "process", "startup"], default="inprocess")
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.mode == "startup":
+        print(startup(max(args.rounds, 5)))
+        return
+    run = inprocess if args.mode == "inprocess" else whole_process
+    base, ours = ("DuckDB", "csv") if args.mode == "inprocess" else ("duckdb -csv", "arrowgate")
+    print(f"| query | {base} ms (min-max) | {ours} ms (min-max) | speed-up (spread) | "
+          f"{base} peak MB (+above baseline) | {ours} peak MB (+above baseline) |")
+    print("|---|---|---|---|---|---|")
+    for rows in args.rows:
+        print(run(rows, args.rounds), flush=True)
+
+
+if __name__ == "__main__":
+    main()
