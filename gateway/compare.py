@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 CATEGORIES = ("match", "schema", "row_count", "missing_rows", "extra_rows", "values",
               "order", "error", "nondeterministic")
 
+#: answers up to this many rows are paired directly, without hashing first
+_SMALL = 20_000
+#: hash buckets the cancelling step spreads rows over
+_BUCKETS = 4096
 _OVERRIDE = re.compile(r"--\s*arrowgate:\s*(.*)$", re.MULTILINE)
 
 
@@ -527,30 +531,33 @@ class _Rows:
         n_p, n_r = self.p.num_rows, self.r.num_rows
         if n_p == 0 and n_r == 0:
             return self._order_or_match()
-        row_hash = f"hash({', '.join(self.cols)})"
         exact = self.opts.nan_equals_nan and self.opts.signed_zero_equal
-        if exact and n_p == n_r:
-            # Equal multisets have equal sums of row hashes: one parallel scan per side.
-            fp = "SELECT sum({h}::HUGEINT) FROM {t}"
-            same = con.execute(f"SELECT ({fp.format(h=row_hash, t='p_in')}) = "
-                               f"({fp.format(h=row_hash, t='r_in')})").fetchall()[0][0]
-            if same:
-                return self._order_or_match()
-        if not exact:
-            # DuckDB hashes -0.0 like 0.0 and every NaN alike: pair all rows instead.
+        if not exact or max(n_p, n_r) <= _SMALL:
+            # Small answers are paired directly. And DuckDB hashes -0.0 like 0.0 and every
+            # NaN alike, so when those must differ, every row is paired.
             con.execute("CREATE VIEW p_d AS SELECT * FROM p_in")
             con.execute("CREATE VIEW r_d AS SELECT * FROM r_in")
             return self._pair(con)
-        # Rows whose exact copies appear equally often on both sides cancel; only the rest
-        # (usually few) are paired on their keys below.
+        # Rows are spread over buckets by their hash; a bucket whose sum of row hashes and
+        # row count agree on both sides holds the same rows on both (two aggregates with few
+        # groups: one parallel scan each). Only the rows of the other buckets are paired.
+        row_hash = f"hash({', '.join(self.cols)})"
+        buckets = min(_BUCKETS, max(n_p, n_r) // 64)
+        side = (f"SELECT {row_hash} % {buckets} AS b, sum({row_hash}::HUGEINT) AS s, "
+                "count(*) AS n FROM {t} GROUP BY b")
         con.execute(
-            f"CREATE TEMP TABLE dh AS SELECT h FROM "
-            f"(SELECT {row_hash} AS h, count(*) AS n FROM p_in GROUP BY h) p FULL OUTER JOIN "
-            f"(SELECT {row_hash} AS h, count(*) AS n FROM r_in GROUP BY h) r USING (h) "
-            f"WHERE p.n IS DISTINCT FROM r.n")
-        for side in ("p", "r"):
-            con.execute(f"CREATE TEMP TABLE {side}_d AS SELECT * FROM {side}_in "
-                        f"WHERE {row_hash} IN (SELECT h FROM dh)")
+            f"CREATE TEMP TABLE fb AS SELECT b FROM ({side.format(t='p_in')}) p "
+            f"FULL OUTER JOIN ({side.format(t='r_in')}) r USING (b) "
+            "WHERE p.s IS DISTINCT FROM r.s OR p.n IS DISTINCT FROM r.n")
+        differing = con.execute("SELECT count(*) FROM fb").fetchall()[0][0]
+        if differing == 0:
+            return self._order_or_match()
+        for name in ("p", "r"):
+            if differing > buckets // 2:
+                con.execute(f"CREATE VIEW {name}_d AS SELECT * FROM {name}_in")
+            else:
+                con.execute(f"CREATE TEMP TABLE {name}_d AS SELECT * FROM {name}_in "
+                            f"WHERE {row_hash} % {buckets} IN (SELECT b FROM fb)")
         return self._pair(con)
 
     def _pair(self, con: Any) -> Verdict:

@@ -211,3 +211,25 @@ def test_large_answers_compare_without_python_row_loops():
                       "FROM answer").to_arrow_table()
     v = verdict(changed, answer)
     assert v.category == "values" and v.evidence["differences"][0]["key"]["id"] == 777
+
+
+def test_answers_past_the_direct_pairing_size_take_the_hash_bucket_path():
+    import duckdb
+
+    con = duckdb.connect()
+    answer = con.sql("SELECT i % 5000 AS k, i * 0.25 AS v FROM range(60000) t(i)").to_arrow_table()
+    con.register("answer", answer)
+
+    def variant(sql):
+        return con.sql(sql).to_arrow_table()
+
+    nudged = variant("SELECT k, v * (1 + 1e-12) AS v FROM answer")
+    assert verdict(nudged, answer).ok  # nothing cancels by hash; all paired within tolerance
+    assert verdict(variant("SELECT * FROM answer WHERE v <> 100"), answer).category == "missing_rows"
+    assert verdict(variant("SELECT * FROM answer UNION ALL SELECT 7, 1.75"),
+                   answer).category == "extra_rows"
+    changed = verdict(variant("SELECT k, CASE WHEN v = 100 THEN -1 ELSE v END AS v FROM answer"),
+                      answer)
+    assert changed.category == "values" and changed.evidence["changed_count"] == 1
+    assert changed.evidence["differences"][0] == {"key": {"k": 400}, "column": "v",
+                                                  "primary": -1.0, "reference": 100.0}
