@@ -112,8 +112,11 @@ def _as_postgres(cmd: list[str], *, check: bool = True) -> subprocess.CompletedP
     return done
 
 
-def start_cluster(bin_dir: Path) -> PostgresCluster:
+def start_cluster(bin_dir: Path, *, durable: bool = False) -> PostgresCluster:
     """initdb a cluster in a new temp folder and start it on a free port.
+
+    Tests run with ``fsync=off`` (nothing here must survive a crash); a
+    benchmark passes ``durable=True`` so commits cost what they cost in use.
 
     Raises:
         RuntimeError: initdb or pg_ctl failed (their output is in the message).
@@ -135,7 +138,7 @@ def start_cluster(bin_dir: Path) -> PostgresCluster:
         for _ in range(5):
             port = free_port()
             options = (f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 "
-                       "-c fsync=off -c max_connections=200")
+                       f"-c fsync={'on' if durable else 'off'} -c max_connections=200")
             done = _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(folder / "data"),
                                  "-l", str(folder / "server.log"), "-o", options, "-w",
                                  "start"], check=False)
