@@ -244,3 +244,11 @@ def test_listing_engines_does_not_start_duckdb(cli, tmp_path):
     assert run.code == 0, run.err
     assert "ducklake" in run.out and "1.5.5" in run.out
     assert not Path(tmp_path / "c.sqlite").exists()
+
+
+def test_location_is_the_versioned_release_not_the_installed_module():
+    from gateway_ducklake.engine import DuckLakeEngine
+
+    where = DuckLakeEngine.describe_location({"catalog": "sqlite:x.sqlite"})
+    assert where["runs"] == "ADBC in process"
+    assert "1.5.5" in where["where"] or where["where"].startswith("not installed")

@@ -119,6 +119,11 @@ class DuckLakeEngine(DuckDBEngine):
         except (ConfigError, KeyError):
             return None
 
+    @classmethod
+    def describe_location(cls, options: Any) -> dict[str, str]:
+        version = cls.describe_version(options)
+        return super().describe_location({**options, "version": version})
+
     # -- configuration checks ---------------------------------------------------
     def _extension_files(self, name: str, options: Any) -> list[Path]:
         raw = options.get("extension_path")
