@@ -16,6 +16,7 @@ AGG_QUERIES = [
     "SELECT k, count(*) AS n, sum(x) AS s, min(x) AS lo, max(x) AS hi, avg(x) AS a "
     "FROM t GROUP BY k",
     "SELECT k, count(x) AS n FROM t GROUP BY 1 ORDER BY 1 NULLS FIRST",
+    "SELECT x, count(DISTINCT k) AS n FROM t GROUP BY x",
 ]
 ROW_QUERIES = [
     "SELECT * FROM t",

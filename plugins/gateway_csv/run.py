@@ -203,7 +203,10 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
         frame = filtered(frame, rest)
         cols: dict[str, pa.Array] = {}
         for i, g in enumerate(query.group):
-            cols[f"__k{i}"] = frame.array(g)
+            arr = frame.array(g)
+            if pa.types.is_floating(arr.type):
+                arr = pc.add(arr, 0.0)  # -0.0 + 0.0 is 0.0: one group, as in DuckDB
+            cols[f"__k{i}"] = arr
         for j, node in enumerate(arg_nodes):
             if node is not None:
                 cols[f"__a{j}"] = frame.array(node)
