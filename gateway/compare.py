@@ -582,6 +582,13 @@ class _Rows:
             "count(*) FILTER (WHERE in_p AND in_r) FROM d").fetchall()[0]
         if not (extra or missing or changed):
             return self._order_or_match()
+        if n_p == n_r and self._only_ties_at_the_limit(con):
+            self.evidence["tied_at_limit"] = missing + changed
+            verdict = self._order_or_match()
+            if verdict.ok:
+                verdict.message += (f"; {missing + changed} rows tied on the ORDER BY keys at the "
+                                    "LIMIT differ, which the ORDER BY allows")
+            return verdict
         self.evidence.update(missing_count=missing, extra_count=extra, changed_count=changed)
         n = self.opts.sample_size
         if missing:
@@ -609,6 +616,29 @@ class _Rows:
             detail = (f"; first: {first['column']} is {_short(first['primary'])} on primary, "
                       f"{_short(first['reference'])} on reference" + (f" at {key}" if key else ""))
         return Verdict("values", f"{total} of {n_r} rows differ{detail}", self.evidence)
+
+    def _only_ties_at_the_limit(self, con: Any) -> bool:
+        """ORDER BY ... LIMIT n: do the answers differ only in rows tied with the last one?
+
+        Rows whose ORDER BY keys equal the last row's compete for the last places; which of
+        them an engine keeps is its own choice.
+        """
+        if not self.shape.has_limit or not self.shape.order or self.r.num_rows == 0:
+            return False
+        cols = [self._resolve(t) for t in self.shape.order]
+        if any(c is None for c in cols):
+            return False
+        last = self.r.slice(self.r.num_rows - 1, 1).to_pylist()[0]
+        tied = [c for c in cols if c is not None]
+
+        def at_boundary(side: str) -> str:
+            return " AND ".join(f"{side}{c} IS NOT DISTINCT FROM ${i + 1}"
+                                for i, c in enumerate(tied))
+
+        outside = con.execute(
+            f"SELECT count(*) FROM d WHERE NOT ((NOT in_p OR ({at_boundary('p_')})) "
+            f"AND (NOT in_r OR ({at_boundary('r_')})))", [last[c] for c in tied]).fetchall()[0][0]
+        return bool(outside == 0)
 
     def _sample(self, con: Any, side: str, where: str, n: int) -> list[dict[str, Any]]:
         cols = ", ".join(f"{side}{c}" for c in self.cols)

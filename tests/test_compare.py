@@ -233,3 +233,15 @@ def test_answers_past_the_direct_pairing_size_take_the_hash_bucket_path():
     assert changed.category == "values" and changed.evidence["changed_count"] == 1
     assert changed.evidence["differences"][0] == {"key": {"k": 400}, "column": "v",
                                                   "primary": -1.0, "reference": 100.0}
+
+
+def test_rows_tied_at_the_limit_boundary_may_differ():
+    sql = "SELECT id, amount FROM t ORDER BY amount DESC LIMIT 3"
+    reference = pa.table({"id": [1, 2, 3], "amount": [9.0, 5.0, 5.0]})
+    other_tie = pa.table({"id": [1, 2, 4], "amount": [9.0, 5.0, 5.0]})  # id 4 also has 5.0
+    v = verdict(other_tie, reference, sql=sql)
+    assert v.ok and v.evidence["tied_at_limit"] == 1 and "LIMIT" in v.message
+    not_a_tie = pa.table({"id": [1, 2, 4], "amount": [9.0, 5.0, 4.0]})
+    assert verdict(not_a_tie, reference, sql=sql).category == "values"
+    without_limit = sql.replace(" LIMIT 3", "")
+    assert verdict(other_tie, reference, sql=without_limit).category == "values"
