@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.errors import GatewayError
+from gateway.errors import GatewayError, QueryError
 from gateway_ducklake.catalog import CatalogSpec
 from gateway_ducklake.phases import PHASE_NAMES, PHASES, PhaseContext, Shape, run_phases
 
@@ -228,7 +228,7 @@ def _spawn(job: dict[str, Any]) -> tuple[dict[str, Any], float]:
         answer = {}
     if proc.returncode != 0 or "times" not in answer:
         message = answer.get("error") or err.strip()[-1500:] or f"exit {proc.returncode}"
-        raise GatewayError(f"lakebench on {job['engine']} failed: {message}",
+        raise QueryError(f"lakebench on {job['engine']} failed: {message}",
                            engine=job["engine"])
     return answer, peak_mb
 
