@@ -251,7 +251,7 @@ class DuckLakeEngine(DuckDBEngine):
             return EngineConnectionError(
                 f"the catalog database does not exist: {_first_line(message)}",
                 engine=self.name, hint="create it first (createdb NAME), or fix dbname=")
-        if "data_path" in lower or "data path" in lower:
+        if "data_path is not set" in lower:
             return ConfigError(
                 f"the lake has no data path: {_first_line(message)}",
                 key=f"engines.{self.name}.data_path", engine=self.name,
