@@ -239,7 +239,8 @@ def compare_with_noise(
     if noise.ok:
         return verdict
     return Verdict("nondeterministic",
-                   f"the reference disagrees with itself ({noise.category}: {noise.message})",
+                   f"two runs of the reference disagree ({noise.category}), so the answer is "
+                   "not determined by the data",
                    {"reference_vs_itself": noise.to_dict(), "primary_vs_reference": verdict.to_dict()})
 
 

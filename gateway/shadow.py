@@ -157,6 +157,8 @@ class ShadowRecord:
     primary_peak_mb: float | None = None
     reference_peak_mb: float | None = None
     noise_checked: bool = False
+    #: the engine that actually answered for the primary, when it fell back to another
+    answered_by: str | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     time: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
@@ -184,7 +186,8 @@ class ShadowRecord:
             if self.ratio is not None else ""
         timing = (f" ({self.primary} {self.primary_ms:.1f} ms, {self.reference} "
                   f"{self.reference_ms:.1f} ms)") if self.ratio is not None else ""
-        return f"shadow {self.reference}: {self.category}: {self.message}{ratio}{timing}"
+        fallback = f" [{self.primary} fell back to {self.answered_by}]" if self.answered_by else ""
+        return f"shadow {self.reference}: {self.category}: {self.message}{ratio}{timing}{fallback}"
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -338,6 +341,8 @@ def _run_primary(gw: Gateway, sql: str, engine: str, parameters: Any,
     record.primary_ms = (time.perf_counter() - started) * 1000
     record.primary_rows = table.num_rows
     record.primary_peak_mb = _mb(result.notes.get("peak_memory_bytes"))
+    if result.engine != engine:
+        record.answered_by = result.engine
     return result, None
 
 
@@ -385,7 +390,8 @@ def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
 # -- the store ---------------------------------------------------------------------
 _COLUMNS = ("id", "time", "name", "sql", "primary", "reference", "status", "category", "message",
             "evidence", "skip_reason", "primary_ms", "reference_ms", "ratio", "primary_rows",
-            "reference_rows", "primary_peak_mb", "reference_peak_mb", "noise_checked")
+            "reference_rows", "primary_peak_mb", "reference_peak_mb", "noise_checked",
+            "answered_by")
 
 
 class ShadowStore:
@@ -469,6 +475,7 @@ def _records_table(records: list[ShadowRecord]) -> pa.Table:
         ("reference_ms", pa.float64()), ("ratio", pa.float64()), ("primary_rows", pa.int64()),
         ("reference_rows", pa.int64()), ("primary_peak_mb", pa.float64()),
         ("reference_peak_mb", pa.float64()), ("noise_checked", pa.bool_()),
+        ("answered_by", pa.string()),
     ])
     return pa.Table.from_pylist([{c: row[c] for c in _COLUMNS} for row in rows], schema=schema)
 

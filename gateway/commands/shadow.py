@@ -125,6 +125,8 @@ def _line(record: ShadowRecord, max_ratio: float | None) -> str:
     ratio = f"{record.ratio:.2f}x" if record.ratio is not None else "-"
     slow = f" (over --max-ratio {max_ratio:g})" if _over(record, max_ratio) else ""
     detail = "" if record.category == "match" else f": {record.message}"
+    if record.answered_by:
+        detail += f" (answered by the fallback {record.answered_by})"
     return (f"{mark:>6}  {record.key}  {record.category}{detail}  "
             f"[{record.primary_ms or 0:.1f} ms vs {record.reference_ms or 0:.1f} ms, {ratio}{slow}]")
 
@@ -140,7 +142,8 @@ def build_report(records: list[ShadowRecord], primary: str, reference: str,
             "primary_ms": _round(r.primary_ms), "reference_ms": _round(r.reference_ms),
             "ratio": _round(r.ratio), "over_max_ratio": _over(r, max_ratio),
             "primary_rows": r.primary_rows, "reference_rows": r.reference_rows,
-            "noise_checked": r.noise_checked, "evidence": r.evidence,
+            "noise_checked": r.noise_checked, "answered_by": r.answered_by,
+            "evidence": r.evidence,
         }
         entry["failed"] = r.diverged or entry["over_max_ratio"]
         queries.append(entry)
