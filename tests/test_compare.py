@@ -225,6 +225,12 @@ def test_answers_past_the_direct_pairing_size_take_the_hash_bucket_path():
 
     nudged = variant("SELECT k, v * (1 + 1e-12) AS v FROM answer")
     assert verdict(nudged, answer).ok  # nothing cancels by hash; all paired within tolerance
+    off = verdict(variant("SELECT k, v * (1 + 1e-6) AS v FROM answer"), answer)
+    assert off.category == "values" and off.evidence["changed_count"] == 59999  # v = 0 is exact
+    unique = variant("SELECT i AS id, i * 0.25 AS v FROM range(60000) t(i)")
+    con.register("u", unique)
+    shifted = variant("SELECT id, v * (1 + 1e-12) AS v FROM u WHERE id <> 400")
+    assert verdict(shifted, unique).category == "missing_rows"  # positions no longer line up
     assert verdict(variant("SELECT * FROM answer WHERE v <> 100"), answer).category == "missing_rows"
     assert verdict(variant("SELECT * FROM answer UNION ALL SELECT 7, 1.75"),
                    answer).category == "extra_rows"
