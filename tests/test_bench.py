@@ -155,3 +155,25 @@ def test_bench_cli(cli, tmp_path):
     assert (tmp_path / "c.png").exists() and (tmp_path / "c.svg").exists()
     assert cli("bench", "--engines", "a,zz", "q.sql").code == 2
     assert cli("bench", "--engines", "a,b", "--baseline", "c", "q.sql").code == 2
+
+
+def test_progress_bar_draws_on_a_terminal_only(monkeypatch):
+    import io
+
+    from gateway.commands.bench import ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    bar = ProgressBar(True, width=10)
+    bar(5, 10, "q1: round 1 a")
+    assert "[#####.....] 5/10" in term.getvalue() and "q1: round 1 a" in term.getvalue()
+    bar.close()
+    assert term.getvalue().endswith("\r")
+    pipe = io.StringIO()
+    monkeypatch.setattr("sys.stderr", pipe)
+    ProgressBar(True)(1, 2, "x")
+    assert pipe.getvalue() == ""
