@@ -228,3 +228,25 @@ def test_csv_engine_against_duckdb_on_the_conformance_corpus(tmp_path):
                 fell_back.append(case.name)
     assert diverged == []
     assert "join_inner" in fell_back and "q01_count_by_cab" not in fell_back
+
+
+def test_two_duckdb_versions_on_the_conformance_corpus(tmp_path_factory):
+    """DuckDB 1.5.5 (worker install) vs the installed 2.x: only the known rounding change."""
+    from tests.duckdb_support import V155, use_shared_home
+
+    use_shared_home(tmp_path_factory)
+    config = {"engines": {"v155": {"type": "duckdb", "version": V155},
+                          "installed": {"type": "duckdb"}},
+              "sources": SOURCES}
+    verdicts = {}
+    with gateway.connect(config) as gw:
+        for case in all_cases():
+            record = gw.execute(case.sql, engine="v155", shadow="installed").shadow
+            if record.category != "match":
+                verdicts[case.name] = (record.category, record.evidence.get("differences"))
+    # 1.5.5 rounds the double 19.45 to 19.5 with round(x, 1); 2.x gives 19.4
+    assert list(verdicts) == ["numeric_functions"]
+    category, differences = verdicts["numeric_functions"]
+    assert category == "values"
+    assert {(d["column"], d["primary"], d["reference"]) for d in differences} >= {
+        ("r1", 19.5, 19.4)}
