@@ -13,12 +13,24 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
-from gateway.errors import QueryError, Unsupported
+from gateway.errors import QueryError
+from gateway_csv.query import key, unsupported
 
-ENGINES_FOR_MORE = ("duckdb",)
+
+class _LazyCompute:
+    """pyarrow.compute, imported on first use: it costs ~100 ms, and the fused
+    aggregations without ORDER BY never need it (``arrowgate query`` startup)."""
+
+    def __getattr__(self, name: str) -> Any:
+        import pyarrow.compute
+
+        globals()["pc"] = pyarrow.compute
+        return getattr(pyarrow.compute, name)
+
+
+pc: Any = _LazyCompute()
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
@@ -30,32 +42,9 @@ _CAST_TYPES: dict[str, pa.DataType] = {
     "BOOLEAN": pa.bool_(), "DATE": pa.date32(), "TIMESTAMP": pa.timestamp("us"),
     "DATETIME": pa.timestamp("us"),
 }
-_CMP: dict[type, Callable[[Any, Any], Any]] = {
-    exp.EQ: pc.equal, exp.NEQ: pc.not_equal, exp.GT: pc.greater,
-    exp.GTE: pc.greater_equal, exp.LT: pc.less, exp.LTE: pc.less_equal,
-}
-_TEMPORAL = {exp.Year: pc.year, exp.Month: pc.month, exp.Day: pc.day, exp.Hour: pc.hour}
-
-
-def unsupported(node: exp.Expression, what: str | None = None) -> Unsupported:
-    text = what or f"{node.key.upper()} ({node.sql(dialect='duckdb')[:60]})"
-    return Unsupported(f"the csv engine does not run {text}", engines=ENGINES_FOR_MORE)
-
-
-def key(node: exp.Expression) -> str:
-    """A canonical text for an expression, to match GROUP BY keys and aggregates."""
-    return node.sql(dialect="duckdb", normalize_functions="lower").lower()
-
-
-def output_name(node: exp.Expression) -> str:
-    """The column name DuckDB gives an unaliased select item."""
-    if isinstance(node, exp.Alias):
-        return node.alias
-    if isinstance(node, exp.Column):
-        return node.name
-    if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
-        return "count_star()"
-    return node.sql(dialect="duckdb", normalize_functions="lower")
+_CMP = {exp.EQ: "equal", exp.NEQ: "not_equal", exp.GT: "greater", exp.GTE: "greater_equal",
+        exp.LT: "less", exp.LTE: "less_equal"}
+_TEMPORAL = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.Hour: "hour"}
 
 
 class Frame:
@@ -163,7 +152,7 @@ def coerce(values: list[Value]) -> list[Value]:
 
 def _binary_cmp(frame: Frame, node: exp.Expression) -> Value:
     left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
-    return _CMP[type(node)](left, right)
+    return getattr(pc, _CMP[type(node)])(left, right)
 
 
 def _and(frame: Frame, node: exp.Expression) -> Value:
@@ -241,10 +230,10 @@ def _like(frame: Frame, node: exp.Expression) -> Value:
     return pc.match_like(value, pattern.as_py(), ignore_case=isinstance(node, exp.ILike))
 
 
-def _arith(fn: Callable[..., Any]) -> Callable[[Frame, exp.Expression], Value]:
+def _arith(fn: str) -> Callable[[Frame, exp.Expression], Value]:
     def run(frame: Frame, node: exp.Expression) -> Value:
         left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
-        return fn(left, right)
+        return getattr(pc, fn)(left, right)
     return run
 
 
@@ -355,7 +344,7 @@ def _temporal(frame: Frame, node: exp.Expression) -> Value:
     value = frame._eval(node.this)
     if pa.types.is_string(value.type):
         value = value.cast(pa.timestamp("us"))
-    return _TEMPORAL[type(node)](value)
+    return getattr(pc, _TEMPORAL[type(node)])(value)
 
 
 def _date_trunc(frame: Frame, node: exp.Expression) -> Value:
@@ -429,12 +418,12 @@ def _round_exact(x: float | None, digits: int) -> float | None:
     return float(decimal.Decimal(x).quantize(quantum, rounding=decimal.ROUND_HALF_UP))
 
 
-def _unary(fn: Callable[[Any], Any], keep_int: bool = False) -> Callable[[Frame, exp.Expression], Value]:
+def _unary(fn: str, keep_int: bool = False) -> Callable[[Frame, exp.Expression], Value]:
     def run(frame: Frame, node: exp.Expression) -> Value:
         value = frame._eval(node.this)
         if keep_int and pa.types.is_integer(value.type):
             return value
-        return fn(value)
+        return getattr(pc, fn)(value)
     return run
 
 
@@ -475,14 +464,14 @@ _HANDLERS: dict[type, Callable[[Frame, Any], Value]] = {
     exp.LT: _binary_cmp, exp.LTE: _binary_cmp,
     exp.And: _and, exp.Or: _or, exp.Not: _not, exp.Is: _is, exp.In: _in,
     exp.Between: _between, exp.Like: _like, exp.ILike: _like,
-    exp.Add: _arith(pc.add_checked), exp.Sub: _arith(pc.subtract_checked),
-    exp.Mul: _arith(pc.multiply_checked), exp.Div: _div, exp.IntDiv: _intdiv, exp.Mod: _mod,
+    exp.Add: _arith("add_checked"), exp.Sub: _arith("subtract_checked"),
+    exp.Mul: _arith("multiply_checked"), exp.Div: _div, exp.IntDiv: _intdiv, exp.Mod: _mod,
     exp.Neg: _neg,
     exp.Case: _case, exp.Coalesce: _coalesce, exp.Cast: _cast, exp.TryCast: _cast,
     exp.Year: _temporal, exp.Month: _temporal, exp.Day: _temporal, exp.Hour: _temporal,
     exp.TimestampTrunc: _date_trunc, exp.DateTrunc: _date_trunc, exp.TimeToStr: _strftime,
-    exp.Round: _round, exp.Abs: _unary(pc.abs_checked),
-    exp.Floor: _unary(pc.floor, keep_int=True), exp.Ceil: _unary(pc.ceil, keep_int=True),
-    exp.Lower: _unary(pc.utf8_lower), exp.Upper: _unary(pc.utf8_upper),
+    exp.Round: _round, exp.Abs: _unary("abs_checked"),
+    exp.Floor: _unary("floor", keep_int=True), exp.Ceil: _unary("ceil", keep_int=True),
+    exp.Lower: _unary("utf8_lower"), exp.Upper: _unary("utf8_upper"),
     exp.Length: _length, exp.Substring: _substr, exp.Trim: _trim, exp.DPipe: _concat,
 }

@@ -17,8 +17,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from gateway.errors import QueryError
-from gateway_csv.compute import ENGINES_FOR_MORE, key, output_name, unsupported
+from gateway.errors import QueryError, Unsupported
 from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
 
 # Shared with _scanner.c
@@ -37,6 +36,30 @@ _REFUSED = {
     exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT", exp.With: "WITH",
     exp.Lateral: "LATERAL", exp.Pivot: "PIVOT", exp.Placeholder: "query parameters",
 }
+
+
+ENGINES_FOR_MORE = ("duckdb",)
+
+
+def unsupported(node: exp.Expression, what: str | None = None) -> Unsupported:
+    text = what or f"{node.key.upper()} ({node.sql(dialect='duckdb')[:60]})"
+    return Unsupported(f"the csv engine does not run {text}", engines=ENGINES_FOR_MORE)
+
+
+def key(node: exp.Expression) -> str:
+    """A canonical text for an expression, to match GROUP BY keys and aggregates."""
+    return node.sql(dialect="duckdb", normalize_functions="lower").lower()
+
+
+def output_name(node: exp.Expression) -> str:
+    """The column name DuckDB gives an unaliased select item."""
+    if isinstance(node, exp.Alias):
+        return node.alias
+    if isinstance(node, exp.Column):
+        return node.name
+    if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
+        return "count_star()"
+    return node.sql(dialect="duckdb", normalize_functions="lower")
 
 
 @dataclass
@@ -416,4 +439,5 @@ def column_plan(query: Query, layout: Layout) -> tuple[tuple[tuple[int, int], ..
 
 
 __all__ = ["ENGINES_FOR_MORE", "FusedAggregate", "Query", "analyse", "column_plan",
-           "fused_aggregate", "parse", "pushdown", "source_name"]
+           "fused_aggregate", "key", "output_name", "parse", "pushdown", "source_name",
+           "unsupported"]

@@ -12,23 +12,24 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
 from gateway.errors import QueryError, Unsupported
-from gateway_csv.compute import ENGINES_FOR_MORE, Frame, broadcast, key
+from gateway_csv.compute import Frame, broadcast, pc
 from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
 from gateway_csv.query import (
     A_AVG,
     A_COUNT,
     A_COUNT_STAR,
     A_SUM,
+    ENGINES_FOR_MORE,
     F_IDENT,
     F_ROUND,
     FusedAggregate,
     Query,
     column_plan,
     fused_aggregate,
+    key,
 )
 from gateway_csv.scan import Plan, Scanner
 
