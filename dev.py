@@ -22,7 +22,9 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".arrowgate-installed"
-INPUTS = ["pyproject.toml", "setup.py", "examples/plugin_minimal/pyproject.toml"]
+# the csv engine's C scanner is compiled by the install: a change to it reinstalls too
+INPUTS = ["pyproject.toml", "setup.py", "examples/plugin_minimal/pyproject.toml",
+          "plugins/gateway_csv/_scanner.c"]
 
 
 def run(*cmd: str | Path) -> None:
