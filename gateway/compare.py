@@ -27,21 +27,19 @@ Categories, in the order they are decided:
 
 How: both answers are normalized column by column in Arrow (numbers of mixed
 types to float64, timestamps to one unit in UTC, strings to large_string,
-dictionaries decoded), then DuckDB pairs rows on their key columns (the GROUP
-BY keys when the SQL shows them, else the non-float columns) with a hash
-join, so nothing loops over rows in Python and two 10-million-row answers
-compare in seconds.
+dictionaries decoded); :mod:`gateway.query_shape` reads the SQL and
+:mod:`gateway.row_pairing` pairs the rows in DuckDB, so nothing loops over rows
+in Python.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
-import decimal
-import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from gateway.query_shape import QueryShape
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,10 +47,6 @@ if TYPE_CHECKING:
 CATEGORIES = ("match", "schema", "row_count", "missing_rows", "extra_rows", "values",
               "order", "error", "nondeterministic")
 
-#: answers up to this many rows are paired directly, without hashing first
-_SMALL = 20_000
-#: hash buckets the cancelling step spreads rows over
-_BUCKETS = 4096
 _OVERRIDE = re.compile(r"--\s*arrowgate:\s*(.*)$", re.MULTILINE)
 
 
@@ -174,11 +168,13 @@ def compare_tables(
         A :class:`Verdict`; ``category == "match"`` when the answers agree.
     """
     opts = (options or CompareOptions()).for_sql(sql)
-    shape = _QueryShape.of(sql, opts.dialect)
+    shape = QueryShape.of(sql, opts.dialect)
     schema_verdict, p, r = _align(primary, reference, shape, opts)
     if schema_verdict is not None:
         return schema_verdict
-    return _Rows(p, r, shape, opts, primary.column_names).judge()
+    from gateway.row_pairing import RowPairing
+
+    return RowPairing(p, r, shape, opts, primary.column_names).judge()
 
 
 def compare_outcomes(
@@ -242,96 +238,6 @@ def compare_with_noise(
                    f"two runs of the reference disagree ({noise.category}), so the answer is "
                    "not determined by the data",
                    {"reference_vs_itself": noise.to_dict(), "primary_vs_reference": verdict.to_dict()})
-
-
-# -- what the SQL says -------------------------------------------------------
-@dataclass
-class _OrderTerm:
-    column: int | None  # output column index, or None when not in the output
-    text: str
-
-
-@dataclass
-class _QueryShape:
-    """What the outermost query tells the comparator."""
-
-    parsed: bool = False
-    order: list[_OrderTerm] = field(default_factory=list)
-    has_limit: bool = False
-    #: per output column: True when its name is engine-chosen (unaliased expression)
-    engine_named: list[bool] = field(default_factory=list)
-    #: per output column: True when it is a GROUP BY key; empty when not an aggregate query
-    group_keys: list[bool] = field(default_factory=list)
-    has_star: bool = False
-    projections: list[Any] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, sql: str | None, dialect: str) -> _QueryShape:
-        if not sql:
-            return cls()
-        try:
-            import sqlglot
-            from sqlglot import exp
-
-            statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-        except Exception:
-            return cls()
-        if len(statements) != 1:
-            return cls()
-        tree = statements[-1]
-        shape = cls(parsed=True)
-        select = tree
-        while isinstance(select, exp.Subquery):
-            select = select.this
-        if isinstance(select, exp.SetOperation):
-            first = select.left
-            while not isinstance(first, exp.Select) and isinstance(first, (exp.SetOperation, exp.Subquery)):
-                first = first.left if isinstance(first, exp.SetOperation) else first.this
-            shape._read_projections(first, exp)
-        elif isinstance(select, exp.Select):
-            shape._read_projections(select, exp)
-            shape._read_groups(select, exp)
-        else:
-            return cls()
-        shape.has_limit = select.args.get("limit") is not None or select.args.get("fetch") is not None
-        order = select.args.get("order")
-        if order is not None:
-            shape.order = [shape._map_order(o, exp) for o in order.expressions]
-        return shape
-
-    def _read_projections(self, select: Any, exp: Any) -> None:
-        if not isinstance(select, exp.Select):
-            return
-        self.projections = list(select.expressions)
-        for e in self.projections:
-            if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
-                self.has_star = True
-            self.engine_named.append(not isinstance(e, (exp.Alias, exp.Column, exp.Star)))
-
-    def _read_groups(self, select: Any, exp: Any) -> None:
-        if self.has_star:
-            return
-        group = select.args.get("group")
-        aggregated = [e.find(exp.AggFunc) is not None for e in self.projections]
-        if group is None and not any(aggregated):
-            return
-        self.group_keys = [not a for a in aggregated]
-
-    def _map_order(self, ordered: Any, exp: Any) -> _OrderTerm:
-        term = ordered.this
-        text = term.sql()
-        if isinstance(term, exp.Literal) and term.is_int:
-            index = int(term.this) - 1
-            return _OrderTerm(index if 0 <= index < max(len(self.projections), 1) else None, text)
-        for i, proj in enumerate(self.projections):
-            bare = proj.this if isinstance(proj, exp.Alias) else proj
-            if bare == term:
-                return _OrderTerm(i, text)
-            if isinstance(term, exp.Column) and not term.table and proj.alias_or_name == term.name:
-                return _OrderTerm(i, text)
-        if isinstance(term, exp.Column) and self.has_star:
-            return _OrderTerm(-1, term.name)  # resolved by name against the answer
-        return _OrderTerm(None, text)
 
 
 # -- normalizing the two answers -----------------------------------------------
@@ -441,7 +347,7 @@ def _cast(column: Any, target: pa.DataType) -> Any:
 
 
 def _align(
-    primary: pa.Table, reference: pa.Table, shape: _QueryShape, opts: CompareOptions
+    primary: pa.Table, reference: pa.Table, shape: QueryShape, opts: CompareOptions
 ) -> tuple[Verdict | None, pa.Table, pa.Table]:
     import pyarrow as pa
 
@@ -477,337 +383,6 @@ def _align(
         types.append(common)
     names = [f"c{i}" for i in range(primary.num_columns)]
     return None, pa.table(p_cols, names=names), pa.table(r_cols, names=names)
-
-
-# -- comparing rows -----------------------------------------------------------
-class _Rows:
-    """Pairs the rows of two aligned answers in DuckDB and classifies the differences."""
-
-    def __init__(self, p: pa.Table, r: pa.Table, shape: _QueryShape, opts: CompareOptions,
-                 names: list[str]):
-        import pyarrow as pa
-
-        self.p, self.r, self.shape, self.opts, self.names = p, r, shape, opts, names
-        self.cols = p.column_names
-        self.floats = [pa.types.is_floating(t) for t in p.schema.types]
-        if shape.group_keys and len(shape.group_keys) == len(self.cols):
-            self.keys = [c for c, k in zip(self.cols, shape.group_keys, strict=True) if k]
-        else:
-            self.keys = [c for c, f in zip(self.cols, self.floats, strict=True) if not f]
-        self.values = [c for c in self.cols if c not in self.keys]
-        self.evidence: dict[str, Any] = {
-            "primary_rows": p.num_rows, "reference_rows": r.num_rows,
-            "key_columns": [self._name(c) for c in self.keys],
-        }
-
-    def _name(self, col: str) -> str:
-        return self.names[int(col[1:])]
-
-    def _same(self, col: str, a: str, b: str) -> str:
-        """SQL that is true when cell ``a.col`` agrees with ``b.col``."""
-        x, y = f"{a}.{col}", f"{b}.{col}"
-        if not self.floats[int(col[1:])]:
-            return f"({x} IS NOT DISTINCT FROM {y})"
-        o = self.opts
-        nan = f"(isnan({x}) AND isnan({y}))" if o.nan_equals_nan else "false"
-        zero = "" if o.signed_zero_equal else \
-            f" AND (({x} <> 0) OR (signbit({x}) = signbit({y})))"
-        close = (f"(NOT isnan({x}) AND NOT isnan({y}) AND ({x} = {y} OR abs({x} - {y}) <= "
-                 f"{o.abs_tol!r} + {o.rel_tol!r} * greatest(abs({x}), abs({y}))){zero})")
-        return f"(({x} IS NULL AND {y} IS NULL) OR ({x} IS NOT NULL AND {y} IS NOT NULL AND " \
-               f"({nan} OR {close})))"
-
-    def judge(self) -> Verdict:
-        import duckdb
-
-        con = duckdb.connect()
-        try:
-            con.register("p_in", self.p)
-            con.register("r_in", self.r)
-            return self._judge(con)
-        finally:
-            con.close()
-
-    def _judge(self, con: Any) -> Verdict:
-        n_p, n_r = self.p.num_rows, self.r.num_rows
-        if n_p == 0 and n_r == 0:
-            return self._order_or_match()
-        exact = self.opts.nan_equals_nan and self.opts.signed_zero_equal
-        if not exact or max(n_p, n_r) <= _SMALL:
-            # Small answers are paired directly. And DuckDB hashes -0.0 like 0.0 and every
-            # NaN alike, so when those must differ, every row is paired.
-            con.execute("CREATE VIEW p_d AS SELECT * FROM p_in")
-            con.execute("CREATE VIEW r_d AS SELECT * FROM r_in")
-            return self._pair(con)
-        # Rows are spread over buckets by their hash; a bucket whose sum of row hashes and
-        # row count agree on both sides holds the same rows on both (two aggregates with few
-        # groups: one parallel scan each). Only the rows of the other buckets are paired.
-        row_hash = f"hash({', '.join(self.cols)})"
-        buckets = min(_BUCKETS, max(n_p, n_r) // 64)
-        side = (f"SELECT {row_hash} % {buckets} AS b, sum({row_hash}::HUGEINT) AS s, "
-                "count(*) AS n FROM {t} GROUP BY b")
-        con.execute(
-            f"CREATE TEMP TABLE fb AS SELECT b FROM ({side.format(t='p_in')}) p "
-            f"FULL OUTER JOIN ({side.format(t='r_in')}) r USING (b) "
-            "WHERE p.s IS DISTINCT FROM r.s OR p.n IS DISTINCT FROM r.n")
-        differing = con.execute("SELECT count(*) FROM fb").fetchall()[0][0]
-        if differing == 0:
-            return self._order_or_match()
-        widespread = differing > buckets // 2
-        for name in ("p", "r"):
-            if widespread:
-                con.execute(f"CREATE VIEW {name}_d AS SELECT * FROM {name}_in")
-            else:
-                con.execute(f"CREATE TEMP TABLE {name}_d AS SELECT * FROM {name}_in "
-                            f"WHERE {row_hash} % {buckets} IN (SELECT b FROM fb)")
-        if widespread and n_p == n_r and self._pair_by_position(con):
-            return self._classify(con)
-        return self._pair(con)
-
-    def _pair_by_position(self, con: Any) -> bool:
-        """Pair rows by position after sorting both sides; False when the keys do not line up.
-
-        When most rows differ (floats a little off everywhere, a type narrowed), sorting and
-        a positional join cost far less than pairing every row on its key with a window.
-        """
-        order = ", ".join(f"{c} NULLS FIRST" for c in self.keys + self.values)
-        for name in ("p", "r"):
-            con.execute(f"CREATE TEMP TABLE {name}_s AS SELECT * FROM {name}_d ORDER BY {order}")
-        if self.keys:
-            keys_differ = " OR ".join(f"NOT {self._same(k, 'p', 'r')}" for k in self.keys)
-            shifted = con.execute(f"SELECT count(*) FROM p_s p POSITIONAL JOIN r_s r "
-                                  f"WHERE {keys_differ}").fetchall()[0][0]
-            if shifted:
-                return False
-        differs = " OR ".join(f"NOT {self._same(c, 'p', 'r')}" for c in self.values) or "false"
-        select = ", ".join([f"p.{c} AS p_{c}" for c in self.cols]
-                           + [f"r.{c} AS r_{c}" for c in self.cols]
-                           + ["true AS in_p", "true AS in_r"]
-                           + [f"NOT {self._same(c, 'p', 'r')} AS ne_{c}" for c in self.values])
-        con.execute(f"CREATE TEMP TABLE d AS SELECT {select} FROM p_s p POSITIONAL JOIN r_s r "
-                    f"WHERE {differs}")
-        return True
-
-    def _pair(self, con: Any) -> Verdict:
-        keys, vals = self.keys, self.values
-        part = f"PARTITION BY {', '.join(keys)} " if keys else ""
-        order = ", ".join(f"{c} NULLS FIRST" for c in (vals or keys)) or "1"
-        numbered = "SELECT *, row_number() OVER ({part}ORDER BY {order}) AS rn__ FROM {src}"
-        on = " AND ".join([f"p.{k} IS NOT DISTINCT FROM r.{k}" for k in keys] + ["p.rn__ = r.rn__"])
-        differs = " OR ".join(f"NOT {self._same(c, 'p', 'r')}" for c in vals) or "false"
-        select = ", ".join([f"p.{c} AS p_{c}" for c in self.cols]
-                           + [f"r.{c} AS r_{c}" for c in self.cols]
-                           + ["p.rn__ IS NOT NULL AS in_p", "r.rn__ IS NOT NULL AS in_r"]
-                           + [f"NOT {self._same(c, 'p', 'r')} AS ne_{c}" for c in vals])
-        con.execute(
-            f"CREATE TEMP TABLE d AS WITH p AS ({numbered.format(part=part, order=order, src='p_d')}),"
-            f" r AS ({numbered.format(part=part, order=order, src='r_d')}) "
-            f"SELECT {select} FROM p FULL OUTER JOIN r ON {on} "
-            f"WHERE p.rn__ IS NULL OR r.rn__ IS NULL OR {differs}")
-        return self._classify(con)
-
-    def _classify(self, con: Any) -> Verdict:
-        """The verdict from table ``d``: the rows that found no equal partner."""
-        n_p, n_r = self.p.num_rows, self.r.num_rows
-        extra, missing, changed = con.execute(
-            "SELECT count(*) FILTER (WHERE NOT in_r), count(*) FILTER (WHERE NOT in_p), "
-            "count(*) FILTER (WHERE in_p AND in_r) FROM d").fetchall()[0]
-        if not (extra or missing or changed):
-            return self._order_or_match()
-        if n_p == n_r and self._only_ties_at_the_limit(con):
-            self.evidence["tied_at_limit"] = missing + changed
-            verdict = self._order_or_match()
-            if verdict.ok:
-                verdict.message += (f"; {missing + changed} rows tied on the ORDER BY keys at the "
-                                    "LIMIT differ, which the ORDER BY allows")
-            return verdict
-        self.evidence.update(missing_count=missing, extra_count=extra, changed_count=changed)
-        n = self.opts.sample_size
-        if missing:
-            self.evidence["missing"] = self._sample(con, "r_", "NOT in_p", n)
-        if extra:
-            self.evidence["extra"] = self._sample(con, "p_", "NOT in_r", n)
-        if changed:
-            self.evidence["differences"] = self._differences(con, n)
-        if n_p != n_r:
-            if missing and not extra and not changed:
-                return Verdict("missing_rows", f"primary lacks {missing} of the reference's "
-                               f"{n_r} rows", self.evidence)
-            if extra and not missing and not changed:
-                return Verdict("extra_rows", f"primary has {extra} rows the reference does not "
-                               f"({n_p} vs {n_r})", self.evidence)
-            return Verdict("row_count", f"primary returned {n_p} rows, reference {n_r}",
-                           self.evidence)
-        if missing and not changed:
-            self.evidence["differences"] = self._unpaired_differences(con, n)
-        total = changed + missing
-        first = self.evidence["differences"][0] if self.evidence.get("differences") else None
-        detail = ""
-        if first:
-            key = ", ".join(f"{k}={_short(v)}" for k, v in first["key"].items())
-            detail = (f"; first: {first['column']} is {_short(first['primary'])} on primary, "
-                      f"{_short(first['reference'])} on reference" + (f" at {key}" if key else ""))
-        return Verdict("values", f"{total} of {n_r} rows differ{detail}", self.evidence)
-
-    def _only_ties_at_the_limit(self, con: Any) -> bool:
-        """ORDER BY ... LIMIT n: do the answers differ only in rows tied with the last one?
-
-        Rows whose ORDER BY keys equal the last row's compete for the last places; which of
-        them an engine keeps is its own choice.
-        """
-        if not self.shape.has_limit or not self.shape.order or self.r.num_rows == 0:
-            return False
-        cols = [self._resolve(t) for t in self.shape.order]
-        if any(c is None for c in cols):
-            return False
-        last = self.r.slice(self.r.num_rows - 1, 1).to_pylist()[0]
-        tied = [c for c in cols if c is not None]
-
-        def at_boundary(side: str) -> str:
-            return " AND ".join(f"{side}{c} IS NOT DISTINCT FROM ${i + 1}"
-                                for i, c in enumerate(tied))
-
-        outside = con.execute(
-            f"SELECT count(*) FROM d WHERE NOT ((NOT in_p OR ({at_boundary('p_')})) "
-            f"AND (NOT in_r OR ({at_boundary('r_')})))", [last[c] for c in tied]).fetchall()[0][0]
-        return bool(outside == 0)
-
-    def _sample(self, con: Any, side: str, where: str, n: int) -> list[dict[str, Any]]:
-        cols = ", ".join(f"{side}{c}" for c in self.cols)
-        order = ", ".join(f"{side}{c} NULLS FIRST" for c in self.cols)
-        rows = con.execute(f"SELECT {cols} FROM d WHERE {where} ORDER BY {order} LIMIT {n}").fetchall()
-        return [{self._name(c): _jsonable(v) for c, v in zip(self.cols, row, strict=True)} for row in rows]
-
-    def _differences(self, con: Any, n: int) -> list[dict[str, Any]]:
-        key_sel = [f"p_{k}" for k in self.keys]
-        val_sel = [f"p_{c}, r_{c}, ne_{c}" for c in self.values]
-        order = ", ".join(f"{k} NULLS FIRST" for k in key_sel) or "1"
-        rows = con.execute(f"SELECT {', '.join(key_sel + val_sel)} FROM d WHERE in_p AND in_r "
-                           f"ORDER BY {order} LIMIT {n}").fetchall()
-        out = []
-        for row in rows:
-            key = {self._name(k): _jsonable(v) for k, v in zip(self.keys, row, strict=False)}
-            rest = row[len(self.keys):]
-            for i, c in enumerate(self.values):
-                pv, rv, ne = rest[3 * i:3 * i + 3]
-                if ne:
-                    out.append({"key": key, "column": self._name(c), "primary": _jsonable(pv),
-                                "reference": _jsonable(rv)})
-        return out[:n]
-
-    def _unpaired_differences(self, con: Any, n: int) -> list[dict[str, Any]]:
-        """Same row count, rows differ in key columns: pair them in sorted order."""
-        extra = self._sample(con, "p_", "NOT in_r", n)
-        missing = self._sample(con, "r_", "NOT in_p", n)
-        out = []
-        for prow, rrow in zip(extra, missing, strict=False):
-            differing = [k for k in prow if prow[k] != rrow[k]]
-            same = {k: v for k, v in rrow.items() if k not in differing}
-            for col in differing:
-                out.append({"key": same, "column": col, "primary": prow[col],
-                            "reference": rrow[col]})
-        return out[:n]
-
-    def _order_or_match(self) -> Verdict:
-        n = self.p.num_rows
-        shape = self.shape
-        if not shape.order:
-            if self.opts.ignore_order_without_order_by or n < 2:
-                return Verdict("match", f"{n} rows agree", self.evidence)
-            checked = list(self.cols)
-        else:
-            checked = []
-            for term in shape.order:
-                col = self._resolve(term)
-                if col is None:
-                    break
-                checked.append(col)
-            self.evidence["order_keys"] = [t.text for t in shape.order]
-            if not checked:
-                self.evidence["order_checked"] = False
-                return Verdict("match", f"{n} rows agree (order not checked: the ORDER BY keys "
-                               "are not in the answer)", self.evidence)
-        if n < 2:
-            return Verdict("match", f"{n} rows agree", self.evidence)
-        pos = self._first_position_differing(checked)
-        if pos is None:
-            return Verdict("match", f"{n} rows agree, in the order the ORDER BY requires",
-                           self.evidence)
-        lo, hi = max(pos - 1, 0), min(pos + 2, n)
-        self.evidence.update(
-            first_out_of_order=pos + 1,
-            primary_rows_around=[self._row(r) for r in self.p.slice(lo, hi - lo).to_pylist()],
-            reference_rows_around=[self._row(r) for r in self.r.slice(lo, hi - lo).to_pylist()],
-        )
-        return Verdict("order", f"same rows, but row {pos + 1} is out of order for ORDER BY "
-                       f"{', '.join(t.text for t in shape.order) or '(all columns)'}", self.evidence)
-
-    def _first_position_differing(self, cols: list[str]) -> int | None:
-        """The first row position where the two answers' ``cols`` disagree (Arrow compute)."""
-        import pyarrow.compute as pc
-
-        same = None
-        for c in cols:
-            a, b = self.p.column(c), self.r.column(c)
-            both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-            if self.floats[int(c[1:])]:
-                o = self.opts
-                tol = pc.add(pc.multiply(pc.max_element_wise(pc.abs(a), pc.abs(b)), o.rel_tol),
-                             o.abs_tol)
-                eq = pc.or_(pc.equal(a, b), pc.less_equal(pc.abs(pc.subtract(a, b)), tol))
-                if o.nan_equals_nan:
-                    eq = pc.or_(eq, pc.and_(pc.is_nan(a), pc.is_nan(b)))
-                if not o.signed_zero_equal:
-                    sign = pc.equal(pc.greater(pc.divide(1.0, a), 0), pc.greater(pc.divide(1.0, b), 0))
-                    eq = pc.and_(eq, pc.or_(pc.not_equal(a, 0), sign))
-            else:
-                eq = pc.equal(a, b)
-            col_same = pc.or_(pc.fill_null(eq, False), both_null)
-            same = col_same if same is None else pc.and_(same, col_same)
-        assert same is not None
-        index = pc.index(same, False).as_py()
-        return None if index is None or index < 0 else int(index)
-
-    def _row(self, row: dict[str, Any]) -> dict[str, Any]:
-        return {self._name(c): _jsonable(row[c]) for c in self.cols}
-
-    def _resolve(self, term: _OrderTerm) -> str | None:
-        if term.column is None:
-            return None
-        if term.column >= 0:
-            return self.cols[term.column] if term.column < len(self.cols) else None
-        matches = [i for i, name in enumerate(self.names) if name.lower() == term.text.lower()]
-        return self.cols[matches[0]] if len(matches) == 1 else None
-
-
-# -- evidence ---------------------------------------------------------------------
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return value
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
-        return value.isoformat()
-    if isinstance(value, _dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).hex()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return str(value)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def error_class(exc: BaseException) -> str:
