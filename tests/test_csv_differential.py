@@ -17,6 +17,9 @@ AGG_QUERIES = [
     "FROM t GROUP BY k",
     "SELECT k, count(x) AS n FROM t GROUP BY 1 ORDER BY 1 NULLS FIRST",
     "SELECT x, count(DISTINCT k) AS n FROM t GROUP BY x",
+    # expression keys and an OR filter: the Arrow path with partial aggregates
+    "SELECT lower(k) AS lk, count(*) AS n, sum(x) AS s, avg(x) AS a, min(x) AS lo, "
+    "max(k) AS hk FROM t WHERE x IS NULL OR x > -100 GROUP BY lower(k)",
 ]
 ROW_QUERIES = [
     "SELECT * FROM t",

@@ -226,3 +226,15 @@ def test_glob_source_reads_every_file(tmp_path):
     with gateway_for(tmp_path / "p*.csv") as gw:
         assert_same(gw, "SELECT b, sum(a) AS s FROM t GROUP BY b")
         assert_same(gw, "SELECT * FROM t")
+
+
+def test_arrow_path_partial_aggregates_merge_correctly(tmp_path, monkeypatch):
+    from gateway_csv import run
+
+    monkeypatch.setattr(run._Partials, "MERGE_ROWS", 3)
+    rows = "".join(f"{i % 37},{i * 0.5},{'x' if i % 3 else ''}\n" for i in range(2000))
+    path = write(tmp_path, "p.csv", "g,v,s\n" + rows)
+    with gateway_for(path, chunk_bytes=512) as gw:
+        assert_same(gw, "SELECT g % 5 AS m, count(*) AS n, count(s) AS c, sum(v) AS t, "
+                        "avg(v) AS a, min(s) AS lo, max(v) AS hi FROM t GROUP BY g % 5")
+        assert_same(gw, "SELECT avg(v) AS a, count(s) AS c FROM t WHERE g > 100 OR v < 0")

@@ -9,7 +9,7 @@ unless they sort or deduplicate.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from sqlglot import exp
@@ -199,6 +199,8 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
         specs.append((name, _ARROW_AGGS[type(agg)]))
         arg_nodes.append(arg)
 
+    key_names = [f"__k{i}" for i in range(len(query.group))]
+    merger = None if any(spec[1] == "count_distinct" for spec in specs) else _Partials(specs)
     parts: list[pa.RecordBatch] = []
     for frame, rest in scan_columns(scanners, query):
         frame = filtered(frame, rest)
@@ -212,9 +214,15 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
             if node is not None:
                 cols[f"__a{j}"] = frame.array(node)
         cols["__n"] = pa.nulls(frame.length, pa.bool_())
-        parts.append(pa.RecordBatch.from_pydict(cols))
-    table = pa.Table.from_batches(parts) if parts else pa.table({"__n": pa.array([], pa.bool_())})
-    key_names = [f"__k{i}" for i in range(len(query.group))]
+        batch = pa.RecordBatch.from_pydict(cols)
+        if merger is not None:
+            merger.add(pa.Table.from_batches([batch]), key_names)
+        else:
+            parts.append(batch)
+    if merger is not None:
+        return merger.result(key_names)
+    # count(DISTINCT) does not decompose into partials: aggregate the columns whole
+    table = pa.Table.from_batches(parts)
     grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
     keys = [grouped.column(k).combine_chunks() for k in key_names]
     aggs = []
@@ -222,6 +230,73 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
         name = "count_all" if spec[1] == "count_all" else f"{spec[0]}_{spec[1]}"
         aggs.append(grouped.column(name).combine_chunks())
     return keys, aggs, grouped.num_rows
+
+
+class _Partials:
+    """Per-batch partial aggregates, merged as they pile up: memory grows with the
+    number of groups, not with the rows scanned."""
+
+    MERGE_ROWS = 1 << 20
+    _MERGE: ClassVar[dict[str, str]] = {"count_all": "sum", "count": "sum", "sum": "sum",
+                                        "min": "min", "max": "max"}
+
+    def __init__(self, specs: list[tuple[Any, ...]]):
+        self.partial: list[tuple[Any, ...]] = []
+        self.merge_funcs: list[str] = []
+        #: per aggregate: indexes of its partial columns (mean: sum and count)
+        self.layout: list[tuple[str, list[int]]] = []
+        for spec in specs:
+            func = spec[1]
+            if func == "mean":
+                first = len(self.partial)
+                self.partial += [(spec[0], "sum"), (spec[0], "count",
+                                                     pc.CountOptions(mode="only_valid"))]
+                self.merge_funcs += ["sum", "sum"]
+                self.layout.append(("mean", [first, first + 1]))
+            else:
+                self.layout.append((func, [len(self.partial)]))
+                self.partial.append(spec)
+                self.merge_funcs.append(self._MERGE[func])
+        self.tables: list[pa.Table] = []
+        self.rows = 0
+
+    def _names(self, grouped: pa.Table, specs: list[tuple[Any, ...]], key_names: list[str]) \
+            -> pa.Table:
+        cols = [grouped.column(k) for k in key_names]
+        for spec in specs:
+            name = "count_all" if spec[1] == "count_all" else f"{spec[0]}_{spec[1]}"
+            cols.append(grouped.column(name))
+        return pa.table(cols, names=key_names + [f"__p{m}" for m in range(len(specs))])
+
+    def add(self, table: pa.Table, key_names: list[str]) -> None:
+        grouped = table.group_by(key_names, use_threads=False).aggregate(self.partial)
+        self.tables.append(self._names(grouped, self.partial, key_names))
+        self.rows += self.tables[-1].num_rows
+        if self.rows > self.MERGE_ROWS and len(self.tables) > 1:
+            self._merge(key_names)
+
+    def _merge(self, key_names: list[str]) -> None:
+        table = pa.concat_tables(self.tables)
+        specs = [(f"__p{m}", f) for m, f in enumerate(self.merge_funcs)]
+        merged = table.group_by(key_names, use_threads=False).aggregate(specs)
+        self.tables = [self._names(merged, specs, key_names)]
+        self.rows = self.tables[0].num_rows
+
+    def result(self, key_names: list[str]) -> tuple[list[pa.Array], list[pa.Array], int]:
+        self._merge(key_names)
+        table = self.tables[0]
+        keys = [table.column(k).combine_chunks() for k in key_names]
+        aggs = []
+        for func, cols in self.layout:
+            first = table.column(f"__p{cols[0]}").combine_chunks()
+            if func == "mean":
+                count = table.column(f"__p{cols[1]}").combine_chunks()
+                total = first.cast(pa.float64())
+                aggs.append(pc.if_else(pc.equal(count, 0), pa.scalar(None, pa.float64()),
+                                       pc.divide(total, count.cast(pa.float64()))))
+            else:
+                aggs.append(first)
+        return keys, aggs, table.num_rows
 
 
 def finish_aggregate(query: Query, keys: list[pa.Array], aggs: list[pa.Array], n: int) -> pa.Table:
