@@ -155,6 +155,7 @@ def test_bad_input_is_an_error_naming_file_line_byte_column(tmp_path, case):
         with pytest.raises(QueryError, match=pattern) as info:
             gw.execute("SELECT a, b FROM t", engine="csv").to_arrow()
         assert str(path) in str(info.value)
+        assert info.value.engine == "csv"
         # the process and the engine stay healthy
         assert gw.execute("SELECT 1 AS one", engine="csv").to_arrow().num_rows == 1
 

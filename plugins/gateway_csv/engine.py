@@ -125,7 +125,7 @@ class CsvEngine(Engine):
                 except OSError as exc:
                     raise QueryError(f"cannot open {path}: {exc.strerror}") from None
                 scanners.append(Scanner(path, file, self.layout(path, file, options),
-                                        self._pool, self.config["chunk_bytes"]))
+                                        self._pool, self.config["chunk_bytes"], self.name))
             first = scanners[0].layout
             for s in scanners[1:]:
                 if [n.lower() for n in s.layout.names] != [n.lower() for n in first.names]:

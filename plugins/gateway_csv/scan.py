@@ -60,11 +60,13 @@ class Scanner:
         layout: its layout (from :func:`gateway_csv.layout.sniff`).
         pool: the thread pool chunks run on.
         chunk_bytes: the target chunk size; tests force tiny chunks.
+        engine: the engine's name, for errors raised while a result streams.
     """
 
     def __init__(self, path: str, file: Any, layout: Layout, pool: ThreadPoolExecutor,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES):
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, engine: str | None = None):
         self.path = path
+        self.engine = engine
         self.file = file
         self.layout = layout
         self.pool = pool
@@ -152,7 +154,7 @@ class Scanner:
                 if kind != "type" else
                 'declare the column\'s type in the source\'s "columns" table, '
                 'or set on_error = "skip"')
-        return QueryError(f"{where}: {what}", hint=hint)
+        return QueryError(f"{where}: {what}", hint=hint, engine=self.engine)
 
     def _line_of(self, offset: int) -> int:
         """1-based physical line number of a byte offset."""
