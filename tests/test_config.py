@@ -21,7 +21,7 @@ MISTAKES = {
         "engnes", "unknown key", "allowed at the top level"),
     "unknown_engine_key": (
         '[engines.d]\ntype = "duckdb"\nthreads = 2\n',
-        "engines.d.threads", "unknown key", "database, read_only, settings"),
+        "engines.d.threads", "unknown key", "read_only, settings"),
     "unknown_engine_type": (
         '[engines.d]\ntype = "oracle"\n',
         "engines.d.type", "unknown engine type 'oracle'", "installed engine types: "),
