@@ -50,8 +50,14 @@ def install() -> None:
 
 
 def demo() -> None:
-    run(BIN / "arrowgate", "--config", "examples/quickstart/arrowgate.toml",
-        "query", "-f", "examples/quickstart/demo.sql")
+    config = ["--config", "examples/quickstart/arrowgate.toml"]
+    # One query on arrowgate's CSV scanner, shadowed by DuckDB: the answer, then
+    # the verdict and the latency ratio.
+    run(BIN / "arrowgate", *config, "query", "--shadow", "duck",
+        "-f", "examples/quickstart/demo.sql")
+    # A small corpus the same way, as a pipeline would run it.
+    run(BIN / "arrowgate", *config, "shadow", "--primary", "scan", "--reference", "duck",
+        "examples/quickstart/queries.sql")
 
 
 def test(extra: list[str]) -> None:
