@@ -3,8 +3,10 @@
 The script goes in on stdin; the answer comes back through pipes the binary
 inherits (never a null device). For a query, one run writes the column types
 (``DESCRIBE``) to stdout as CSV and the rows as Parquet to a second pipe, and
-rebuilds in Arrow the types Parquet cannot hold (HUGEINT, the NULL type) from
-the DESCRIBE answer. The progress bar is switched off first, and every run
+rebuilds in Arrow the types Parquet cannot hold from the DESCRIBE answer
+(HUGEINT comes back as decimal128(38, 0) like DuckDB's own Arrow export;
+INTERVAL, UUID, BIT and TIME WITH TIME ZONE as text). A bare ``NULL`` column
+comes back as int32: the CLI's DESCRIBE reports it as INTEGER. The progress bar is switched off first, and every run
 repeats the engine's setup (extension loads, settings, source views,
 ``setup_sql``): the binary keeps no state between queries beyond its
 database file.
@@ -32,7 +34,7 @@ from gateway_duckdb.mount import literal
 
 #: Types Parquet would change: sent as text, rebuilt from the DESCRIBE answer.
 _AS_TEXT = {"HUGEINT": pa.decimal128(38, 0), "UHUGEINT": pa.decimal128(38, 0),
-            '"NULL"': pa.null(), "NULL": pa.null(), "INTERVAL": pa.string(),
+            "INTERVAL": pa.string(),
             "TIME WITH TIME ZONE": pa.string(), "BIT": pa.string(), "BIGNUM": pa.string(),
             "VARINT": pa.string(), "UUID": pa.string()}
 _QUERY_START = re.compile(r"^\s*(\(|SELECT\b|WITH\b|FROM\b|VALUES\b|TABLE\b|SHOW\b|DESCRIBE\b|"
@@ -213,7 +215,9 @@ def _retype(table: pa.Table, types: list[list[str]]) -> pa.Table:
         target = _AS_TEXT.get(duck_type)
         column = table.column(i)
         if target is not None and column.type != target:
-            column = pa.nulls(len(column), target) if pa.types.is_null(target) \
-                else pc.cast(column, target)
+            try:
+                column = pc.cast(column, target)
+            except pa.ArrowInvalid:  # a HUGEINT past 38 digits: keep its text
+                pass
         columns.append(column)
     return pa.table(columns, names=table.schema.names)

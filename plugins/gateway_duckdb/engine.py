@@ -177,7 +177,7 @@ class DuckDBEngine(Engine):
         try:
             self._session = self._open(library, setup, settings)
         except SetupFailed as exc:
-            raise self._setup_error(exc, len(ext_files), settings, mounts) from None
+            raise self._setup_error(exc, len(self.extensions), settings, mounts) from None
 
     def _resolve(self) -> tuple[Path | None, dict[str, Path]]:
         """The library to load (None: the installed module or a CLI) and extension files."""
@@ -185,7 +185,13 @@ class DuckDBEngine(Engine):
 
         progress = sys.stderr.isatty()
         if self.config.get("version"):
-            inst = ensure_installed(self.config["version"], self.extensions, progress=progress)
+            release = self.config["version"].strip().removeprefix("v")
+            self._checked_extensions(release)
+            try:
+                inst = ensure_installed(release, self.extensions, progress=progress)
+            except ConfigError as exc:
+                raise ConfigError(exc.message, key=f"engines.{self.name}.version",
+                                  engine=self.name, hint=exc.hint) from None
             self.resolved_version = inst.version
             return inst.library, inst.extensions
         library: Path | None = None
@@ -205,12 +211,18 @@ class DuckDBEngine(Engine):
             return library, {}
         if self.resolved_version is None or (library is not None and self.config.get("path")):
             self.resolved_version = _library_version(library, self.name)
+        self._checked_extensions(self.resolved_version)
+        inst = ensure_installed(self.resolved_version, self.extensions, progress=progress)
+        return library, inst.extensions
+
+    def _checked_extensions(self, release: str) -> None:
+        from gateway_duckdb.install import check_extensions
+
         try:
-            inst = ensure_installed(self.resolved_version, self.extensions, progress=progress)
+            check_extensions(release, self.extensions)
         except ConfigError as exc:
             raise ConfigError(exc.message, key=f"engines.{self.name}.extensions",
                               engine=self.name, hint=exc.hint) from None
-        return library, inst.extensions
 
     def _open(self, library: Path | None, setup: list[str], settings: list[str]) -> Session:
         database, read_only = self.config["database"], self.config["read_only"]
@@ -292,7 +304,7 @@ class DuckDBEngine(Engine):
         for db, schema, table, kind in zip(*(c.to_pylist() for c in tables.columns),
                                            strict=True):
             qualified = ".".join(quote_ident(p) for p in (db, schema, table))
-            arrow_schema = session.execute(f"SELECT * FROM {qualified} LIMIT 0", None).schema
+            arrow_schema = session.execute(f"SELECT * FROM {qualified} LIMIT 0", None).read_all().schema
             shown_schema = "main" if db == SOURCES_CATALOG else schema
             for fld in arrow_schema:
                 columns.append(CatalogColumn(shown_schema, table, fld.name, fld.type,

@@ -147,6 +147,18 @@ def _requirement(name: str, version: str) -> str:
     )
 
 
+def check_extensions(version: str, extensions: Sequence[str]) -> list[str]:
+    """The DuckDB names of ``extensions``, after checking each exists for ``version``.
+
+    Raises:
+        ConfigError: an unknown extension, or one not built for that version.
+    """
+    names = [canonical_extension(e) for e in extensions]
+    for name in names:
+        _requirement(name, version)
+    return names
+
+
 def find_library(folder: Path) -> Path | None:
     """The ``_duckdb*.so`` of a folder holding the ``duckdb`` package, or None."""
     for pattern in ("_duckdb*.so", "duckdb/_duckdb*.so", "_duckdb*.pyd", "_duckdb*.dylib"):

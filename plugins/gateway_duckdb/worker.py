@@ -141,6 +141,7 @@ class WorkerSession:
         self._stderr: IO[bytes] | None = None
         self._stream: _WorkerStream | None = None
         self._stopped_for: type[GatewayError] | None = None
+        self._in_flight = False  # a query was sent and its answer is not read to the end
         self._closed = False
         self._start()
 
@@ -180,6 +181,7 @@ class WorkerSession:
     def _died(self) -> GatewayError:
         """The error for the query that was running when the worker went away."""
         proc, self._proc = self._proc, None
+        self._in_flight = False
         code = proc.wait() if proc is not None else None
         stopped_for, self._stopped_for = self._stopped_for, None
         if stopped_for is QueryTimeout:
@@ -218,6 +220,7 @@ class WorkerSession:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = None
                 self._start()
+            self._in_flight = True
             self._send({"op": "execute", "sql": sql,
                         "parameters": list(parameters) if parameters is not None else None})
             timer = self._arm_timer()
@@ -231,6 +234,7 @@ class WorkerSession:
                 except (pa.ArrowInvalid, OSError):
                     raise self._died() from None
             except BaseException:
+                self._in_flight = False
                 if timer is not None:
                     timer.cancel()
                 raise
@@ -254,7 +258,7 @@ class WorkerSession:
 
     def cancel(self) -> None:
         """Stop the running query by stopping its worker (the next query starts another)."""
-        if self._stream is not None:
+        if self._in_flight:
             self._stop_for(Cancelled)
 
     def _stop(self) -> None:
@@ -272,10 +276,12 @@ class WorkerSession:
             proc.stdout.close()
 
     def close(self) -> None:
+        self._closed = True
+        if self._in_flight:
+            # a query still running or a stream left half read: stop it first, so a thread
+            # blocked on the worker's pipe lets go of the lock
+            self._stop_for(Cancelled)
         with self._lock:
-            self._closed = True
-            if self._proc is not None and self._stream is not None:
-                self._proc.kill()  # a stream left half read: no point in finishing it
             self._stream = None
             self._stop()
             if self._stderr is not None:
@@ -330,6 +336,7 @@ class _WorkerStream(Iterator[pa.RecordBatch]):
             self._error = _rebuild(trailer, self._session.engine)
 
     def _done(self) -> None:
+        self._session._in_flight = False
         if self._timer is not None:
             self._timer.cancel()
         if self._session._stream is self:

@@ -1,0 +1,225 @@
+"""Every way of running DuckDB answers the same, with the same setup, or fails clearly."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pytest
+
+from gateway.errors import ConfigError, QueryError, Unsupported
+from gateway_duckdb.engine import DuckDBEngine
+from gateway_duckdb.install import ensure_installed
+from tests.duckdb_support import V20, V144, V155, cli_binary, open_engine, rows, use_shared_home
+
+DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
+SOURCES = {"trips": {"path": str(DATA / "trips.csv")}}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def home(tmp_path_factory) -> Path:
+    return use_shared_home(tmp_path_factory)
+
+
+PATHS: dict[str, dict[str, Any]] = {
+    "installed": {},
+    "adbc-1.4.4": {"version": V144},
+    "adbc-1.5.5": {"version": V155},
+    "adbc-2.0": {"version": V20},
+    "worker-1.5.5": {"version": V155, "isolation": "process"},
+    "worker-installed": {"isolation": "process"},
+    "cli": {"cli": "duckdb-cli"},
+}
+
+
+def section(name: str, **extra: Any) -> dict[str, Any]:
+    sec = {**PATHS[name], **extra}
+    if sec.get("cli") == "duckdb-cli":
+        sec["cli"] = cli_binary()
+    return sec
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_every_path_applies_settings_mounts_sources_and_reports_its_version(path):
+    engine = open_engine(section(path, settings={"threads": 3, "default_order": "desc"}),
+                         SOURCES)
+    try:
+        got = rows(engine, "SELECT current_setting('threads') AS t, "
+                   "current_setting('default_order') AS o, version() AS v, "
+                   "(SELECT count(*) FROM trips) AS n")
+        assert got[0]["t"] == 3 and got[0]["o"].lower() == "desc" and got[0]["n"] == 400
+        if path.startswith(("adbc", "worker-1")):
+            assert got[0]["v"] == "v" + engine.config["version"]
+        assert engine.execute("SELECT 1").notes["duckdb_version"] == got[0]["v"][1:]
+    finally:
+        engine.close()
+
+
+class AttachingEngine(DuckDBEngine):
+    """What the ducklake engine does: extra extensions and statements after connecting."""
+
+    type_name = "attaching"
+    required_extensions: ClassVar[tuple[str, ...]] = ("sqlite_scanner",)
+
+    def setup_sql(self) -> list[str]:
+        return ["ATTACH ':memory:' AS side", "CREATE TABLE side.main.marker AS SELECT 7 AS x"]
+
+
+@pytest.mark.parametrize("path", ["adbc-1.5.5", "adbc-1.4.4", "worker-1.5.5"])
+def test_a_subclass_loads_its_extensions_then_runs_its_setup_sql_on_every_path(path):
+    engine = open_engine(section(path), engine_class=AttachingEngine)
+    try:
+        assert rows(engine, "SELECT x FROM side.main.marker") == [{"x": 7}]
+        loaded = rows(engine, "SELECT loaded FROM duckdb_extensions() "
+                      "WHERE extension_name = 'sqlite_scanner'")
+        assert loaded == [{"loaded": True}]
+    finally:
+        engine.close()
+
+
+def test_a_subclass_setup_runs_in_every_cli_invocation(tmp_path):
+    class CliAttaching(DuckDBEngine):
+        type_name = "cliattach"
+
+        def setup_sql(self) -> list[str]:
+            return ["CREATE TEMP TABLE marker AS SELECT 7 AS x"]
+
+    engine = open_engine(section("cli"), engine_class=CliAttaching)
+    try:
+        assert rows(engine, "SELECT x FROM marker") == [{"x": 7}]
+        assert rows(engine, "SELECT x + 1 AS y FROM marker") == [{"y": 8}]
+    finally:
+        engine.close()
+
+
+def test_extensions_option_loads_the_file_built_for_that_release():
+    engine = open_engine({"version": V144, "extensions": ["ducklake"]})
+    try:
+        assert rows(engine, "SELECT loaded FROM duckdb_extensions() "
+                    "WHERE extension_name = 'ducklake'") == [{"loaded": True}]
+    finally:
+        engine.close()
+
+
+def test_an_extension_missing_for_the_release_is_a_configuration_error():
+    with pytest.raises(ConfigError) as info:
+        open_engine({"version": V20, "extensions": ["ducklake"]})
+    assert info.value.key == "engines.e.extensions"
+    assert "versions that have it" in str(info.value) and V155 in str(info.value)
+
+
+def test_parameters_and_errors_on_the_adbc_path():
+    engine = open_engine(section("adbc-1.5.5"), SOURCES)
+    try:
+        assert rows(engine, "SELECT count(*) AS n FROM trips WHERE cab_type = ?",
+                    ["green"]) == [{"n": 113}]
+        with pytest.raises(QueryError, match="no_such_column"):
+            rows(engine, "SELECT no_such_column FROM trips")
+        # two answers open at once are read on separate connections
+        first = engine.execute("SELECT * FROM range(300000) t(i)").reader
+        second = engine.execute("SELECT 2 AS two").reader
+        assert second.read_all().to_pylist() == [{"two": 2}]
+        assert first.read_all().num_rows == 300000
+    finally:
+        engine.close()
+
+
+def test_a_bad_setting_is_a_configuration_error_naming_its_key():
+    with pytest.raises(ConfigError) as info:
+        open_engine({"version": V155, "settings": {"threads": 0}})
+    assert info.value.key == "engines.e.settings.threads"
+
+
+# -- custom builds -------------------------------------------------------------
+def test_path_accepts_a_folder_a_shared_library_and_a_wheel(tmp_path):
+    inst = ensure_installed(V155)
+    wheel = tmp_path / f"duckdb-{V155}-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(inst.library, inst.library.name)
+        zf.write(inst.root / "duckdb" / "__init__.py", "duckdb/__init__.py")
+    for given in (inst.root, inst.library, wheel):
+        engine = open_engine({"path": str(given)})
+        try:
+            assert rows(engine, "SELECT version() AS v") == [{"v": f"v{V155}"}]
+        finally:
+            engine.close()
+
+
+def test_path_with_extensions_uses_the_release_the_build_reports():
+    inst = ensure_installed(V155)
+    engine = open_engine({"path": str(inst.library), "extensions": ["sqlite"]})
+    try:
+        assert rows(engine, "SELECT loaded FROM duckdb_extensions() "
+                    "WHERE extension_name = 'sqlite_scanner'") == [{"loaded": True}]
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("what", ["missing", "text file", "other library", "empty folder"])
+def test_a_path_that_is_not_a_duckdb_build_is_a_configuration_error(tmp_path, what):
+    if what == "missing":
+        given = tmp_path / "nothing.so"
+    elif what == "text file":
+        given = tmp_path / "notes.so"
+        given.write_text("not a library")
+    elif what == "other library":
+        import pyarrow
+
+        given = next(Path(pyarrow.__file__).parent.glob("lib.cpython*.so"))
+    else:
+        given = tmp_path
+    with pytest.raises(ConfigError) as info:
+        open_engine({"path": str(given)})
+    assert info.value.key == "engines.e.path"
+    assert "duckdb_adbc_init" in str(info.value)
+
+
+# -- the CLI -------------------------------------------------------------------
+def test_a_missing_cli_binary_is_a_configuration_error(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        open_engine({"cli": str(tmp_path / "duckdb")})
+    assert info.value.key == "engines.e.cli"
+    assert "does not exist" in str(info.value)
+
+
+def test_a_binary_that_is_not_duckdb_is_a_configuration_error():
+    with pytest.raises(ConfigError, match="is not a DuckDB binary"):
+        open_engine({"cli": "/bin/true"})
+
+
+def test_cli_rebuilds_types_parquet_cannot_hold():
+    engine = open_engine(section("cli"))
+    try:
+        table = engine.execute(
+            "SELECT sum(x) AS s, ('1' || repeat('0', 37))::HUGEINT AS h, "
+            "'it''s' AS q, 1.5::DECIMAL(10, 2) AS d, DATE '2020-01-02' AS dt, "
+            "[1, 2] AS l FROM range(3) t(x)").reader.read_all()
+        assert table.schema.types[:2] == [pa.decimal128(38, 0), pa.decimal128(38, 0)]
+        assert table.to_pylist()[0]["h"] == 10**37
+        assert table.to_pylist()[0]["q"] == "it's"
+        assert table.schema.field("d").type == pa.decimal128(10, 2)
+        assert table.schema.field("l").type == pa.list_(pa.int32())
+    finally:
+        engine.close()
+
+
+def test_cli_runs_statements_and_reports_errors_and_refuses_parameters(tmp_path):
+    db = tmp_path / "c.duckdb"
+    engine = open_engine({"cli": cli_binary(), "database": str(db)})
+    try:
+        assert engine.execute("CREATE TABLE t AS SELECT 1 AS a").reader.read_all().num_rows == 0
+        assert rows(engine, "SELECT a FROM t") == [{"a": 1}]
+        with pytest.raises(QueryError, match="no_such_column"):
+            rows(engine, "SELECT no_such_column FROM t")
+        with pytest.raises(Unsupported):
+            engine.execute("SELECT ?", [1])
+    finally:
+        engine.close()
+
+
+def test_version_path_and_cli_cannot_be_combined():
+    with pytest.raises(ConfigError, match="cannot be combined"):
+        open_engine({"version": V155, "cli": sys.executable})

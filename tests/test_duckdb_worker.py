@@ -1,0 +1,121 @@
+"""A DuckDB engine in a worker process: a crash or a hang costs one query, not the gateway."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gateway.errors import Cancelled, EngineConnectionError, GatewayError, QueryTimeout
+from tests.duckdb_support import V155, open_engine, rows, use_shared_home
+
+#: Runs for minutes on any machine: time enough to be killed in.
+ENDLESS = "SELECT sum(a.range * b.range) AS s FROM range(100000000) a, range(100000) b"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def home(tmp_path_factory) -> Path:
+    return use_shared_home(tmp_path_factory)
+
+
+@pytest.fixture
+def worker():
+    engine = open_engine({"version": V155, "isolation": "process", "settings": {"threads": 1}})
+    yield engine
+    engine.close()
+
+
+def run_in_thread(engine, sql: str) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            engine.execute(sql).reader.read_all()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, errors
+
+
+def wait_running(engine) -> int:
+    """Until the worker has spent CPU time on the query that was just sent; its pid."""
+    session = engine._session
+    deadline = time.monotonic() + 20
+    while not session._in_flight and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pid = session.pid
+    start = cpu_ticks(pid)
+    while time.monotonic() < deadline and cpu_ticks(pid) - start < 20:
+        time.sleep(0.02)
+    return pid
+
+
+def cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[11])  # utime
+
+
+def test_a_worker_killed_mid_query_fails_that_query_and_the_next_one_succeeds(worker):
+    first_pid = worker._session.pid
+    assert rows(worker, "SELECT 1 AS one") == [{"one": 1}]
+    thread, errors = run_in_thread(worker, ENDLESS)
+    assert wait_running(worker) == first_pid
+    os.kill(first_pid, signal.SIGKILL)
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], EngineConnectionError)
+    assert "killed by signal 9" in str(errors[0])
+    assert rows(worker, "SELECT 2 AS two") == [{"two": 2}]
+    assert worker._session.pid != first_pid
+
+
+def test_a_worker_killed_while_streaming_fails_the_stream_not_the_gateway(worker):
+    reader = worker.execute("SELECT i, repeat('x', 100) AS pad FROM range(3000000) t(i)").reader
+    assert reader.read_next_batch().num_rows > 0
+    os.kill(worker._session.pid, signal.SIGKILL)
+    with pytest.raises(EngineConnectionError, match="worker process was killed"):
+        reader.read_all()
+    assert rows(worker, "SELECT 3 AS three") == [{"three": 3}]
+
+
+def test_a_hung_query_is_stopped_by_the_timeout_and_the_engine_lives_on():
+    engine = open_engine({"version": V155, "isolation": "process", "timeout": 1})
+    try:
+        start = time.monotonic()
+        with pytest.raises(QueryTimeout, match="longer than 1 s"):
+            engine.execute(ENDLESS).reader.read_all()
+        assert time.monotonic() - start < 10
+        assert rows(engine, "SELECT 4 AS four") == [{"four": 4}]
+    finally:
+        engine.close()
+
+
+def test_cancel_stops_the_query_and_the_next_one_runs(worker):
+    thread, errors = run_in_thread(worker, ENDLESS)
+    wait_running(worker)
+    worker.cancel()
+    thread.join(timeout=30)
+    assert len(errors) == 1 and isinstance(errors[0], Cancelled)
+    assert rows(worker, "SELECT 5 AS five") == [{"five": 5}]
+
+
+def test_a_second_query_while_an_answer_is_open_gets_both_answers_whole(worker):
+    first = worker.execute("SELECT i FROM range(500000) t(i)").reader
+    first_batch = first.read_next_batch()
+    assert rows(worker, "SELECT 6 AS six") == [{"six": 6}]
+    rest = first.read_all()
+    assert first_batch.num_rows + rest.num_rows == 500000
+
+
+def test_query_errors_come_back_as_query_errors_and_the_worker_stays(worker):
+    pid = worker._session.pid
+    with pytest.raises(GatewayError, match="no_such_column"):
+        rows(worker, "SELECT no_such_column FROM range(3)")
+    assert rows(worker, "SELECT ? + 1 AS n", [41]) == [{"n": 42}]
+    assert worker._session.pid == pid
