@@ -85,11 +85,14 @@ class RowPairing:
         if n_p == 0 and n_r == 0:
             return self._order_or_match()
         exact = self.opts.nan_equals_nan and self.opts.signed_zero_equal
-        if not exact or max(n_p, n_r) <= _SMALL:
-            # Small answers are paired directly. And DuckDB hashes -0.0 like 0.0 and every
-            # NaN alike, so when those must differ, every row is paired.
+        if not exact:
+            # DuckDB hashes -0.0 like 0.0 and every NaN alike: when those must differ,
+            # no row may cancel by hash, and every row is paired.
             con.execute("CREATE VIEW p_d AS SELECT * FROM p_in")
             con.execute("CREATE VIEW r_d AS SELECT * FROM r_in")
+            return self._pair(con)
+        if max(n_p, n_r) <= _SMALL:
+            self._cancel_equal_rows(con, "p_in", "r_in")
             return self._pair(con)
         # Rows are spread over buckets by their hash; a bucket whose sum of row hashes and
         # row count agree on both sides holds the same rows on both (two aggregates with few
@@ -105,16 +108,37 @@ class RowPairing:
         differing = con.execute("SELECT count(*) FROM fb").fetchall()[0][0]
         if differing == 0:
             return self._order_or_match()
-        widespread = differing > buckets // 2
-        for name in ("p", "r"):
-            if widespread:
-                con.execute(f"CREATE VIEW {name}_d AS SELECT * FROM {name}_in")
-            else:
-                con.execute(f"CREATE TEMP TABLE {name}_d AS SELECT * FROM {name}_in "
+        if differing <= buckets // 2:
+            for name in ("p", "r"):
+                con.execute(f"CREATE TEMP TABLE {name}_b AS SELECT * FROM {name}_in "
                             f"WHERE {row_hash} % {buckets} IN (SELECT b FROM fb)")
-        if widespread and n_p == n_r and self._pair_by_position(con):
+            self._cancel_equal_rows(con, "p_b", "r_b")
+            return self._pair(con)
+        # Most rows differ (floats a little off everywhere, a narrowed type): nothing cancels.
+        for name in ("p", "r"):
+            con.execute(f"CREATE VIEW {name}_d AS SELECT * FROM {name}_in")
+        if n_p == n_r and self._pair_by_position(con):
             return self._classify(con)
         return self._pair(con)
+
+    def _cancel_equal_rows(self, con: Any, p_src: str, r_src: str) -> None:
+        """Tables ``p_d`` and ``r_d``: the rows of each side left after exact copies cancel.
+
+        A row present k times on one side and m times on the other leaves |k - m| copies
+        on the side that has more. Pairing on keys then only sees rows that really differ,
+        so a missing row cannot shift the pairing of its equal neighbours.
+        """
+        row_hash = f"hash({', '.join(self.cols)})"
+        for name, src in (("p", p_src), ("r", r_src)):
+            con.execute(f"CREATE TEMP TABLE {name}_h AS SELECT *, {row_hash} AS h__, "
+                        f"row_number() OVER (PARTITION BY {row_hash}) AS hn__ FROM {src}")
+        con.execute("CREATE TEMP TABLE hc AS SELECT h__, least(p.n, r.n) AS m FROM "
+                    "(SELECT h__, count(*) AS n FROM p_h GROUP BY h__) p JOIN "
+                    "(SELECT h__, count(*) AS n FROM r_h GROUP BY h__) r USING (h__)")
+        cols = ", ".join(f"x.{c}" for c in self.cols)
+        for name in ("p", "r"):
+            con.execute(f"CREATE TEMP TABLE {name}_d AS SELECT {cols} FROM {name}_h x "
+                        "LEFT JOIN hc USING (h__) WHERE hc.m IS NULL OR x.hn__ > hc.m")
 
     def _pair_by_position(self, con: Any) -> bool:
         """Pair rows by position after sorting both sides; False when the keys do not line up.
