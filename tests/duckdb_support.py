@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-from tests.conformance.engines import EngineUnderTest
-
 #: The releases the suite runs on (the newest of each line pip offers here).
 V144, V155, V20 = "1.4.4", "1.5.5", "2.0.1"
 
@@ -44,15 +42,14 @@ def cli_binary() -> str:
     return str(Path(spec.origin).parent / "duckdb")
 
 
-class DuckDBUnderTest(EngineUnderTest):
-    """A DuckDB engine whose release installs into the session's shared cache."""
-
-    def engine_section(self, request: pytest.FixtureRequest) -> dict[str, Any]:
-        use_shared_home(request.getfixturevalue("tmp_path_factory"))
-        section = dict(self.section)
-        if section.get("cli") == "duckdb-cli":
-            section["cli"] = cli_binary()
-        return section
+def release_section(section: dict[str, Any], request: pytest.FixtureRequest) -> dict[str, Any]:
+    """A conformance engine's section with the shared cache set and ``cli = "duckdb-cli"``
+    replaced by the real binary's path."""
+    use_shared_home(request.getfixturevalue("tmp_path_factory"))
+    section = dict(section)
+    if section.get("cli") == "duckdb-cli":
+        section["cli"] = cli_binary()
+    return section
 
 
 def open_engine(section: dict[str, Any], sources: dict[str, Any] | None = None,

@@ -27,14 +27,15 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from gateway.engine import CatalogColumn, Engine, EngineResult, Option
 from gateway.errors import ConfigError, GatewayError, QueryError
 from gateway_duckdb.mount import SOURCES_CATALOG, literal, mount_statements, quote_ident
 from gateway_duckdb.translate import translate
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["DuckDBEngine", "translate"]
 
@@ -97,6 +98,8 @@ class DuckDBEngine(Engine):
                               key=f"engines.{name}.{chosen[1]}",
                               hint="an engine runs one DuckDB: a release (version), a build "
                               "(path) or a binary (cli)")
+        if self.config.get("cli"):
+            self.supports_parameters = False  # the binary has no way to bind them
         if self.config.get("cli") and self.config["isolation"] == "process":
             raise ConfigError("a CLI engine already runs in a process of its own",
                               key=f"engines.{name}.isolation", hint="remove isolation")

@@ -71,6 +71,27 @@ class DuckLakeUnderTest(EngineUnderTest):
         return conformance_lake(self.name, self.catalog, request)
 
 
+@dataclass
+class DuckDBReleaseUnderTest(EngineUnderTest):
+    """A duckdb engine on another release, a worker process or the CLI (installed per run)."""
+
+    def engine_section(self, request: pytest.FixtureRequest) -> dict[str, Any]:
+        from tests.duckdb_support import release_section
+
+        return release_section(self.section, request)
+
+
+#: Differences between DuckDB releases and the installed reference (2.x), observed here.
+_ROUND_1X = Gap("never", "DuckDB 1.x rounds the double 19.45 to 19.5 with round(x, 1); "
+                "2.x gives 19.4 (values divergence)")
+_DUCKDB_1_5_GAPS = {"numeric_functions": _ROUND_1X}
+_DUCKDB_1_4_GAPS = {
+    "numeric_functions": _ROUND_1X,
+    "date_trunc_strftime": Gap("never", "DuckDB 1.4 returns DATE from date_trunc('month', "
+                               "timestamp); 1.5 and later return TIMESTAMP (schema divergence)"),
+}
+
+
 #: DuckLake runs on DuckDB 1.5.5 (the newest release whose extensions exist offline); these
 #: are differences between 1.5.5 and the installed reference DuckDB, not DuckLake's.
 _DUCKLAKE_GAPS = {
@@ -117,6 +138,19 @@ ENGINES: list[EngineUnderTest] = [
                                      "text to 19.5; DuckDB rounds the double 19.4499... to 19.4"),
         },
     ),
+    # DuckDB releases side by side (ADBC in process), a worker process and the CLI.
+    DuckDBReleaseUnderTest("duckdb_1_4_4", {"type": "duckdb", "version": "1.4.4",
+                                            "settings": {"threads": 2}}, gaps=_DUCKDB_1_4_GAPS),
+    DuckDBReleaseUnderTest("duckdb_1_5_5", {"type": "duckdb", "version": "1.5.5",
+                                            "settings": {"threads": 2}}, gaps=_DUCKDB_1_5_GAPS),
+    DuckDBReleaseUnderTest("duckdb_2_0", {"type": "duckdb", "version": "2.0.1",
+                                          "settings": {"threads": 2}}),
+    DuckDBReleaseUnderTest("duckdb_worker", {"type": "duckdb", "version": "1.5.5",
+                                             "isolation": "process", "settings": {"threads": 2}},
+                           gaps=_DUCKDB_1_5_GAPS),
+    # duckdb-cli ships a 1.5 binary
+    DuckDBReleaseUnderTest("duckdb_cli", {"type": "duckdb", "cli": "duckdb-cli",
+                                          "settings": {"threads": 2}}, gaps=_DUCKDB_1_5_GAPS),
     DuckLakeUnderTest("ducklake_pg", {"type": "ducklake"}, catalog="postgres",
                       gaps=_DUCKLAKE_GAPS, marks=(pytest.mark.postgres,)),
     DuckLakeUnderTest("ducklake_sqlite", {"type": "ducklake"}, catalog="sqlite",
