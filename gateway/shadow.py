@@ -10,6 +10,7 @@ shadows every query the gateway runs on its primary engine::
     reference = "duck_old" # the engine that answers beside it
     sample = 0.1           # the share of queries shadowed
     timeout = 30           # seconds the caller waits for the reference once the primary is done
+    background = false     # true: return the primary's answer at once, the verdict follows
     noise = true           # run the reference twice; what differs is nondeterministic
     shadow_writes = false  # true only when the reference is a separate copy of the data
     store = ".arrowgate/shadow"  # where records are appended (false: nowhere)
@@ -25,6 +26,9 @@ A shadowed query's primary answer is read whole before it is returned: the
 comparison needs it. A reference slower than ``timeout`` (counted from the
 moment the primary's answer is ready) is cancelled and recorded as an
 ``error`` verdict with ``QueryTimeout``, so it never holds the caller longer.
+With ``background = true`` the caller does not wait at all: the record comes
+back ``pending`` and is completed (and stored) by a thread; ``record.wait()``
+blocks until it is final.
 Latencies measured while both engines run at once compete for the same
 cores; ``arrowgate shadow`` runs them one after the other, and ``arrowgate
 bench`` is the place for careful speed figures.
@@ -72,6 +76,8 @@ SHADOW_OPTIONS: dict[str, Option] = {
                     help="run the reference twice; what differs is nondeterministic"),
     "shadow_writes": Option((bool,), default=False,
                             help="shadow statements that change data (separate copies only)"),
+    "background": Option((bool,), default=False,
+                         help="return the primary's answer at once; the verdict follows"),
     "store": Option((str, bool), default=DEFAULT_STORE,
                     help="folder the records are appended to; false for none"),
     **{name: Option(_OPTION_TYPES[str(f.type)], default=f.default,
@@ -90,6 +96,7 @@ class ShadowSettings:
     timeout: float = 30.0
     noise: bool = False
     shadow_writes: bool = False
+    background: bool = False
     store: str | None = DEFAULT_STORE
     compare: CompareOptions = field(default_factory=CompareOptions)
 
@@ -127,6 +134,7 @@ class ShadowSettings:
         return cls(reference=values["reference"], primary=values["primary"],
                    sample=float(values["sample"]), timeout=float(values["timeout"]),
                    noise=values["noise"], shadow_writes=values["shadow_writes"],
+                   background=values["background"],
                    store=store or None, compare=compare)
 
 
@@ -134,8 +142,9 @@ class ShadowSettings:
 class ShadowRecord:
     """One shadowed (or deliberately skipped) query.
 
-    ``status``: ``compared`` or ``skipped`` (then ``skip_reason`` says why and
-    ``category`` is None). ``ratio`` is primary time over reference time.
+    ``status``: ``compared``, ``skipped`` (then ``skip_reason`` says why and
+    ``category`` is None) or ``pending`` (``background = true``: the verdict
+    is being computed; :meth:`wait` for it). ``ratio`` is primary time over reference time.
     Peak memory is filled when an engine reports it (``peak_memory_bytes``
     in its result notes); in-process engines sharing one process cannot be
     told apart, so it is often None here (``arrowgate bench`` measures it).
@@ -162,6 +171,17 @@ class ShadowRecord:
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     time: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
+    def __post_init__(self) -> None:
+        self._done = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the verdict is in (``background = true`` fills it in later).
+
+        Returns:
+            True when the record is final, False when ``timeout`` passed first.
+        """
+        return self._done.wait(timeout)
+
     @property
     def ratio(self) -> float | None:
         if not self.primary_ms or not self.reference_ms:
@@ -182,6 +202,8 @@ class ShadowRecord:
         """One line: verdict and latency ratio."""
         if self.status == "skipped":
             return f"shadow {self.reference}: skipped ({self.skip_reason})"
+        if self.status == "pending":
+            return f"shadow {self.reference}: pending (the verdict follows in the background)"
         ratio = f"; {self.primary} took {self.ratio:.2f}x {self.reference}'s time" \
             if self.ratio is not None else ""
         timing = (f" ({self.primary} {self.primary_ms:.1f} ms, {self.reference} "
@@ -297,6 +319,7 @@ def run_shadowed(
         record.status, record.skip_reason = "skipped", reason
         result, error = _run_primary(gw, sql, primary, parameters, record)
         _save(record, settings, store)
+        record._done.set()
         return result, error, record
     ref = _Reference(gw, reference, sql, parameters, settings.noise)
     if concurrent:
@@ -304,11 +327,33 @@ def run_shadowed(
     result, error = _run_primary(gw, sql, primary, parameters, record)
     if not concurrent:
         ref.start()
+    primary_outcome: pa.Table | BaseException = error if error is not None else \
+        result.to_arrow()  # type: ignore[union-attr]
+
+    def finish() -> None:
+        try:
+            _judge(record, ref, primary_outcome, settings)
+            _save(record, settings, store)
+        finally:
+            record._done.set()
+
+    if concurrent and settings.background:
+        record.status = "pending"
+        threading.Thread(target=finish, name=f"shadow-verdict-{reference}", daemon=True).start()
+    else:
+        finish()
+    return result, error, record
+
+
+def _judge(record: ShadowRecord, ref: _Reference, primary_outcome: pa.Table | BaseException,
+           settings: ShadowSettings) -> None:
+    """Wait for the reference (at most ``settings.timeout``) and put the verdict in ``record``."""
     ref.join(settings.timeout)
     if ref.is_alive():
         ref.cancel()
         reference_outcome: pa.Table | BaseException = QueryTimeout(
-            f"no answer within the shadow timeout of {settings.timeout:g} s", engine=reference)
+            f"no answer within the shadow timeout of {settings.timeout:g} s",
+            engine=record.reference)
         again = None
     else:
         assert ref.first is not None
@@ -317,15 +362,12 @@ def run_shadowed(
         record.reference_peak_mb = _mb(ref.peak)
         if not isinstance(ref.first, BaseException):
             record.reference_rows = ref.first.num_rows
-    primary_outcome: pa.Table | BaseException = error if error is not None else \
-        result.to_arrow()  # type: ignore[union-attr]
     record.noise_checked = again is not None
-    verdict: Verdict = compare_with_noise(primary_outcome, reference_outcome, again, sql=sql,
-                                          options=settings.compare)
+    verdict: Verdict = compare_with_noise(primary_outcome, reference_outcome, again,
+                                          sql=record.sql, options=settings.compare)
     record.category, record.message, record.evidence = \
         verdict.category, verdict.message, verdict.evidence
-    _save(record, settings, store)
-    return result, error, record
+    record.status = "compared"
 
 
 def _run_primary(gw: Gateway, sql: str, engine: str, parameters: Any,

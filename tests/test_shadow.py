@@ -250,3 +250,20 @@ def test_two_duckdb_versions_on_the_conformance_corpus(tmp_path_factory):
     assert category == "values"
     assert {(d["column"], d["primary"], d["reference"]) for d in differences} >= {
         ("r1", 19.5, 19.4)}
+
+
+def test_background_returns_the_primary_at_once_and_the_verdict_follows(tmp_path):
+    slow = {"type": "planted", "delay": 1.5}
+    shadow = {"reference": "reference", "primary": "primary", "background": True, "timeout": 20}
+    with connect(tmp_path, reference=slow, shadow=shadow) as gw:
+        gw.engine("reference")
+        started = time.perf_counter()
+        result = gw.execute("SELECT 42 AS answer")
+        waited = time.perf_counter() - started
+        record = result.shadow
+        assert waited < 1.2 and record.status == "pending" and "pending" in record.summary()
+        assert result.to_arrow().column(0)[0].as_py() == 42
+        assert record.wait(20)
+    assert record.status == "compared" and record.category == "match"
+    assert record.reference_ms >= 1500
+    assert ShadowStore(tmp_path / "store").read().column("category").to_pylist() == ["match"]
