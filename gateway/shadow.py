@@ -411,7 +411,8 @@ def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
     if isinstance(shadow, str):
         gw.engine_config(shadow)
         settings = dataclasses.replace(configured, reference=shadow, sample=1.0) \
-            if configured is not None else ShadowSettings(reference=shadow)
+            if configured is not None else \
+            ShadowSettings(reference=shadow, store=str(gw.config.base_dir / DEFAULT_STORE))
     elif shadow is None and configured is not None:
         if configured.primary not in (None, primary) or configured.reference == primary:
             return None
