@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,12 +76,12 @@ def read_file(path: Path) -> list[Query]:
     return queries
 
 
-def read_queries(paths: Iterable[str | os.PathLike[str]]) -> list[Query]:
+def read_queries(paths: Sequence[str | os.PathLike[str]]) -> list[Query]:
     """Every statement under ``paths`` (files, or folders searched for ``*.sql``), in order.
 
     Raises:
-        ConfigError: a path does not exist, holds no ``.sql`` file, or two
-            statements share a name.
+        ConfigError: a path does not exist, holds no ``.sql`` file, no
+            statement is found, or two statements share a name.
     """
     queries: list[Query] = []
     for raw in paths:
@@ -97,6 +97,9 @@ def read_queries(paths: Iterable[str | os.PathLike[str]]) -> list[Query]:
                               hint="give .sql files or folders holding them")
         for f in files:
             queries.extend(read_file(f))
+    if not queries:
+        raise ConfigError("no SQL statement in " + ", ".join(str(p) for p in paths),
+                          hint="statements end with ';' and are not all comments")
     seen: dict[str, Query] = {}
     for q in queries:
         if q.name in seen:

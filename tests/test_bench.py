@@ -12,6 +12,7 @@ import pytest
 
 from gateway.bench import Command, Function, GatewayEngine, run_benchmark
 from gateway.corpus import Query, read_queries, split_statements
+from gateway.errors import ConfigError
 from tests.conformance.corpus import DATA
 
 Q1, Q2 = Query("one", "SELECT 1"), Query("two", "SELECT 2")
@@ -137,6 +138,12 @@ def test_corpus_reading(tmp_path):
     (tmp_path / "many.sql").write_text("-- header; words\nSELECT 1;\n-- name: second\nSELECT 2;")
     names = [q.name for q in read_queries([tmp_path])]
     assert names == ["many:1", "second", "one"]
+    (tmp_path / "empty.sql").write_text("-- only a comment;\n")
+    with pytest.raises(ConfigError, match="no SQL statement"):
+        read_queries([tmp_path / "empty.sql"])
+    (tmp_path / "twice.sql").write_text("-- name: second\nSELECT 3;")
+    with pytest.raises(ConfigError, match="used twice"):
+        read_queries([tmp_path])
 
 
 def test_bench_cli(cli, tmp_path):
