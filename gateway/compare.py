@@ -324,6 +324,10 @@ def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.Dat
             pa.time32(unit) if ka == "time" else pa.duration(unit))
     if ka == "bool":
         return a
+    lists = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+    if a != b and opts.strings_equivalent and any(f(a) for f in lists) \
+            and any(f(b) for f in lists) and a.value_type == b.value_type:
+        return pa.large_list(a.value_type)
     return a if a == b else None
 
 

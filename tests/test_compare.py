@@ -57,6 +57,10 @@ EQUIVALENT = {
                                pa.table({"s": pa.array(["x", None], pa.large_string())})),
     "string_vs_string_view": (pa.table({"s": pa.array(["x", "y"], pa.string())}),
                               pa.table({"s": pa.array(["x", "y"], pa.string_view())})),
+    "list_vs_large_list": (pa.table({"l": pa.array([[1, 2], None], pa.list_(pa.int64()))}),
+                           pa.table({"l": pa.array([[1, 2], None], pa.large_list(pa.int64()))})),
+    "nested_rows_shuffled": (pa.table({"l": [[1], [2, 3]], "s": [{"x": 1}, {"x": 2}]}),
+                             pa.table({"l": [[2, 3], [1]], "s": [{"x": 2}, {"x": 1}]})),
     "dictionary_vs_plain": (pa.table({"s": pa.array(["x", "y", "x"]).dictionary_encode()}),
                             pa.table({"s": ["x", "y", "x"]})),
     "row_order_without_order_by": (BASE.take([2, 0, 1]), BASE),
@@ -187,6 +191,12 @@ def test_noise_marks_nondeterministic_answers():
     assert compare_with_noise(a, b, c).category == "nondeterministic"
     assert compare_with_noise(a, b, b).category == "values"  # the reference is stable
     assert compare_with_noise(a, a, c).ok
+
+
+def test_nested_values_differ():
+    reference = pa.table({"k": [1, 2], "l": [[1, 2], None]})
+    v = verdict(pa.table({"k": [1, 2], "l": [[1, 3], None]}), reference)
+    assert v.category == "values" and v.evidence["differences"][0]["primary"] == [1, 3]
 
 
 def test_evidence_is_strict_json_for_awkward_values():
