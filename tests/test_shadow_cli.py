@@ -143,3 +143,15 @@ def test_query_shadow_prints_verdict_and_ratio_under_the_answer(cli, project):
     assert "shadow duck1: match" in machine.err
     diverged = cli("query", "--shadow", "duck1", "SELECT current_setting('threads') AS t")
     assert "shadow duck1: values" in diverged.out
+
+
+def test_noise_flag_turns_a_random_query_into_nondeterministic_not_failure(cli, project):
+    (project / "q" / "random.sql").write_text("-- name: dice\nSELECT random() AS r;\n")
+    assert cli("shadow", "--reference", "duck1", "--no-store", "q").code == 1
+    r = cli("shadow", "--reference", "duck1", "--noise", "--no-store", "--json", "r.json",
+            "--junit", "r.xml", "q")
+    assert r.code == 0, r.out
+    report = validate(project)
+    dice = next(q for q in report["queries"] if q["name"] == "dice")
+    assert dice["category"] == "nondeterministic" and dice["noise_checked"]
+    assert not (project / ".arrowgate").exists()  # --no-store
