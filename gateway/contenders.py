@@ -56,28 +56,35 @@ class Contender:
 class GatewayEngine(Contender):
     """An engine of an arrowgate configuration (a TOML path or a dict).
 
-    ``label`` names it in reports (default: the engine name).
+    ``label`` names it in reports (default: the engine name); ``plugins`` are
+    modules to register beside the installed ones (by import name, since the
+    contender is sent to another process).
     """
 
     engine: str
     config: str | Mapping[str, Any] | None = None
     label: str | None = None
+    plugins: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         self.name = self.label or self.engine
         self._gw: Any = None
 
     def start(self) -> str:
+        import importlib
+
         import gateway
 
-        self._gw = gateway.connect(self.config)
+        modules = [importlib.import_module(name) for name in self.plugins]
+        self._gw = gateway.connect(self.config, plugins=modules)
         cfg = self._gw.engine_config(self.engine)
         self._gw.engine(self.engine)
         version = self._gw.engine_types[cfg.type].describe_version(cfg.options)
         return f"{self.engine} ({cfg.type}{' ' + version if version else ''})"
 
     def run(self, sql: str) -> pa.Table:
-        return self._gw.execute(sql, engine=self.engine).to_arrow()
+        # never shadowed: a [shadow] section would time the reference too
+        return self._gw.execute(sql, engine=self.engine, shadow=False).to_arrow()
 
     def stop(self) -> None:
         if self._gw is not None:

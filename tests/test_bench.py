@@ -184,3 +184,12 @@ def test_progress_bar_draws_on_a_terminal_only(monkeypatch):
     monkeypatch.setattr("sys.stderr", pipe)
     ProgressBar(True)(1, 2, "x")
     assert pipe.getvalue() == ""
+
+
+def test_a_shadow_section_does_not_shadow_benchmark_runs(tmp_path):
+    slow = {"type": "planted", "delay": 2.0}
+    config = {"engines": {"fast": {"type": "duckdb"}, "slow": slow},
+              "shadow": {"reference": "slow", "primary": "fast", "store": False}}
+    report = run_benchmark([GatewayEngine("fast", config, plugins=["tests.planted_bugs"])],
+                           [Q1], rounds=1, warmup=0)
+    assert report.queries[0].timings["fast"].median < 1.0
