@@ -28,7 +28,7 @@ def test_install_holds_the_library_and_the_extension_built_for_that_version(home
     assert inst.root == home / "duckdb" / V155 / "core"
     assert (inst.root / "duckdb" / "__init__.py").is_file()
     assert inst.library.name.startswith("_duckdb") and inst.library.is_file()
-    assert set(inst.extensions) == {"ducklake", "postgres_scanner"}
+    assert {"ducklake", "postgres_scanner"} <= set(inst.extensions)
     assert f"v{V155}" in str(inst.extensions["ducklake"])
     assert inst.extensions["ducklake"].name == "ducklake.duckdb_extension"
     # a second call finds it without running pip (it would fail offline otherwise too)

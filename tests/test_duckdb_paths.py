@@ -223,3 +223,16 @@ def test_cli_runs_statements_and_reports_errors_and_refuses_parameters(tmp_path)
 def test_version_path_and_cli_cannot_be_combined():
     with pytest.raises(ConfigError, match="cannot be combined"):
         open_engine({"version": V155, "cli": sys.executable})
+
+
+def test_a_version_equal_to_the_installed_module_runs_on_the_module():
+    from importlib.metadata import version
+
+    from gateway_duckdb.python_session import PythonSession
+
+    engine = open_engine({"version": version("duckdb")})
+    try:
+        assert isinstance(engine._session, PythonSession)
+        assert rows(engine, "SELECT version() AS v") == [{"v": "v" + version("duckdb")}]
+    finally:
+        engine.close()

@@ -155,6 +155,8 @@ class DuckDBEngine(Engine):
         if options.get("path"):
             return {"runs": mode, "where": str(options["path"]), "extensions": ""}
         if options.get("version"):
+            if isolation == "in_process" and options["version"] == cls.describe_version({}):
+                mode = "in process (the installed module is this release)"
             found = install.installed(str(options["version"]))
             if found is None:
                 return {"runs": mode, "where": "not installed yet (installs on first use)",
@@ -196,6 +198,10 @@ class DuckDBEngine(Engine):
                 raise ConfigError(exc.message, key=f"engines.{self.name}.version",
                                   engine=self.name, hint=exc.hint) from None
             self.resolved_version = inst.version
+            if self.config["isolation"] == "in_process" and release == self.describe_version({}):
+                # the installed module is this very release, and its Arrow export is faster
+                # than its ADBC driver's (docs/duckdb-versions.md)
+                return None, inst.extensions
             return inst.library, inst.extensions
         library: Path | None = None
         if self.config.get("path"):
@@ -245,8 +251,10 @@ class DuckDBEngine(Engine):
             from gateway_duckdb.worker import WorkerSession
 
             assert library is not None
-            return WorkerSession(library, database, [*setup, _SEARCH_PATH], self.name,
-                                 read_only=read_only, timeout=timeout)
+            root = library.parent if (library.parent / "duckdb" / "__init__.py").is_file() \
+                else None
+            return WorkerSession(library, root, database, setup, settings, _SEARCH_PATH,
+                                 self.name, read_only=read_only, timeout=timeout)
         if library is not None:
             from gateway_duckdb.adbc_session import AdbcSession
 

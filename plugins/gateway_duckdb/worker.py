@@ -67,16 +67,12 @@ def _error_frame(exc: BaseException) -> dict[str, Any]:
 # -- the worker ---------------------------------------------------------------
 def serve(inp: IO[bytes], out: IO[bytes]) -> None:
     """Answer requests until stdin closes."""
-    from gateway_duckdb.adbc_session import AdbcSession
-
-    session: AdbcSession | None = None
+    session: Any = None
     while (request := read_frame(inp)) is not None:
         op = request["op"]
         if op == "open":
             try:
-                session = AdbcSession(Path(request["library"]), request["database"],
-                                      request["setup"], request["engine"],
-                                      read_only=request["read_only"])
+                session = _open_session(request)
             except (GatewayError, SetupFailed) as exc:
                 write_frame(out, _error_frame(exc))
                 continue
@@ -105,6 +101,23 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
         session.close()
 
 
+def _open_session(request: dict[str, Any]) -> Any:
+    """The release's own Python module when the build has one (this process loads no other
+    duckdb, and its Arrow export hands over larger batches than its ADBC driver), else ADBC."""
+    root = request["root"]
+    if root is not None:
+        sys.path.insert(0, root)
+        from gateway_duckdb.python_session import PythonSession
+
+        return PythonSession(request["database"], request["setup"], request["settings"],
+                             request["engine"], read_only=request["read_only"])
+    from gateway_duckdb.adbc_session import AdbcSession
+
+    return AdbcSession(Path(request["library"]), request["database"],
+                       [*request["setup"], request["search_path"]], request["engine"],
+                       read_only=request["read_only"])
+
+
 def main() -> None:
     # keep the protocol on a private descriptor; fd 1 becomes stderr for anyone who prints
     protocol = os.fdopen(os.dup(1), "wb")
@@ -118,9 +131,13 @@ class WorkerSession:
     """A DuckDB build running in a worker process, restarted when it dies.
 
     Args:
-        library: the ``_duckdb*.so`` the worker loads as an ADBC driver.
+        library: the ``_duckdb*.so`` of the build.
+        root: the folder holding the build's ``duckdb`` Python package, which the
+            worker then imports and uses; None to load ``library`` as an ADBC driver.
         database, read_only: what the worker opens.
-        setup: statements run on each of the worker's connections.
+        setup: statements run once after connecting; ``settings`` (the SET
+            statements among them) are repeated on every cursor.
+        search_path: the statement that puts the source views on the search path.
         engine: the engine's name, for errors.
         timeout: seconds one query may take (to its last row) before the
             worker is killed; None for no limit.
@@ -130,12 +147,16 @@ class WorkerSession:
         SetupFailed: a setup statement failed in the worker.
     """
 
-    def __init__(self, library: Path, database: str, setup: Sequence[str], engine: str,
+    def __init__(self, library: Path, root: Path | None, database: str, setup: Sequence[str],
+                 settings: Sequence[str], search_path: str, engine: str,
                  read_only: bool = False, timeout: float | None = None):
         self.engine = engine
         self.timeout = timeout
-        self._open_request = {"op": "open", "library": str(library), "database": database,
-                              "setup": list(setup), "engine": engine, "read_only": read_only}
+        self._open_request = {"op": "open", "library": str(library),
+                              "root": str(root) if root is not None else None,
+                              "database": database, "setup": list(setup),
+                              "settings": list(settings), "search_path": search_path,
+                              "engine": engine, "read_only": read_only}
         self._lock = threading.RLock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None

@@ -143,7 +143,8 @@ ENGINES: list[EngineUnderTest] = [
                                             "settings": {"threads": 2}}, gaps=_DUCKDB_1_4_GAPS),
     DuckDBReleaseUnderTest("duckdb_1_5_5", {"type": "duckdb", "version": "1.5.5",
                                             "settings": {"threads": 2}}, gaps=_DUCKDB_1_5_GAPS),
-    DuckDBReleaseUnderTest("duckdb_2_0", {"type": "duckdb", "version": "2.0.1",
+    # 2.0.0: the installed module is 2.0.1, which a version = "2.0.1" engine would run instead
+    DuckDBReleaseUnderTest("duckdb_2_0", {"type": "duckdb", "version": "2.0.0",
                                           "settings": {"threads": 2}}),
     DuckDBReleaseUnderTest("duckdb_worker", {"type": "duckdb", "version": "1.5.5",
                                              "isolation": "process", "settings": {"threads": 2}},
