@@ -85,6 +85,9 @@ def test_max_ratio(cli, project):
     report = validate(project)
     assert report["summary"]["over_max_ratio"] == 2
     assert 'type="latency"' in (project / "r.xml").read_text()
+    # queries faster than --min-ms on both engines are not gated on their ratio
+    assert cli("shadow", "--reference", "duck1", "--max-ratio", "0.0001", "--min-ms", "60000",
+               "q").code == 0
 
 
 def test_reference_from_the_config_section_and_writes_skipped(cli, project):

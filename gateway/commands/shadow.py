@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,9 @@ def register(sub: Any) -> None:
                    help="the engine taken as right (default: [shadow] reference)")
     p.add_argument("--max-ratio", type=float, metavar="X",
                    help="fail when a query's primary time exceeds X times the reference's")
+    p.add_argument("--min-ms", type=float, default=0.0, metavar="MS",
+                   help="--max-ratio applies only to queries where either engine took at "
+                   "least MS milliseconds (tiny queries have noisy ratios; default 0)")
     p.add_argument("--json", metavar="FILE", help="write one JSON record per query to FILE")
     p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report to FILE")
     p.add_argument("--markdown", metavar="FILE", help="write a Markdown report to FILE")
@@ -69,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         return run_report(args)
     if args.max_ratio is not None and args.max_ratio <= 0:
         raise UsageError("--max-ratio must be a positive number")
+    if args.min_ms < 0:
+        raise UsageError("--min-ms must not be negative")
+    gate = RatioGate(args.max_ratio, args.min_ms)
     from gateway.corpus import read_queries
     from gateway.shadow import ShadowStore, run_shadowed, settings_from_mapping
 
@@ -99,10 +106,10 @@ def run(args: argparse.Namespace) -> int:
             _, _, record = run_shadowed(gw, q.sql, primary, reference, settings, name=q.name,
                                         concurrent=False, store=False)
             records.append(record)
-            print(_line(record, args.max_ratio), flush=True)
+            print(_line(record, gate), flush=True)
         if settings.store and not args.no_store:
             ShadowStore(settings.store).append(records)
-    report = build_report(records, primary, reference, args.max_ratio,
+    report = build_report(records, primary, reference, gate,
                           {q.name: q.file for q in queries})
     print(report["summary"]["line"])
     if args.json:
@@ -114,16 +121,26 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_QUERY if report["summary"]["failed"] else EXIT_OK
 
 
-def _over(record: ShadowRecord, max_ratio: float | None) -> bool:
-    return max_ratio is not None and record.ratio is not None and record.ratio > max_ratio
+@dataclass(frozen=True)
+class RatioGate:
+    """``--max-ratio`` and ``--min-ms``: when a query's latency ratio fails the run."""
+
+    max_ratio: float | None = None
+    min_ms: float = 0.0
+
+    def over(self, record: ShadowRecord) -> bool:
+        if self.max_ratio is None or record.ratio is None:
+            return False
+        slowest = max(record.primary_ms or 0.0, record.reference_ms or 0.0)
+        return record.ratio > self.max_ratio and slowest >= self.min_ms
 
 
-def _line(record: ShadowRecord, max_ratio: float | None) -> str:
+def _line(record: ShadowRecord, gate: RatioGate) -> str:
     if record.status == "skipped":
         return f"  skipped  {record.key}: {record.skip_reason}"
-    mark = "ok" if not record.diverged and not _over(record, max_ratio) else "FAIL"
+    mark = "ok" if not record.diverged and not gate.over(record) else "FAIL"
     ratio = f"{record.ratio:.2f}x" if record.ratio is not None else "-"
-    slow = f" (over --max-ratio {max_ratio:g})" if _over(record, max_ratio) else ""
+    slow = f" (over --max-ratio {gate.max_ratio:g})" if gate.over(record) else ""
     detail = "" if record.category == "match" else f": {record.message}"
     if record.answered_by:
         detail += f" (answered by the fallback {record.answered_by})"
@@ -132,7 +149,7 @@ def _line(record: ShadowRecord, max_ratio: float | None) -> str:
 
 
 def build_report(records: list[ShadowRecord], primary: str, reference: str,
-                 max_ratio: float | None, files: dict[str, str | None]) -> dict[str, Any]:
+                 gate: RatioGate, files: dict[str, str | None]) -> dict[str, Any]:
     """The JSON report: one entry per query, and a summary."""
     queries = []
     for r in records:
@@ -140,7 +157,7 @@ def build_report(records: list[ShadowRecord], primary: str, reference: str,
             "name": r.key, "file": files.get(r.name or ""), "sql": r.sql, "status": r.status,
             "category": r.category, "message": r.message if r.status != "skipped" else r.skip_reason,
             "primary_ms": _round(r.primary_ms), "reference_ms": _round(r.reference_ms),
-            "ratio": _round(r.ratio), "over_max_ratio": _over(r, max_ratio),
+            "ratio": _round(r.ratio), "over_max_ratio": gate.over(r),
             "primary_rows": r.primary_rows, "reference_rows": r.reference_rows,
             "noise_checked": r.noise_checked, "answered_by": r.answered_by,
             "evidence": r.evidence,
@@ -151,14 +168,15 @@ def build_report(records: list[ShadowRecord], primary: str, reference: str,
     for r in records:
         counts[r.category or "skipped"] = counts.get(r.category or "skipped", 0) + 1
     diverged = sum(r.diverged for r in records)
-    slow = sum(_over(r, max_ratio) for r in records)
+    slow = sum(gate.over(r) for r in records)
     failed = sum(bool(q["failed"]) for q in queries)
     parts = [f"{n} {c}" for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     line = (f"{len(records)} queries, {primary} vs {reference}: " + ", ".join(parts)
-            + (f"; {slow} over --max-ratio {max_ratio:g}" if slow and max_ratio else "")
+            + (f"; {slow} over --max-ratio {gate.max_ratio:g}" if slow and gate.max_ratio else "")
             + (f". FAILED ({failed})" if failed else ". OK"))
     return {
-        "primary": primary, "reference": reference, "max_ratio": max_ratio,
+        "primary": primary, "reference": reference, "max_ratio": gate.max_ratio,
+        "min_ms": gate.min_ms,
         "summary": {"queries": len(records), "by_category": counts, "diverged": diverged,
                     "over_max_ratio": slow, "failed": failed, "line": line},
         "queries": queries,
