@@ -26,6 +26,9 @@ from gateway.errors import GatewayError
 if TYPE_CHECKING:
     import pyarrow as pa
 
+#: seconds a worker may take to start its contender
+STARTUP_TIMEOUT = 120.0
+
 
 class Contender:
     """Something that answers SQL with an Arrow table, run inside a worker process.
@@ -254,7 +257,9 @@ class Worker:
                                 name=f"bench-{self.contender.name}")
         self.proc.start()
         child.close()
-        reply = self._receive(self.timeout)
+        # starting (spawning Python, importing the engine, connecting) is not a query:
+        # it gets its own, generous limit
+        reply = self._receive(max(self.timeout, STARTUP_TIMEOUT))
         if isinstance(reply, RemoteError):
             self.stop()
             return reply
