@@ -72,7 +72,7 @@ def engine_types(pm: pluggy.PluginManager) -> dict[str, type[Engine]]:
     types: dict[str, type[Engine]] = {}
     for impl in reversed(pm.hook.arrowgate_engine_types.get_hookimpls()):
         try:
-            answer = impl.function()
+            answer: Any = impl.function()
         except Exception as exc:
             raise ConfigError(f"plugin {impl.plugin_name!r} failed to register its engine types: "
                               f"{type(exc).__name__}: {exc}",

@@ -24,7 +24,7 @@ def test_connect_without_arguments_gives_one_duckdb_engine():
 
 def test_connect_with_a_toml_path_and_a_dict():
     with gateway.connect(QUICKSTART) as gw:
-        assert gw.default_engine == "duck"
+        assert gw.default_engine == "scan"
         assert gw.execute("SELECT count(*) AS n FROM zones").to_arrow()["n"][0].as_py() == 8
     with gateway.connect({"engines": {"duck": {"type": "duckdb"}}}) as gw:
         assert gw.execute("SELECT 1 AS x", engine="duck").engine == "duck"
