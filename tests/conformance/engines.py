@@ -82,11 +82,11 @@ class DuckDBReleaseUnderTest(EngineUnderTest):
 
 
 #: Differences between DuckDB releases and the installed reference (2.x), observed here.
-_ROUND_1X = Gap("never", "DuckDB 1.x rounds the double 19.45 to 19.5 with round(x, 1); "
-                "2.x gives 19.4 (values divergence)")
-_DUCKDB_1_5_GAPS = {"numeric_functions": _ROUND_1X}
+_ROUND_BEFORE_2_0_1 = Gap("never", "DuckDB up to 2.0.0 rounds the double 19.45 to 19.5 "
+                          "with round(x, 1); the 2.0.1 reference gives 19.4 (values divergence)")
+_BEFORE_2_0_1_GAPS = {"numeric_functions": _ROUND_BEFORE_2_0_1}
 _DUCKDB_1_4_GAPS = {
-    "numeric_functions": _ROUND_1X,
+    "numeric_functions": _ROUND_BEFORE_2_0_1,
     "date_trunc_strftime": Gap("never", "DuckDB 1.4 returns DATE from date_trunc('month', "
                                "timestamp); 1.5 and later return TIMESTAMP (schema divergence)"),
 }
@@ -142,16 +142,16 @@ ENGINES: list[EngineUnderTest] = [
     DuckDBReleaseUnderTest("duckdb_1_4_4", {"type": "duckdb", "version": "1.4.4",
                                             "settings": {"threads": 2}}, gaps=_DUCKDB_1_4_GAPS),
     DuckDBReleaseUnderTest("duckdb_1_5_5", {"type": "duckdb", "version": "1.5.5",
-                                            "settings": {"threads": 2}}, gaps=_DUCKDB_1_5_GAPS),
+                                            "settings": {"threads": 2}}, gaps=_BEFORE_2_0_1_GAPS),
     # 2.0.0: the installed module is 2.0.1, which a version = "2.0.1" engine would run instead
     DuckDBReleaseUnderTest("duckdb_2_0", {"type": "duckdb", "version": "2.0.0",
-                                          "settings": {"threads": 2}}),
+                                          "settings": {"threads": 2}}, gaps=_BEFORE_2_0_1_GAPS),
     DuckDBReleaseUnderTest("duckdb_worker", {"type": "duckdb", "version": "1.5.5",
                                              "isolation": "process", "settings": {"threads": 2}},
-                           gaps=_DUCKDB_1_5_GAPS),
+                           gaps=_BEFORE_2_0_1_GAPS),
     # duckdb-cli ships a 1.5 binary
     DuckDBReleaseUnderTest("duckdb_cli", {"type": "duckdb", "cli": "duckdb-cli",
-                                          "settings": {"threads": 2}}, gaps=_DUCKDB_1_5_GAPS),
+                                          "settings": {"threads": 2}}, gaps=_BEFORE_2_0_1_GAPS),
     DuckLakeUnderTest("ducklake_pg", {"type": "ducklake"}, catalog="postgres",
                       gaps=_DUCKLAKE_GAPS, marks=(pytest.mark.postgres,)),
     DuckLakeUnderTest("ducklake_sqlite", {"type": "ducklake"}, catalog="sqlite",
