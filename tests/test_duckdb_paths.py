@@ -236,3 +236,10 @@ def test_a_version_equal_to_the_installed_module_runs_on_the_module():
         assert rows(engine, "SELECT version() AS v") == [{"v": "v" + version("duckdb")}]
     finally:
         engine.close()
+
+
+def test_a_release_pip_does_not_offer_is_a_configuration_error_on_the_version_key():
+    with pytest.raises(ConfigError) as info:
+        open_engine({"version": "1.9.9"})
+    assert info.value.key == "engines.e.version"
+    assert "not a release pip can install" in str(info.value) and V155 in str(info.value)
