@@ -152,7 +152,21 @@ def coerce(values: list[Value]) -> list[Value]:
 
 def _binary_cmp(frame: Frame, node: exp.Expression) -> Value:
     left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
-    return getattr(pc, _CMP[type(node)])(left, right)
+    plain = getattr(pc, _CMP[type(node)])(left, right)
+    if not pa.types.is_floating(left.type):
+        return plain
+    # DuckDB: NaN equals NaN and is greater than every other number
+    ln, rn = pc.is_nan(left), pc.is_nan(right)
+    if isinstance(node, exp.EQ | exp.NEQ):
+        eq = pc.or_kleene(pc.equal(left, right), pc.and_kleene(ln, rn))
+        return eq if isinstance(node, exp.EQ) else pc.invert(eq)
+    if isinstance(node, exp.GT):
+        return pc.or_kleene(plain, pc.and_kleene(ln, pc.invert(rn)))
+    if isinstance(node, exp.GTE):
+        return pc.or_kleene(plain, ln)
+    if isinstance(node, exp.LT):
+        return pc.or_kleene(plain, pc.and_kleene(rn, pc.invert(ln)))
+    return pc.or_kleene(plain, rn)
 
 
 def _and(frame: Frame, node: exp.Expression) -> Value:

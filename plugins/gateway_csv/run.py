@@ -175,6 +175,9 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
         -> tuple[list[pa.Array], list[pa.Array], int]:
     specs: list[tuple[Any, ...]] = []
     arg_nodes: list[exp.Expression | None] = []
+    #: min/max aggregate -> index of the extra spec counting its NaNs (Arrow skips
+    #: NaN in min/max; DuckDB orders NaN above every number)
+    nan_specs: dict[int, int] = {}
     for j, agg in enumerate(query.aggregates):
         arg = agg.this
         name = f"__a{j}"
@@ -198,7 +201,10 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
                               "(DISTINCT ...)", engines=ENGINES_FOR_MORE)
         specs.append((name, _ARROW_AGGS[type(agg)]))
         arg_nodes.append(arg)
+        if isinstance(agg, exp.Min | exp.Max):
+            nan_specs[j] = len(nan_specs) + len(query.aggregates)
 
+    specs += [(f"__nan{j}", "sum") for j in nan_specs]
     key_names = [f"__k{i}" for i in range(len(query.group))]
     merger = None if any(spec[1] == "count_distinct" for spec in specs) else _Partials(specs)
     parts: list[pa.RecordBatch] = []
@@ -212,7 +218,14 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
             cols[f"__k{i}"] = arr
         for j, node in enumerate(arg_nodes):
             if node is not None:
-                cols[f"__a{j}"] = frame.array(node)
+                arg = frame.array(node)
+                if j in nan_specs:
+                    nan = pc.fill_null(pc.is_nan(arg), False) if pa.types.is_floating(arg.type) \
+                        else pa.nulls(len(arg), pa.bool_()).fill_null(False)
+                    cols[f"__nan{j}"] = nan.cast(pa.int64())
+                    if pa.types.is_floating(arg.type):
+                        arg = pc.if_else(nan, pa.scalar(None, arg.type), arg)
+                cols[f"__a{j}"] = arg
         cols["__n"] = pa.nulls(frame.length, pa.bool_())
         batch = pa.RecordBatch.from_pydict(cols)
         if merger is not None:
@@ -220,7 +233,8 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
         else:
             parts.append(batch)
     if merger is not None:
-        return merger.result(key_names)
+        keys, aggs, n = merger.result(key_names)
+        return keys, _with_nans(query, aggs, nan_specs), n
     # count(DISTINCT) does not decompose into partials: aggregate the columns whole
     table = pa.Table.from_batches(parts)
     grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
@@ -229,7 +243,24 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
     for spec in specs:
         name = "count_all" if spec[1] == "count_all" else f"{spec[0]}_{spec[1]}"
         aggs.append(grouped.column(name).combine_chunks())
-    return keys, aggs, grouped.num_rows
+    return keys, _with_nans(query, aggs, nan_specs), grouped.num_rows
+
+
+def _with_nans(query: Query, aggs: list[pa.Array], nan_specs: dict[int, int]) -> list[pa.Array]:
+    """min/max of floats as DuckDB has them: max is NaN when a NaN was seen, min only
+    when nothing else was; the NaN counters are dropped."""
+    out = aggs[:len(query.aggregates)]
+    for j, counter in nan_specs.items():
+        value, nans = out[j], aggs[counter]
+        if not pa.types.is_floating(value.type):
+            continue
+        seen = pc.greater(pc.fill_null(nans, 0), 0)
+        if isinstance(query.aggregates[j], exp.Max):
+            take_nan = seen
+        else:
+            take_nan = pc.and_(seen, pc.is_null(value))
+        out[j] = pc.if_else(take_nan, pa.scalar(float("nan"), value.type), value)
+    return out
 
 
 class _Partials:
