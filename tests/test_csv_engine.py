@@ -239,3 +239,24 @@ def test_arrow_path_partial_aggregates_merge_correctly(tmp_path, monkeypatch):
         assert_same(gw, "SELECT g % 5 AS m, count(*) AS n, count(s) AS c, sum(v) AS t, "
                         "avg(v) AS a, min(s) AS lo, max(v) AS hi FROM t GROUP BY g % 5")
         assert_same(gw, "SELECT avg(v) AS a, count(s) AS c FROM t WHERE g > 100 OR v < 0")
+
+
+def test_an_error_while_other_chunks_scan_leaves_a_clean_query_error(tmp_path):
+    # chunk 0 fails at once while the speculative chunks behind it are still scanning;
+    # they must finish before the file is unmapped, and the caller sees the QueryError
+    rows = "".join(f"{i},{i % 9},x{i % 13}\n" for i in range(200_000))
+    path = write(tmp_path, "big.csv", "a,b,c\n1,2\n" + rows)
+    with gateway_for(path, chunk_bytes=32 << 10) as gw:
+        for sql in ("SELECT b, count(*) AS n, sum(a) AS s FROM t GROUP BY b",
+                    "SELECT a, c FROM t", "SELECT c, count(DISTINCT a) AS n FROM t GROUP BY c"):
+            with pytest.raises(QueryError, match="line 2"):
+                gw.execute(sql, engine="csv").to_arrow()
+
+    good = write(tmp_path, "good.csv", "a,b,c\n" + rows)
+    with gateway_for(good, chunk_bytes=32 << 10) as gw:
+        # a stream abandoned after its first batch releases the file cleanly
+        reader = gw.execute("SELECT a FROM t WHERE b > 100 OR a > 5", engine="csv").reader()
+        next(iter(reader))
+        del reader
+        assert gw.execute("SELECT count(*) AS n FROM t", engine="csv").to_arrow() \
+            .column(0).to_pylist() == [200_000]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def queries(draw):
     return f"SELECT {key} AS key, {select} FROM t {where} GROUP BY {key}{having}"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("CSV_HYPOTHESIS_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(content=csv_files(), sql=queries(), chunk=st.sampled_from([1, 7, 64, 1 << 20]))
 def test_random_files_and_queries_match_duckdb(content, sql, chunk):
     with tempfile.TemporaryDirectory() as tmp:

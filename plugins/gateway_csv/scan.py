@@ -118,28 +118,33 @@ class Scanner:
         pending: list[Future[tuple[Any, ...]]] = []
         next_submit = 0
         expected = chunks[0].start
-        for i, chunk in enumerate(chunks):
-            while next_submit < len(chunks) and next_submit < i + ahead:
-                pending.append(self.pool.submit(self._scan, chunks[next_submit], plan, limit))
-                next_submit += 1
-            result = pending.pop(0).result()
-            if chunk.start != expected:
-                # the guess started inside a quoted field: rescan from the real row start
-                result = self._scan(Chunk(expected, chunk.boundary), plan, limit)
-            end, _seen, rows_out, skipped, error, payload = result
-            if error is not None:
-                for rest in pending:
-                    rest.cancel()
-                raise self.error(*error)
-            self.skipped += skipped
-            expected = end
-            yield rows_out, payload
-            if limit >= 0:
-                limit -= rows_out
-                if limit <= 0:
-                    for rest in pending:
-                        rest.cancel()
-                    return
+        try:
+            for i, chunk in enumerate(chunks):
+                while next_submit < len(chunks) and next_submit < i + ahead:
+                    pending.append(self.pool.submit(self._scan, chunks[next_submit], plan, limit))
+                    next_submit += 1
+                result = pending.pop(0).result()
+                if chunk.start != expected:
+                    # the guess started inside a quoted field: rescan from the real row start
+                    result = self._scan(Chunk(expected, chunk.boundary), plan, limit)
+                end, _seen, rows_out, skipped, error, payload = result
+                if error is not None:
+                    raise self.error(*error)
+                self.skipped += skipped
+                expected = end
+                yield rows_out, payload
+                if limit >= 0:
+                    limit -= rows_out
+                    if limit <= 0:
+                        return
+        finally:
+            # an error, an early stop or an abandoned stream: speculative scans still
+            # running must end before the caller unmaps the file
+            for rest in pending:
+                rest.cancel()
+            for rest in pending:
+                if not rest.cancelled():
+                    rest.exception()
 
     def error(self, kind: str, offset: int, column: int) -> QueryError:
         layout = self.layout
