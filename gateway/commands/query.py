@@ -103,7 +103,7 @@ class Output:
         if self.path is None:
             return sys.stdout.buffer
         try:
-            self.fh = open(self.path, "wb")  # noqa: SIM115 - closed in __exit__
+            self.fh = open(self.path, "wb")
         except OSError as exc:
             raise UsageError(f"cannot write {self.path}: {exc.strerror}") from None
         return self.fh
