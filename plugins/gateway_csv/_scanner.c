@@ -46,7 +46,8 @@ typedef struct {
     int fd;
     const char *data;
     Py_ssize_t size;
-    int busy;
+    int busy;          /* scans running (changed with the GIL held) */
+    int close_pending; /* close() came while scans ran: the last one unmaps */
 } FileObject;
 
 static void File_dealloc(FileObject *self) {
@@ -117,12 +118,17 @@ static PyObject *File_pread(FileObject *self, PyObject *args) {
     return out;
 }
 
-static PyObject *File_close(FileObject *self, PyObject *unused) {
-    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "the file is being scanned");
+static void file_release(FileObject *self) {
     if (self->data) munmap((void *)self->data, (size_t)self->size);
     if (self->fd >= 0) close(self->fd);
     self->data = NULL;
     self->fd = -1;
+    self->close_pending = 0;
+}
+
+static PyObject *File_close(FileObject *self, PyObject *unused) {
+    if (self->busy) self->close_pending = 1;
+    else file_release(self);
     Py_RETURN_NONE;
 }
 
@@ -130,7 +136,7 @@ static PyObject *File_get_size(FileObject *self, void *c) { return PyLong_FromSs
 
 static PyMethodDef File_methods[] = {
     {"pread", (PyCFunction)File_pread, METH_VARARGS, "pread(offset, n) -> bytes, without touching the mapping"},
-    {"close", (PyCFunction)File_close, METH_NOARGS, "unmap and close"},
+    {"close", (PyCFunction)File_close, METH_NOARGS, "unmap and close (after the running scans end)"},
     {NULL},
 };
 static PyGetSetDef File_getset[] = {{"size", (getter)File_get_size, NULL, "file size in bytes", NULL}, {NULL}};
@@ -1319,7 +1325,7 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!nnOOOOOn", &FileType, &f, &start, &boundary, &dialect, &slots, &filters, &keys,
                           &aggs, &limit))
         return NULL;
-    if (f->fd < 0) return PyErr_Format(PyExc_ValueError, "the file is closed");
+    if (f->fd < 0 || f->close_pending) return PyErr_Format(PyExc_ValueError, "the file is closed");
     Plan plan;
     if (plan_parse(&plan, dialect, slots, filters, keys, aggs)) {
         plan_free(&plan);
@@ -1371,6 +1377,7 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         sc->end = 0;
     }
     f->busy--;
+    if (!f->busy && f->close_pending) file_release(f);
 
     PyObject *result = NULL, *payload = NULL, *err = NULL;
     if (sc->oom) {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -230,13 +230,14 @@ class CsvEngine(Engine):
         return columns
 
 
-def _stream(tables: Iterator[pa.Table], first: pa.Table, scanners: list[Scanner]) \
-        -> Iterator[pa.RecordBatch]:
+def _stream(tables: Generator[pa.Table, None, None], first: pa.Table,
+            scanners: list[Scanner]) -> Iterator[pa.RecordBatch]:
     try:
         yield from first.to_batches()
         for table in tables:
             yield from table.cast(first.schema).to_batches()
     finally:
+        tables.close()  # ends the scans still running before the files close
         for s in scanners:
             s.file.close()
 

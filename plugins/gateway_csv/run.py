@@ -8,7 +8,7 @@ unless they sort or deduplicate.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -411,7 +411,7 @@ def sort_indices(arrays: list[pa.Array], order: list[tuple[exp.Expression, bool,
     return pc.sort_indices(pa.table(columns), sort_keys=sort_keys)
 
 
-def plain_batches(scanners: list[Scanner], query: Query) -> Iterator[pa.Table]:
+def plain_batches(scanners: list[Scanner], query: Query) -> Generator[pa.Table, None, None]:
     """A non-aggregate query's answer, streamed when it neither sorts nor deduplicates."""
     if query.order or query.distinct:
         frames = [filtered(f, rest) for f, rest in scan_columns(scanners, query)]
