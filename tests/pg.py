@@ -28,6 +28,9 @@ from pathlib import Path
 import pytest
 
 SUPERUSER = "postgres"
+PREFIX = "arrowgate-pg-"
+#: A file in each cluster's folder holding the pid of the process that made it.
+OWNER = "owner"
 
 
 def find_bin_dir() -> Path | None:
@@ -121,7 +124,8 @@ def start_cluster(bin_dir: Path, *, durable: bool = False) -> PostgresCluster:
     Raises:
         RuntimeError: initdb or pg_ctl failed (their output is in the message).
     """
-    folder = Path(tempfile.mkdtemp(prefix="arrowgate-pg-"))
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX))
+    (folder / OWNER).write_text(f"{os.getpid()}\n")
     if os.geteuid() == 0:
         shutil.chown(folder, SUPERUSER, SUPERUSER)
     password = secrets.token_hex(12)
@@ -153,6 +157,31 @@ def start_cluster(bin_dir: Path, *, durable: bool = False) -> PostgresCluster:
         raise
 
 
+def reap_stale_clusters(bin_dir: Path) -> list[Path]:
+    """Stop clusters whose creating process is gone (a test run killed before its teardown).
+
+    Only folders this module made and whose ``owner`` process no longer
+    exists are touched; a live session's cluster is left alone.
+    """
+    reaped = []
+    for owner in Path(tempfile.gettempdir()).glob(f"{PREFIX}*/{OWNER}"):
+        try:
+            pid = int(owner.read_text().strip())
+            os.kill(pid, 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError):
+            continue
+        folder = owner.parent
+        if (folder / "data").is_dir():
+            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-m",
+                          "immediate", "-w", "stop"], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+        reaped.append(folder)
+    return reaped
+
+
 def _wait_ready(cluster: PostgresCluster) -> None:
     deadline = time.monotonic() + 30
     while True:
@@ -182,6 +211,7 @@ def postgres() -> Iterator[PostgresCluster]:
     if bin_dir is None:
         pytest.fail("PostgreSQL server binaries not found: apt-get install -y postgresql, "
                     "or point ARROWGATE_PG_BIN at the folder holding initdb and pg_ctl")
+    reap_stale_clusters(bin_dir)
     cluster = start_cluster(bin_dir)
     try:
         yield cluster
