@@ -51,6 +51,31 @@ class CsvEngine(Engine):
     def connect(self) -> None:
         threads = self.config["threads"] or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="csv-scan")
+        # Starting the engine pays for the planner (sqlglot's DuckDB dialect,
+        # pyarrow) and for sniffing the configured sources, as DuckDB pays for
+        # binding its source views, so a first query's latency is its own.
+        from gateway_csv import query, run  # noqa: F401
+
+        query.parse("SELECT 1")
+        self._sniff_sources()
+
+    def _sniff_sources(self) -> None:
+        from gateway_csv import _scanner
+
+        for source in self.sources.values():
+            files = source.files() if source.format == "csv" else []
+            if not files:
+                continue
+            try:  # the first file only, as DuckDB binds a glob's view on its first file
+                file = _scanner.File(files[0])
+            except OSError:
+                continue  # the query that reads it reports the error
+            try:
+                self.layout(files[0], file, dict(source.options))
+            except GatewayError:
+                pass  # likewise: a bad file fails the queries that read it, not the engine
+            finally:
+                file.close()
 
     def close(self) -> None:
         pool, self._pool = self._pool, None

@@ -1,0 +1,30 @@
+"""Starting the csv engine pays for the planner and sniffing, not the first query."""
+
+from __future__ import annotations
+
+import gateway
+from tests.conftest import DATA
+
+
+def test_connect_sniffs_the_sources_so_the_first_query_does_not(tmp_path):
+    config = {"engines": {"scan": {"type": "csv"}},
+              "sources": {"trips": {"path": str(DATA / "trips.csv")}}}
+    with gateway.connect(config) as gw:
+        engine = gw.engine("scan")
+        assert [key[0] for key in engine._layouts] == [str(DATA / "trips.csv")]
+
+
+def test_a_bad_source_fails_its_queries_not_the_engine(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"a,b\n1,\"unterminated\n")
+    config = {"engines": {"scan": {"type": "csv"}},
+              "sources": {"bad": {"path": str(bad)},
+                          "trips": {"path": str(DATA / "trips.csv")}}}
+    with gateway.connect(config) as gw:
+        assert gw.execute("SELECT count(*) AS n FROM trips").to_arrow()["n"][0].as_py() == 400
+        try:
+            gw.execute("SELECT count(*) FROM bad").to_arrow()
+        except gateway.GatewayError as exc:
+            assert exc.engine == "scan"
+        else:
+            raise AssertionError("a malformed file answered a query")
