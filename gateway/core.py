@@ -41,11 +41,25 @@ class Gateway:
 
         #: The checked ``[shadow]`` section, or None (see :mod:`gateway.shadow`).
         self.shadow_settings = ShadowSettings.from_config(self.config)
+        self._check_fallbacks()
         self._engines: dict[str, Engine] = {}
         self._lock = threading.Lock()
         self._closed = False
         #: engines being tried as a fallback on this thread, to stop cycles
         self._fallback_chain = threading.local()
+
+    def _check_fallbacks(self) -> None:
+        """A ``fallback`` option must name another configured engine (checked at load)."""
+        for name, cfg in self.config.engines.items():
+            fallback = cfg.options.get("fallback")
+            if fallback is None:
+                continue
+            if fallback == name or fallback not in self.config.engines:
+                others = [e for e in self.config.engines if e != name]
+                raise ConfigError(
+                    f"fallback names {'the engine itself' if fallback == name else 'no engine'}: "
+                    f"{fallback!r}", path=self.config.path, key=f"engines.{name}.fallback",
+                    hint="configured engines: " + (", ".join(others) or "none besides this one"))
 
     # -- engines ---------------------------------------------------------
     @property
@@ -166,10 +180,6 @@ class Gateway:
     def _fall_back(self, fallback: str, refused: GatewayError, sql: str,
                    parameters: Sequence[Any] | None) -> Result:
         """Run a statement the first engine refused as Unsupported on its ``fallback`` engine."""
-        if fallback not in self.config.engines:
-            raise ConfigError(f"fallback names no engine: {fallback!r}", path=self.config.path,
-                              key=f"engines.{refused.engine}.fallback",
-                              hint="configured engines: " + ", ".join(self.config.engines))
         chain = self._fallback_chain.__dict__.setdefault("engines", set())
         if fallback in chain:
             raise refused

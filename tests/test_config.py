@@ -47,6 +47,12 @@ MISTAKES = {
     "missing_env_var": (
         '[engines.d]\ntype = "duckdb"\ndatabase = "${ARROWGATE_TEST_UNSET_VAR}"\n',
         "engines.d.database", "ARROWGATE_TEST_UNSET_VAR is not set", "export"),
+    "fallback_to_a_missing_engine": (
+        '[engines.scan]\ntype = "csv"\nfallback = "duk"\n[engines.duck]\ntype = "duckdb"\n',
+        "engines.scan.fallback", "fallback names no engine: 'duk'", "configured engines: duck"),
+    "fallback_to_itself": (
+        '[engines.scan]\ntype = "csv"\nfallback = "scan"\n',
+        "engines.scan.fallback", "fallback names the engine itself", "none besides this one"),
     "invalid_toml": ('[engines.d\ntype = "duckdb"\n', None, "not valid TOML", "line"),
 }
 
