@@ -9,7 +9,7 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.config import EngineConfig, GatewayConfig, load_config
 from gateway.engine import CatalogColumn, Engine
@@ -17,6 +17,9 @@ from gateway.errors import ConfigError, GatewayError, QueryError
 from gateway.events import QueryEvent
 from gateway.plugins import build_plugin_manager, engine_types
 from gateway.result import Result
+
+if TYPE_CHECKING:
+    from gateway.shadow import ShadowSettings
 
 _query_ids = itertools.count(1)
 
@@ -37,10 +40,12 @@ class Gateway:
         self.pm = build_plugin_manager(plugins)
         self.engine_types = engine_types(self.pm)
         self.config: GatewayConfig = load_config(config, self.engine_types)
-        from gateway.shadow import ShadowSettings
-
         #: The checked ``[shadow]`` section, or None (see :mod:`gateway.shadow`).
-        self.shadow_settings = ShadowSettings.from_config(self.config)
+        self.shadow_settings: ShadowSettings | None = None
+        if self.config.shadow:  # the shadow module (and sqlglot) load only when asked for
+            from gateway.shadow import ShadowSettings
+
+            self.shadow_settings = ShadowSettings.from_config(self.config)
         self._check_fallbacks()
         self._engines: dict[str, Engine] = {}
         self._lock = threading.Lock()

@@ -179,3 +179,15 @@ def test_parameters_refused_by_an_engine_without_them():
         with pytest.raises(gateway.Unsupported) as info:
             gw.execute("SELECT ?", parameters=[1])
         assert "engines that can run it: d" in str(info.value)
+
+
+def test_a_gateway_without_shadowing_does_not_load_the_shadow_machinery():
+    import subprocess
+    import sys
+
+    code = ("import sys, gateway; gateway.connect().execute('SELECT 1').to_arrow(); "
+            "print(sorted(m for m in ('gateway.shadow', 'sqlglot') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
