@@ -206,6 +206,15 @@ def test_cli_rebuilds_types_parquet_cannot_hold():
         engine.close()
 
 
+def test_cli_reads_queries_wrapped_in_comments():
+    engine = open_engine(section("cli"))
+    try:
+        assert rows(engine, "-- name: leading\n/* block */ SELECT 1 AS a") == [{"a": 1}]
+        assert rows(engine, "SELECT 2 AS a -- a trailing comment") == [{"a": 2}]
+    finally:
+        engine.close()
+
+
 def test_cli_runs_statements_and_reports_errors_and_refuses_parameters(tmp_path):
     db = tmp_path / "c.duckdb"
     engine = open_engine({"cli": cli_binary(), "database": str(db)})

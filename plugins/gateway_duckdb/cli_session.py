@@ -39,6 +39,7 @@ _AS_TEXT = {"HUGEINT": pa.decimal128(38, 0), "UHUGEINT": pa.decimal128(38, 0),
             "VARINT": pa.string(), "UUID": pa.string()}
 _QUERY_START = re.compile(r"^\s*(\(|SELECT\b|WITH\b|FROM\b|VALUES\b|TABLE\b|SHOW\b|DESCRIBE\b|"
                           r"SUMMARIZE\b|PIVOT\b|UNPIVOT\b)", re.IGNORECASE)
+_LEADING_COMMENTS = re.compile(r"(\s*(--[^\n]*(\n|$)|/\*.*?\*/))*\s*", re.DOTALL)
 _VERSION = re.compile(r"v(\d+\.\d+\.\d+)")
 
 
@@ -110,7 +111,11 @@ class CliSession:
 
     def _run(self, sql: str) -> pa.Table:
         rows_r, rows_w = os.pipe()
-        is_query = bool(_QUERY_START.match(sql))
+        # Leading comments (a corpus's "-- name: ...") must not hide a query, and
+        # a trailing line comment must not swallow the parenthesis that follows
+        # the SQL where it is embedded below: hence the newline after each use.
+        start = _LEADING_COMMENTS.match(sql)  # always matches, possibly empty
+        is_query = bool(_QUERY_START.match(sql[start.end() if start else 0:]))
         script = ["SET enable_progress_bar = false;", *(s.rstrip(";") + ";" for s in self.setup)]
         if is_query:
             script += [
@@ -118,15 +123,15 @@ class CliSession:
                 + ", ".join(literal(t) for t in _AS_TEXT) + ") THEN 'CAST(#' || n || ' AS VARCHAR)'"
                 " ELSE '#' || n END || ' AS ' || '\"' || replace(column_name, '\"', '\"\"') || '\"'"
                 ", ', ' ORDER BY n) FROM (SELECT row_number() OVER () AS n, column_name, "
-                f"column_type FROM (DESCRIBE {sql})));",
-                f"COPY (SELECT column_name, column_type FROM (DESCRIBE {sql})) TO '/dev/stdout' "
+                f"column_type FROM (DESCRIBE {sql}\n)));",
+                f"COPY (SELECT column_name, column_type FROM (DESCRIBE {sql}\n)) TO '/dev/stdout' "
                 "(FORMAT csv, HEADER false);",
                 "COPY (FROM query('SELECT ' || getvariable('__arrowgate_cols') || ' FROM ("
-                + sql.replace("'", "''") + ")')) "
+                + sql.replace("'", "''") + "\n)')) "
                 f"TO '/dev/fd/{rows_w}' (FORMAT parquet);",
             ]
         else:
-            script.append(sql + ";")
+            script.append(sql + "\n;")
         args = [self.binary, "-batch", "-bail", "-noheader", "-csv"]
         if self.read_only:
             args.append("-readonly")
