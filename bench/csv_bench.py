@@ -29,36 +29,17 @@ import sys
 import time
 from pathlib import Path
 
+from taxi import DATA, taxi_file
+from taxi import QUERIES as TAXI_QUERIES
+
 from gateway.bench import Command, GatewayEngine, run_benchmark
 from gateway.corpus import Query
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results"
 BIN = Path(sys.executable).parent
 
-QUERIES = [
-    Query("Q00_baseline", "SELECT 1 AS one"),
-    Query("Q01", "SELECT cab_type, count(*) FROM trips GROUP BY cab_type"),
-    Query("Q02", "SELECT passenger_count, avg(total_amount) FROM trips GROUP BY passenger_count"),
-    Query("Q03", "SELECT passenger_count, year(pickup_datetime), count(*) FROM trips "
-                 "GROUP BY 1, 2"),
-    Query("Q04", "SELECT passenger_count, year(pickup_datetime), round(trip_distance), count(*) "
-                 "FROM trips GROUP BY 1, 2, 3 ORDER BY 2, 4 DESC"),
-]
-
-
-def taxi_file(rows: int) -> Path:
-    path = DATA / f"taxi_{rows}.csv"
-    if not path.exists():
-        from gateway.commands.data import write_taxi
-
-        DATA.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".partial")
-        with open(tmp, "wb") as out:
-            write_taxi(out, rows)
-        tmp.replace(path)
-    return path
+QUERIES = [Query("Q00_baseline", "SELECT 1 AS one"), *TAXI_QUERIES]
 
 
 def config(path: Path) -> dict[str, object]:

@@ -17,35 +17,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from taxi import QUERIES, taxi_file
+
 from gateway.bench import BenchReport, GatewayEngine, run_benchmark
-from gateway.corpus import Query
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results"
 
-QUERIES = [
-    Query("Q01", "SELECT cab_type, count(*) FROM trips GROUP BY cab_type"),
-    Query("Q02", "SELECT passenger_count, avg(total_amount) FROM trips GROUP BY passenger_count"),
-    Query("Q03", "SELECT passenger_count, year(pickup_datetime), count(*) FROM trips "
-                 "GROUP BY 1, 2"),
-    Query("Q04", "SELECT passenger_count, year(pickup_datetime), round(trip_distance), count(*) "
-                 "FROM trips GROUP BY 1, 2, 3 ORDER BY 2, 4 DESC"),
-]
 ENGINES = {"duck155": "1.5.5", "duck144": "1.4.4", "duck200": "2.0.0", "duck201": "2.0.1"}
-
-
-def taxi_file(rows: int) -> Path:
-    path = DATA / f"taxi_{rows}.csv"
-    if not path.exists():
-        from gateway.commands.data import write_taxi
-
-        DATA.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".partial")
-        with open(tmp, "wb") as out:
-            write_taxi(out, rows)
-        tmp.replace(path)
-    return path
 
 
 def config(path: Path, threads: int) -> dict[str, object]:

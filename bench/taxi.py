@@ -1,0 +1,37 @@
+"""What the taxi benchmarks share: the Q01-Q04 queries and the generated data file.
+
+The queries are DuckDB's NYC-taxi benchmark queries as the csv issue states
+them; the data is ``arrowgate data taxi`` output in bench/data/ (made when
+missing; a real NYC-taxi extract with the same header can be put there instead).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gateway.corpus import Query
+
+DATA = Path(__file__).resolve().parent / "data"
+
+QUERIES = [
+    Query("Q01", "SELECT cab_type, count(*) FROM trips GROUP BY cab_type"),
+    Query("Q02", "SELECT passenger_count, avg(total_amount) FROM trips GROUP BY passenger_count"),
+    Query("Q03", "SELECT passenger_count, year(pickup_datetime), count(*) FROM trips "
+                 "GROUP BY 1, 2"),
+    Query("Q04", "SELECT passenger_count, year(pickup_datetime), round(trip_distance), count(*) "
+                 "FROM trips GROUP BY 1, 2, 3 ORDER BY 2, 4 DESC"),
+]
+
+
+def taxi_file(rows: int) -> Path:
+    """bench/data/taxi_ROWS.csv, generated (atomically) when missing."""
+    path = DATA / f"taxi_{rows}.csv"
+    if not path.exists():
+        from gateway.commands.data import write_taxi
+
+        DATA.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".partial")
+        with open(tmp, "wb") as out:
+            write_taxi(out, rows)
+        tmp.replace(path)
+    return path
