@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -161,3 +163,41 @@ def test_no_command_prints_help_and_exits_2(cli):
     run = cli()
     assert run.code == 2
     assert "query" in run.err
+
+
+def _run_entry(prelude: str, *args: str) -> subprocess.CompletedProcess[str]:
+    code = (f"import sys, atexit, threading, gateway.cli\n{prelude}\n"
+            f"sys.argv = ['arrowgate', *{list(args)!r}]\ngateway.cli.entry()\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+
+
+TEARDOWN_WITNESS = """
+class Witness:
+    def __del__(self):
+        print('module teardown ran', flush=True)
+witness = Witness()
+atexit.register(lambda: print('exit handler ran', flush=True))
+"""
+
+
+def test_the_console_script_skips_module_teardown_but_runs_exit_handlers():
+    done = _run_entry(TEARDOWN_WITNESS, "query", "--format", "csv", "SELECT 42 AS answer")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["answer", "42", "exit handler ran"]
+
+
+def test_the_console_script_keeps_its_exit_code():
+    done = _run_entry("", "query", "SELECT * FROM no_such_table")
+    assert done.returncode == 1
+    assert "no_such_table" in done.stderr
+
+
+def test_the_console_script_waits_for_a_running_thread():
+    prelude = TEARDOWN_WITNESS + (
+        "import time\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', flush=True)))"
+        ".start()\n")
+    done = _run_entry(prelude, "query", "--format", "csv", "SELECT 1 AS one")
+    assert done.returncode == 0, done.stderr
+    assert "thread done" in done.stdout and "exit handler ran" in done.stdout
