@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import gateway
 from tests.conftest import DATA
 
@@ -28,3 +31,18 @@ def test_a_bad_source_fails_its_queries_not_the_engine(tmp_path):
             assert exc.engine == "scan"
         else:
             raise AssertionError("a malformed file answered a query")
+
+
+def test_a_sorted_aggregation_leaves_pyarrow_compute_unimported():
+    """Importing pyarrow.compute costs ~100 ms of a one-shot ``arrowgate query``."""
+    code = (
+        "import sys, gateway\n"
+        f"config = {{'engines': {{'scan': {{'type': 'csv'}}}}, "
+        f"'sources': {{'trips': {{'path': {str(DATA / 'trips.csv')!r}}}}}}}\n"
+        "with gateway.connect(config) as gw:\n"
+        "    table = gw.execute('SELECT passenger_count, round(trip_distance) AS d, count(*) AS n '\n"
+        "                       'FROM trips GROUP BY 1, 2 ORDER BY 2 DESC NULLS FIRST, 3, 1'"
+        ").to_arrow()\n"
+        "print(table.num_rows > 1, 'pyarrow.compute' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "False"]
