@@ -4,12 +4,20 @@
     .venv/bin/python bench/csv_bench.py --rows 1000000 5000000 --mode inprocess
     .venv/bin/python bench/csv_bench.py --rows 1000000 5000000 --mode process
     .venv/bin/python bench/csv_bench.py --mode startup
+    .venv/bin/python bench/csv_bench.py --mode process --install dev   # the dev venv's arrowgate
 
 ``inprocess``: the Python API, each engine warm in its own worker process,
 against DuckDB's engine reading the same raw file (``read_csv``, sniffed, not
 loaded). ``process``: the whole ``arrowgate query`` command against the DuckDB
 CLI (``duckdb -csv``), both started once per query with their output read
 through a pipe. ``startup``: ``arrowgate query`` on a one-row file.
+
+The two whole-process modes run the ``arrowgate`` that a user's
+``pip install`` gives (``--install runtime``, the default): a regular,
+non-editable install of this tree with its runtime dependencies only, in
+bench/.runtime-venv (made or refreshed when the tree changed). The dev venv's
+``arrowgate`` (``--install dev``) is slower to start: its dev extra brings
+numpy, which pyarrow imports whenever it is installed.
 
 Timing comes from :mod:`gateway.bench` (answers checked first, engines
 alternating in rotated order, one warm-up, median of the rounds with the
@@ -22,6 +30,8 @@ Raw results go to bench/results/.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import shutil
 import statistics
 import subprocess
@@ -38,6 +48,31 @@ from gateway.corpus import Query
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 BIN = Path(sys.executable).parent
+RUNTIME_VENV = ROOT / "bench" / ".runtime-venv"
+#: the bin folder whose ``arrowgate`` the whole-process modes run (set by --install)
+ARROWGATE_BIN = BIN
+
+
+def runtime_install() -> Path:
+    """bench/.runtime-venv with this tree installed as a user installs it; its bin folder."""
+    digest = hashlib.sha256()
+    for top in ("gateway", "plugins", "pyproject.toml", "setup.py"):
+        for path in sorted((ROOT / top).rglob("*") if (ROOT / top).is_dir() else [ROOT / top]):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so":
+                digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
+    stamp = RUNTIME_VENV / ".tree-digest"
+    bindir = RUNTIME_VENV / ("Scripts" if os.name == "nt" else "bin")
+    if not stamp.exists() or stamp.read_text() != digest.hexdigest():
+        print(f"installing this tree into {RUNTIME_VENV} (runtime dependencies only)",
+              file=sys.stderr, flush=True)
+        if not (bindir / "python").exists():
+            subprocess.run([sys.executable, "-m", "venv", str(RUNTIME_VENV)], check=True)
+        subprocess.run([str(bindir / "python"), "-m", "pip", "install", "--quiet",
+                        "--force-reinstall", "--no-deps", str(ROOT)], check=True)
+        subprocess.run([str(bindir / "python"), "-m", "pip", "install", "--quiet", str(ROOT)],
+                       check=True)
+        stamp.write_text(digest.hexdigest())
+    return bindir
 
 QUERIES = [Query("Q00_baseline", "SELECT 1 AS one"), *TAXI_QUERIES]
 
@@ -69,7 +104,7 @@ def whole_process(rows: int, rounds: int) -> str:
     contenders = [
         Command("duckdb-cli", [duckdb_cli, "-csv"],
                 setup=f"CREATE VIEW trips AS SELECT * FROM read_csv_auto('{path}');"),
-        Command("arrowgate", [str(BIN / "arrowgate"), "--config", str(toml(path)), "query",
+        Command("arrowgate", [str(ARROWGATE_BIN / "arrowgate"), "--config", str(toml(path)), "query",
                               "--format", "csv"]),
     ]
     report = run_benchmark(contenders, QUERIES[1:], rounds=rounds)
@@ -118,21 +153,34 @@ def _mb(peak: int | None, floor: int | None) -> str:
 
 
 def startup(runs: int) -> str:
-    """Median wall time of ``arrowgate query`` on a one-row file, output through a pipe."""
+    """Median wall and CPU time of ``arrowgate query`` on a one-row file, output through a pipe.
+
+    CPU time (user + system of the child) is given beside wall time because on
+    a shared machine the wall time of a short command is mostly waiting for a
+    core; with a core to itself, the two are about equal.
+    """
     path = DATA / "one_row.csv"
     DATA.mkdir(parents=True, exist_ok=True)
     path.write_text("a,b\n1,x\n")
     cfg = toml(path)
-    times = []
+    times, cpus = [], []
     for _ in range(runs + 1):
+        before = os.times()
         started = time.perf_counter()
-        done = subprocess.run([str(BIN / "arrowgate"), "--config", str(cfg), "query", "--format",
-                               "csv", "SELECT a, b FROM trips"], capture_output=True, check=True)
+        done = subprocess.run([str(ARROWGATE_BIN / "arrowgate"), "--config", str(cfg), "query",
+                               "--format", "csv", "SELECT a, b FROM trips"], capture_output=True,
+                              check=True)
         times.append(time.perf_counter() - started)
+        after = os.times()
+        cpus.append(after.children_user - before.children_user
+                    + after.children_system - before.children_system)
         assert done.stdout.strip().splitlines()[-1] in (b"1,x", b'1,"x"'), done.stdout
-    times = times[1:]
-    return (f"arrowgate query on a 1-row file: median {statistics.median(times) * 1000:.0f} ms "
-            f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}) over {runs} runs")
+    times, cpus = times[1:], cpus[1:]
+    return (f"arrowgate query on a 1-row file ({runs} runs): wall median "
+            f"{statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, max "
+            f"{max(times) * 1000:.0f}); CPU median {statistics.median(cpus) * 1000:.0f} ms "
+            f"(min {min(cpus) * 1000:.0f}, max {max(cpus) * 1000:.0f}); "
+            f"load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
@@ -140,8 +188,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--mode", choices=["inprocess", "process", "startup"], default="inprocess")
+    parser.add_argument("--install", choices=["runtime", "dev"], default="runtime",
+                        help="whose arrowgate the process and startup modes run: a regular "
+                             "install with runtime dependencies only, or this dev venv's")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
+    global ARROWGATE_BIN
+    if args.mode != "inprocess" and args.install == "runtime":
+        ARROWGATE_BIN = runtime_install()
     if args.mode == "startup":
         print(startup(max(args.rounds, 5)))
         return
