@@ -58,6 +58,34 @@ def test_every_path_applies_settings_mounts_sources_and_reports_its_version(path
         engine.close()
 
 
+def installed_release_library() -> str:
+    from importlib.metadata import version
+
+    return str(ensure_installed(version("duckdb")).library)
+
+
+@pytest.mark.parametrize("path", ["installed", "adbc-1.5.5", "adbc-installed-release",
+                                  "worker-installed"])
+def test_every_path_runs_without_progress_tracking_like_the_module(path):
+    # DuckDB 2.0.1's ADBC driver switches the progress bar on; tracking progress on every
+    # 2048-row fetch cost a third of a large answer's time
+    sec = {"path": installed_release_library()} if path == "adbc-installed-release" \
+        else section(path)
+    setting = "SELECT current_setting('enable_progress_bar') AS p"
+    engine = open_engine(sec)
+    try:
+        held = engine.execute("SELECT * FROM range(300000) t(i)").reader  # the next one clones
+        assert rows(engine, setting) == [{"p": False}]
+        held.read_all()
+    finally:
+        engine.close()
+    engine = open_engine({**sec, "settings": {"enable_progress_bar": True}})
+    try:
+        assert rows(engine, setting) == [{"p": True}]
+    finally:
+        engine.close()
+
+
 class AttachingEngine(DuckDBEngine):
     """What the ducklake engine does: extra extensions and statements after connecting."""
 
