@@ -24,7 +24,7 @@ PY = BIN / "python"
 STAMP = VENV / ".arrowgate-installed"
 # the csv engine's C scanner is compiled by the install: a change to it reinstalls too
 INPUTS = ["pyproject.toml", "setup.py", "examples/plugin_minimal/pyproject.toml",
-          "plugins/gateway_csv/_scanner.c"]
+          "plugins/gateway_csv/_scanner.c", "plugins/gateway_csv/_mapfile.h"]
 
 
 def run(*cmd: str | Path) -> None:

@@ -1,13 +1,31 @@
 """Builds the csv engine's compiled scanner; everything else is in pyproject.toml."""
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+FLAGS = {
+    "msvc": ["/O2"],  # C11 designated initializers and the rest build as MSVC's C
+    "unix": ["-O3", "-std=gnu11", "-Wno-sign-compare"],
+    "mingw32": ["-O3", "-std=gnu11", "-Wno-sign-compare"],
+}
+
+
+class BuildExt(build_ext):
+    """Compiler flags for the compiler that builds, not the one that wrote setup.py."""
+
+    def build_extensions(self) -> None:
+        for ext in self.extensions:
+            ext.extra_compile_args = FLAGS.get(self.compiler.compiler_type, [])
+        super().build_extensions()
+
 
 setup(
     ext_modules=[
         Extension(
             "gateway_csv._scanner",
             sources=["plugins/gateway_csv/_scanner.c"],
-            extra_compile_args=["-O3", "-std=gnu11", "-Wno-sign-compare"],
+            depends=["plugins/gateway_csv/_mapfile.h"],
         )
     ],
+    cmdclass={"build_ext": BuildExt},
 )

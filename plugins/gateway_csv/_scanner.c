@@ -19,14 +19,12 @@
 #include <Python.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+
+#include "_mapfile.h"
 
 enum { K_STR = 0, K_INT = 1, K_FLOAT = 2, K_TS = 3, K_BOOL = 4, K_DATE = 5, K_TSTZ = 6 };
 enum { OP_EQ = 0, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL };
@@ -43,56 +41,54 @@ static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", 
 
 typedef struct {
     PyObject_HEAD
-    int fd;
-    const char *data;
-    Py_ssize_t size;
+    MapFile map;
+    const char *data;  /* map.data */
+    Py_ssize_t size;   /* map.size */
     int busy;          /* scans running (changed with the GIL held) */
     int close_pending; /* close() came while scans ran: the last one unmaps */
 } FileObject;
 
+static void file_release(FileObject *self) {
+    mapfile_close(&self->map);
+    self->data = NULL;
+    self->close_pending = 0;
+}
+
+static PyObject *File_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    FileObject *self = (FileObject *)PyType_GenericNew(type, args, kw);
+    if (self) mapfile_init(&self->map); /* zeroed memory would say fd 0 */
+    return (PyObject *)self;
+}
+
 static void File_dealloc(FileObject *self) {
-    if (self->data) munmap((void *)self->data, (size_t)self->size);
-    if (self->fd >= 0) close(self->fd);
+    mapfile_close(&self->map);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int File_init(FileObject *self, PyObject *args, PyObject *kw) {
     PyObject *pathobj;
-    self->fd = -1;
+    mapfile_close(&self->map); /* __init__ called twice: drop the first mapping */
     self->data = NULL;
     self->size = 0;
     if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &pathobj)) return -1;
-    const char *path = PyBytes_AS_STRING(pathobj);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    err = mapfile_open(&self->map, PyBytes_AS_STRING(pathobj));
+    Py_END_ALLOW_THREADS
+    if (err) {
+        errno = err;
         PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
         Py_DECREF(pathobj);
-        return -1;
-    }
-    struct stat st;
-    int bad = fstat(fd, &st) != 0;
-    if (!bad && !S_ISREG(st.st_mode)) {
-        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-        bad = 1;
-    }
-    if (bad) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
-        Py_DECREF(pathobj);
-        close(fd);
         return -1;
     }
     Py_DECREF(pathobj);
-    self->fd = fd;
-    self->size = (Py_ssize_t)st.st_size;
-    if (self->size > 0) {
-        void *p = mmap(NULL, (size_t)self->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            PyErr_SetFromErrno(PyExc_OSError);
-            return -1;
-        }
-        madvise(p, (size_t)self->size, MADV_SEQUENTIAL);
-        self->data = p;
+    if (self->map.size > PY_SSIZE_T_MAX) {
+        mapfile_close(&self->map);
+        PyErr_SetString(PyExc_OverflowError, "the file is larger than this platform can map");
+        return -1;
     }
+    self->data = self->map.data;
+    self->size = (Py_ssize_t)self->map.size;
     return 0;
 }
 
@@ -102,28 +98,23 @@ static PyObject *File_pread(FileObject *self, PyObject *args) {
     Py_ssize_t offset, n;
     if (!PyArg_ParseTuple(args, "nn", &offset, &n)) return NULL;
     if (offset < 0 || n < 0) return PyErr_Format(PyExc_ValueError, "negative offset or length");
+    if (!mapfile_is_open(&self->map)) return PyErr_Format(PyExc_ValueError, "the file is closed");
     if (offset >= self->size) return PyBytes_FromStringAndSize("", 0);
     if (n > self->size - offset) n = self->size - offset;
     PyObject *out = PyBytes_FromStringAndSize(NULL, n);
     if (!out) return NULL;
-    Py_ssize_t got = 0;
+    int64_t got = 0;
+    int err;
     Py_BEGIN_ALLOW_THREADS
-    while (got < n) {
-        ssize_t r = pread(self->fd, PyBytes_AS_STRING(out) + got, (size_t)(n - got), offset + got);
-        if (r <= 0) break;
-        got += r;
-    }
+    err = mapfile_pread(&self->map, PyBytes_AS_STRING(out), offset, n, &got);
     Py_END_ALLOW_THREADS
-    if (got < n && _PyBytes_Resize(&out, got) < 0) return NULL;
+    if (err) {
+        Py_DECREF(out);
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    if (got < n && _PyBytes_Resize(&out, (Py_ssize_t)got) < 0) return NULL;
     return out;
-}
-
-static void file_release(FileObject *self) {
-    if (self->data) munmap((void *)self->data, (size_t)self->size);
-    if (self->fd >= 0) close(self->fd);
-    self->data = NULL;
-    self->fd = -1;
-    self->close_pending = 0;
 }
 
 static PyObject *File_close(FileObject *self, PyObject *unused) {
@@ -150,7 +141,7 @@ static PyTypeObject FileType = {
     .tp_methods = File_methods,
     .tp_getset = File_getset,
     .tp_init = (initproc)File_init,
-    .tp_new = PyType_GenericNew,
+    .tp_new = File_new,
 };
 
 /* --------------------------------------------------------------- buffers */
@@ -1274,10 +1265,7 @@ static int emit_row(Scan *sc) {
 }
 
 static void release_pages(const char *base, Py_ssize_t from, Py_ssize_t to) {
-    long page = sysconf(_SC_PAGESIZE);
-    Py_ssize_t a = from & ~(Py_ssize_t)(page - 1);
-    Py_ssize_t b = to & ~(Py_ssize_t)(page - 1);
-    if (b > a) madvise((void *)(base + a), (size_t)(b - a), MADV_DONTNEED);
+    mapfile_release(base, from, to);
 }
 
 static void run_scan(Scan *sc) {
@@ -1334,7 +1322,7 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!nnOOOOOn", &FileType, &f, &start, &boundary, &dialect, &slots, &filters, &keys,
                           &aggs, &limit))
         return NULL;
-    if (f->fd < 0 || f->close_pending) return PyErr_Format(PyExc_ValueError, "the file is closed");
+    if (!mapfile_is_open(&f->map) || f->close_pending) return PyErr_Format(PyExc_ValueError, "the file is closed");
     Plan plan;
     if (plan_parse(&plan, dialect, slots, filters, keys, aggs)) {
         plan_free(&plan);
