@@ -119,3 +119,69 @@ def test_query_errors_come_back_as_query_errors_and_the_worker_stays(worker):
         rows(worker, "SELECT no_such_column FROM range(3)")
     assert rows(worker, "SELECT ? + 1 AS n", [41]) == [{"n": 42}]
     assert worker._session.pid == pid
+
+
+def mapping_of(batch) -> tuple[int, str]:
+    """Start and name of the memory mapping holding a batch's first column's values."""
+    address = batch.column(0).buffers()[1].address
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            span, *rest = line.split(maxsplit=5)
+            low, high = (int(x, 16) for x in span.split("-"))
+            if low <= address < high:
+                return low, rest[4].strip() if len(rest) > 4 else ""
+    raise AssertionError("no mapping holds the batch")
+
+
+#: About 85 MB of rows: several segments.
+LARGE = "SELECT i, repeat('x', 200) AS pad FROM range(400000) t(i)"
+
+
+def test_an_answer_is_read_in_place_from_memory_files_the_worker_hands_over(worker):
+    answer = worker.execute(LARGE).reader.read_all()
+    assert answer.num_rows == 400000
+    assert sorted(answer.column("i").to_pylist()) == list(range(400000))
+    maps = {mapping_of(b) for b in answer.to_batches()}
+    assert len(maps) > 1
+    assert all(name.startswith("/memfd:arrowgate-answer") for _, name in maps)
+
+
+def test_a_reader_that_stops_reading_holds_the_worker_back(worker):
+    from gateway_duckdb.protocol import WINDOW
+
+    reader = worker.execute("SELECT i, i * 2.0 AS d FROM range(10000000) t(i)").reader  # 160 MB
+    first = reader.read_next_batch()
+    pid = worker._session.pid
+
+    def held() -> int:
+        return sum("memfd:arrowgate-answer" in os.readlink(f"/proc/{pid}/fd/{fd}")
+                   for fd in os.listdir(f"/proc/{pid}/fd"))
+
+    deadline, ticks = time.monotonic() + 30, [-1]
+    while time.monotonic() < deadline:  # until the worker stops working: blocked or done
+        time.sleep(0.5)
+        ticks.append(cpu_ticks(pid))
+        if ticks[-1] == ticks[-2]:
+            break
+    assert 0 < held() <= WINDOW + 1  # handed over, and the one written next
+    assert first.num_rows + reader.read_all().num_rows == 10000000
+
+
+def test_without_memory_files_answers_come_through_files_that_are_removed(monkeypatch):
+    monkeypatch.setattr("gateway_duckdb.worker.memory_files", lambda: False)
+    engine = open_engine({"version": V155, "isolation": "process", "settings": {"threads": 1}})
+    spool = Path(engine._session._spool)
+    try:
+        answer = engine.execute(LARGE).reader.read_all()
+        assert answer.num_rows == 400000
+        assert {mapping_of(b)[1].startswith(str(spool)) for b in answer.to_batches()} == {True}
+        reader = engine.execute(LARGE).reader
+        reader.read_next_batch()
+        os.kill(engine._session.pid, signal.SIGKILL)
+        with pytest.raises(EngineConnectionError, match="killed"):
+            reader.read_all()
+        assert list(spool.iterdir()) == []
+        assert rows(engine, "SELECT 7 AS seven") == [{"seven": 7}]
+    finally:
+        engine.close()
+    assert not spool.exists()

@@ -1,13 +1,11 @@
 """DuckDB in a worker process: a crash or a hang costs one query, not the gateway.
 
-The worker (``python -m gateway_duckdb.worker``) loads one DuckDB build as an
-ADBC driver and answers requests read from its stdin. Every message is a
-frame: a 4-byte big-endian length, then a pickled dict (both ends are this
-module, in the same interpreter). An answer is a frame ``{"ok": True}``, the
-rows as one Arrow IPC stream, then a trailer frame saying whether the stream
-ended normally or with an error. The protocol owns the worker's fd 1; the
-worker's own fd 1 points at its stderr, so nothing a library prints can
-corrupt a stream.
+The worker (``python -m gateway_duckdb.worker``) loads one DuckDB build and
+answers requests read from its stdin (:mod:`gateway_duckdb.protocol`). An
+answer is a frame ``{"ok": True, "schema": ...}``, one frame per segment of
+rows handed over in shared memory, then ``{"end": True}`` or an error frame.
+The protocol owns the worker's fd 1; the worker's own fd 1 points at its
+stderr, so nothing a library prints can corrupt a frame.
 
 :class:`WorkerSession` is the gateway's side. When the worker dies (killed,
 crashed, or stopped by ``timeout``) the query running on it gets an error and
@@ -17,9 +15,8 @@ the next query starts a fresh worker.
 from __future__ import annotations
 
 import os
-import pickle
+import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -33,27 +30,14 @@ import pyarrow as pa
 from gateway import errors
 from gateway.errors import Cancelled, EngineConnectionError, GatewayError, QueryTimeout
 from gateway_duckdb.adbc_session import SetupFailed
-
-_HEADER = struct.Struct(">I")
-
-
-def write_frame(out: IO[bytes], message: dict[str, Any]) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(_HEADER.pack(len(data)) + data)
-    out.flush()
-
-
-def read_frame(inp: IO[bytes]) -> dict[str, Any] | None:
-    """The next message, or None at end of input."""
-    head = inp.read(_HEADER.size)
-    if len(head) < _HEADER.size:
-        return None
-    (size,) = _HEADER.unpack(head)
-    data = inp.read(size)
-    if len(data) < size:
-        return None
-    message: dict[str, Any] = pickle.loads(data)
-    return message
+from gateway_duckdb.protocol import (
+    GatewayGone,
+    SegmentWriter,
+    memory_files,
+    open_segment,
+    read_frame,
+    write_frame,
+)
 
 
 def _error_frame(exc: BaseException) -> dict[str, Any]:
@@ -68,37 +52,44 @@ def _error_frame(exc: BaseException) -> dict[str, Any]:
 def serve(inp: IO[bytes], out: IO[bytes]) -> None:
     """Answer requests until stdin closes."""
     session: Any = None
-    while (request := read_frame(inp)) is not None:
-        op = request["op"]
-        if op == "open":
-            try:
-                session = _open_session(request)
-            except (GatewayError, SetupFailed) as exc:
-                write_frame(out, _error_frame(exc))
-                continue
-            write_frame(out, {"ok": True})
-        elif op == "execute":
-            if session is None:
-                write_frame(out, {"error": "EngineConnectionError", "message": "not opened"})
-                continue
-            try:
-                reader = session.execute(request["sql"], request["parameters"])
-            except Exception as exc:
-                write_frame(out, _error_frame(exc))
-                continue
-            write_frame(out, {"ok": True})
-            trailer: dict[str, Any] = {"ok": True}
-            with pa.ipc.new_stream(out, reader.schema) as writer:
+    segments = SegmentWriter(inp, out, None)
+    try:
+        while (request := read_frame(inp)) is not None:
+            op = request["op"]
+            if op == "open":
+                segments = SegmentWriter(inp, out, request["spool"])
                 try:
-                    for batch in reader:
-                        writer.write_batch(batch)
+                    session = _open_session(request)
+                except (GatewayError, SetupFailed) as exc:
+                    write_frame(out, _error_frame(exc))
+                    continue
+                write_frame(out, {"ok": True})
+            elif op == "ack":
+                segments.acknowledged()
+            elif op == "execute":
+                if session is None:
+                    write_frame(out, {"error": "EngineConnectionError", "message": "not opened"})
+                    continue
+                try:
+                    reader = session.execute(request["sql"], request["parameters"])
                 except Exception as exc:
-                    trailer = _error_frame(exc)
-            write_frame(out, trailer)
-        elif op == "close":
-            break
-    if session is not None:
-        session.close()
+                    write_frame(out, _error_frame(exc))
+                    continue
+                write_frame(out, {"ok": True, "schema": reader.schema.serialize().to_pybytes()})
+                try:
+                    segments.send(reader, reader.schema)
+                except GatewayGone:
+                    break
+                except Exception as exc:
+                    write_frame(out, _error_frame(exc))
+                    continue
+                write_frame(out, {"end": True})
+            elif op == "close":
+                break
+    finally:
+        segments.release_all()
+        if session is not None:
+            session.close()
 
 
 def _open_session(request: dict[str, Any]) -> Any:
@@ -152,7 +143,9 @@ class WorkerSession:
                  read_only: bool = False, timeout: float | None = None):
         self.engine = engine
         self.timeout = timeout
-        self._open_request = {"op": "open", "library": str(library),
+        # answers come back in memory files; elsewhere than Linux, in files in this folder
+        self._spool = None if memory_files() else tempfile.mkdtemp(prefix="arrowgate-duckdb-")
+        self._open_request = {"op": "open", "library": str(library), "spool": self._spool,
                               "root": str(root) if root is not None else None,
                               "database": database, "setup": list(setup),
                               "settings": list(settings), "search_path": search_path,
@@ -204,6 +197,7 @@ class WorkerSession:
         proc, self._proc = self._proc, None
         self._in_flight = False
         code = proc.wait() if proc is not None else None
+        self._clear_spool()
         stopped_for, self._stopped_for = self._stopped_for, None
         if stopped_for is QueryTimeout:
             return QueryTimeout(f"the query ran longer than {self.timeout:g} s; its worker "
@@ -219,6 +213,20 @@ class WorkerSession:
         return EngineConnectionError(
             f"the DuckDB worker process {how} during the query" + (f": {tail}" if tail else ""),
             engine=self.engine, hint="the next query starts a fresh worker")
+
+    def _clear_spool(self) -> None:
+        """Remove the segment files a dead worker left (memory files go with it)."""
+        if self._spool is not None:
+            for leftover in Path(self._spool).iterdir():
+                leftover.unlink(missing_ok=True)
+
+    def _acknowledge(self) -> None:
+        """Tell the worker the last segment is mapped (a dead worker is noticed later)."""
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            write_frame(self._proc.stdin, {"op": "ack"})
+        except OSError:
+            pass
 
     def _stderr_tail(self) -> str:
         if self._stderr is None:
@@ -249,19 +257,15 @@ class WorkerSession:
                 reply = self._receive()
                 if "error" in reply:
                     raise _rebuild(reply, self.engine)
-                assert self._proc is not None and self._proc.stdout is not None
-                try:
-                    reader = pa.ipc.open_stream(self._proc.stdout)
-                except (pa.ArrowInvalid, OSError):
-                    raise self._died() from None
             except BaseException:
                 self._in_flight = False
                 if timer is not None:
                     timer.cancel()
                 raise
-            stream = _WorkerStream(self, reader, timer)
+            stream = _WorkerStream(self, timer)
             self._stream = stream
-            return pa.RecordBatchReader.from_batches(reader.schema, stream)
+            schema = pa.ipc.read_schema(pa.py_buffer(reply["schema"]))
+            return pa.RecordBatchReader.from_batches(schema, stream)
 
     def _arm_timer(self) -> threading.Timer | None:
         if self.timeout is None:
@@ -308,16 +312,18 @@ class WorkerSession:
             if self._stderr is not None:
                 self._stderr.close()
                 self._stderr = None
+            if self._spool is not None:
+                shutil.rmtree(self._spool, ignore_errors=True)
 
 
 class _WorkerStream(Iterator[pa.RecordBatch]):
-    """The batches of one answer, read from the worker's pipe or from memory once drained."""
+    """The batches of one answer, read from the worker's segments, or from memory once drained."""
 
-    def __init__(self, session: WorkerSession, reader: pa.RecordBatchReader,
-                 timer: threading.Timer | None):
+    def __init__(self, session: WorkerSession, timer: threading.Timer | None):
         self._session = session
-        self._reader: pa.RecordBatchReader | None = reader
         self._timer = timer
+        self._open = True  # frames of this answer are still to come
+        self._segment: pa.RecordBatchReader | None = None
         self._buffered: list[pa.RecordBatch] = []
         self._error: GatewayError | None = None
 
@@ -325,38 +331,42 @@ class _WorkerStream(Iterator[pa.RecordBatch]):
         with self._session._lock:
             if self._buffered:
                 return self._buffered.pop(0)
-            if self._reader is None:
-                if self._error is not None:
-                    err, self._error = self._error, None
-                    raise err
-                raise StopIteration
             return self._read_one()
 
     def _read_one(self) -> pa.RecordBatch:
-        assert self._reader is not None
-        try:
-            return self._reader.read_next_batch()
-        except StopIteration:
-            self._finish()
-        except (pa.ArrowInvalid, OSError):
-            self._reader = None
-            self._done()
-            raise self._session._died() from None
+        while self._segment is not None or self._open:
+            if self._segment is not None:
+                try:
+                    return self._segment.read_next_batch()
+                except StopIteration:
+                    self._segment = None
+                    continue
+            self._next_frame()
         if self._error is not None:
             err, self._error = self._error, None
             raise err
         raise StopIteration
 
-    def _finish(self) -> None:
-        self._reader = None
+    def _next_frame(self) -> None:
+        session = self._session
         try:
-            trailer = self._session._receive()
-        finally:
+            frame = session._receive()
+            if "segment" in frame:
+                try:
+                    self._segment = open_segment(frame["segment"])
+                except (OSError, pa.ArrowInvalid):
+                    raise session._died() from None
+                session._acknowledge()
+                return
+        except GatewayError:
             self._done()
-        if "error" in trailer:
-            self._error = _rebuild(trailer, self._session.engine)
+            raise
+        self._done()
+        if "error" in frame:
+            self._error = _rebuild(frame, session.engine)
 
     def _done(self) -> None:
+        self._open = False
         self._session._in_flight = False
         if self._timer is not None:
             self._timer.cancel()
@@ -364,8 +374,8 @@ class _WorkerStream(Iterator[pa.RecordBatch]):
             self._session._stream = None
 
     def drain(self) -> None:
-        """Read the rest of the answer into memory, freeing the worker for the next query."""
-        while self._reader is not None:
+        """Map the rest of the answer, freeing the worker for the next query."""
+        while True:
             try:
                 self._buffered.append(self._read_one())
             except StopIteration:
