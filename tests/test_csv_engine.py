@@ -175,6 +175,22 @@ def test_bad_rows_are_skipped_and_counted(tmp_path, case):
     assert agg.to_arrow().column(0).to_pylist() == [table.num_rows]
 
 
+def test_rows_wider_than_the_scanners_counting_window(tmp_path):
+    """Delimiters after the last needed column are counted in byte lanes flushed every
+    255 blocks of 16 bytes: rows of 6 KB cross that, and one row short by one field
+    among them is still found."""
+    width = 3000
+    header = ",".join(f"c{i}" for i in range(width))
+    rows = [",".join(str((r + i) % 10) for i in range(width)) for r in range(50)]
+    path = write(tmp_path, "wide.csv", "\n".join([header, *rows]) + "\n")
+    with gateway_for(path, chunk_bytes=8 << 10) as gw:
+        assert_same(gw, "SELECT c1, count(*) AS n, sum(c0) AS s FROM t GROUP BY c1 ORDER BY c1")
+    rows[30] = rows[30].rsplit(",", 1)[0]
+    path = write(tmp_path, "wide_ragged.csv", "\n".join([header, *rows]) + "\n")
+    with gateway_for(path) as gw, pytest.raises(QueryError, match="line 32.*does not have 3000"):
+        gw.execute("SELECT c1, count(*) AS n FROM t GROUP BY c1", engine="csv").to_arrow()
+
+
 def test_empty_file(tmp_path):
     path = write(tmp_path, "empty.csv", "")
     with gateway_for(path) as gw, pytest.raises(QueryError, match="empty"):
