@@ -199,7 +199,7 @@ class Gateway:
 
     def _engines_with(self, capability: str) -> tuple[str, ...]:
         return tuple(name for name, cfg in self.config.engines.items()
-                     if capability in self.engine_types[cfg.type].capabilities())
+                     if capability in self.engine_types[cfg.type].capabilities(cfg.options))
 
     def _notify(self, hook_name: str, **kwargs: Any) -> None:
         try:

@@ -129,8 +129,13 @@ class Engine:
         self.sources = dict(sources)
 
     @classmethod
-    def capabilities(cls) -> list[str]:
-        """The capability names this engine type declares."""
+    def capabilities(cls, options: Mapping[str, Any] | None = None) -> list[str]:
+        """The capability names this engine type declares.
+
+        Args:
+            options: an engine's configuration section; a type whose engines lose a
+                capability by configuration leaves it out for them.
+        """
         return [c for c in cls.CAPABILITIES if getattr(cls, f"supports_{c}")]
 
     @classmethod

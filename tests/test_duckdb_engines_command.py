@@ -63,4 +63,22 @@ cli = "{cli_binary()}"
     assert "ducklake" in lines["release"]
     assert "not installed yet" in lines["later"]
     assert "CLI per query" in lines["binary"] and cli_binary() in lines["binary"]
+    # a CLI engine cannot bind parameters, so it does not list them
+    assert "parameters" in lines["release"] and "parameters" not in lines["binary"]
     assert "in process" in lines["installed"]
+
+
+def test_parameters_sent_to_a_cli_engine_are_refused_naming_engines_that_take_them(home):
+    import gateway
+    from gateway.errors import Unsupported
+
+    gw = gateway.connect({"engines": {"binary": {"type": "duckdb", "cli": cli_binary()},
+                                      "installed": {"type": "duckdb"}}})
+    try:
+        with pytest.raises(Unsupported) as info:
+            gw.execute("SELECT ? AS a", engine="binary", parameters=[1])
+        assert info.value.engines == ("installed",)
+        assert gw.execute("SELECT ? AS a", engine="installed", parameters=[1]).to_arrow() \
+            .to_pylist() == [{"a": 1}]
+    finally:
+        gw.close()

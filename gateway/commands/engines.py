@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append([name + (" *" if name == config.default_engine else ""), cfg.type,
                      cls.describe_version(cfg.options) or "", location.get("runs", ""),
                      location.get("where", ""), location.get("extensions", ""),
-                     ",".join(cls.capabilities()), options])
+                     ",".join(cls.capabilities(cfg.options)), options])
     print_rows(["engine", "type", "version", "runs", "where", "extensions", "capabilities",
                 "options"], rows)
     print("* default engine", file=sys.stderr)

@@ -99,7 +99,7 @@ class DuckDBEngine(Engine):
                               hint="an engine runs one DuckDB: a release (version), a build "
                               "(path) or a binary (cli)")
         if self.config.get("cli"):
-            self.supports_parameters = False  # the binary has no way to bind them
+            self.supports_parameters = False  # type: ignore[misc]  # see capabilities()
         if self.config.get("cli") and self.config["isolation"] == "process":
             raise ConfigError("a CLI engine already runs in a process of its own",
                               key=f"engines.{name}.isolation", hint="remove isolation")
@@ -115,6 +115,15 @@ class DuckDBEngine(Engine):
         except ConfigError as exc:
             raise ConfigError(exc.message, key=f"engines.{name}.extensions", engine=name,
                               hint=exc.hint) from None
+
+    @classmethod
+    def capabilities(cls, options: Any = None) -> list[str]:
+        """A CLI engine takes no parameters: the binary has no way to bind them, and its
+        query is spliced into DESCRIBE and COPY statements, where PREPARE cannot go."""
+        found = super().capabilities(options)
+        if options is not None and options.get("cli"):
+            found.remove("parameters")
+        return found
 
     # -- what subclasses extend ----------------------------------------------
     def setup_sql(self) -> list[str]:
