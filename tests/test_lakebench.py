@@ -47,6 +47,10 @@ def test_lakebench_runs_end_to_end(postgres, tmp_path, cli):
     assert checks["many_commits"] == 3 * 51 + 6 * 20  # the 3 deep tables, then 6 commits of 20
     assert checks["schema_changes"][0] == 6
     assert all(r["peak_rss_mb"] > 0 for r in report["runs"])
+    assert all(r["load_average"] >= 0 for r in report["runs"])
+    low, high = report["load_average"]
+    assert 0 <= low <= high
+    assert "load average" in run.err and "peak RSS" in run.err
     assert out_md.read_text().startswith("| phase |")
     # every run used a fresh metadata schema, dropped afterwards
     assert postgres.psql("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'lakebench_%'",

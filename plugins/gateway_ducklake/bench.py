@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,6 +42,8 @@ class RoundResult:
     times: dict[str, float]
     checks: dict[str, Any]
     peak_rss_mb: float
+    #: the machine's 1-minute load average when the run started
+    load_average: float | None = None
 
 
 @dataclass
@@ -97,6 +100,11 @@ class BenchReport:
     def peak_rss_mb(self, engine: str) -> float:
         return max((r.peak_rss_mb for r in self.results if r.engine == engine), default=0.0)
 
+    def load_range(self) -> list[float] | None:
+        """[lowest, highest] 1-minute load average seen at the start of a run, or None."""
+        loads = [r.load_average for r in self.results if r.load_average is not None]
+        return [round(min(loads), 2), round(max(loads), 2)] if loads else None
+
     def rows(self) -> list[tuple[str, list[PhaseSummary | None]]]:
         titles = {p.name: p.title for p in PHASES}
         out = [(titles[name], [self.summary(e, name) for e in self.engines])
@@ -118,6 +126,7 @@ class BenchReport:
             "engines": self.engines, "catalogs": self.kinds, "shape": asdict(self.shape),
             "rounds": self.rounds, "warmup": self.warmup, "phases": phases,
             "peak_rss_mb": {e: round(self.peak_rss_mb(e), 1) for e in self.engines},
+            "load_average": self.load_range(),
             "diverged": self.diverged(),
             "runs": [asdict(r) for r in self.results],
         }
@@ -262,8 +271,10 @@ def run_bench(engines: dict[str, dict[str, Any]], shape: Shape, *, rounds: int =
                 token = f"{r}_{secrets.token_hex(3)}"
                 section, cleanup = fresh_lake(name, engines[name], folder, token, base_dir)
                 label = "warm-up" if r < warmup else f"round {r - warmup + 1}/{rounds}"
+                load = os.getloadavg()[0]
                 if progress:
-                    progress(f"{label}: {name} ({kinds[name]})")
+                    progress(f"{label}: {name} ({kinds[name]}), load average {load:.2f}")
+                started = time.monotonic()
                 try:
                     answer, peak = _spawn({"engine": name, "section": section,
                                            "shape": asdict(shape)})
@@ -271,8 +282,11 @@ def run_bench(engines: dict[str, dict[str, Any]], shape: Shape, *, rounds: int =
                     with contextlib.suppress(Exception):
                         cleanup()
                     shutil.rmtree(section["data_path"], ignore_errors=True)
+                if progress:
+                    progress(f"{label}: {name} done in {time.monotonic() - started:.0f} s, "
+                             f"peak RSS {peak:.0f} MB")
                 report.results.append(RoundResult(name, r, answer["times"], answer["checks"],
-                                                  peak))
+                                                  peak, load))
     finally:
         if own:
             shutil.rmtree(folder, ignore_errors=True)
