@@ -206,7 +206,16 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
 
     specs += [(f"__nan{j}", "sum") for j in nan_specs]
     key_names = [f"__k{i}" for i in range(len(query.group))]
-    merger = None if any(spec[1] == "count_distinct" for spec in specs) else _Partials(specs)
+    # count(DISTINCT x) decomposes when x is one expression: the partials are
+    # grouped by the keys and x, so what is held is the distinct (group, x)
+    # pairs, not the rows. Distinct counts of two expressions would need their
+    # pairs apart; those queries keep the needed columns whole.
+    distinct = {key(arg_nodes[j]) for j, spec in enumerate(specs[:len(arg_nodes)])
+                if spec[1] == "count_distinct" and arg_nodes[j] is not None}
+    distinct_node = next((arg_nodes[j] for j, spec in enumerate(specs[:len(arg_nodes)])
+                          if spec[1] == "count_distinct"), None) if len(distinct) == 1 else None
+    merger = None if distinct and distinct_node is None \
+        else _Partials(specs, distinct="__d" if distinct_node is not None else None)
     parts: list[pa.RecordBatch] = []
     for frame, rest in scan_columns(scanners, query):
         frame = filtered(frame, rest)
@@ -226,6 +235,11 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
                     if pa.types.is_floating(arg.type):
                         arg = pc.if_else(nan, pa.scalar(None, arg.type), arg)
                 cols[f"__a{j}"] = arg
+        if distinct_node is not None:
+            arr = frame.array(distinct_node)
+            if pa.types.is_floating(arr.type):
+                arr = pc.add(arr, 0.0)  # -0.0 and 0.0 are one value, as in DuckDB
+            cols["__d"] = broadcast(arr, frame.length)
         cols["__n"] = pa.nulls(frame.length, pa.bool_())
         batch = pa.RecordBatch.from_pydict(cols)
         if merger is not None:
@@ -235,7 +249,7 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
     if merger is not None:
         keys, aggs, n = merger.result(key_names)
         return keys, _with_nans(query, aggs, nan_specs), n
-    # count(DISTINCT) does not decompose into partials: aggregate the columns whole
+    # distinct counts of several expressions: aggregate the columns whole
     table = pa.Table.from_batches(parts)
     grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
     keys = [grouped.column(k).combine_chunks() for k in key_names]
@@ -265,20 +279,29 @@ def _with_nans(query: Query, aggs: list[pa.Array], nan_specs: dict[int, int]) ->
 
 class _Partials:
     """Per-batch partial aggregates, merged as they pile up: memory grows with the
-    number of groups, not with the rows scanned."""
+    number of groups, not with the rows scanned.
+
+    With ``distinct`` (the name of a column holding count(DISTINCT x)'s x) the
+    partials are grouped by the keys and x, so memory grows with the distinct
+    (group, x) pairs; the result groups them once more by the keys alone, where
+    counting the non-null x of the pairs is the distinct count.
+    """
 
     MERGE_ROWS = 1 << 20
     _MERGE: ClassVar[dict[str, str]] = {"count_all": "sum", "count": "sum", "sum": "sum",
                                         "min": "min", "max": "max"}
 
-    def __init__(self, specs: list[tuple[Any, ...]]):
+    def __init__(self, specs: list[tuple[Any, ...]], distinct: str | None = None):
+        self.distinct = distinct
         self.partial: list[tuple[Any, ...]] = []
         self.merge_funcs: list[str] = []
         #: per aggregate: indexes of its partial columns (mean: sum and count)
         self.layout: list[tuple[str, list[int]]] = []
         for spec in specs:
             func = spec[1]
-            if func == "mean":
+            if func == "count_distinct":
+                self.layout.append((func, []))  # counted from the distinct column at the end
+            elif func == "mean":
                 first = len(self.partial)
                 self.partial += [(spec[0], "sum"), (spec[0], "count",
                                                      pc.CountOptions(mode="only_valid"))]
@@ -291,34 +314,49 @@ class _Partials:
         self.tables: list[pa.Table] = []
         self.rows = 0
 
-    def _names(self, grouped: pa.Table, specs: list[tuple[Any, ...]], key_names: list[str]) \
+    def _groups(self, key_names: list[str]) -> list[str]:
+        return key_names + ([self.distinct] if self.distinct else [])
+
+    def _names(self, grouped: pa.Table, specs: list[tuple[Any, ...]], groups: list[str]) \
             -> pa.Table:
-        cols = [grouped.column(k) for k in key_names]
+        cols = [grouped.column(k) for k in groups]
         for spec in specs:
             name = "count_all" if spec[1] == "count_all" else f"{spec[0]}_{spec[1]}"
             cols.append(grouped.column(name))
-        return pa.table(cols, names=key_names + [f"__p{m}" for m in range(len(specs))])
+        return pa.table(cols, names=groups + [f"__p{m}" for m in range(len(specs))])
 
     def add(self, table: pa.Table, key_names: list[str]) -> None:
-        grouped = table.group_by(key_names, use_threads=False).aggregate(self.partial)
-        self.tables.append(self._names(grouped, self.partial, key_names))
+        groups = self._groups(key_names)
+        grouped = table.group_by(groups, use_threads=False).aggregate(self.partial)
+        self.tables.append(self._names(grouped, self.partial, groups))
         self.rows += self.tables[-1].num_rows
         if self.rows > self.MERGE_ROWS and len(self.tables) > 1:
             self._merge(key_names)
 
     def _merge(self, key_names: list[str]) -> None:
+        groups = self._groups(key_names)
         table = pa.concat_tables(self.tables)
         specs = [(f"__p{m}", f) for m, f in enumerate(self.merge_funcs)]
-        merged = table.group_by(key_names, use_threads=False).aggregate(specs)
-        self.tables = [self._names(merged, specs, key_names)]
+        merged = table.group_by(groups, use_threads=False).aggregate(specs)
+        self.tables = [self._names(merged, specs, groups)]
         self.rows = self.tables[0].num_rows
 
     def result(self, key_names: list[str]) -> tuple[list[pa.Array], list[pa.Array], int]:
         self._merge(key_names)
         table = self.tables[0]
+        if self.distinct:
+            specs: list[tuple[Any, ...]] = [(f"__p{m}", f)
+                                            for m, f in enumerate(self.merge_funcs)]
+            specs.append((self.distinct, "count", pc.CountOptions(mode="only_valid")))
+            grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
+            table = self._names(grouped, specs, key_names)
+            distinct_counts = table.column(f"__p{len(specs) - 1}").combine_chunks()
         keys = [table.column(k).combine_chunks() for k in key_names]
         aggs = []
         for func, cols in self.layout:
+            if func == "count_distinct":
+                aggs.append(distinct_counts)
+                continue
             first = table.column(f"__p{cols[0]}").combine_chunks()
             if func == "mean":
                 count = table.column(f"__p{cols[1]}").combine_chunks()
