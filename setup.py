@@ -4,7 +4,9 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 FLAGS = {
-    "msvc": ["/O2"],  # C11 designated initializers and the rest build as MSVC's C
+    # The scanner uses __int128 and __builtin_ctz: on Windows that takes clang-cl
+    # (which setuptools drives as "msvc") or MinGW; cl.exe itself lacks both.
+    "msvc": ["/O2"],
     "unix": ["-O3", "-std=gnu11", "-Wno-sign-compare"],
     "mingw32": ["-O3", "-std=gnu11", "-Wno-sign-compare"],
 }
