@@ -309,8 +309,31 @@ static int parse_date(const char *s, size_t n, int64_t *out) {
     return 0;
 }
 
+/* The common shape, "YYYY-MM-DD HH:MM:SS" (or with T) and nothing else, without
+ * the general parser's per-digit bounds checks: 0 when parsed, -1 when the text
+ * has another shape (the general parser then decides). */
+static inline int parse_timestamp19(const char *s, size_t n, int64_t *out) {
+    if (n != 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' ||
+        s[16] != ':')
+        return -1;
+    static const unsigned char at[14] = {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18};
+    unsigned d[14];
+    for (int k = 0; k < 14; k++) {
+        d[k] = (unsigned char)s[at[k]] - '0';
+        if (d[k] > 9) return -1;
+    }
+    int y = (int)(d[0] * 1000 + d[1] * 100 + d[2] * 10 + d[3]);
+    unsigned m = d[4] * 10 + d[5], dd = d[6] * 10 + d[7];
+    unsigned hh = d[8] * 10 + d[9], mm = d[10] * 10 + d[11], ss = d[12] * 10 + d[13];
+    if (m < 1 || m > 12 || dd < 1 || dd > mdays[m - 1] || hh > 23 || mm > 59 || ss > 59) return -1;
+    if (m == 2 && dd == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return -1;
+    *out = days_from_civil(y, m, dd) * 86400000000LL + ((int64_t)hh * 3600 + mm * 60 + ss) * 1000000;
+    return 0;
+}
+
 /* YYYY-MM-DD[( |T)HH:MM[:SS[.ffffff]]][Z|(+|-)HH[[:]MM]] -> microseconds since the epoch */
 static int parse_timestamp(const char *s, size_t n, int64_t *out, int allow_offset) {
+    if (parse_timestamp19(s, n, out) == 0) return 0;
     trim_spaces(&s, &n);
     int64_t days;
     size_t p;
