@@ -8,7 +8,8 @@ Contenders, all on the release the venv has installed (2.0.1 here) unless named:
 - ``installed``: the duckdb Python module in process (the baseline);
 - ``adbc``: the same release as an ADBC driver in process (``path`` = its library);
 - ``worker``: the same release in a worker process (its own Python module there),
-  Arrow IPC over a pipe (``isolation = "process"``), warm after the warm-up round;
+  answers handed over as Arrow segments in shared memory (``isolation =
+  "process"``), warm after the warm-up round;
 - ``adbc_cli``: the release of the duckdb-cli binary (1.5.6) as an ADBC
   driver, the baseline for
 - ``cli``: that binary run once per query (``cli = ...``), Parquet through a pipe.

@@ -68,7 +68,7 @@ def installed_release_library() -> str:
                                   "worker-installed"])
 def test_every_path_runs_without_progress_tracking_like_the_module(path):
     # DuckDB 2.0.1's ADBC driver switches the progress bar on; tracking progress on every
-    # 2048-row fetch cost a third of a large answer's time
+    # 2048-row fetch cost a quarter of a large answer's time
     sec = {"path": installed_release_library()} if path == "adbc-installed-release" \
         else section(path)
     setting = "SELECT current_setting('enable_progress_bar') AS p"
