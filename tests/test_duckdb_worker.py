@@ -185,3 +185,19 @@ def test_without_memory_files_answers_come_through_files_that_are_removed(monkey
     finally:
         engine.close()
     assert not spool.exists()
+
+
+def test_an_answer_that_cannot_be_mapped_stops_the_worker_and_the_next_query_runs(worker,
+                                                                               monkeypatch):
+    import errno
+
+    def no_descriptors_left(name: str):
+        raise OSError(errno.EMFILE, "Too many open files", name)
+
+    pid = worker._session.pid
+    monkeypatch.setattr("gateway_duckdb.worker.open_segment", no_descriptors_left)
+    with pytest.raises(EngineConnectionError, match="cannot read the worker's answer"):
+        rows(worker, "SELECT 1 AS one")
+    monkeypatch.undo()
+    assert rows(worker, "SELECT 2 AS two") == [{"two": 2}]
+    assert worker._session.pid != pid

@@ -214,10 +214,18 @@ class WorkerSession:
             f"the DuckDB worker process {how} during the query" + (f": {tail}" if tail else ""),
             engine=self.engine, hint="the next query starts a fresh worker")
 
+    def _broken(self, message: str) -> GatewayError:
+        """Stop a worker whose answer cannot be read; the error for that query."""
+        if self._proc is not None:
+            self._proc.kill()
+        self._died()
+        return EngineConnectionError(message, engine=self.engine,
+                                     hint="the next query starts a fresh worker")
+
     def _clear_spool(self) -> None:
         """Remove the segment files a dead worker left (memory files go with it)."""
         if self._spool is not None:
-            for leftover in Path(self._spool).iterdir():
+            for leftover in Path(self._spool).glob("*"):
                 leftover.unlink(missing_ok=True)
 
     def _acknowledge(self) -> None:
@@ -354,8 +362,10 @@ class _WorkerStream(Iterator[pa.RecordBatch]):
             if "segment" in frame:
                 try:
                     self._segment = open_segment(frame["segment"])
-                except (OSError, pa.ArrowInvalid):
+                except FileNotFoundError:  # the worker died before it was opened
                     raise session._died() from None
+                except (OSError, pa.ArrowInvalid) as exc:
+                    raise session._broken(f"cannot read the worker's answer: {exc}") from None
                 session._acknowledge()
                 return
         except GatewayError:
