@@ -101,7 +101,7 @@ class SegmentWriter:
             for batch in batches:
                 if writer is None:
                     name, release = self._new()
-                    sink = pa.OSFile(self._writable(name), "wb")
+                    sink = pa.OSFile(name, "wb")
                     writer = pa.ipc.new_stream(sink, schema)
                 writer.write_batch(batch)
                 if sink.tell() >= SEGMENT_BYTES or time.monotonic() - last >= SEGMENT_SECONDS:
@@ -129,10 +129,6 @@ class SegmentWriter:
         fd, path = tempfile.mkstemp(dir=self._folder, suffix=".arrows")
         os.close(fd)
         return path, lambda: os.unlink(path)
-
-    def _writable(self, name: str) -> str:
-        # a memory file is written through this process's own descriptor
-        return name.replace(f"/proc/{os.getpid()}/", "/proc/self/", 1)
 
     def _hand_over(self, name: str, release: Callable[[], None]) -> None:
         while len(self._unacknowledged) >= WINDOW:
