@@ -152,8 +152,16 @@ def _mb(peak: int | None, floor: int | None) -> str:
     return text
 
 
+#: What any ``arrowgate query`` on the csv engine imports before running a line of
+#: its own: the plugin manager, sqlglot with the DuckDB dialect (which imports
+#: importlib.metadata), and pyarrow.
+DEPENDENCY_FLOOR = ("import pluggy, pyarrow, sqlglot; "
+                    "sqlglot.parse_one('SELECT a, b FROM trips', read='duckdb')")
+
+
 def startup(runs: int) -> str:
-    """Median wall and CPU time of ``arrowgate query`` on a one-row file, output through a pipe.
+    """Wall and CPU time of ``arrowgate query`` on a one-row file, output through a pipe,
+    beside the bare interpreter and the dependency floor, alternating.
 
     CPU time (user + system of the child) is given beside wall time because on
     a shared machine the wall time of a short command is mostly waiting for a
@@ -163,24 +171,39 @@ def startup(runs: int) -> str:
     DATA.mkdir(parents=True, exist_ok=True)
     path.write_text("a,b\n1,x\n")
     cfg = toml(path)
-    times, cpus = [], []
-    for _ in range(runs + 1):
-        before = os.times()
-        started = time.perf_counter()
-        done = subprocess.run([str(ARROWGATE_BIN / "arrowgate"), "--config", str(cfg), "query",
-                               "--format", "csv", "SELECT a, b FROM trips"], capture_output=True,
-                              check=True)
-        times.append(time.perf_counter() - started)
-        after = os.times()
-        cpus.append(after.children_user - before.children_user
-                    + after.children_system - before.children_system)
-        assert done.stdout.strip().splitlines()[-1] in (b"1,x", b'1,"x"'), done.stdout
-    times, cpus = times[1:], cpus[1:]
-    return (f"arrowgate query on a 1-row file ({runs} runs): wall median "
-            f"{statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, max "
-            f"{max(times) * 1000:.0f}); CPU median {statistics.median(cpus) * 1000:.0f} ms "
-            f"(min {min(cpus) * 1000:.0f}, max {max(cpus) * 1000:.0f}); "
-            f"load average {os.getloadavg()[0]:.1f}")
+    python = str(ARROWGATE_BIN / "python")
+    commands = {
+        "python -c pass": [python, "-c", "pass"],
+        "import pluggy+sqlglot(duckdb)+pyarrow": [python, "-c", DEPENDENCY_FLOOR],
+        "arrowgate query": [str(ARROWGATE_BIN / "arrowgate"), "--config", str(cfg), "query",
+                            "--format", "csv", "SELECT a, b FROM trips"],
+    }
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
+    load = os.getloadavg()[0]
+    for run in range(runs + 1):
+        names = list(commands)
+        for name in names[run % len(names):] + names[:run % len(names)]:
+            before = os.times()
+            started = time.perf_counter()
+            done = subprocess.run(commands[name], capture_output=True, check=True)
+            wall = time.perf_counter() - started
+            after = os.times()
+            if name == "arrowgate query":
+                assert done.stdout.strip().splitlines()[-1] in (b"1,x", b'1,"x"'), done.stdout
+            if run:  # the first round warms the page cache
+                walls[name].append(wall)
+                cpus[name].append(after.children_user - before.children_user
+                                  + after.children_system - before.children_system)
+    lines = [f"{runs} rounds, commands alternating; load average {load:.1f} at the start, "
+             f"{os.getloadavg()[0]:.1f} at the end",
+             "| command | wall median ms (min-max) | CPU median ms (min-max) |", "|---|---|---|"]
+    for name in commands:
+        w, c = walls[name], cpus[name]
+        lines.append(f"| {name} | {statistics.median(w) * 1000:.0f} ({min(w) * 1000:.0f}-"
+                     f"{max(w) * 1000:.0f}) | {statistics.median(c) * 1000:.0f} "
+                     f"({min(c) * 1000:.0f}-{max(c) * 1000:.0f}) |")
+    return "\n".join(lines)
 
 
 def main() -> None:
