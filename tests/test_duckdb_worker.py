@@ -121,15 +121,15 @@ def test_query_errors_come_back_as_query_errors_and_the_worker_stays(worker):
     assert worker._session.pid == pid
 
 
-def mapping_of(batch) -> tuple[int, str]:
-    """Start and name of the memory mapping holding a batch's first column's values."""
+def mapping_of(batch) -> tuple[int, str, int]:
+    """Start, name and file (inode) of the memory mapping holding a batch's first column."""
     address = batch.column(0).buffers()[1].address
     with open("/proc/self/maps") as fh:
         for line in fh:
             span, *rest = line.split(maxsplit=5)
             low, high = (int(x, 16) for x in span.split("-"))
             if low <= address < high:
-                return low, rest[4].strip() if len(rest) > 4 else ""
+                return low, rest[4].strip() if len(rest) > 4 else "", int(rest[3])
     raise AssertionError("no mapping holds the batch")
 
 
@@ -143,7 +143,7 @@ def test_an_answer_is_read_in_place_from_memory_files_the_worker_hands_over(work
     assert sorted(answer.column("i").to_pylist()) == list(range(400000))
     maps = {mapping_of(b) for b in answer.to_batches()}
     assert len(maps) > 1
-    assert all(name.startswith("/memfd:arrowgate-answer") for _, name in maps)
+    assert all(name.startswith("/memfd:arrowgate-answer") for _, name, _ in maps)
 
 
 def test_a_reader_that_stops_reading_holds_the_worker_back(worker):
@@ -163,7 +163,8 @@ def test_a_reader_that_stops_reading_holds_the_worker_back(worker):
         ticks.append(cpu_ticks(pid))
         if ticks[-1] == ticks[-2]:
             break
-    assert 0 < held() <= WINDOW + 1  # handed over, and the one written next
+    # handed over, the one written next, and the first, which the gateway maps
+    assert 0 < held() <= WINDOW + 2
     assert first.num_rows + reader.read_all().num_rows == 10000000
 
 
@@ -191,7 +192,7 @@ def test_an_answer_that_cannot_be_mapped_stops_the_worker_and_the_next_query_run
                                                                                monkeypatch):
     import errno
 
-    def no_descriptors_left(name: str):
+    def no_descriptors_left(name: str, released):
         raise OSError(errno.EMFILE, "Too many open files", name)
 
     pid = worker._session.pid
@@ -201,3 +202,24 @@ def test_an_answer_that_cannot_be_mapped_stops_the_worker_and_the_next_query_run
     monkeypatch.undo()
     assert rows(worker, "SELECT 2 AS two") == [{"two": 2}]
     assert worker._session.pid != pid
+
+
+def test_memory_files_are_reused_once_released_and_never_while_mapped(worker):
+    import gc
+
+    import pyarrow.compute as pc
+
+    def files(table) -> set[int]:
+        return {mapping_of(b)[2] for b in table.to_batches()}
+
+    query = "SELECT i, i * {k} AS v FROM range(2000000) t(i) ORDER BY i"  # 32 MB
+    kept = worker.execute(query.format(k=1)).reader.read_all()
+    dropped = worker.execute(query.format(k=2)).reader.read_all()
+    kept_files, dropped_files = files(kept), files(dropped)
+    del dropped
+    gc.collect()
+    again = worker.execute(query.format(k=3)).reader.read_all()
+    assert files(again) <= dropped_files  # written into the released ones ...
+    assert not files(again) & kept_files  # ... never into those still mapped
+    assert pc.all(pc.equal(kept["v"], kept["i"])).as_py()
+    assert pc.all(pc.equal(again["v"], pc.multiply(again["i"], 3))).as_py()

@@ -14,6 +14,7 @@ the next query starts a fresh worker.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -55,6 +57,7 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
     segments = SegmentWriter(inp, out, None)
     try:
         while (request := read_frame(inp)) is not None:
+            segments.heard(request)
             op = request["op"]
             if op == "open":
                 segments = SegmentWriter(inp, out, request["spool"])
@@ -64,8 +67,6 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
                     write_frame(out, _error_frame(exc))
                     continue
                 write_frame(out, {"ok": True})
-            elif op == "ack":
-                segments.acknowledged()
             elif op == "execute":
                 if session is None:
                     write_frame(out, {"error": "EngineConnectionError", "message": "not opened"})
@@ -154,6 +155,8 @@ class WorkerSession:
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._stream: _WorkerStream | None = None
+        # segments whose last batch is gone, told to the worker with the next frame
+        self._released: deque[tuple[str, int]] = deque()
         self._stopped_for: type[GatewayError] | None = None
         self._in_flight = False  # a query was sent and its answer is not read to the end
         self._closed = False
@@ -232,9 +235,15 @@ class WorkerSession:
         """Tell the worker the last segment is mapped (a dead worker is noticed later)."""
         assert self._proc is not None and self._proc.stdin is not None
         try:
-            write_frame(self._proc.stdin, {"op": "ack"})
+            write_frame(self._proc.stdin, {"op": "ack", "released": self._take_released()})
         except OSError:
             pass
+
+    def _take_released(self) -> list[tuple[str, int]]:
+        keys = []
+        while self._released:  # appended to from whichever thread frees a batch
+            keys.append(self._released.popleft())
+        return keys
 
     def _stderr_tail(self) -> str:
         if self._stderr is None:
@@ -259,7 +268,8 @@ class WorkerSession:
                 self._start()
             self._in_flight = True
             self._send({"op": "execute", "sql": sql,
-                        "parameters": list(parameters) if parameters is not None else None})
+                        "parameters": list(parameters) if parameters is not None else None,
+                        "released": self._take_released()})
             timer = self._arm_timer()
             try:
                 reply = self._receive()
@@ -361,7 +371,8 @@ class _WorkerStream(Iterator[pa.RecordBatch]):
             frame = session._receive()
             if "segment" in frame:
                 try:
-                    self._segment = open_segment(frame["segment"])
+                    self._segment = open_segment(frame["segment"], functools.partial(
+                        session._released.append, frame["key"]))
                 except FileNotFoundError:  # the worker died before it was opened
                     raise session._died() from None
                 except (OSError, pa.ArrowInvalid) as exc:
