@@ -56,7 +56,7 @@ WINDOW = 4
 POOL = 4
 #: Memory files the gateway maps that the worker keeps open to reuse once released (the
 #: newest ones; an older one lives on only as long as the gateway's map of it).
-HELD = 4
+HELD = 8
 
 
 def write_frame(out: IO[bytes], message: dict[str, Any]) -> None:
