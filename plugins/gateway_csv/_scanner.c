@@ -42,15 +42,12 @@ static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", 
 typedef struct {
     PyObject_HEAD
     MapFile map;
-    const char *data;  /* map.data */
-    Py_ssize_t size;   /* map.size */
     int busy;          /* scans running (changed with the GIL held) */
     int close_pending; /* close() came while scans ran: the last one unmaps */
 } FileObject;
 
 static void file_release(FileObject *self) {
     mapfile_close(&self->map);
-    self->data = NULL;
     self->close_pending = 0;
 }
 
@@ -68,8 +65,6 @@ static void File_dealloc(FileObject *self) {
 static int File_init(FileObject *self, PyObject *args, PyObject *kw) {
     PyObject *pathobj;
     mapfile_close(&self->map); /* __init__ called twice: drop the first mapping */
-    self->data = NULL;
-    self->size = 0;
     if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &pathobj)) return -1;
     int err;
     Py_BEGIN_ALLOW_THREADS
@@ -87,8 +82,6 @@ static int File_init(FileObject *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_OverflowError, "the file is larger than this platform can map");
         return -1;
     }
-    self->data = self->map.data;
-    self->size = (Py_ssize_t)self->map.size;
     return 0;
 }
 
@@ -99,8 +92,9 @@ static PyObject *File_pread(FileObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "nn", &offset, &n)) return NULL;
     if (offset < 0 || n < 0) return PyErr_Format(PyExc_ValueError, "negative offset or length");
     if (!mapfile_is_open(&self->map)) return PyErr_Format(PyExc_ValueError, "the file is closed");
-    if (offset >= self->size) return PyBytes_FromStringAndSize("", 0);
-    if (n > self->size - offset) n = self->size - offset;
+    Py_ssize_t size = (Py_ssize_t)self->map.size;
+    if (offset >= size) return PyBytes_FromStringAndSize("", 0);
+    if (n > size - offset) n = size - offset;
     PyObject *out = PyBytes_FromStringAndSize(NULL, n);
     if (!out) return NULL;
     int64_t got = 0;
@@ -123,7 +117,7 @@ static PyObject *File_close(FileObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-static PyObject *File_get_size(FileObject *self, void *c) { return PyLong_FromSsize_t(self->size); }
+static PyObject *File_get_size(FileObject *self, void *c) { return PyLong_FromSsize_t((Py_ssize_t)self->map.size); }
 
 static PyMethodDef File_methods[] = {
     {"pread", (PyCFunction)File_pread, METH_VARARGS, "pread(offset, n) -> bytes, without touching the mapping"},
@@ -1321,10 +1315,6 @@ static int emit_row(Scan *sc) {
     return 0;
 }
 
-static void release_pages(const char *base, Py_ssize_t from, Py_ssize_t to) {
-    mapfile_release(base, from, to);
-}
-
 static void run_scan(Scan *sc) {
     const char *base = sc->base, *end = base + sc->size;
     const char *p = base + sc->start;
@@ -1357,12 +1347,12 @@ static void run_scan(Scan *sc) {
             sc->rows_out++;
         }
         if (p - released >= (Py_ssize_t)RELEASE_EVERY) {
-            release_pages(base, released - base, row - base);
+            mapfile_release(base, released - base, row - base);
             released = row;
         }
     }
     sc->end = p - base;
-    release_pages(base, released - base, sc->end);
+    mapfile_release(base, released - base, sc->end);
 }
 
 static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
@@ -1399,8 +1389,8 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         plan_free(&plan);
         return PyErr_NoMemory();
     }
-    sc->base = f->data;
-    sc->size = f->size;
+    sc->base = f->map.data;
+    sc->size = (Py_ssize_t)f->map.size;
     sc->plan = &plan;
     sc->start = start < 0 ? 0 : start;
     sc->boundary = boundary;
@@ -1423,7 +1413,7 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         if (!sc->cols) goto oom;
     }
     f->busy++;
-    if (f->data) {
+    if (f->map.data) {
         Py_BEGIN_ALLOW_THREADS
         run_scan(sc);
         Py_END_ALLOW_THREADS

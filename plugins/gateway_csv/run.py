@@ -210,12 +210,12 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
     # grouped by the keys and x, so what is held is the distinct (group, x)
     # pairs, not the rows. Distinct counts of two expressions would need their
     # pairs apart; those queries keep the needed columns whole.
-    distinct = {key(arg_nodes[j]) for j, spec in enumerate(specs[:len(arg_nodes)])
-                if spec[1] == "count_distinct" and arg_nodes[j] is not None}
-    distinct_node = next((arg_nodes[j] for j, spec in enumerate(specs[:len(arg_nodes)])
-                          if spec[1] == "count_distinct"), None) if len(distinct) == 1 else None
-    merger = None if distinct and distinct_node is None \
-        else _Partials(specs, distinct="__d" if distinct_node is not None else None)
+    distinct_args = [node for node, spec in zip(arg_nodes, specs, strict=False)  # + NaN counters
+                     if spec[1] == "count_distinct" and node is not None]
+    one_distinct = len({key(node) for node in distinct_args}) == 1
+    distinct_node = distinct_args[0] if one_distinct else None
+    merger = None if distinct_args and not one_distinct \
+        else _Partials(specs, distinct="__d" if one_distinct else None)
     parts: list[pa.RecordBatch] = []
     for frame, rest in scan_columns(scanners, query):
         frame = filtered(frame, rest)
