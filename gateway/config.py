@@ -21,6 +21,7 @@ from typing import Any
 
 from gateway.engine import Engine, Option
 from gateway.errors import ConfigError
+from gateway.masking import MASK, mask, remember, secret_values
 from gateway.sources import SOURCE_OPTIONS, Source, infer_format
 
 DEFAULT_FILE = "arrowgate.toml"
@@ -46,9 +47,8 @@ class EngineConfig:
 
     def printable_options(self) -> dict[str, Any]:
         """The options with secrets masked, safe to show a user."""
-        return {
-            k: "***" if k in self.secret_keys else redact(v) for k, v in self.options.items()
-        }
+        return {k: MASK if k in self.secret_keys and v not in (None, "", {}, []) else mask(v)
+                for k, v in self.options.items()}
 
 
 @dataclass
@@ -233,8 +233,10 @@ def _check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Op
         if not _type_ok(value, opt.types):
             raise fail(f"{prefix}.{key}",
                        f"must be {opt.type_names()}, not {_tname(value)}", opt.help or None)
+        if opt.secret:
+            remember(*secret_values(value))
         if opt.choices and value not in opt.choices:
-            shown = "the value" if opt.secret else repr(value)
+            shown = "the value" if opt.secret else repr(mask(value))
             raise fail(f"{prefix}.{key}", f"{shown} is not allowed",
                        "allowed: " + ", ".join(map(str, opt.choices)))
         out[key] = value
@@ -260,7 +262,11 @@ def _tname(value: Any) -> str:
 
 
 def expand_env(value: Any, key: str, fail: Any) -> Any:
-    """Replace ``${VAR}`` in strings (recursively in tables and arrays)."""
+    """Replace ``${VAR}`` in strings (recursively in tables and arrays).
+
+    Every substituted value is registered with :func:`gateway.masking.remember`,
+    so it is masked wherever it is printed.
+    """
     if isinstance(value, str):
         if "$" not in value:
             return value
@@ -272,6 +278,7 @@ def expand_env(value: Any, key: str, fail: Any) -> Any:
             if var not in os.environ:
                 raise fail(key, f"environment variable {var} is not set",
                            f"export {var}=... or write the value in the file")
+            remember(os.environ[var])
             return os.environ[var]
 
         return _ENV_REF.sub(sub, value)
@@ -281,22 +288,4 @@ def expand_env(value: Any, key: str, fail: Any) -> Any:
     if isinstance(value, list):
         items = [expand_env(v, f"{key}[{i}]", fail) for i, v in enumerate(value)]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    return value
-
-
-_SECRET_IN_STRING = re.compile(
-    r"(?i)\b(password|passwd|pwd|secret|token|api_key|access_key|secret_key)(\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s;&]+)"
-)
-_SECRET_IN_URL = re.compile(r"(://[^:/@\s]+:)([^@\s]+)(@)")
-
-
-def redact(value: Any) -> Any:
-    """Mask passwords inside connection strings and URLs (recursively)."""
-    if isinstance(value, str):
-        value = _SECRET_IN_STRING.sub(lambda m: f"{m.group(1)}{m.group(2)}***", value)
-        return _SECRET_IN_URL.sub(lambda m: f"{m.group(1)}***{m.group(3)}", value)
-    if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
     return value

@@ -3,10 +3,13 @@
 Engines translate their driver's exceptions into these at the boundary, so a
 front end never sees a driver type. Every error carries the engine's name (when
 one is involved) and the engine's own message; ``str(err)`` reads as one line
-that says what went wrong and, where we know it, what to do.
+that says what went wrong and, where we know it, what to do, with secrets
+masked (:func:`gateway.masking.mask`).
 """
 
 from __future__ import annotations
+
+from gateway.masking import mask_text
 
 
 class GatewayError(Exception):
@@ -31,7 +34,7 @@ class GatewayError(Exception):
     def __str__(self) -> str:
         prefix = f"[{self.engine}] " if self.engine else ""
         suffix = f" ({self.hint})" if self.hint else ""
-        return f"{prefix}{self.message}{suffix}"
+        return mask_text(f"{prefix}{self.message}{suffix}")
 
 
 class ConfigError(GatewayError):
@@ -59,7 +62,7 @@ class ConfigError(GatewayError):
         super().__init__(message, engine=engine, hint=hint)
 
     def __str__(self) -> str:
-        where = ": ".join(p for p in (self.path, self.key) if p)
+        where = mask_text(": ".join(p for p in (self.path, self.key) if p))
         base = super().__str__()
         return f"{where}: {base}" if where else base
 

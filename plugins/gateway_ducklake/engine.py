@@ -16,13 +16,14 @@ from typing import Any, ClassVar
 
 from gateway.engine import EngineResult, Option
 from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
+from gateway.masking import mask_text
 from gateway_duckdb.engine import DuckDBEngine
 from gateway_duckdb.mount import literal, quote_ident
-from gateway_ducklake.catalog import CatalogSpec, scrub
+from gateway_ducklake.catalog import CatalogSpec, parse_libpq
 
 #: DuckDB releases whose extensions exist offline, newest first (see DESIGN.md).
 #: The catalog format each one writes is in ``gateway_ducklake.health.CATALOG_FORMATS``.
-_INHERITED = ("settings", "isolation", "timeout", "extensions")
+_INHERITED = ("settings", "secrets", "isolation", "timeout", "extensions")
 _ATTACH_OPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -91,6 +92,14 @@ class DuckLakeEngine(DuckDBEngine):
 
     def __init__(self, name: str, options: Any, sources: Any):
         self.spec = CatalogSpec.parse(options["catalog"], key=f"engines.{name}.catalog")
+        if self.spec.kind == "postgres" and "sslpassword" in parse_libpq(self.spec.target):
+            raise ConfigError(
+                "sslpassword cannot be passed safely: the postgres scanner takes only the "
+                "password from a DuckDB secret, and anything left in the catalog string is "
+                "readable by every SQL user (duckdb_databases())",
+                key=f"engines.{name}.catalog", engine=name,
+                hint="use a client key file without a passphrase (sslkey=...), readable only "
+                     "by the gateway's user")
         self.extension_files = self._extension_files(name, options)
         version = options.get("duckdb") or default_version(self.spec.kind)
         config = dict(options)
@@ -163,7 +172,7 @@ class DuckLakeEngine(DuckDBEngine):
 
     # -- setup -----------------------------------------------------------------------
     def attach_sql(self) -> str:
-        """The ATTACH statement (it holds the catalog's secrets: never print it)."""
+        """The ATTACH statement; a PostgreSQL password is in :meth:`setup_sql`'s secret instead."""
         opts: dict[str, Any] = {}
         if self.config.get("data_path"):
             opts["DATA_PATH"] = os.path.expanduser(self.config["data_path"])
@@ -188,7 +197,8 @@ class DuckLakeEngine(DuckDBEngine):
             stmts.append(f"SET ducklake_max_retry_count = {int(self.config['max_retry_count'])}")
         if self.spec.kind in ("sqlite", "duckdb"):
             Path(self.spec.target).parent.mkdir(parents=True, exist_ok=True)
-        stmts += [self.attach_sql(), f"USE {quote_ident(self.name)}"]
+        secret = self.spec.secret_sql()
+        stmts += [*([secret] if secret else []), self.attach_sql(), f"USE {quote_ident(self.name)}"]
         return stmts
 
     def connect(self) -> None:
@@ -217,8 +227,8 @@ class DuckLakeEngine(DuckDBEngine):
 
     # -- errors --------------------------------------------------------------------------
     def _explain(self, exc: GatewayError) -> GatewayError:
-        """The error with secrets scrubbed and, for known DuckLake failures, what to do."""
-        message = scrub(exc.message, self.spec.secrets())
+        """The error with secrets masked and, for known DuckLake failures, what to do."""
+        message = mask_text(exc.message)
         message = message.replace(f"ducklake:{self.spec.attach_target}", self.spec.printable())
         lower = message.lower()
         where = self.spec.printable()
@@ -241,16 +251,16 @@ class DuckLakeEngine(DuckDBEngine):
                 engine=self.name,
                 hint="check the password: in the catalog string, through ${VAR}, or in "
                      "PGPASSWORD / ~/.pgpass for PostgreSQL")
+        if "does not exist" in lower and "database" in lower and self.spec.kind == "postgres":
+            return EngineConnectionError(
+                f"the catalog database does not exist: {_first_line(message)}",
+                engine=self.name, hint="create it first (createdb NAME), or fix dbname=")
         if "unable to connect" in lower or "connection refused" in lower \
                 or "could not translate host" in lower or "timeout expired" in lower:
             return EngineConnectionError(
                 f"cannot reach the catalog database: {_first_line(message)}", engine=self.name,
                 hint="check host= and port=, and that the server is running and accepts "
                      "connections from here")
-        if "does not exist" in lower and "database" in lower and self.spec.kind == "postgres":
-            return EngineConnectionError(
-                f"the catalog database does not exist: {_first_line(message)}",
-                engine=self.name, hint="create it first (createdb NAME), or fix dbname=")
         if "data_path is not set" in lower:
             return ConfigError(
                 f"the lake has no data path: {_first_line(message)}",
