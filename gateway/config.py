@@ -22,7 +22,7 @@ from typing import Any
 from gateway.engine import Engine, Option
 from gateway.errors import ConfigError
 from gateway.masking import MASK, mask, remember, secret_values
-from gateway.sources import SOURCE_OPTIONS, Source, infer_format
+from gateway.sources import SOURCE_OPTIONS, Source, infer_format, not_regular
 
 DEFAULT_FILE = "arrowgate.toml"
 DEFAULT_ENGINE_NAME = "duckdb"
@@ -214,6 +214,10 @@ def _check_source(name: str, section: Any, fail: Any, base: Path) -> Source:
     if not source.is_glob and not Path(path).exists():
         raise fail(f"{prefix}.path", f"no such file or folder: {path}",
                    "paths are relative to the configuration file's folder")
+    odd = not_regular(source)
+    if odd is not None:
+        raise fail(f"{prefix}.path", f"{odd[0]} is {odd[1]}, not a file or folder",
+                   "a source is a regular file, a folder, or a glob of regular files")
     return source
 
 

@@ -21,7 +21,7 @@ MISTAKES = {
         "engnes", "unknown key", "allowed at the top level"),
     "unknown_engine_key": (
         '[engines.d]\ntype = "duckdb"\nthreads = 2\n',
-        "engines.d.threads", "unknown key", "read_only, settings"),
+        "engines.d.threads", "unknown key", "read_only, secrets, settings"),
     "unknown_engine_type": (
         '[engines.d]\ntype = "oracle"\n',
         "engines.d.type", "unknown engine type 'oracle'", "installed engine types: "),
@@ -134,3 +134,25 @@ def test_secrets_are_masked_when_printed():
     shown = str(cfg.printable_options())
     assert "hunter2" not in shown
     assert "host=db" in shown and "port=5432" in shown and "postgresql://me:***@db/x" in shown
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "fifo_in_glob", "fifo_in_folder"])
+def test_a_source_that_is_not_a_regular_file_is_a_config_error(kind, tmp_path):
+    import os
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "ok.csv").write_text("x\n1\n")
+    fifo = folder / "pipe.csv"
+    os.mkfifo(fifo)
+    path, what = {"fifo": (str(fifo), "a named pipe (FIFO)"),
+                  "device": ("/dev/zero", "a character device"),
+                  "fifo_in_glob": (str(folder / "*.csv"), "a named pipe (FIFO)"),
+                  "fifo_in_folder": (str(folder), "a named pipe (FIFO)")}[kind]
+    config = {"engines": {"d": {"type": "duckdb"}},
+              "sources": {"t": {"path": path, "format": "csv"}}}
+    with pytest.raises(gateway.ConfigError) as info:
+        gateway.connect(config)
+    assert info.value.key == "sources.t.path"
+    shown = "/dev/zero" if kind == "device" else str(fifo)
+    assert f"{shown} is {what}" in info.value.message
