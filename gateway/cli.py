@@ -7,13 +7,15 @@ and returning an exit code. Command modules import heavy libraries inside
 ``run``, so ``arrowgate --help`` stays fast.
 
 Exit codes: 0 success; 1 a query failed (or, for the shadow and bench
-commands, answers diverged or latency regressed); 2 a usage or configuration
-error; 130 interrupted.
+commands, answers diverged or latency regressed, or the answer could not be
+written); 2 a usage or configuration error; 130 interrupted. A reader that goes
+away (``| head``) ends the command quietly with 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import importlib
 import os
@@ -22,7 +24,15 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
-from gateway.commands import EPILOG, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, formatter
+from gateway.commands import (
+    EPILOG,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_QUERY,
+    EXIT_USAGE,
+    UsageError,
+    formatter,
+)
 from gateway.errors import ConfigError, GatewayError
 
 #: The subcommand modules, in the order ``--help`` lists them.
@@ -53,7 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # a full or closed stdout fails here, not in the exit's flush
+        return code
     except UsageError as exc:
         print(f"arrowgate {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -66,11 +78,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # the reader (head, less) went away: not an error, and nothing more to say
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            # the reader (head, less) went away: not an error, and nothing more to say
+            _silence_stdout()
+            return EXIT_OK
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+            _silence_stdout()
+            why = ("disk full writing standard output" if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                   else f"cannot write standard output: {exc.strerror}")
+            print(f"output error: {why}", file=sys.stderr)
+            return EXIT_QUERY
+        raise
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so what is still buffered fails nowhere at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def entry() -> NoReturn:

@@ -98,6 +98,12 @@ class Unsupported(GatewayError):
         super().__init__(message, engine=engine, hint=hint)
 
 
+class OutputError(GatewayError):
+    """The answer could not be written (disk full, no permission); nothing was left behind."""
+
+    kind = "output"
+
+
 class Cancelled(GatewayError):
     """The query was cancelled before it finished."""
 
@@ -115,6 +121,7 @@ __all__ = [
     "ConfigError",
     "EngineConnectionError",
     "GatewayError",
+    "OutputError",
     "QueryError",
     "QueryTimeout",
     "Unsupported",

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from typing import IO, Any
+from typing import Any
 
 from gateway.commands import EXIT_OK, UsageError, add_command, open_gateway
 from gateway.output import BINARY_FORMATS, FORMATS
@@ -61,7 +60,7 @@ def read_sql(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gateway.output import write
+    from gateway.output import output_file, write
 
     sql = read_sql(args)
     if args.format in BINARY_FORMATS and args.output is None and sys.stdout.isatty():
@@ -70,8 +69,12 @@ def run(args: argparse.Namespace) -> int:
     with open_gateway(args) as gw:
         result = gw.execute(sql, engine=args.engine, parameters=args.param,
                             shadow=args.shadow)
-        with Output(args.output) as out:
-            write(result.reader(), args.format, out, max_rows=args.max_rows)
+        if args.output is None:
+            write(result.reader(), args.format, sys.stdout.buffer, max_rows=args.max_rows)
+            sys.stdout.buffer.flush()
+        else:
+            with output_file(args.output) as out:
+                write(result.reader(), args.format, out, max_rows=args.max_rows)
         if args.format == "table" or args.output is not None:
             print(summary_line(result), file=sys.stderr)
         if result.shadow is not None:
@@ -90,28 +93,3 @@ def summary_line(result: Any) -> str:
     if result.notes.get("skipped_rows"):
         line += f"; {result.notes['skipped_rows']} malformed rows skipped"
     return line
-
-
-class Output:
-    """stdout's binary buffer, or a file opened for writing (removed if writing fails)."""
-
-    def __init__(self, path: str | None):
-        self.path = path
-        self.fh: IO[bytes] | None = None
-
-    def __enter__(self) -> IO[bytes]:
-        if self.path is None:
-            return sys.stdout.buffer
-        try:
-            self.fh = open(self.path, "wb")
-        except OSError as exc:
-            raise UsageError(f"cannot write {self.path}: {exc.strerror}") from None
-        return self.fh
-
-    def __exit__(self, exc_type: Any, *rest: Any) -> None:
-        if self.fh is not None:
-            self.fh.close()
-            if exc_type is not None and self.path is not None:
-                os.unlink(self.path)
-        else:
-            sys.stdout.buffer.flush()
