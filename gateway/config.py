@@ -29,7 +29,7 @@ DEFAULT_ENGINE_NAME = "duckdb"
 TOP_LEVEL_KEYS = ("default_engine", "engines", "sources", "shadow")
 
 _ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass
@@ -174,7 +174,8 @@ def _check_engine(name: str, section: Any, fail: Any,
                   engine_types: Mapping[str, type[Engine]]) -> EngineConfig:
     prefix = f"engines.{name}"
     if not _NAME.match(name):
-        raise fail(prefix, "an engine name must be letters, digits and underscores")
+        raise fail(f"engines.{name!r}", "an engine name must be letters, digits and underscores",
+                   "it names the engine in --engine, listings and shadow records")
     if not isinstance(section, Mapping):
         raise fail(prefix, f"must be a table, not {_tname(section)}")
     type_name = section.get("type")
@@ -195,7 +196,7 @@ def _check_engine(name: str, section: Any, fail: Any,
 def _check_source(name: str, section: Any, fail: Any, base: Path) -> Source:
     prefix = f"sources.{name}"
     if not _NAME.match(name):
-        raise fail(prefix, "a source name must be letters, digits and underscores",
+        raise fail(f"sources.{name!r}", "a source name must be letters, digits and underscores",
                    "it becomes a table name in SQL")
     if not isinstance(section, Mapping):
         raise fail(prefix, f"must be a table with at least path = ..., not {_tname(section)}")
@@ -239,6 +240,10 @@ def _check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Op
                        f"must be {opt.type_names()}, not {_tname(value)}", opt.help or None)
         if opt.secret:
             remember(*secret_values(value))
+        if isinstance(value, int | float) and not isinstance(value, bool) \
+                and not _in_range(value, opt):
+            raise fail(f"{prefix}.{key}", f"{value!r} is out of range",
+                       f"allowed: {_range_text(opt)}" + (f"; {opt.help}" if opt.help else ""))
         if opt.choices and value not in opt.choices:
             shown = "the value" if opt.secret else repr(mask(value))
             raise fail(f"{prefix}.{key}", f"{shown} is not allowed",
@@ -250,6 +255,18 @@ def _check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Op
                 raise fail(f"{prefix}.{key}", "missing", opt.help or None)
             out[key] = opt.default
     return out, frozenset(from_env)
+
+
+def _in_range(value: float, opt: Option) -> bool:
+    if opt.minimum is not None and value < opt.minimum:
+        return False
+    return opt.exclusive_minimum is None or value > opt.exclusive_minimum
+
+
+def _range_text(opt: Option) -> str:
+    if opt.exclusive_minimum is not None:
+        return f"a number greater than {opt.exclusive_minimum:g}"
+    return f"{opt.minimum:g} or more"
 
 
 def _type_ok(value: Any, types: tuple[type, ...]) -> bool:

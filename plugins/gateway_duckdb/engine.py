@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DuckDBEngine", "translate"]
 
-_SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SETTING_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _SEARCH_PATH = f"SET search_path = 'main,{SOURCES_CATALOG}.main'"
 
 
@@ -87,8 +87,9 @@ class DuckDBEngine(Engine):
                             "or hang without taking the gateway down"),
         "extensions": Option((list,), default=[],
                              help='extensions to load, e.g. ["ducklake", "postgres_scanner"]'),
-        "timeout": Option((int, float), help="seconds a query may run in a worker process or "
-                          "CLI before it is stopped"),
+        "timeout": Option((int, float), exclusive_minimum=0,
+                          help="seconds a query may run in a worker process or CLI before it "
+                               "is stopped"),
     }
 
     #: Extensions every instance of this engine type loads (subclasses add theirs).

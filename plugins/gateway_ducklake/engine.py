@@ -24,7 +24,7 @@ from gateway_ducklake.catalog import CatalogSpec, parse_libpq
 #: DuckDB releases whose extensions exist offline, newest first (see DESIGN.md).
 #: The catalog format each one writes is in ``gateway_ducklake.health.CATALOG_FORMATS``.
 _INHERITED = ("settings", "secrets", "isolation", "timeout", "extensions")
-_ATTACH_OPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ATTACH_OPTION = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def default_version(kind: str) -> str:
@@ -76,13 +76,13 @@ class DuckLakeEngine(DuckDBEngine):
                                  "bundled ducklake; for SQL Server the mssql and mssql_ducklake "
                                  "files"),
         "metadata_schema": Option((str,), help="the schema holding the catalog tables"),
-        "data_inlining_row_limit": Option((int,), help="inserts of fewer rows are kept in the "
+        "data_inlining_row_limit": Option((int,), minimum=0, help="inserts of fewer rows are kept in the "
                                           "catalog until flushed (0: always write Parquet)"),
         "encrypted": Option((bool,), help="encrypt the Parquet files the lake writes"),
         "read_only": Option((bool,), default=False, help="attach the lake read-only"),
         "automatic_migration": Option((bool,), default=False,
                                       help="upgrade a catalog written by an older DuckLake"),
-        "max_retry_count": Option((int,), help="commit retries on a conflict with another "
+        "max_retry_count": Option((int,), minimum=0, help="commit retries on a conflict with another "
                                   "writer (DuckLake's default: 10)"),
         "attach_options": Option((dict,), default={},
                                  help="further DuckLake ATTACH options, e.g. "
