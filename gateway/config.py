@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.engine import Engine, Option
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, not_utf8
 from gateway.masking import MASK, mask, remember, secret_values
 from gateway.sources import SOURCE_OPTIONS, Source, infer_format, not_regular
 
@@ -89,8 +89,10 @@ def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | N
 
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        data = path.read_bytes()
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(not_utf8(data, exc), path=str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=str(path),
                           hint="fix the syntax at the line shown") from None

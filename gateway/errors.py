@@ -116,6 +116,15 @@ class QueryTimeout(GatewayError):
     kind = "timeout"
 
 
+def not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
+    """Where a file's bytes stop being UTF-8, for a message: ``not UTF-8: byte 0xe9 at line 3,
+    column 12 (save the file as UTF-8)``."""
+    line = data.count(b"\n", 0, exc.start) + 1
+    column = exc.start - data.rfind(b"\n", 0, exc.start)
+    return (f"not UTF-8: byte 0x{data[exc.start]:02x} at line {line}, column {column} "
+            "(save the file as UTF-8)")
+
+
 __all__ = [
     "Cancelled",
     "ConfigError",

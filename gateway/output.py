@@ -113,9 +113,26 @@ def _write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
     rows = 0
     for batch in reader:
         if batch.num_rows:
-            pacsv.write_csv(batch, out, options)
+            pacsv.write_csv(_nested_as_json(batch), out, options)
             rows += batch.num_rows
     return rows
+
+
+def _nested_as_json(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with its LIST, STRUCT and MAP columns as JSON text (Arrow's CSV writer
+    refuses nested types); NULL stays an empty field, a MAP becomes a JSON object."""
+    import pyarrow as pa
+
+    if not any(pa.types.is_nested(f.type) for f in batch.schema):
+        return batch
+    columns = []
+    for column, fld in zip(batch.columns, batch.schema, strict=True):
+        if pa.types.is_nested(fld.type):
+            column = pa.array([None if v is None else json.dumps(_json_value(v), default=str,
+                                                                  ensure_ascii=False)
+                               for v in column.to_pylist(maps_as_pydicts="lossy")], pa.string())
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 def _json_value(value: Any) -> Any:

@@ -78,3 +78,25 @@ def test_a_reader_that_goes_away_ends_the_command_quietly():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err
     assert err == ""
+
+
+def test_csv_writes_nested_columns_as_json_text(cli):
+    import csv
+    import io
+    import json
+
+    run = cli("query", "--format", "csv",
+              "SELECT [1, 2] AS l, {'a': 1, 'b': 'x,y'} AS s, MAP {'k': 1.5::DOUBLE} AS m, "
+              "[{'q': ['a\"b']}] AS deep, NULL::INT[] AS n, 7 AS plain")
+    assert run.code == 0, run.err
+    header, row = list(csv.reader(io.StringIO(run.out)))
+    assert header == ["l", "s", "m", "deep", "n", "plain"]
+    assert [json.loads(v) for v in row[:4]] == [[1, 2], {"a": 1, "b": "x,y"}, {"k": 1.5},
+                                                  [{"q": ['a"b']}]]
+    assert row[4:] == ["", "7"]
+
+
+def test_csv_of_duckdb_databases(cli):
+    run = cli("query", "--format", "csv", "SELECT * FROM duckdb_databases()")
+    assert run.code == 0 and "Traceback" not in run.err, run.err
+    assert run.out.startswith("database_name,")

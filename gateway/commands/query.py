@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from gateway.commands import EXIT_OK, UsageError, add_command, open_gateway
+from gateway.errors import not_utf8
 from gateway.output import BINARY_FORMATS, FORMATS
 
 
@@ -44,19 +45,26 @@ def read_sql(args: argparse.Namespace) -> str:
         raise UsageError("give the SQL either as an argument or with -f, not both")
     if args.file is not None:
         try:
-            with open(args.file, encoding="utf-8") as fh:
-                sql = fh.read()
+            with open(args.file, "rb") as fh:
+                sql = _decoded(fh.read(), args.file)
         except OSError as exc:
             raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
     elif args.sql is not None:
         sql = args.sql
     elif not sys.stdin.isatty():
-        sql = sys.stdin.read()
+        sql = _decoded(sys.stdin.buffer.read(), "standard input")
     else:
         raise UsageError("no SQL given: pass it as an argument, with -f FILE, or on stdin")
     if not sql.strip():
         raise UsageError("the SQL is empty")
     return sql
+
+
+def _decoded(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{where}: {not_utf8(data, exc)}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -334,8 +334,11 @@ class DuckDBEngine(Engine):
                                hint="see DuckDB's list: SELECT * FROM duckdb_settings()")
         i -= len(settings)
         if i < len(mounts):
-            return QueryError(f"cannot mount the sources: {exc.message}", engine=self.name,
-                              hint="check the [sources] paths and CSV options")
+            # mounts[0] attaches the sources catalog; mounts[k] is the view of source k - 1
+            source = list(self.sources.values())[i - 1] if i else None
+            what = f"the source {source.name} ({source.path})" if source else "the sources"
+            return QueryError(f"cannot mount {what}: {exc.message.splitlines()[0]}",
+                              engine=self.name, hint="check the [sources] paths and CSV options")
         return QueryError(f"the engine's setup failed: {exc.message}", engine=self.name)
 
     def close(self) -> None:
