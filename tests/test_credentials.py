@@ -1,6 +1,6 @@
 """Credentials never reach SQL users, stores or printed output, on every engine type that takes
 them: ducklake (a PostgreSQL catalog's password, written in the string or through ${VAR}) and
-duckdb (``secrets``, in process and in a worker process).
+duckdb (``secrets``, in process, as an ADBC driver and in a worker process).
 
 Every probe a SQL user or an operator has is run, and the secret bytes must appear nowhere:
 duckdb_databases(), duckdb_secrets() (redacted and not), every setting (what current_setting()
@@ -30,7 +30,7 @@ PROBES = [
 ]
 
 
-def write_config(postgres, tmp_path) -> tuple[str, list[str]]:
+def write_config(postgres, tmp_path, *, shadow: bool = True) -> tuple[str, list[str]]:
     suffix = secrets.token_hex(3)
     postgres.create_database(f"cred_kw_{suffix}")
     postgres.create_database(f"cred_uri_{suffix}")
@@ -54,6 +54,11 @@ data_path = "{data}/uri/"
 type = "duckdb"
 secrets = {{ web = {{ type = "http", bearer_token = "{TOKEN}" }} }}
 
+[engines.duck_adbc]
+type = "duckdb"
+version = "{DUCKDB}"
+secrets = {{ web = {{ type = "http", bearer_token = "{TOKEN}" }} }}
+
 [engines.duck_worker]
 type = "duckdb"
 isolation = "process"
@@ -61,11 +66,9 @@ secrets = {{ web = {{ type = "http", bearer_token = "${{ARROWGATE_TEST_TOKEN}}" 
 
 [engines.plain]
 type = "duckdb"
-
-[shadow]
-reference = "plain"
-store = "{store}"
 '''
+    if shadow:
+        text += f'[shadow]\nreference = "plain"\nstore = "{store}"\n'
     path = tmp_path / "arrowgate.toml"
     path.write_text(text)
     return str(path), [pw, TOKEN]
@@ -79,7 +82,7 @@ def test_no_probe_shows_a_credential(postgres, tmp_path, monkeypatch, cli, caplo
     config, hidden = write_config(postgres, tmp_path)
     seen: list[str] = []
     answered = 0
-    for engine in ("lake_kw", "lake_uri", "duck", "duck_worker"):
+    for engine in ("lake_kw", "lake_uri", "duck", "duck_adbc", "duck_worker"):
         for sql in PROBES:
             run = cli("--config", config, "query", "-e", engine, "--format", "json", sql)
             seen += [run.out, run.err]
@@ -88,7 +91,7 @@ def test_no_probe_shows_a_credential(postgres, tmp_path, monkeypatch, cli, caplo
         if engine.startswith("lake"):
             run = cli("--config", config, "query", "-e", engine, "SELECT 42 AS answer")
             assert run.code == 0 and "42" in run.out, run.err
-    assert answered >= 16, seen
+    assert answered >= 20, seen
     for args in (("engines",), ("lake", "check", "lake_kw"), ("lake", "check", "lake_uri")):
         run = cli("--config", config, *args)
         assert run.code == 0, run.err
@@ -118,6 +121,28 @@ def test_errors_from_the_api_carry_no_credential(postgres, tmp_path, monkeypatch
                 gw.execute("SELECT * FROM duckdb_secrets(redact := false)", engine=engine)
             for secret in hidden:
                 assert secret not in str(info.value) and secret not in info.value.message
+
+
+@pytest.mark.postgres
+def test_the_query_log_never_sees_a_credential(postgres, tmp_path, monkeypatch):
+    """A SQL user switches DuckDB's query log on, then makes the engine open another
+    connection (a second open result): the secret is not created again, so not logged."""
+    monkeypatch.setenv("ARROWGATE_TEST_LAKE_PW", postgres.password)
+    monkeypatch.setenv("ARROWGATE_TEST_TOKEN", TOKEN)
+    # no [shadow]: a shadowed engine reads each answer whole, and no second connection opens
+    config, hidden = write_config(postgres, tmp_path, shadow=False)
+    with gateway.connect(config) as gw:
+        for engine in ("lake_kw", "lake_uri", "duck", "duck_adbc", "duck_worker"):
+            gw.execute("CALL enable_logging('QueryLog')", engine=engine).to_arrow()
+            first = gw.execute("SELECT * FROM range(10000000)", engine=engine)
+            second = gw.execute("SELECT 1 AS x", engine=engine).to_arrow()
+            assert second.num_rows == 1
+            first.to_arrow()
+            logged = gw.execute("SELECT message FROM duckdb_logs", engine=engine).to_arrow()
+            text = str(logged.to_pylist())
+            assert "SELECT 1 AS x" in text, engine  # the log works
+            for secret in hidden:
+                assert secret not in text, engine
 
 
 def test_a_credential_in_settings_is_refused(tmp_path):

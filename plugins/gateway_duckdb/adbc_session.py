@@ -21,7 +21,7 @@ turned back into the KeyboardInterrupt it was.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,10 @@ class AdbcSession:
         setup: statements run on every new connection (extension loads,
             settings, source views, the engine's ``setup_sql``).
         engine: the engine's name, for errors.
+        once: the positions in ``setup`` of statements run on the first
+            connection only: ``CREATE SECRET``, whose secret every connection of
+            the database shares, and whose text must not run again once a SQL
+            user may have switched on DuckDB's query log.
 
     Raises:
         EngineConnectionError: the library cannot be loaded or the database opened.
@@ -60,12 +64,13 @@ class AdbcSession:
     """
 
     def __init__(self, library: Path, database: str, setup: Sequence[str], engine: str,
-                 read_only: bool = False):
+                 read_only: bool = False, once: Collection[int] = ()):
         import adbc_driver_manager
         import adbc_driver_manager.dbapi as dbapi
 
         self.engine = engine
         self._setup = list(setup)
+        self._once = frozenset(once)
         self._lock = threading.Lock()
         self._idle: list[Any] = []
         self._running: set[Any] = set()
@@ -81,10 +86,10 @@ class AdbcSession:
         except adbc_driver_manager.Error as exc:
             raise EngineConnectionError(f"cannot open {database!r} with {library}: {exc}",
                                         engine=engine) from None
-        self._setup_connection(self._first)
+        self._setup_connection(self._first, first=True)
         self._idle.append(self._first)
 
-    def _setup_connection(self, con: Any) -> None:
+    def _setup_connection(self, con: Any, *, first: bool = False) -> None:
         import adbc_driver_manager
 
         cur = con.cursor()
@@ -96,6 +101,8 @@ class AdbcSession:
                     raise EngineConnectionError(f"cannot configure the connection ({stmt}): "
                                                 f"{_message(exc)}", engine=self.engine) from None
             for i, stmt in enumerate(self._setup):
+                if i in self._once and not first:
+                    continue
                 try:
                     cur.execute(stmt)
                 except adbc_driver_manager.Error as exc:

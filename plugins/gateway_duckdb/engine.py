@@ -146,7 +146,12 @@ class DuckDBEngine(Engine):
                     raise ConfigError("not a secret parameter name", key=f"{key}.{param}")
 
     def secret_statements(self) -> list[str]:
-        """``CREATE OR REPLACE SECRET`` for each entry of ``secrets`` (temporary: in memory)."""
+        """``CREATE OR REPLACE SECRET`` for each entry of ``secrets`` (temporary: in memory).
+
+        Run once per database, right after the extensions load, never on a later
+        connection (see :class:`gateway_duckdb.adbc_session.AdbcSession`); a
+        subclass adds the secrets its ATTACH statements need.
+        """
         stmts = []
         for name, params in self.config["secrets"].items():
             body = ", ".join(f"{k.upper()} {v if k == 'type' else literal(v)}"
@@ -227,8 +232,9 @@ class DuckDBEngine(Engine):
         mounts = mount_statements(self.sources)
         extra = [s.strip().rstrip(";") for s in self.setup_sql()]
         setup += secrets + settings + mounts + extra
+        once = range(len(self.extensions), len(self.extensions) + len(secrets))
         try:
-            self._session = self._open(library, setup, settings)
+            self._session = self._open(library, setup, settings, once)
         except SetupFailed as exc:
             raise self._setup_error(exc, len(self.extensions), len(secrets), settings,
                                     mounts) from None
@@ -282,7 +288,8 @@ class DuckDBEngine(Engine):
             raise ConfigError(exc.message, key=f"engines.{self.name}.extensions",
                               engine=self.name, hint=exc.hint) from None
 
-    def _open(self, library: Path | None, setup: list[str], settings: list[str]) -> Session:
+    def _open(self, library: Path | None, setup: list[str], settings: list[str],
+              once: range) -> Session:
         database, read_only = self.config["database"], self.config["read_only"]
         timeout = self.config.get("timeout")
         if self.config.get("cli"):
@@ -303,12 +310,13 @@ class DuckDBEngine(Engine):
             root = library.parent if (library.parent / "duckdb" / "__init__.py").is_file() \
                 else None
             return WorkerSession(library, root, database, setup, settings, _SEARCH_PATH,
-                                 self.name, read_only=read_only, timeout=timeout)
+                                 self.name, read_only=read_only, timeout=timeout,
+                                 once=list(once))
         if library is not None:
             from gateway_duckdb.adbc_session import AdbcSession
 
             return AdbcSession(library, database, [*setup, _SEARCH_PATH], self.name,
-                               read_only=read_only)
+                               read_only=read_only, once=once)
         from gateway_duckdb.python_session import PythonSession
 
         return PythonSession(database, setup, settings, self.name, read_only=read_only)
@@ -321,9 +329,10 @@ class DuckDBEngine(Engine):
                                key=f"engines.{self.name}.extensions", engine=self.name)
         i -= n_ext
         if i < n_secrets:
-            name = list(self.config["secrets"])[i]
+            names = list(self.config["secrets"])  # then a subclass's own secrets
+            key = f"engines.{self.name}" + (f".secrets.{names[i]}" if i < len(names) else "")
             return ConfigError(f"cannot create the secret: {exc.message.splitlines()[0]}",
-                               key=f"engines.{self.name}.secrets.{name}", engine=self.name,
+                               key=key, engine=self.name,
                                hint="see DuckDB's secret types: SELECT * FROM "
                                     "duckdb_secret_types()")
         i -= n_secrets

@@ -107,7 +107,7 @@ def _open_session(request: dict[str, Any]) -> Any:
 
     return AdbcSession(Path(request["library"]), request["database"],
                        [*request["setup"], request["search_path"]], request["engine"],
-                       read_only=request["read_only"])
+                       read_only=request["read_only"], once=request["once"])
 
 
 def main() -> None:
@@ -129,6 +129,8 @@ class WorkerSession:
         database, read_only: what the worker opens.
         setup: statements run once after connecting; ``settings`` (the SET
             statements among them) are repeated on every cursor.
+        once: positions in ``setup`` never repeated on another connection
+            (see :class:`gateway_duckdb.adbc_session.AdbcSession`).
         search_path: the statement that puts the source views on the search path.
         engine: the engine's name, for errors.
         timeout: seconds one query may take (to its last row) before the
@@ -141,7 +143,8 @@ class WorkerSession:
 
     def __init__(self, library: Path, root: Path | None, database: str, setup: Sequence[str],
                  settings: Sequence[str], search_path: str, engine: str,
-                 read_only: bool = False, timeout: float | None = None):
+                 read_only: bool = False, timeout: float | None = None,
+                 once: Sequence[int] = ()):
         self.engine = engine
         self.timeout = timeout
         # answers come back in memory files; elsewhere than Linux, in files in this folder
@@ -150,6 +153,7 @@ class WorkerSession:
                               "root": str(root) if root is not None else None,
                               "database": database, "setup": list(setup),
                               "settings": list(settings), "search_path": search_path,
+                              "once": list(once),
                               "engine": engine, "read_only": read_only}
         self._lock = threading.RLock()
         self._proc: subprocess.Popen[bytes] | None = None

@@ -172,7 +172,8 @@ class DuckLakeEngine(DuckDBEngine):
 
     # -- setup -----------------------------------------------------------------------
     def attach_sql(self) -> str:
-        """The ATTACH statement; a PostgreSQL password is in :meth:`setup_sql`'s secret instead."""
+        """The ATTACH statement; a PostgreSQL password is in a secret instead
+        (:meth:`secret_statements`)."""
         opts: dict[str, Any] = {}
         if self.config.get("data_path"):
             opts["DATA_PATH"] = os.path.expanduser(self.config["data_path"])
@@ -191,14 +192,18 @@ class DuckLakeEngine(DuckDBEngine):
         return (f"ATTACH IF NOT EXISTS {literal('ducklake:' + self.spec.attach_target)} "
                 f"AS {quote_ident(self.name)}{options}")
 
+    def secret_statements(self) -> list[str]:
+        """The engine's ``secrets``, and the catalog's password for the postgres scanner."""
+        secret = self.spec.secret_sql()
+        return [*super().secret_statements(), *([secret] if secret else [])]
+
     def setup_sql(self) -> list[str]:
         stmts = [f"LOAD {literal(str(p))}" for p in self.extension_files]
         if self.config.get("max_retry_count") is not None:
             stmts.append(f"SET ducklake_max_retry_count = {int(self.config['max_retry_count'])}")
         if self.spec.kind in ("sqlite", "duckdb"):
             Path(self.spec.target).parent.mkdir(parents=True, exist_ok=True)
-        secret = self.spec.secret_sql()
-        stmts += [*([secret] if secret else []), self.attach_sql(), f"USE {quote_ident(self.name)}"]
+        stmts += [self.attach_sql(), f"USE {quote_ident(self.name)}"]
         return stmts
 
     def connect(self) -> None:
