@@ -58,8 +58,8 @@ def output_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     target = Path(path)
     if target.exists() and not target.is_file():
         try:
-            with target.open("wb") as fh:
-                yield fh
+            with target.open("wb") as device:
+                yield device
         except OSError as exc:
             raise OutputError(_why(exc, target)) from None
         return
