@@ -32,7 +32,6 @@ KIND_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "mssql": (),
 }
 _ALIASES = {"postgresql": "postgres", "pg": "postgres", "sqlserver": "mssql", "sqlite3": "sqlite"}
-_MSSQL_PASSWORD = re.compile(r"(?i)((?:^|;)\s*(?:password|pwd)\s*=\s*)(\{(?:[^}]|\}\})*\}|[^;]*)")
 
 
 @dataclass(frozen=True)
@@ -112,8 +111,6 @@ class CatalogSpec:
 
     def printable(self) -> str:
         """The catalog with any password masked."""
-        if self.kind == "mssql":
-            return f"mssql:{mask_mssql_password(self.target)}"
         return f"{self.kind}:{mask(self.target)}"
 
     def secrets(self) -> list[str]:
@@ -238,10 +235,6 @@ def parse_mssql(conn: str) -> dict[str, str]:
             out[key] = conn[pos:end].strip()
             pos = end + 1
     return out
-
-
-def mask_mssql_password(conn: str) -> str:
-    return _MSSQL_PASSWORD.sub(lambda m: f"{m.group(1)}***", conn)
 
 
 #: ADO keys and the ODBC keys pyodbc's drivers understand for them.
