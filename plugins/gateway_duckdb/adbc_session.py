@@ -106,6 +106,8 @@ class AdbcSession:
                 try:
                     cur.execute(stmt)
                 except adbc_driver_manager.Error as exc:
+                    if _interrupted(exc):  # Ctrl-C while connecting (see the module's notes)
+                        raise KeyboardInterrupt from None
                     raise SetupFailed(i, _message(exc)) from None
         finally:
             cur.close()
@@ -158,10 +160,9 @@ class AdbcSession:
 
     def _error(self, exc: BaseException, asked: bool) -> BaseException:
         """The gateway error for a driver error; KeyboardInterrupt for an unasked cancel."""
-        duck = _as_duck(exc)
-        if not asked and type(duck).__name__ == "InterruptException":
+        if not asked and _interrupted(exc):
             return KeyboardInterrupt()
-        return translate(duck, self.engine)
+        return translate(_as_duck(exc), self.engine)
 
     def _release(self, con: Any, cur: Any) -> None:
         self._running.discard(cur)
@@ -209,8 +210,13 @@ class _DriverError(Exception):
     """A driver error re-labelled with the message DuckDB gave, for :func:`translate`."""
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Whether the driver stopped the statement: cancelled, or DuckDB's interrupt."""
+    return "CANCELLED" in str(exc)[:20] or "INTERRUPT" in _message(exc).upper()
+
+
 def _as_duck(exc: BaseException) -> BaseException:
     message = _message(exc)
-    if "CANCELLED" in str(exc)[:20] or "INTERRUPT" in message.upper():
+    if _interrupted(exc):
         return type("InterruptException", (_DriverError,), {})(message)
     return _DriverError(message)
