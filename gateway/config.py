@@ -41,8 +41,8 @@ class EngineConfig:
     options: dict[str, Any]
     #: Keys whose values must never be printed.
     secret_keys: frozenset[str] = frozenset()
-    #: Keys whose values came from ``${VAR}`` (treated as secret when printed
-    #: inside connection strings).
+    #: Keys whose values came from ``${VAR}`` (the values themselves are
+    #: registered with :func:`gateway.masking.remember` and masked when printed).
     from_env: frozenset[str] = frozenset()
 
     def printable_options(self) -> dict[str, Any]:
