@@ -1,10 +1,12 @@
 """The ``arrowgate`` command: argument parsing, dispatch and exit codes.
 
-Each subcommand lives in its own module under ``gateway.commands`` and is
-listed in :data:`COMMANDS`; a module exposes ``register(subparsers)``, which
-adds its parser and sets ``run`` to a function taking the parsed arguments
-and returning an exit code. Command modules import heavy libraries inside
-``run``, so ``arrowgate --help`` stays fast.
+Each core subcommand lives in its own module under ``gateway.commands`` and
+is listed in :data:`COMMANDS`; a module exposes ``register(subparsers)``,
+which adds its parser and sets ``run`` to a function taking the parsed
+arguments and returning an exit code. Plugins add theirs through the hook
+``arrowgate_register_commands``, called after the core commands. Command
+modules import heavy libraries inside ``run``, so ``arrowgate --help`` stays
+fast.
 
 Exit codes: 0 success; 1 a query failed (or, for the shadow and bench
 commands, answers diverged or latency regressed); 2 a usage or configuration
@@ -19,18 +21,27 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from gateway.commands import EPILOG, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, formatter
 from gateway.errors import ConfigError, GatewayError
 
-#: The subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ["query", "engines", "sources", "lake", "lakebench", "data", "shadow", "bench"]
+#: The core subcommand modules, in the order ``--help`` lists them (plugins' follow).
+COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
+    """The ``arrowgate`` parser: the core commands, then those plugins register.
+
+    ``plugins`` are registered beside the installed ones (as in
+    :func:`gateway.connect`).
+
+    Raises:
+        ConfigError: a plugin failed to import (see ``ARROWGATE_PLUGINS``).
+    """
     from gateway import __version__
+    from gateway.plugins import build_plugin_manager
 
     parser = argparse.ArgumentParser(
         prog="arrowgate",
@@ -43,11 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"gateway.commands.{name}").register(sub)
+    build_plugin_manager(plugins).hook.arrowgate_register_commands(subparsers=sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     args = parser.parse_args(argv)
     if getattr(args, "run", None) is None:
         parser.print_help(sys.stderr)
