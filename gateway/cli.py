@@ -16,16 +16,15 @@ error; 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import sys
-import threading
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from gateway.commands import EPILOG, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, formatter
 from gateway.errors import ConfigError, GatewayError
+from gateway.startup import exit_now, tune_collector
 
 #: The core subcommand modules, in the order ``--help`` lists them (plugins' follow).
 COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench"]
@@ -90,32 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> NoReturn:
-    """The ``arrowgate`` console script: :func:`main`, tuned for a short-lived process.
-
-    Two costs that a one-shot command gets nothing back for are skipped; on a
-    one-row ``arrowgate query`` here they were a quarter of its time:
-
-    - the cyclic garbage collector running dozens of times while sqlglot and
-      pyarrow import their thousands of classes (22-39 ms): the first
-      generation's threshold is raised, so it still runs on long commands;
-    - the interpreter's teardown of every imported module (60-100 ms, and
-      130-250 ms with numpy loaded), which frees memory the exit frees anyway.
-      Exit handlers still run, and output is flushed; while a thread other than
-      this one is alive (a background shadow run), the exit is the normal one.
-    """
-    gc.set_threshold(100_000, *gc.get_threshold()[1:])
-    code = main()
-    if threading.active_count() > 1:
-        sys.exit(code)
-    import atexit
-
-    atexit._run_exitfuncs()  # finalizers, temporary folders, logging: what exit would run
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (BrokenPipeError, ValueError):  # the reader left, or the stream is closed
-            pass
-    os._exit(code)
+    """The ``arrowgate`` console script: :func:`main`, tuned for a short-lived process
+    (:mod:`gateway.startup` says how, and what each step saves)."""
+    tune_collector()
+    exit_now(main())
 
 
 if __name__ == "__main__":
