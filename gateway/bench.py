@@ -1,6 +1,6 @@
 """The benchmark protocol, as a library every benchmark in the project reuses.
 
-The method (``DESIGN.md``, "Benchmark method"):
+The method (docs/benchmarks.md, "Method"):
 
 1. Answers first. Every engine answers every query once and each answer is
    compared with the first engine's by :func:`gateway.compare.compare_outcomes`.
