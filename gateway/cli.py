@@ -37,7 +37,8 @@ def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
     :func:`gateway.connect`).
 
     Raises:
-        ConfigError: a plugin failed to import (see ``ARROWGATE_PLUGINS``).
+        ConfigError: a plugin failed to import, or to add its commands (a name
+            already taken, a command to extend that does not exist).
     """
     from gateway import __version__
     from gateway.plugins import build_plugin_manager
@@ -53,7 +54,11 @@ def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"gateway.commands.{name}").register(sub)
-    build_plugin_manager(plugins).hook.arrowgate_register_commands(subparsers=sub)
+    try:
+        build_plugin_manager(plugins).hook.arrowgate_register_commands(subparsers=sub)
+    except Exception as exc:  # a plugin's bug must not make every command a traceback
+        raise ConfigError(f"a plugin failed to add its commands: {type(exc).__name__}: {exc}",
+                          hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
     return parser
 
 

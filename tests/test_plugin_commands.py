@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import gateway
 from gateway.cli import build_parser
 from gateway.commands import EXIT_OK, add_action, add_command
@@ -72,3 +74,21 @@ def test_help_imports_no_engine_driver_or_heavy_library():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_plugin_taking_a_command_name_already_taken_is_a_configuration_error():
+    class Clash:
+        @gateway.hookimpl
+        def arrowgate_register_commands(self, subparsers):
+            add_command(subparsers, "query", help="mine", description="Mine.", examples=["x"])
+
+    class NoSuchCommand:
+        @gateway.hookimpl
+        def arrowgate_register_commands(self, subparsers):
+            add_action(subparsers, "nothing", "x", help="", description="", summary="",
+                       examples=[])
+
+    for plugin, message in [(Clash(), "conflicting subparser: query"),
+                            (NoSuchCommand(), "'nothing'")]:
+        with pytest.raises(gateway.ConfigError, match=message):
+            build_parser(plugins=[plugin])
