@@ -21,7 +21,8 @@ from gateway_duckdb.engine import DuckDBEngine
 from gateway_duckdb.mount import literal, quote_ident
 from gateway_ducklake.catalog import CatalogSpec, parse_libpq
 
-#: DuckDB releases whose extensions exist offline, newest first (see DESIGN.md).
+#: DuckDB releases whose extensions exist offline, newest first (docs/ducklake.md,
+#: "How it runs").
 #: The catalog format each one writes is in ``gateway_ducklake.health.CATALOG_FORMATS``.
 _INHERITED = ("settings", "secrets", "isolation", "timeout", "extensions")
 _ATTACH_OPTION = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
