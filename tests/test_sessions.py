@@ -352,3 +352,9 @@ def test_the_catalog_tree_on_10000_tables() -> None:
         assert gw.tables(types=["VIEW"]) == []
         assert [(c.column, str(c.type)) for c in gw.columns(table="t5000")] == \
             [("a", "int32"), ("b", "string")]
+
+
+@pytest.mark.parametrize("key", ["timeout", "connect_timeout"])
+def test_the_common_timeouts_must_be_positive(key: str) -> None:
+    with pytest.raises(gateway.ConfigError, match=f"{key}: -1 is out of range"):
+        gateway.connect({"engines": {"d": {"type": "csv", key: -1}}})
