@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from gateway.engine import Engine
     from gateway.errors import GatewayError
     from gateway.events import QueryEvent
+    from gateway.shadow_record import ShadowRecord
 
 hookspec = pluggy.HookspecMarker("arrowgate")
 
@@ -98,6 +99,24 @@ def arrowgate_rewrite_sql(sql: str, engine: str, engine_type: str) -> str | None
         The SQL to run instead, or None to leave it alone. firstresult: the
         first plugin that returns a string wins (plugins registered later are
         called first).
+    """
+
+
+@hookspec
+def arrowgate_shadow_finished(record: ShadowRecord) -> None:
+    """Observe a shadow record becoming final.
+
+    Called once per record (compared or skipped), after it is appended to the
+    shadow store and after its done-callbacks, in the thread that completes
+    it: the caller's, on the last read of a shadowed answer, or the verdict
+    thread with ``background = true``.
+
+    Args:
+        record: the final :class:`gateway.shadow_record.ShadowRecord`
+            (``record.query_id`` ties it to the query's other events).
+
+    Returns nothing; all implementations are called. An exception raised here
+    is reported as a warning and does not reach the caller.
     """
 
 
