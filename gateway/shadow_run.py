@@ -208,15 +208,9 @@ class _ShadowRun:
                         "primary_vs_reference": verdict.to_dict()})
 
     def _save_and_complete(self) -> None:
-        record = self.record
-        try:
-            if self.store and self.settings.store:
-                ShadowStore(self.settings.store).append([record])
-        except GatewayError as exc:
-            warnings.warn(f"shadow record {record.id} not stored: {exc.message}"
-                          + (f" ({exc.hint})" if exc.hint else ""), RuntimeWarning, stacklevel=2)
-        finally:
-            record._complete(lambda r: _notify_finished(self.gw, r))
+        if self.store and self.settings.store:
+            ShadowStore(self.settings.store).add(self.record)  # written with the next flush
+        self.record._complete(lambda r: _notify_finished(self.gw, r))
 
 
 def _outcome(answer: Answer) -> pa.Table | BaseException:
