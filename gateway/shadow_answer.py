@@ -205,20 +205,22 @@ class _Hasher(threading.Thread):
 def _hash_rows(batches: list[pa.RecordBatch], con: Any) -> tuple[int, int, int]:
     """Row count, sum (mod 2**64) and xor of the hashes of the rows' normalized values."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     rows = sum(b.num_rows for b in batches)
     if not batches or batches[0].num_columns == 0 or rows == 0:
         return rows, 0, 0
     table = pa.Table.from_batches(batches)
-    table = pa.table([_normalized(c) for c in table.columns],
-                     names=[f"c{i}" for i in range(table.num_columns)])
+    columns = [pc.cast(c, c.type.value_type) if pa.types.is_dictionary(c.type) else c
+               for c in table.columns]
+    table = pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
     if con is None:
         import duckdb
 
         con = duckdb.connect(config={"threads": 1})
     con.register("answer", table)
     try:
-        args = ", ".join(table.column_names)
+        args = ", ".join(_normalized(f"c{i}", c.type) for i, c in enumerate(columns))
         hsum, hxor = con.execute(
             f"SELECT coalesce(sum(h), 0)::HUGEINT, coalesce(bit_xor(h), 0) "
             f"FROM (SELECT hash({args}) AS h FROM answer)").fetchall()[0]
@@ -227,24 +229,20 @@ def _hash_rows(batches: list[pa.RecordBatch], con: Any) -> tuple[int, int, int]:
     return rows, int(hsum) & _MASK, int(hxor)
 
 
-def _normalized(column: Any) -> Any:
-    """One value, one representation: what the comparator's equivalences treat as equal
-    (numbers of any type as float64, -0.0 as 0.0, timestamps as UTC microseconds,
-    dictionary columns decoded) hashes alike."""
+def _normalized(name: str, t: pa.DataType) -> str:
+    """One value, one representation, in DuckDB SQL (vector at a time, no copy of the
+    answer): what the comparator's equivalences treat as equal hashes alike. Numbers
+    of any type as DOUBLE (``+ 0.0`` turns -0.0 into 0.0), timestamps of any unit and
+    zone as UTC microseconds; DuckDB reads every Arrow string and binary type alike."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    t = column.type
-    if pa.types.is_dictionary(t):
-        column = pc.cast(column, t.value_type)
-        t = column.type
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return pc.add(pc.cast(column, pa.float64(), safe=False), 0.0)  # -0.0 + 0.0 is 0.0
+        return f"({name}::DOUBLE + 0.0)"
     if pa.types.is_timestamp(t):
-        return pc.cast(column, pa.timestamp("us", tz="UTC"), safe=False)
-    if pa.types.is_date64(t):
-        return pc.cast(column, pa.date32())
-    return column
+        if t.tz is not None:
+            return f"epoch_us({name}::TIMESTAMPTZ)"
+        return f"epoch_us({name}::TIMESTAMP)"
+    return name
 
 
 def digest_verdict(primary: Digest, reference: Digest, *, sql: str | None,

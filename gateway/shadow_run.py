@@ -59,12 +59,13 @@ class _Reference(threading.Thread):
                                      shadow=False)
             with self._lock:
                 self._result = result
-                cancelled = self._cancelled
-            if cancelled:
-                _cancel_query(self.gw, self.engine, result)
             schema = result.schema
-            for batch in result.reader():
-                answer.add(batch)
+            with result:
+                for batch in result.reader():
+                    if self._cancelled:
+                        raise QueryTimeout("the verdict stopped waiting for it",
+                                           engine=self.engine)
+                    answer.add(batch)
             self.peak = result.notes.get("peak_memory_bytes")
             answer.finish(schema)
         except BaseException as exc:
@@ -77,18 +78,13 @@ class _Reference(threading.Thread):
             self._once(self.second)
 
     def cancel(self) -> None:
-        """Stop the reference's query (the verdict no longer waits for it)."""
+        """Stop the reference's query (the verdict no longer waits for it), and only it.
+
+        The reader stops at its next batch and closes the answer; a query
+        still starting finishes starting first (the thread is a daemon).
+        """
         with self._lock:
             self._cancelled = True
-            result = self._result
-        _cancel_query(self.gw, self.engine, result)
-
-
-def _cancel_query(gw: Gateway, engine: str, result: Result | None) -> None:
-    try:
-        gw.engine(engine).cancel()
-    except Exception:
-        pass  # cancelling is best effort; the thread is a daemon
 
 
 class _ShadowRun:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 
@@ -166,6 +167,10 @@ def test_closing_the_answer_early_skips_the_record_and_stops_the_reference(tmp_p
         assert record.done() and record.status == "skipped"
         assert "closed the answer after" in record.skip_reason
         result.close()
+        deadline = time.monotonic() + 30  # the reference stops reading at its next batch
+        while any(t.name == "shadow-reference" for t in threading.enumerate()):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
     assert hooked == ["skipped"]
 
 
