@@ -16,6 +16,10 @@ RSS is its own:
 - ``shadowed-full`` (``--full``): the same with a cap the answers fit in, so
   the comparator sees both tables whole.
 
+Besides times: the bytes the comparison held at its peak, the process's peak
+RSS, and the CPU seconds the process spent from the query's start to its
+verdict (both engines, the comparison, and the caller's reading).
+
 Each engine is pinned to ``threads = 1``, so with two free cores the
 reference runs on the other one. Answers first: the warm-up round checks
 that every mode delivers the same rows and checksum and that the verdict is
@@ -56,6 +60,7 @@ def child(mode: str, rows: int, cap: int) -> None:
         warm.to_arrow()
         if warm.shadow is not None:
             warm.shadow.wait()
+        cpu = time.process_time()
         started = time.perf_counter()
         result = gw.execute(sql)
         first = None
@@ -74,7 +79,10 @@ def child(mode: str, rows: int, cap: int) -> None:
             out.update(verdict_s=time.perf_counter() - started, category=record.category,
                        downgraded=record.downgraded,
                        held_peak=record.evidence.get("held_peak_bytes"))
-    out["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        out["query_cpu_s"] = time.process_time() - cpu
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out["rss_mib"] = usage.ru_maxrss / 1024
+    out["cpu_s"] = usage.ru_utime + usage.ru_stime
     print(json.dumps(out))
 
 
@@ -84,8 +92,9 @@ def run(mode: str, rows: int, cap: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def stat(values: list[float]) -> str:
-    return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+def stat(values: list[float], digits: int = 3) -> str:
+    return (f"{statistics.median(values):.{digits}f} "
+            f"({min(values):.{digits}f}-{max(values):.{digits}f})")
 
 
 def main() -> None:
@@ -114,8 +123,8 @@ def main() -> None:
     print(f"{args.rows} rows x 3 BIGINT/DOUBLE columns, median (min-max) of {args.rounds} "
           f"rounds after a warm-up; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}\n")
     print("| mode | first batch s | total s | first / plain | total / plain | verdict s "
-          "| compared | held peak MiB | peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| compared | held peak MiB | peak RSS MiB | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for m in names:
         runs = results[m]
         firsts = [x["first_s"] for x in runs]
@@ -128,7 +137,8 @@ def main() -> None:
         held = "-" if m == "plain" or runs[0]["held_peak"] is None else \
             f"{max(x['held_peak'] for x in runs) / 2**20:.0f}"
         print(f"| {m} | {stat(firsts)} | {stat(totals)} | {stat(r_first)} | {stat(r_total)} "
-              f"| {verdict} | {compared} | {held} | {stat([x['rss_mib'] for x in runs])} |")
+              f"| {verdict} | {compared} | {held} | {stat([x['rss_mib'] for x in runs], 0)} "
+              f"| {stat([x['query_cpu_s'] for x in runs], 2)} |")
 
 
 if __name__ == "__main__":
