@@ -182,19 +182,25 @@ class _ShadowRun:
             side.release()
 
     def _compare(self, reference: Answer, again: Answer | None) -> Verdict:
-        sides = [self.primary, reference] + ([again] if again is not None else [])
-        failed = any(side.error is not None for side in sides)
-        if failed or not any(side.downgraded for side in sides):
-            return compare_with_noise(_outcome(self.primary), _outcome(reference),
+        primary, sql = self.primary, self.record.sql
+        sides = [primary, reference] + ([again] if again is not None else [])
+        if not any(side.downgraded for side in sides):
+            return compare_with_noise(_outcome(primary), _outcome(reference),
                                       None if again is None else _outcome(again),
-                                      sql=self.record.sql, options=self.settings.compare)
-        opts = self.settings.compare.for_sql(self.record.sql)
-        verdict = digest_verdict(self.primary.digest(), reference.digest(), sql=self.record.sql,
-                                 options=opts, budget=self.budget)
+                                      sql=sql, options=self.settings.compare)
+        if primary.error is not None or reference.error is not None:
+            # a verdict with an error never reads the other side's rows
+            return compare_outcomes(_outcome(primary), _outcome(reference), sql=sql,
+                                    options=self.settings.compare)
+        opts = self.settings.compare.for_sql(sql)
+        verdict = digest_verdict(primary.digest(), reference.digest(), sql=sql, options=opts,
+                                 budget=self.budget)
         if again is None or verdict.ok:
             return verdict
-        noise = digest_verdict(again.digest(), reference.digest(), sql=self.record.sql,
-                               options=opts, budget=self.budget)
+        noise = compare_outcomes(again.error, _outcome(reference), sql=sql, options=opts) \
+            if again.error is not None else \
+            digest_verdict(again.digest(), reference.digest(), sql=sql, options=opts,
+                           budget=self.budget)
         if noise.ok:
             return verdict
         return Verdict("nondeterministic",
@@ -210,7 +216,14 @@ class _ShadowRun:
 
 
 def _outcome(answer: Answer) -> pa.Table | BaseException:
-    return answer.error if answer.error is not None else answer.table()
+    """The answer's error, its table, or (downgraded) an empty table of its columns,
+    for verdicts where the other side failed."""
+    if answer.error is not None:
+        return answer.error
+    if answer.downgraded:
+        assert answer.schema is not None
+        return answer.schema.empty_table()
+    return answer.table()
 
 
 def _notify_finished(gw: Gateway, record: ShadowRecord) -> None:

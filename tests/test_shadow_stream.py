@@ -180,3 +180,14 @@ def test_wait_reads_an_answer_nobody_reads(tmp_path):
         assert result.shadow.wait(30)
         assert result.shadow.category == "match"
         assert result.to_arrow().to_pylist() == [{"answer": 42}]
+
+
+def test_a_reference_timeout_over_the_cap_is_an_error_verdict(tmp_path):
+    slow = {"type": "planted", "delay": 5.0}
+    with connect(tmp_path, {"max_compare_bytes": 65536, "timeout": 0.5}, slow) as gw:
+        gw.engine("reference")
+        result = gw.execute("SELECT range AS i FROM range(200000)")
+        assert result.to_arrow().num_rows == 200000
+    record = result.shadow
+    assert record.downgraded and record.category == "error"
+    assert "QueryTimeout" in record.message
