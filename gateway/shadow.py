@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from gateway.config import GatewayConfig
     from gateway.core import Gateway
     from gateway.result import Result
+    from gateway.session import Session
 
 DEFAULT_STORE = os.path.join(".arrowgate", "shadow")
 DEFAULT_MAX_COMPARE_BYTES = 256 * 2**20
@@ -204,11 +205,12 @@ def _writes_inside(stmt: Any, exp: Any) -> bool:
 
 
 def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
-                   shadow: str | bool | None) -> Result | None:
+                   shadow: str | bool | None, session: Session | None = None) -> Result | None:
     """What :meth:`Gateway.execute` calls first: the shadowed result, or None to run plainly.
 
     ``shadow``: a reference engine name, False (never shadow), or None (the
-    configuration's ``[shadow]`` section decides).
+    configuration's ``[shadow]`` section decides). ``session``: the primary
+    runs in it (the reference always runs in a session of its own).
     """
     configured: ShadowSettings | None = getattr(gw, "shadow_settings", None)
     primary = gw.engine_config(engine).name
@@ -226,7 +228,7 @@ def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
     else:
         return None
     result, error, record = run_shadowed(gw, sql, primary, settings.reference, settings,
-                                         parameters=parameters)
+                                         parameters=parameters, session=session)
     if error is not None:
         if isinstance(error, GatewayError):
             error.shadow = record  # type: ignore[attr-defined]

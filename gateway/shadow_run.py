@@ -29,11 +29,13 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gateway.core import Gateway
+    from gateway.session import Session
     from gateway.shadow import ShadowSettings
 
 
 class _Reference(threading.Thread):
-    """Runs the reference (once or twice), streaming its answers into the comparison."""
+    """Runs the reference (once or twice) in a session of its own, streaming its answers
+    into the comparison."""
 
     def __init__(self, gw: Gateway, name: str, sql: str, parameters: Any,
                  first: Answer, second: Answer | None):
@@ -42,49 +44,48 @@ class _Reference(threading.Thread):
         self.first, self.second = first, second
         self.seconds: float | None = None
         self.peak: int | None = None
-        self._result: Result | None = None
+        self._session: Session | None = None
         self._cancelled = False
         self._lock = threading.Lock()
 
     def _once(self, answer: Answer) -> float:
         try:
-            self.gw.engine(self.engine)  # starting the engine is not part of its latency
+            session = self.gw.session(self.engine)  # starting the engine is not timed
         except BaseException as exc:
             answer.finish(None, exc)
             return 0.0
+        with self._lock:
+            self._session = session
         started = time.perf_counter()
         schema = None
         try:
-            result = self.gw.execute(self.sql, engine=self.engine, parameters=self.parameters,
-                                     shadow=False)
-            with self._lock:
-                self._result = result
+            result = session.execute(self.sql, self.parameters, shadow=False)
+            if self._cancelled:  # cancelled while the query was starting
+                result.cancel()
             schema = result.schema
             with result:
                 for batch in result.reader():
-                    if self._cancelled:
-                        raise QueryTimeout("the verdict stopped waiting for it",
-                                           engine=self.engine)
                     answer.add(batch)
             self.peak = result.notes.get("peak_memory_bytes")
             answer.finish(schema)
         except BaseException as exc:
             answer.finish(schema, exc)
+        finally:
+            session.close()
         return time.perf_counter() - started
 
     def run(self) -> None:
         self.seconds = self._once(self.first)
-        if self.second is not None:
+        if self.second is not None and not self._cancelled:
             self._once(self.second)
 
     def cancel(self) -> None:
-        """Stop the reference's query (the verdict no longer waits for it), and only it.
-
-        The reader stops at its next batch and closes the answer; a query
-        still starting finishes starting first (the thread is a daemon).
-        """
+        """Cancel the reference's query only; other queries on its engine keep running."""
         with self._lock:
             self._cancelled = True
+            session = self._session
+        if session is not None:
+            session.cancel()
 
 
 class _ShadowRun:
@@ -250,6 +251,7 @@ class ShadowedResult(Result):
         reader = pa.RecordBatchReader.from_batches(primary.schema, self._tee())
         super().__init__(primary.engine, EngineResult(reader, primary.notes), started)
         self.notes = primary.notes
+        self.query_id = primary.query_id
         self._began = started
         self._primary = primary
         self._run = run
@@ -274,6 +276,10 @@ class ShadowedResult(Result):
         self._claimed = True
         return super().to_arrow()
 
+    def cancel(self) -> bool:
+        """Stop the primary's query (the record then has the error verdict)."""
+        return self._primary.cancel()
+
     def _drain(self) -> None:
         """For :meth:`ShadowRecord.wait` on an answer nobody reads: read it whole, keep it."""
         if not self._claimed:
@@ -297,6 +303,7 @@ def run_shadowed(
     name: str | None = None,
     concurrent: bool = True,
     store: bool = True,
+    session: Session | None = None,
 ) -> tuple[Result | None, BaseException | None, ShadowRecord]:
     """Run ``sql`` on ``primary`` and ``reference`` and judge the answers.
 
@@ -307,6 +314,8 @@ def run_shadowed(
             end). False: the primary is read to its end, then the reference
             runs, and the record is final on return.
         store: append the record to the store when it is final.
+        session: the primary runs in it (the reference always runs in a
+            session of its own).
 
     Returns:
         the primary's result or None, the primary's error or None, and the record.
@@ -314,18 +323,23 @@ def run_shadowed(
     from gateway.shadow import skip_reason
 
     record = ShadowRecord(sql=sql, primary=primary, reference=reference, name=name)
-    reason = skip_reason(sql, settings)
+    reason = skip_reason(sql, settings, gw.dialect(primary))
+
+    def run_primary() -> Result:
+        if session is not None:
+            return session.execute(sql, parameters, shadow=False)
+        return gw.execute(sql, engine=primary, parameters=parameters, shadow=False)
+
     if reason is not None:
         record.status, record.skip_reason = "skipped", reason
         started = time.perf_counter()
+        result: Result | None = None
         error: GatewayError | None = None
         try:
-            result: Result | None = gw.execute(sql, engine=primary, parameters=parameters,
-                                               shadow=False)
+            result = run_primary()
+            record.query_id = result.query_id
         except GatewayError as exc:
-            result, error = None, exc
-        else:
-            record.query_id = getattr(result, "query_id", None)
+            error = exc
         record.primary_ms = (time.perf_counter() - started) * 1000
         run = _ShadowRun(gw, record, settings, parameters, store)
         run._claim_finish()
@@ -338,13 +352,13 @@ def run_shadowed(
     gw.engine(primary)  # starting the engine is not part of its latency
     started = time.perf_counter()
     try:
-        result = gw.execute(sql, engine=primary, parameters=parameters, shadow=False)
+        result = run_primary()
     except GatewayError as exc:
         if not concurrent:
             run.reference.start()
         run.primary_ended(None, exc, started, None)
         return None, exc, record
-    record.query_id = getattr(result, "query_id", None)
+    record.query_id = result.query_id
     if result.engine != primary:
         record.answered_by = result.engine
     if concurrent:

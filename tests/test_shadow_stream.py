@@ -191,3 +191,26 @@ def test_a_reference_timeout_over_the_cap_is_an_error_verdict(tmp_path):
     record = result.shadow
     assert record.downgraded and record.category == "error"
     assert "QueryTimeout" in record.message
+
+
+def test_the_reference_timeout_cancels_only_the_references_query(tmp_path):
+    # the same view name answers at once on the primary and takes seconds on the reference
+    reference = {"type": "duckdb", "settings": {"threads": 1}}
+    answers = []
+    with connect(tmp_path, {"timeout": 0.3}, reference) as gw:
+        gw.execute("CREATE VIEW slow AS SELECT 1::HUGEINT AS h", shadow=False).to_arrow()
+        gw.execute("CREATE VIEW slow AS SELECT sum(hash(range)) AS h FROM range(200000000)",
+                   engine="reference", shadow=False).to_arrow()
+        other = threading.Thread(target=lambda: answers.append(
+            gw.execute("SELECT h FROM slow", engine="reference", shadow=False).to_arrow()))
+        other.start()
+        deadline = time.monotonic() + 30
+        while not any(q.engine == "reference" for q in gw.running()):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        result = gw.execute("SELECT h FROM slow")
+        assert result.to_arrow().num_rows == 1
+        assert "QueryTimeout" in result.shadow.message
+        assert any(q.engine == "reference" for q in gw.running())  # still running
+        other.join()
+    assert answers and answers[0].num_rows == 1  # the other query on that engine completed
