@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from gateway.compare import Verdict, compare_outcomes, compare_with_noise
-from gateway.errors import GatewayError, QueryTimeout
+from gateway.errors import Cancelled, GatewayError, QueryTimeout
 from gateway.result import Result
 from gateway.shadow_answer import Answer, Budget, digest_verdict
 from gateway.shadow_record import ShadowRecord
@@ -124,6 +124,9 @@ class _ShadowRun:
         if result is not None:
             record.primary_rows = self.primary.rows if error is None else None
             record.primary_peak_mb = _mb(result.notes.get("peak_memory_bytes"))
+        if isinstance(error, Cancelled):
+            self.abandon(self.primary.rows, "cancelled the query")
+            return
         self.primary.finish(schema, error)
         if not self._claim_finish():
             return
@@ -133,14 +136,14 @@ class _ShadowRun:
         else:
             self._finish()
 
-    def abandon(self, rows: int) -> None:
-        """The caller closed the primary's answer before its end: nothing to compare."""
+    def abandon(self, rows: int, what: str = "closed the answer") -> None:
+        """The caller stopped the primary before its end: nothing whole to compare."""
         if not self._claim_finish():
             return
         self.reference.cancel()
         record = self.record
         record.status = "skipped"
-        record.skip_reason = (f"the caller closed the answer after {rows} rows, before its end; "
+        record.skip_reason = (f"the caller {what} after {rows} rows, before its end; "
                               "there was nothing whole to compare")
         self.primary.finish(None, GatewayError("closed before its end"))
         self.primary.release()

@@ -106,6 +106,7 @@ def test_the_kept_reference_answer_equals_the_reference_engines(tmp_path):
         own = gw.execute(sql, engine="reference", shadow=False).to_arrow()
     assert kept is not None and kept.num_rows == 400
     assert kept.equals(own)
+    assert result.query_id is not None and result.shadow.query_id == result.query_id
 
 
 def test_an_answer_over_keep_reference_bytes_is_not_kept(tmp_path):
@@ -214,3 +215,19 @@ def test_the_reference_timeout_cancels_only_the_references_query(tmp_path):
         assert any(q.engine == "reference" for q in gw.running())  # still running
         other.join()
     assert answers and answers[0].num_rows == 1  # the other query on that engine completed
+
+
+def test_a_shadowed_answer_in_a_session_streams_and_cancelling_it_skips_the_record(tmp_path):
+    with connect(tmp_path) as gw, gw.session("primary") as session:
+        result = session.execute("SELECT 7 AS x", shadow="reference")
+        assert result.to_arrow().to_pylist() == [{"x": 7}]
+        assert result.shadow.category == "match"
+        assert result.shadow.query_id == result.query_id
+        stopped = session.execute(BIG, shadow="reference")
+        reader = stopped.reader()
+        reader.read_next_batch()
+        assert stopped.cancel()
+        with pytest.raises(gateway.errors.Cancelled):
+            reader.read_all()
+        assert stopped.shadow.done() and stopped.shadow.status == "skipped"
+        assert "cancelled the query" in stopped.shadow.skip_reason
