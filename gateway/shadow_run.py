@@ -266,6 +266,9 @@ class ShadowedResult(Result):
             for batch in primary.reader():
                 run.primary.add(batch)
                 yield batch
+        except GeneratorExit:  # the stream was dropped unfinished
+            run.abandon(run.primary.rows)
+            raise
         except BaseException as exc:
             run.primary_ended(primary.schema, exc, self._began, primary)
             raise
@@ -280,7 +283,7 @@ class ShadowedResult(Result):
         return super().to_arrow()
 
     def cancel(self) -> bool:
-        """Stop the primary's query (the record then has the error verdict)."""
+        """Stop the primary's query (the record is then skipped, the reference stopped)."""
         return self._primary.cancel()
 
     def _drain(self) -> None:
