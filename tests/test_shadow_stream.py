@@ -40,6 +40,14 @@ def connect(tmp_path, shadow=None, reference=None, plugins=(), **primary):
     return gateway.connect(config, plugins=[planted_bugs, *plugins])
 
 
+def reference_stopped():
+    """Wait until the shadow's reference thread has stopped (it was cancelled)."""
+    deadline = time.monotonic() + 30
+    while any(t.name == "shadow-reference" for t in threading.enumerate()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
 def test_a_shadowed_10m_row_answer_streams_within_the_memory_cap(tmp_path):
     cap = 16 * 2**20
     clock = Clock()
@@ -168,10 +176,7 @@ def test_closing_the_answer_early_skips_the_record_and_stops_the_reference(tmp_p
         assert record.done() and record.status == "skipped"
         assert "closed the answer after" in record.skip_reason
         result.close()
-        deadline = time.monotonic() + 30  # the reference stops reading at its next batch
-        while any(t.name == "shadow-reference" for t in threading.enumerate()):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        reference_stopped()
     assert hooked == ["skipped"]
 
 
@@ -231,3 +236,4 @@ def test_a_shadowed_answer_in_a_session_streams_and_cancelling_it_skips_the_reco
             reader.read_all()
         assert stopped.shadow.done() and stopped.shadow.status == "skipped"
         assert "cancelled the query" in stopped.shadow.skip_reason
+        reference_stopped()
