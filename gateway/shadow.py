@@ -10,7 +10,7 @@ shadows every query the gateway runs on its primary engine::
     reference = "duck_old" # the engine that answers beside it
     sample = 0.1           # the share of queries shadowed
     timeout = 30           # seconds the caller waits for the reference once the primary is done
-    background = false     # true: return the primary's answer at once, the verdict follows
+    background = false     # true: the answer's end never waits; the verdict follows
     noise = true           # run the reference twice; what differs is nondeterministic
     shadow_writes = false  # true only when the reference is a separate copy of the data
     store = ".arrowgate/shadow"  # where records are appended (false: nowhere)
@@ -88,7 +88,7 @@ SHADOW_OPTIONS: dict[str, Option] = {
     "shadow_writes": Option((bool,), default=False,
                             help="shadow statements that change data (separate copies only)"),
     "background": Option((bool,), default=False,
-                         help="return the primary's answer at once; the verdict follows"),
+                         help="the answer's end never waits for the verdict; it follows"),
     "store": Option((str, bool), default=DEFAULT_STORE,
                     help="folder the records are appended to; false for none"),
     "max_compare_bytes": Option((int,), default=DEFAULT_MAX_COMPARE_BYTES,
