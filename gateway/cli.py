@@ -7,22 +7,34 @@ and returning an exit code. Command modules import heavy libraries inside
 ``run``, so ``arrowgate --help`` stays fast.
 
 Exit codes: 0 success; 1 a query failed (or, for the shadow and bench
-commands, answers diverged or latency regressed); 2 a usage or configuration
-error; 130 interrupted.
+commands, answers diverged or latency regressed, or the answer could not be
+written); 2 a usage or configuration error; 130 interrupted. A reader that goes
+away (``| head``) ends the command quietly with 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import gc
 import importlib
 import os
+import signal
 import sys
 import threading
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
 
-from gateway.commands import EPILOG, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, formatter
+from gateway.commands import (
+    EPILOG,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_QUERY,
+    EXIT_USAGE,
+    UsageError,
+    formatter,
+)
 from gateway.errors import ConfigError, GatewayError
 
 #: The subcommand modules, in the order ``--help`` lists them.
@@ -52,25 +64,70 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "run", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    with _sigint_noted() as interrupted:
+        try:
+            code = int(args.run(args))
+            sys.stdout.flush()  # a full or closed stdout fails here, not in the exit's flush
+            return code
+        except UsageError as exc:
+            print(f"arrowgate {args.command}: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except ConfigError as exc:
+            print(f"configuration error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except GatewayError as exc:
+            if interrupted.is_set():  # an engine turned Ctrl-C into its own error
+                print("interrupted", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            label = "error" if exc.kind == GatewayError.kind else f"{exc.kind} error"
+            print(f"{label}: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                # the reader (head, less) went away: not an error, and nothing more to say
+                _silence_stdout()
+                return EXIT_OK
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+                _silence_stdout()
+                why = ("disk full writing standard output"
+                       if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                       else f"cannot write standard output: {exc.strerror}")
+                print(f"output error: {why}", file=sys.stderr)
+                return EXIT_QUERY
+            raise
+
+
+@contextlib.contextmanager
+def _sigint_noted() -> Iterator[threading.Event]:
+    """Note every Ctrl-C, then raise KeyboardInterrupt as usual.
+
+    An engine that sees the interrupt first (DuckDB in process, an ADBC driver)
+    answers with its own cancelled or interrupted error; the note lets the
+    command still exit 130, as it does when the KeyboardInterrupt arrives itself.
+    """
+    noted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield noted
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        noted.set()
+        signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        return int(args.run(args))
-    except UsageError as exc:
-        print(f"arrowgate {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ConfigError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except GatewayError as exc:
-        print(f"{exc.kind} error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # the reader (head, less) went away: not an error, and nothing more to say
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so what is still buffered fails nowhere at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def entry() -> NoReturn:

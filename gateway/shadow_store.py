@@ -6,7 +6,9 @@ writes one file per flush); every file is written under a hidden temporary
 name and renamed into place, so any number of threads and processes append
 without locks, and a writer killed mid-write leaves only a hidden temporary
 file that readers never see. Folders written one file per query (before
-batching) read the same way.
+batching) read the same way. A record's message and evidence pass through
+:func:`gateway.masking.mask` first: evidence quotes the answers' values, and an
+answer can hold a secret the gateway knows.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.errors import GatewayError
+from gateway.masking import mask
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -238,7 +241,8 @@ def _records_table(records: list[ShadowRecord]) -> pa.Table:
 
     rows = [r.to_dict() for r in records]
     for row in rows:
-        row["evidence"] = json.dumps(row["evidence"], default=str)
+        row["evidence"] = mask(json.dumps(mask(row["evidence"]), default=str))
+        row["message"] = mask(row["message"])
     schema = pa.schema([
         ("id", pa.string()), ("time", pa.string()), ("name", pa.string()), ("sql", pa.string()),
         ("primary", pa.string()), ("reference", pa.string()), ("status", pa.string()),

@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_QUERY, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 EPILOG = """\
-exit codes: 0 ok, 1 query failed, 2 usage or configuration error
+exit codes: 0 ok, 1 query failed or output not written, 2 usage or
+configuration error, 130 interrupted
 
 The configuration is read from --config, else $ARROWGATE_CONFIG, else
 ./arrowgate.toml; without any, one in-memory DuckDB engine named "duckdb".

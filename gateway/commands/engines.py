@@ -9,7 +9,7 @@ from typing import Any
 
 from gateway.commands import EXIT_OK, UsageError, add_command, print_rows
 
-_INSTALL_SPEC = re.compile(r"^(?P<type>[a-z_]+)==(?P<version>\S+)$")
+_INSTALL_SPEC = re.compile(r"\A(?P<type>[a-z_]+)==(?P<version>\S+)\Z")
 
 
 def register(sub: Any) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.commands import EXIT_OK, EXIT_QUERY, UsageError, add_command, print_rows
+from gateway.output import write_text_file
 
 
 def register(sub: Any) -> None:
@@ -94,10 +95,9 @@ def run(args: argparse.Namespace) -> int:
           f"{args.rounds} rounds (+{args.warmup} warm-up); seconds, median (min-max)")
     print_rows(header, body)
     if args.markdown:
-        Path(args.markdown).write_text(report.markdown(), encoding="utf-8")
+        write_text_file(args.markdown, report.markdown())
     if args.json:
-        Path(args.json).write_text(json.dumps(report.to_dict(), indent=2) + "\n",
-                                   encoding="utf-8")
+        write_text_file(args.json, json.dumps(report.to_dict(), indent=2) + "\n")
     diverged = report.diverged()
     if diverged:
         for phase, engines in diverged.items():

@@ -268,10 +268,9 @@ def _round(x: float | None) -> float | None:
 
 
 def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    from gateway.output import write_text_file
+
+    write_text_file(path, text)
 
 
 def run_report(args: argparse.Namespace) -> int:
