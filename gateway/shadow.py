@@ -205,12 +205,14 @@ def _writes_inside(stmt: Any, exp: Any) -> bool:
 
 
 def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
-                   shadow: str | bool | None, session: Session | None = None) -> Result | None:
+                   shadow: str | bool | None, session: Session | None = None,
+                   timeout: float | None = None) -> Result | None:
     """What :meth:`Gateway.execute` calls first: the shadowed result, or None to run plainly.
 
     ``shadow``: a reference engine name, False (never shadow), or None (the
     configuration's ``[shadow]`` section decides). ``session``: the primary
     runs in it (the reference always runs in a session of its own).
+    ``timeout``: the primary's per-query timeout.
     """
     configured: ShadowSettings | None = getattr(gw, "shadow_settings", None)
     primary = gw.engine_config(engine).name
@@ -228,7 +230,8 @@ def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
     else:
         return None
     result, error, record = run_shadowed(gw, sql, primary, settings.reference, settings,
-                                         parameters=parameters, session=session)
+                                         parameters=parameters, session=session,
+                                         timeout=timeout)
     if error is not None:
         if isinstance(error, GatewayError):
             error.shadow = record  # type: ignore[attr-defined]

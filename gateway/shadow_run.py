@@ -127,6 +127,9 @@ class _ShadowRun:
         if isinstance(error, Cancelled):
             self.abandon(self.primary.rows, "cancelled the query")
             return
+        if isinstance(error, QueryTimeout):  # stopped by its own limit: nothing whole either
+            self.abandon(self.primary.rows, "saw the query stopped by its timeout")
+            return
         self.primary.finish(schema, error)
         if not self._claim_finish():
             return
@@ -310,6 +313,7 @@ def run_shadowed(
     concurrent: bool = True,
     store: bool = True,
     session: Session | None = None,
+    timeout: float | None = None,
 ) -> tuple[Result | None, BaseException | None, ShadowRecord]:
     """Run ``sql`` on ``primary`` and ``reference`` and judge the answers.
 
@@ -322,6 +326,8 @@ def run_shadowed(
         store: append the record to the store when it is final.
         session: the primary runs in it (the reference always runs in a
             session of its own).
+        timeout: the primary's per-query timeout (the reference has the
+            shadow timeout).
 
     Returns:
         the primary's result or None, the primary's error or None, and the record.
@@ -333,8 +339,9 @@ def run_shadowed(
 
     def run_primary() -> Result:
         if session is not None:
-            return session.execute(sql, parameters, shadow=False)
-        return gw.execute(sql, engine=primary, parameters=parameters, shadow=False)
+            return session.execute(sql, parameters, shadow=False, timeout=timeout)
+        return gw.execute(sql, engine=primary, parameters=parameters, shadow=False,
+                          timeout=timeout)
 
     if reason is not None:
         record.status, record.skip_reason = "skipped", reason

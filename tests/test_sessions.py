@@ -358,3 +358,13 @@ def test_the_catalog_tree_on_10000_tables() -> None:
 def test_the_common_timeouts_must_be_positive(key: str) -> None:
     with pytest.raises(gateway.ConfigError, match=f"{key}: -1 is out of range"):
         gateway.connect({"engines": {"d": {"type": "csv", key: -1}}})
+
+
+def test_a_shadowed_query_keeps_its_timeout_and_does_not_wait_for_the_reference(
+        gw: Any) -> None:
+    began = time.monotonic()
+    with pytest.raises(QueryTimeout) as info:
+        gw.execute(SLOW, engine="duck", shadow="worker", timeout=0.5).to_arrow()
+    assert time.monotonic() - began < 10  # the reference's 30 s shadow timeout is not waited
+    record = info.value.shadow  # type: ignore[attr-defined]
+    assert record.status == "skipped" and "timeout" in record.skip_reason
