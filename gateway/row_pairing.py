@@ -7,9 +7,10 @@ columns in comparable types. Steps, cheapest first:
 2. otherwise rows are spread over hash buckets; buckets whose sum of row hashes
    and row count agree hold the same rows on both sides and drop out (two
    aggregates with few groups: one parallel scan per side);
-3. the rest is paired on its key columns (the GROUP BY keys, else the non-float
-   columns; ``row_number()`` within a key for duplicates) with a hash join, or,
-   when most rows differ and the keys line up, by position after sorting;
+3. the rest is paired on its key columns (the GROUP BY keys, else the columns
+   that are neither floats nor decimals; ``row_number()`` within a key for
+   duplicates) with a hash join, or, when most rows differ and the keys line
+   up, by position after sorting;
 4. the rows without an equal partner (table ``d``) decide the category.
 """
 
@@ -20,7 +21,7 @@ import decimal
 import math
 from typing import TYPE_CHECKING, Any
 
-from gateway.compare import CompareOptions, Verdict
+from gateway.compare import EXACT_FLOAT_RANGE, ColumnRule, CompareOptions, Verdict, contains_float
 from gateway.query_shape import OrderTerm, QueryShape
 
 if TYPE_CHECKING:
@@ -36,16 +37,22 @@ class RowPairing:
     """Pairs the rows of two aligned answers in DuckDB and classifies the differences."""
 
     def __init__(self, p: pa.Table, r: pa.Table, shape: QueryShape, opts: CompareOptions,
-                 names: list[str]):
+                 names: list[str], rules: list[ColumnRule] | None = None):
         import pyarrow as pa
 
         self.p, self.r, self.shape, self.opts, self.names = p, r, shape, opts, names
         self.cols = p.column_names
-        self.floats = [pa.types.is_floating(t) for t in p.schema.types]
+        self.rules = rules or [ColumnRule(a, b) for a, b in zip(p.schema.types, r.schema.types,
+                                                               strict=True)]
+        self.floats = [contains_float(a) or contains_float(b)
+                       for a, b in zip(p.schema.types, r.schema.types, strict=True)]
         if shape.group_keys and len(shape.group_keys) == len(self.cols):
             self.keys = [c for c, k in zip(self.cols, shape.group_keys, strict=True) if k]
         else:
-            self.keys = [c for c, f in zip(self.cols, self.floats, strict=True) if not f]
+            # floats and decimals are measures (sums, prices), not what identifies a row
+            measures = [f or pa.types.is_decimal(t)
+                        for f, t in zip(self.floats, p.schema.types, strict=True)]
+            self.keys = [c for c, m in zip(self.cols, measures, strict=True) if not m]
         self.values = [c for c in self.cols if c not in self.keys]
         self.evidence: dict[str, Any] = {
             "primary_rows": p.num_rows, "reference_rows": r.num_rows,
@@ -57,22 +64,20 @@ class RowPairing:
 
     def _same(self, col: str, a: str, b: str) -> str:
         """SQL that is true when cell ``a.col`` agrees with ``b.col``."""
+        i = int(col[1:])
         x, y = f"{a}.{col}", f"{b}.{col}"
-        if not self.floats[int(col[1:])]:
-            return f"({x} IS NOT DISTINCT FROM {y})"
-        o = self.opts
-        nan = f"(isnan({x}) AND isnan({y}))" if o.nan_equals_nan else "false"
-        zero = "" if o.signed_zero_equal else \
-            f" AND (({x} <> 0) OR (signbit({x}) = signbit({y})))"
-        close = (f"(NOT isnan({x}) AND NOT isnan({y}) AND ({x} = {y} OR abs({x} - {y}) <= "
-                 f"{o.abs_tol!r} + {o.rel_tol!r} * greatest(abs({x}), abs({y}))){zero})")
-        return f"(({x} IS NULL AND {y} IS NULL) OR ({x} IS NOT NULL AND {y} IS NOT NULL AND " \
-               f"({nan} OR {close})))"
+        rule = self.rules[i]
+        if rule.exact_side is not None:
+            exact, inexact = (x, y) if rule.exact_side == "p" else (y, x)
+            return _nullable(x, y, _exact_vs_float(exact, inexact, self.opts))
+        return cell_same(self.p.schema.types[i], rule.primary_type, rule.reference_type, x, y,
+                         self.opts)
 
     def judge(self) -> Verdict:
         import duckdb
 
         con = duckdb.connect()
+        self.con = con
         try:
             con.register("p_in", self.p)
             con.register("r_in", self.r)
@@ -319,29 +324,13 @@ class RowPairing:
                        f"{', '.join(t.text for t in shape.order) or '(all columns)'}", self.evidence)
 
     def _first_position_differing(self, cols: list[str]) -> int | None:
-        """The first row position where the two answers' ``cols`` disagree (Arrow compute)."""
+        """The first row position where the two answers' ``cols`` disagree."""
         import pyarrow.compute as pc
 
-        same = None
-        for c in cols:
-            a, b = self.p.column(c), self.r.column(c)
-            both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-            if self.floats[int(c[1:])]:
-                o = self.opts
-                tol = pc.add(pc.multiply(pc.max_element_wise(pc.abs(a), pc.abs(b)), o.rel_tol),
-                             o.abs_tol)
-                eq = pc.or_(pc.equal(a, b), pc.less_equal(pc.abs(pc.subtract(a, b)), tol))
-                if o.nan_equals_nan:
-                    eq = pc.or_(eq, pc.and_(pc.is_nan(a), pc.is_nan(b)))
-                if not o.signed_zero_equal:
-                    sign = pc.equal(pc.greater(pc.divide(1.0, a), 0), pc.greater(pc.divide(1.0, b), 0))
-                    eq = pc.and_(eq, pc.or_(pc.not_equal(a, 0), sign))
-            else:
-                eq = pc.equal(a, b)
-            col_same = pc.or_(pc.fill_null(eq, False), both_null)
-            same = col_same if same is None else pc.and_(same, col_same)
-        assert same is not None
-        index = pc.index(same, False).as_py()
+        differs = " OR ".join(f"NOT {self._same(c, 'p', 'r')}" for c in cols)
+        bad = self.con.sql(f"SELECT {differs} AS bad FROM p_in p POSITIONAL JOIN r_in r"
+                               ).to_arrow_table().column(0)
+        index = pc.index(bad, True).as_py()
         return None if index is None or index < 0 else int(index)
 
     def _row(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -354,6 +343,99 @@ class RowPairing:
             return self.cols[term.column] if term.column < len(self.cols) else None
         matches = [i for i, name in enumerate(self.names) if name.lower() == term.text.lower()]
         return self.cols[matches[0]] if len(matches) == 1 else None
+
+
+# -- cell equality in SQL -----------------------------------------------------------
+def cell_same(t: pa.DataType, tp: pa.DataType, tr: pa.DataType, x: str, y: str,
+              opts: CompareOptions, depth: int = 0) -> str:
+    """SQL true when cells ``x`` and ``y`` of aligned type ``t`` agree, at any depth.
+
+    ``tp`` / ``tr`` are the types the engines returned at this position: where
+    one was an integer or a decimal, the float tolerance holds only within 2**53.
+    Lists are compared element by element, structs field by field, maps entry
+    by entry in key order, each with the same options.
+    """
+    import pyarrow as pa
+
+    tp, tr = _plain(tp), _plain(tr)
+    if not contains_float(t):
+        return f"({x} IS NOT DISTINCT FROM {y})"
+    if pa.types.is_floating(t):
+        bounded = any(pa.types.is_integer(s) or pa.types.is_decimal(s) for s in (tp, tr))
+        return _nullable(x, y, _float_same(x, y, opts, bounded))
+    if pa.types.is_map(t):
+        entries = pa.large_list(pa.struct([("key", t.key_type), ("value", t.item_type)]))
+        return cell_same(entries, _entries(tp), _entries(tr), f"list_sort(map_entries({x}))",
+                         f"list_sort(map_entries({y}))", opts, depth)
+    if pa.types.is_struct(t):
+        parts = []
+        for i in range(t.num_fields):
+            name = t.field(i).name.replace("'", "''")
+            parts.append(cell_same(t.field(i).type, _part(tp, i), _part(tr, i),
+                                   f"struct_extract({x}, '{name}')",
+                                   f"struct_extract({y}, '{name}')", opts, depth))
+        return _nullable(x, y, "(" + " AND ".join(parts) + ")")
+    v = f"z{depth}__"
+    inner = cell_same(t.value_type, _part(tp, 0), _part(tr, 0), f"{v}[1]", f"{v}[2]", opts,
+                      depth + 1)
+    return _nullable(x, y, f"(len({x}) = len({y}) AND coalesce(list_bool_and(list_transform("
+                     f"list_zip({x}, {y}), lambda {v}: {inner})), true))")
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    import pyarrow as pa
+
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def _part(t: pa.DataType, i: int) -> pa.DataType:
+    """The type of part ``i`` of nested type ``t`` (null when ``t`` is the null type)."""
+    import pyarrow as pa
+
+    t = _plain(t)
+    return t.field(i).type if i < t.num_fields else pa.null()
+
+
+def _entries(t: pa.DataType) -> pa.DataType:
+    import pyarrow as pa
+
+    t = _plain(t)
+    if not pa.types.is_map(t):
+        return pa.null()
+    return pa.large_list(pa.struct([("key", t.key_type), ("value", t.item_type)]))
+
+
+def _nullable(x: str, y: str, both_present: str) -> str:
+    return f"(({x} IS NULL AND {y} IS NULL) OR ({x} IS NOT NULL AND {y} IS NOT NULL AND " \
+           f"{both_present}))"
+
+
+def _float_same(x: str, y: str, o: CompareOptions, bounded: bool) -> str:
+    """Two non-null floats agree: NaN by option, infinities only with themselves."""
+    nan = f"(isnan({x}) AND isnan({y}))" if o.nan_equals_nan else "false"
+    zero = "" if o.signed_zero_equal else \
+        f" AND (({x} <> 0) OR (signbit({x}) = signbit({y})))"
+    near = f"isfinite({x}) AND isfinite({y})"
+    if bounded:
+        near += f" AND abs({x}) <= {EXACT_FLOAT_RANGE} AND abs({y}) <= {EXACT_FLOAT_RANGE}"
+    close = (f"(NOT isnan({x}) AND NOT isnan({y}) AND ({x} = {y} OR ({near} AND abs({x} - {y}) "
+             f"<= {o.abs_tol!r} + {o.rel_tol!r} * greatest(abs({x}), abs({y})))){zero})")
+    return f"({nan} OR {close})"
+
+
+def _exact_vs_float(e: str, f: str, o: CompareOptions) -> str:
+    """An integer or decimal ``e`` (some past 2**53) against a float ``f``, both non-null.
+
+    They agree when ``f`` is exactly the number ``e``, or when both lie within 2**53
+    and the float tolerance holds.
+    """
+    exact = (f"(CASE WHEN isfinite({f}) AND abs({f}) < 1e38 AND {f} = round({f}) "
+             f"THEN {f}::HUGEINT = {e}::HUGEINT AND {e} = trunc({e}) ELSE false END)")
+    ed = f"{e}::DOUBLE"
+    near = (f"(isfinite({f}) AND abs({e}) <= {EXACT_FLOAT_RANGE} AND abs({f}) <= "
+            f"{EXACT_FLOAT_RANGE} AND abs({ed} - {f}) <= {o.abs_tol!r} + {o.rel_tol!r} * "
+            f"greatest(abs({ed}), abs({f})))")
+    return f"({exact} OR {near})"
 
 
 # -- evidence ---------------------------------------------------------------------
