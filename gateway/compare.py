@@ -23,7 +23,10 @@ Categories, in the order they are decided:
 ``error``
     one side failed, or both failed with different error classes.
 ``nondeterministic``
-    the reference disagreed with itself (see :func:`compare_with_noise`).
+    the SQL leaves the answer undetermined (:mod:`gateway.nondeterminism`:
+    volatile functions, a LIMIT no total order fixes, a sample) and nothing
+    it determines differs; the evidence says what was verified. Also: the
+    reference disagreed with itself (see :func:`compare_with_noise`).
 
 How: both answers are normalized column by column in Arrow (numbers of mixed
 types to float64, timestamps to one unit in UTC, strings to large_string,
@@ -43,6 +46,8 @@ from gateway.query_shape import QueryShape
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from gateway.nondeterminism import Nondeterminism
 
 CATEGORIES = ("match", "schema", "row_count", "missing_rows", "extra_rows", "values",
               "order", "error", "nondeterministic")
@@ -172,9 +177,52 @@ def compare_tables(
     schema_verdict, p, r, rules = _align(primary, reference, shape, opts)
     if schema_verdict is not None:
         return schema_verdict
+    from gateway.nondeterminism import Nondeterminism
     from gateway.row_pairing import RowPairing
 
-    return RowPairing(p, r, shape, opts, primary.column_names, rules).judge()
+    found = Nondeterminism.of(sql, opts.dialect)
+    names = primary.column_names
+    volatile = found.columns_in(names)
+    if volatile:
+        keep = [i for i in range(p.num_columns) if i not in volatile]
+        p, r, shape = _drop_columns(p, keep), _drop_columns(r, keep), _shape_without(shape, keep)
+        rules, names = [rules[i] for i in keep], [names[i] for i in keep]
+    verdict = RowPairing(p, r, shape, opts, names, rules, cut=found.cut).judge()
+    return _allow_for(found, [primary.column_names[i] for i in volatile], verdict)
+
+
+def _drop_columns(table: pa.Table, keep: list[int]) -> pa.Table:
+    return table.select(keep).rename_columns([f"c{i}" for i in range(len(keep))])
+
+
+def _shape_without(shape: QueryShape, keep: list[int]) -> QueryShape:
+    """``shape`` for an answer reduced to the columns at ``keep``."""
+    from gateway.query_shape import OrderTerm
+
+    position = {old: new for new, old in enumerate(keep)}
+    order = [OrderTerm(position.get(t.column) if t.column is not None and t.column >= 0
+                       else t.column, t.text) for t in shape.order]
+    groups = [shape.group_keys[i] for i in keep] if shape.group_keys else []
+    return dataclasses.replace(shape, order=order, group_keys=groups)
+
+
+def _allow_for(found: Nondeterminism, volatile: list[str], verdict: Verdict) -> Verdict:
+    """The verdict once what the SQL leaves undetermined is taken into account."""
+    evidence = verdict.evidence
+    if volatile:
+        evidence.update(volatile_columns=volatile, volatile_functions=found.functions)
+    if found.rows_undetermined is not None:
+        if verdict.ok and not volatile:
+            return verdict
+        return Verdict("nondeterministic", f"{found.rows_undetermined}, so only the schema is "
+                       f"checked ({'the answers differ' if not verdict.ok else 'the rest agrees'})",
+                       {"verified": ["schema"], "reason": found.rows_undetermined,
+                        "volatile_columns": volatile, "comparison": verdict.to_dict()})
+    if volatile and verdict.ok:
+        return Verdict("nondeterministic", f"{', '.join(volatile)} come from "
+                       f"{', '.join(sorted(set(found.functions)))} and are not compared; "
+                       "the rest agrees", evidence)
+    return verdict
 
 
 def compare_outcomes(
@@ -229,7 +277,7 @@ def compare_with_noise(
     the evidence.
     """
     verdict = compare_outcomes(primary, reference, sql=sql, options=options)
-    if reference_again is None or verdict.ok:
+    if reference_again is None or verdict.category in ("match", "nondeterministic"):
         return verdict
     noise = compare_outcomes(reference_again, reference, sql=sql, options=options)
     if noise.ok:

@@ -27,6 +27,8 @@ from gateway.query_shape import OrderTerm, QueryShape
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.nondeterminism import Cut
+
 #: answers up to this many rows are paired directly, without hashing first
 _SMALL = 20_000
 #: hash buckets the cancelling step spreads rows over
@@ -37,9 +39,11 @@ class RowPairing:
     """Pairs the rows of two aligned answers in DuckDB and classifies the differences."""
 
     def __init__(self, p: pa.Table, r: pa.Table, shape: QueryShape, opts: CompareOptions,
-                 names: list[str], rules: list[ColumnRule] | None = None):
+                 names: list[str], rules: list[ColumnRule] | None = None,
+                 cut: Cut | None = None):
         import pyarrow as pa
 
+        self.cut = cut
         self.p, self.r, self.shape, self.opts, self.names = p, r, shape, opts, names
         self.cols = p.column_names
         self.rules = rules or [ColumnRule(a, b) for a, b in zip(p.schema.types, r.schema.types,
@@ -76,6 +80,8 @@ class RowPairing:
     def judge(self) -> Verdict:
         import duckdb
 
+        if not self.cols:
+            return self._judge_row_counts()
         con = duckdb.connect()
         self.con = con
         try:
@@ -84,6 +90,14 @@ class RowPairing:
             return self._judge(con)
         finally:
             con.close()
+
+    def _judge_row_counts(self) -> Verdict:
+        """Answers without columns to compare: only their row counts can differ."""
+        n_p, n_r = self.p.num_rows, self.r.num_rows
+        if n_p == n_r:
+            return Verdict("match", f"{n_p} rows agree", self.evidence)
+        category = "missing_rows" if n_p < n_r else "extra_rows"
+        return Verdict(category, f"primary returned {n_p} rows, reference {n_r}", self.evidence)
 
     def _judge(self, con: Any) -> Verdict:
         n_p, n_r = self.p.num_rows, self.r.num_rows
@@ -195,13 +209,10 @@ class RowPairing:
             "count(*) FILTER (WHERE in_p AND in_r) FROM d").fetchall()[0]
         if not (extra or missing or changed):
             return self._order_or_match()
-        if n_p == n_r and self._only_ties_at_the_limit(con):
-            self.evidence["tied_at_limit"] = missing + changed
-            verdict = self._order_or_match()
-            if verdict.ok:
-                verdict.message += (f"; {missing + changed} rows tied on the ORDER BY keys at the "
-                                    "LIMIT differ, which the ORDER BY allows")
-            return verdict
+        if n_p == n_r and self.cut is not None:
+            verdict = self._within_the_cut(con, missing + changed)
+            if verdict is not None:
+                return verdict
         self.evidence.update(missing_count=missing, extra_count=extra, changed_count=changed)
         n = self.opts.sample_size
         if missing:
@@ -230,27 +241,59 @@ class RowPairing:
                       f"{_short(first['reference'])} on reference" + (f" at {key}" if key else ""))
         return Verdict("values", f"{total} of {n_r} rows differ{detail}", self.evidence)
 
-    def _only_ties_at_the_limit(self, con: Any) -> bool:
-        """ORDER BY ... LIMIT n: do the answers differ only in rows tied with the last one?
+    def _within_the_cut(self, con: Any, differing: int) -> Verdict | None:
+        """Same row count under a LIMIT no total order fixes: differences the SQL allows.
+
+        With an ORDER BY whose keys are in the answer, rows strictly inside the cut
+        are fixed; only rows tied on the ORDER BY keys with the first row (after an
+        OFFSET) or the last one may differ. Without it, any rows may be kept, unless
+        the reference's answer is shorter than the LIMIT (then nothing was cut).
+        Returns None when the differences are not of that kind.
+        """
+        cut = self.cut
+        assert cut is not None
+        tied = [self._resolve(t) for t in self.shape.order] if cut.ordered else []
+        if tied and all(c is not None for c in tied):
+            if not self._only_ties_at_the_edges(con, [c for c in tied if c is not None]):
+                return None
+            verdict = self._order_or_match()
+            if not verdict.ok:
+                return verdict
+            self.evidence.update(tied_at_cut=differing,
+                                 verified=["schema", "row_count", "rows_inside_the_cut", "order"])
+            return Verdict("nondeterministic", f"{differing} rows tied on the ORDER BY keys at the "
+                           "edge of the LIMIT differ, which the ORDER BY allows; the rows inside "
+                           "the cut, the row count and the order agree", self.evidence)
+        if cut.limit is not None and not cut.offset and self.r.num_rows < cut.limit:
+            return None
+        self.evidence.update(differing_rows=differing, verified=["schema", "row_count"])
+        return Verdict("nondeterministic", f"LIMIT without an ORDER BY that fixes its rows: the "
+                       f"engines kept different rows ({differing} of {self.r.num_rows}); the row "
+                       "count and the schema agree", self.evidence)
+
+    def _only_ties_at_the_edges(self, con: Any, tied: list[str]) -> bool:
+        """Do the answers differ only in rows tied with the last row (or the first, after OFFSET)?
 
         Rows whose ORDER BY keys equal the last row's compete for the last places; which of
         them an engine keeps is its own choice.
         """
-        if not self.shape.has_limit or not self.shape.order or self.r.num_rows == 0:
+        assert self.cut is not None
+        if self.r.num_rows == 0:
             return False
-        cols = [self._resolve(t) for t in self.shape.order]
-        if any(c is None for c in cols):
-            return False
-        last = self.r.slice(self.r.num_rows - 1, 1).to_pylist()[0]
-        tied = [c for c in cols if c is not None]
+        edges = [self.r.num_rows - 1] + ([0] if self.cut.offset else [])
+        rows = [self.r.slice(i, 1).to_pylist()[0] for i in edges]
+        params: list[Any] = []
 
-        def at_boundary(side: str) -> str:
-            return " AND ".join(f"{side}{c} IS NOT DISTINCT FROM ${i + 1}"
-                                for i, c in enumerate(tied))
+        def at_edge(side: str) -> str:
+            options = []
+            for row in rows:
+                options.append(" AND ".join(f"{side}{c} IS NOT DISTINCT FROM ${len(params) + i + 1}"
+                                            for i, c in enumerate(tied)))
+                params.extend(row[c] for c in tied)
+            return "(" + " OR ".join(f"({o})" for o in options) + ")"
 
-        outside = con.execute(
-            f"SELECT count(*) FROM d WHERE NOT ((NOT in_p OR ({at_boundary('p_')})) "
-            f"AND (NOT in_r OR ({at_boundary('r_')})))", [last[c] for c in tied]).fetchall()[0][0]
+        inside = f"NOT ((NOT in_p OR {at_edge('p_')}) AND (NOT in_r OR {at_edge('r_')}))"
+        outside = con.execute(f"SELECT count(*) FROM d WHERE {inside}", params).fetchall()[0][0]
         return bool(outside == 0)
 
     def _sample(self, con: Any, side: str, where: str, n: int) -> list[dict[str, Any]]:
