@@ -137,8 +137,11 @@ class Nondeterminism:
 def side_effects(sql: str, dialect: str = "duckdb") -> list[str]:
     """Functions in ``sql`` that change state when a SELECT calls them (``nextval``...)."""
     tree = _parse_one(sql, dialect)
-    if tree is None:
-        return []
+    return [] if tree is None else side_effects_in(tree)
+
+
+def side_effects_in(tree: Any) -> list[str]:
+    """:func:`side_effects` of a statement sqlglot has already parsed."""
     from sqlglot import exp
 
     return sorted({_name(f) for f in tree.find_all(exp.Func) if _name(f) in SIDE_EFFECT_NAMES})
