@@ -21,7 +21,7 @@ Categories, in the order they are decided:
     the primary's order differs. Rows tied on the ORDER BY keys may come in
     any order.
 ``error``
-    one side failed, or both failed with different error classes.
+    one side failed, or both failed with different error kinds.
 ``nondeterministic``
     the SQL leaves the answer undetermined (:mod:`gateway.nondeterminism`:
     volatile functions, a LIMIT no total order fixes, a sample) and nothing
@@ -234,8 +234,11 @@ def compare_outcomes(
 ) -> Verdict:
     """Like :func:`compare_tables`, where either side may be the exception it raised.
 
-    Both failing with the same error class is a match (the engines agree the
-    query is wrong); one failing, or both with different classes, is ``error``.
+    Both failing with the same error kind (``gateway.errors.KINDS``: syntax,
+    unknown_object, type...; the class's own kind where the engine did not
+    classify it) is a match: the engines agree the query is wrong, and why.
+    One failing, or both with different kinds, is ``error``. Both messages
+    are kept in the evidence.
     """
     p_err = isinstance(primary, BaseException)
     r_err = isinstance(reference, BaseException)
@@ -245,10 +248,13 @@ def compare_outcomes(
             "reference_error": _describe_error(reference) if r_err else None,
         }
         if p_err and r_err:
-            if error_class(primary) == error_class(reference):
-                return Verdict("match", f"both failed with {error_class(primary)}", evidence)
-            return Verdict("error", f"both failed, differently: primary {error_class(primary)}"
-                           f", reference {error_class(reference)}", evidence)
+            assert isinstance(primary, BaseException) and isinstance(reference, BaseException)
+            kp, kr = error_kind(primary), error_kind(reference)
+            if kp == kr:
+                return Verdict("match", f"both failed with a {kp} error", evidence)
+            return Verdict("error", f"both failed, differently: primary {kp} "
+                           f"({error_class(primary)}), reference {kr} ({error_class(reference)})",
+                           evidence)
         if p_err:
             assert isinstance(primary, BaseException)
             return Verdict("error", f"primary failed but reference answered: "
@@ -566,10 +572,16 @@ def error_class(exc: BaseException) -> str:
     return str(getattr(exc, "error_class", None) or type(exc).__name__)
 
 
+def error_kind(exc: BaseException) -> str:
+    """What kind of failure ``exc`` is: its ``kind`` (``gateway.errors``), else its class name."""
+    kind = getattr(exc, "kind", None)
+    return kind if isinstance(kind, str) else error_class(exc)
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{error_class(exc)}: {text[0] if text else ''}"
 
 
 def _describe_error(exc: BaseException) -> dict[str, Any]:
-    return {"class": error_class(exc), "message": str(exc)}
+    return {"class": error_class(exc), "kind": error_kind(exc), "message": str(exc)}
