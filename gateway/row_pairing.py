@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import math
+import threading
 from typing import TYPE_CHECKING, Any
 
 from gateway.compare import EXACT_FLOAT_RANGE, ColumnRule, CompareOptions, Verdict, contains_float
@@ -78,11 +79,12 @@ class RowPairing:
                          self.opts)
 
     def judge(self) -> Verdict:
-        import duckdb
-
         if not self.cols:
             return self._judge_row_counts()
-        con = duckdb.connect()
+        if self.opts.nan_equals_nan and self.opts.signed_zero_equal and self.p.equals(self.r):
+            return Verdict("match", f"{self.p.num_rows} rows agree, in the same order",
+                           self.evidence)
+        con = _connection()
         self.con = con
         try:
             con.register("p_in", self.p)
@@ -107,8 +109,8 @@ class RowPairing:
         if not exact:
             # DuckDB hashes -0.0 like 0.0 and every NaN alike: when those must differ,
             # no row may cancel by hash, and every row is paired.
-            con.execute("CREATE VIEW p_d AS SELECT * FROM p_in")
-            con.execute("CREATE VIEW r_d AS SELECT * FROM r_in")
+            con.execute("CREATE TEMP VIEW p_d AS SELECT * FROM p_in")
+            con.execute("CREATE TEMP VIEW r_d AS SELECT * FROM r_in")
             return self._pair(con)
         if max(n_p, n_r) <= _SMALL:
             self._cancel_equal_rows(con, "p_in", "r_in")
@@ -135,7 +137,7 @@ class RowPairing:
             return self._pair(con)
         # Most rows differ (floats a little off everywhere, a narrowed type): nothing cancels.
         for name in ("p", "r"):
-            con.execute(f"CREATE VIEW {name}_d AS SELECT * FROM {name}_in")
+            con.execute(f"CREATE TEMP VIEW {name}_d AS SELECT * FROM {name}_in")
         if n_p == n_r and self._pair_by_position(con):
             return self._classify(con)
         return self._pair(con)
@@ -386,6 +388,25 @@ class RowPairing:
             return self.cols[term.column] if term.column < len(self.cols) else None
         matches = [i for i, name in enumerate(self.names) if name.lower() == term.text.lower()]
         return self.cols[matches[0]] if len(matches) == 1 else None
+
+
+_database: Any = None
+_database_lock = threading.Lock()
+
+
+def _connection() -> Any:
+    """A connection of its own (temporary tables included) to one shared in-memory DuckDB.
+
+    Opening a database costs ~100 times more than a cursor on a busy machine, and the
+    fuzzer and shadow mode compare many small answers.
+    """
+    global _database
+    import duckdb
+
+    with _database_lock:
+        if _database is None:
+            _database = duckdb.connect()
+        return _database.cursor()
 
 
 # -- cell equality in SQL -----------------------------------------------------------

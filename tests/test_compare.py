@@ -263,3 +263,18 @@ def test_rows_tied_at_the_limit_boundary_may_differ():
     assert verdict(not_a_tie, reference, sql=sql).category == "values"
     without_limit = sql.replace(" LIMIT 3", "")
     assert verdict(other_tie, reference, sql=without_limit).category == "values"
+
+
+def test_comparisons_in_threads_at_once_keep_their_own_tables():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i):
+        reference = pa.table({"k": list(range(50)), "v": [float(i)] * 50})
+        primary = reference.take(list(range(49, -1, -1)))
+        if i % 2:
+            primary = primary.set_column(1, "v", pa.array([float(i) + 1] * 50))
+        return compare_tables(primary, reference, options=CompareOptions(signed_zero_equal=i % 3 > 0))
+
+    with ThreadPoolExecutor(8) as pool:
+        verdicts = list(pool.map(one, range(32)))
+    assert [v.category for v in verdicts] == ["values" if i % 2 else "match" for i in range(32)]
