@@ -40,6 +40,20 @@ BUGS = {
     "null_groups_dropped": "missing_rows",
     "sum_overflow_wraps": "values",
 }
+
+#: a table the fuzzer finds every bug in (tests/test_fuzz.py, bench/fuzz_bench.py): unique
+#: ids, small groups with NULLs, halves (for ROUND), strings, and 64-bit integers near the top
+#: of their range
+FUZZ_TABLE_SQL = """
+SELECT i AS id,
+       CASE WHEN i % 5 = 0 THEN NULL ELSE i % 4 END AS g,
+       CASE WHEN i % 7 = 0 THEN NULL ELSE ((i % 9) * 0.5 - 1)::DOUBLE END AS x,
+       CASE WHEN i % 6 = 0 THEN NULL ELSE chr((97 + i % 5)::INTEGER) END AS s,
+       CASE WHEN i % 3 = 0 THEN 9223372036854775000 - i WHEN i % 3 = 1 THEN NULL
+            ELSE i * 1000000000 END::BIGINT AS big
+FROM range(40) t(i)
+"""
+
 #: the bugs rewriting the SQL (the others change the answer)
 _SQL_BUGS = ("order_by_ignored", "round_half_even", "limit_off_by_one",
              "order_by_ignored_under_limit", "round_group_key", "null_groups_dropped")

@@ -16,24 +16,13 @@ from gateway.query_fuzzer import DifferentialFuzzer
 from gateway.query_generator import Column, QueryGenerator
 from gateway.query_reduction import shrink
 from tests import planted_bugs
-
-#: the fuzzed table: unique ids, small groups with NULLs, halves (for ROUND), strings,
-#: and 64-bit integers near the top of their range
-TABLE_SQL = """
-SELECT i AS id,
-       CASE WHEN i % 5 = 0 THEN NULL ELSE i % 4 END AS g,
-       CASE WHEN i % 7 = 0 THEN NULL ELSE ((i % 9) * 0.5 - 1)::DOUBLE END AS x,
-       CASE WHEN i % 6 = 0 THEN NULL ELSE chr((97 + i % 5)::INTEGER) END AS s,
-       CASE WHEN i % 3 = 0 THEN 9223372036854775000 - i WHEN i % 3 = 1 THEN NULL
-            ELSE i * 1000000000 END::BIGINT AS big
-FROM range(40) t(i)
-"""
+from tests.planted_bugs import FUZZ_TABLE_SQL
 
 
 @pytest.fixture(scope="module")
 def table_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("fuzz") / "t.parquet"
-    duckdb.sql(f"COPY ({TABLE_SQL}) TO '{path}' (FORMAT parquet)")
+    duckdb.sql(f"COPY ({FUZZ_TABLE_SQL}) TO '{path}' (FORMAT parquet)")
     return str(path)
 
 
@@ -45,7 +34,7 @@ def connect(table_path, bug="none"):
 
 
 def test_the_same_seed_draws_the_same_queries():
-    columns = Column.from_arrow(duckdb.sql(TABLE_SQL).to_arrow_table())
+    columns = Column.from_arrow(duckdb.sql(FUZZ_TABLE_SQL).to_arrow_table())
     draws = [QueryGenerator("t", columns, random.Random(5)) for _ in range(2)]
     a, b = ([g.query().sql("duckdb") for _ in range(40)] for g in draws)
     assert a == b
@@ -55,7 +44,7 @@ def test_the_same_seed_draws_the_same_queries():
 
 
 def test_the_generator_covers_the_subset():
-    columns = Column.from_arrow(duckdb.sql(TABLE_SQL).to_arrow_table())
+    columns = Column.from_arrow(duckdb.sql(FUZZ_TABLE_SQL).to_arrow_table())
     generator = QueryGenerator("t", columns, random.Random(0))
     trees = [generator.query() for _ in range(300)]
     seen = {kind for tree in trees for kind in (exp.Where, exp.Group, exp.Having, exp.Order,
