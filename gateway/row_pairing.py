@@ -82,8 +82,7 @@ class RowPairing:
         if not self.cols:
             return self._judge_row_counts()
         if self.opts.nan_equals_nan and self.opts.signed_zero_equal and self.p.equals(self.r):
-            return Verdict("match", f"{self.p.num_rows} rows agree, in the same order",
-                           self.evidence)
+            return self._order_or_match(same_positions=True)
         con = _connection(max(self.p.num_rows, self.r.num_rows) > _SMALL)
         self.con = con
         try:
@@ -334,7 +333,11 @@ class RowPairing:
                             "reference": rrow[col]})
         return out[:n]
 
-    def _order_or_match(self) -> Verdict:
+    def _order_or_match(self, same_positions: bool = False) -> Verdict:
+        """``match``, or ``order`` when the ORDER BY keys differ at some position.
+
+        ``same_positions``: the answers are known to be equal row for row.
+        """
         n = self.p.num_rows
         shape = self.shape
         if not shape.order:
@@ -355,7 +358,7 @@ class RowPairing:
                                "are not in the answer)", self.evidence)
         if n < 2:
             return Verdict("match", f"{n} rows agree", self.evidence)
-        pos = self._first_position_differing(checked)
+        pos = None if same_positions else self._first_position_differing(checked)
         if pos is None:
             return Verdict("match", f"{n} rows agree, in the order the ORDER BY requires",
                            self.evidence)
