@@ -112,8 +112,8 @@ class Nondeterminism:
         if any(True for _ in tree.find_all(exp.TableSample)):
             found.rows_undetermined = "the query samples its input (USING SAMPLE / TABLESAMPLE)"
         for select in tree.find_all(exp.Select, exp.SetOperation):
-            if select is not outer and _cut_of(select, exp) is not None \
-                    and not _cut_of(select, exp).total:  # type: ignore[union-attr]
+            inner_cut = _cut_of(select, exp) if select is not outer else None
+            if inner_cut is not None and not inner_cut.total:
                 found.rows_undetermined = found.rows_undetermined or (
                     "a subquery keeps rows with LIMIT/OFFSET/FETCH that no total order fixes")
         if found.functions and found.rows_undetermined is None:
