@@ -173,15 +173,19 @@ def skip_reason(sql: str, settings: ShadowSettings, dialect: str = "duckdb") -> 
         return None
     kind = statement_kind(sql, dialect)
     if kind != "read":
-        return (f"{kind} statement: it would run twice on shared data "
+        what = kind if kind.startswith("SELECT ") else f"{kind} statement"
+        return (f"{what}: it would run twice on shared data "
                 "(set shadow_writes = true when the reference is a separate copy)")
     return None
 
 
 def statement_kind(sql: str, dialect: str = "duckdb") -> str:
-    """``read`` for a query; otherwise what the statement is (``INSERT``, ``unrecognized``...)."""
+    """``read`` for a query; otherwise what the statement is (``INSERT``, ``unrecognized``,
+    ``SELECT calling nextval()``: a query with side effects...)."""
     import sqlglot
     from sqlglot import exp
+
+    from gateway.nondeterminism import side_effects_in
 
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
@@ -190,6 +194,8 @@ def statement_kind(sql: str, dialect: str = "duckdb") -> str:
     if not statements:
         return "empty"
     for stmt in statements:
+        if isinstance(stmt, exp.Query) and (calls := side_effects_in(stmt)):
+            return "SELECT calling " + ", ".join(f"{c}()" for c in calls)
         if isinstance(stmt, (exp.Query, exp.Describe)) and not _writes_inside(stmt, exp):
             continue
         if isinstance(stmt, exp.Command):
