@@ -140,7 +140,7 @@ def test_a_session_runs_one_statement_at_a_time(gw: Any) -> None:
 
 # -- cancel and timeout --------------------------------------------------------------
 def _running(gw: Any, sql: str) -> Any:
-    for _ in range(200):
+    for _ in range(1500):  # 30 s: a loaded machine can be slow to start a thread
         found = [q for q in gw.running() if q.sql == sql]
         if found:
             return found[0]
@@ -165,13 +165,13 @@ def _in_thread(fn: Any) -> tuple[threading.Thread, list[Any]]:
 def test_cancelling_one_query_leaves_the_other_complete(gw: Any) -> None:
     slow_thread, slow = _in_thread(lambda: gw.execute(SLOW, engine="duck").to_arrow())
     fast_thread, fast = _in_thread(lambda: gw.execute(
-        "SELECT count(*) AS n FROM range(300000000) r WHERE r.range % 3 = 0",
+        "SELECT count(*) AS n FROM range(30000000) r WHERE r.range % 3 = 0",
         engine="duck").to_arrow())
     assert gw.cancel(_running(gw, SLOW).query_id)
-    slow_thread.join(20)
-    fast_thread.join(60)
+    slow_thread.join(60)
+    fast_thread.join(120)
     assert isinstance(slow[0], Cancelled)
-    assert fast[0].to_pylist() == [{"n": 100000000}]
+    assert fast[0].to_pylist() == [{"n": 10000000}]
 
 
 def test_result_cancel_stops_that_query_only(gw: Any) -> None:
