@@ -241,7 +241,9 @@ def _like(frame: Frame, node: exp.Expression) -> Value:
         return pa.scalar(None, pa.bool_())
     if not pattern.is_valid:
         return pa.nulls(frame.length, pa.bool_())
-    return pc.match_like(value, pattern.as_py(), ignore_case=isinstance(node, exp.ILike))
+    matched = pc.match_like(value, pattern.as_py(), ignore_case=isinstance(node, exp.ILike))
+    # sqlglot parses `x NOT LIKE p` as Like(negate=True), not as Not(Like)
+    return pc.invert(matched) if node.args.get("negate") else matched
 
 
 def _arith(fn: str) -> Callable[[Frame, exp.Expression], Value]:
