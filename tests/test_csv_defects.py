@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from tests.csv_support import assert_same, gateway_for, write
 
+ROOT = Path(__file__).resolve().parent.parent
 CABS = "cab_type,n\nyellow,1\ngreen,2\nYellow,3\n,4\nyel,5\n"
 
 
@@ -18,3 +23,48 @@ def test_not_like_and_not_ilike_negate(tmp_path):
         got = gw.execute("SELECT count(*) AS n FROM t WHERE cab_type NOT LIKE 'y%'",
                          engine="csv").to_arrow()
         assert got.column("n").to_pylist() == [2]
+
+
+TRUNCATE_MID_SCAN = r"""
+import os, sys
+from gateway.errors import QueryError
+from tests.csv_support import gateway_for
+
+path = sys.argv[1]
+with open(path, "w") as f:
+    f.write("id,name\n")
+    f.writelines(f"{i},name{i}\n" for i in range(100_000))
+with gateway_for(path, chunk_bytes=16 << 10) as gw:
+    reader = gw.execute("SELECT * FROM t", engine="csv").reader()
+    reader.read_next_batch()
+    os.truncate(path, 0)
+    try:
+        reader.read_all()
+    except QueryError as exc:
+        print(exc)
+    else:
+        print("no error")
+"""
+
+
+def test_a_file_truncated_during_a_scan_is_an_error_not_a_crash(tmp_path):
+    # in a child process, so that a SIGBUS cannot take the test run with it
+    run = subprocess.run([sys.executable, "-c", TRUNCATE_MID_SCAN, str(tmp_path / "big.csv")],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "the file changed during the scan" in run.stdout
+
+
+def test_the_scanner_reports_a_truncated_mapping(tmp_path):
+    code = ("import os, sys\n"
+            "from gateway_csv import _scanner\n"
+            "path = sys.argv[1]\n"
+            "open(path, 'w').write(''.join(f'{i},x\\n' for i in range(50_000)))\n"
+            "f = _scanner.File(path)\n"
+            "os.truncate(path, 0)\n"
+            "dialect = (44, 34, 34, 2, False, (b'',))\n"
+            "print(_scanner.scan(f, 0, f.size, dialect, ((0, 1),), (), None, None, -1)[4])\n")
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.csv")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "('changed', 0, -1)"

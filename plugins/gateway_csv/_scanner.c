@@ -26,13 +26,18 @@
 
 #include "_mapfile.h"
 
+#ifndef _WIN32
+#include <setjmp.h>
+#include <signal.h>
+#endif
+
 enum { K_STR = 0, K_INT = 1, K_FLOAT = 2, K_TS = 3, K_BOOL = 4, K_DATE = 5, K_TSTZ = 6 };
 enum { OP_EQ = 0, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL };
 enum { F_IDENT = 0, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND };
 enum { A_COUNT_STAR = 0, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX };
-enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE };
+enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE, E_CHANGED };
 
-static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote"};
+static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote", "changed"};
 
 #define RELEASE_EVERY (8u << 20)
 #define MAX_SLOTS 64
@@ -1355,6 +1360,66 @@ static void run_scan(Scan *sc) {
     mapfile_release(base, released - base, sc->end);
 }
 
+/* A file truncated while it is mapped turns reads of the lost pages into
+ * SIGBUS, which would kill the whole process. While a thread scans, its
+ * handler jumps back into scan() (guarded_scan), which reports the file as
+ * changed; a SIGBUS anywhere else goes to the handler that was there before. */
+#ifndef _WIN32
+static __thread sigjmp_buf *scan_jump; /* set while this thread reads a mapping */
+static struct sigaction previous_bus;
+
+static void on_sigbus(int sig, siginfo_t *info, void *context) {
+    sigjmp_buf *jump = scan_jump;
+    if (jump) {
+        scan_jump = NULL;
+        siglongjmp(*jump, 1);
+    }
+    /* not a scan's fault: the previous handler sees it when the access repeats */
+    sigaction(SIGBUS, &previous_bus, NULL);
+}
+
+/* Installs on_sigbus unless it is already there (faulthandler, for one,
+ * may have replaced it since the last scan); called with the GIL held. */
+static void guard_install(void) {
+    struct sigaction now;
+    if (sigaction(SIGBUS, NULL, &now) != 0) return;
+    if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_sigbus) return;
+    struct sigaction mine;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_sigaction = on_sigbus;
+    mine.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&mine.sa_mask);
+    if (sigaction(SIGBUS, &mine, &previous_bus) != 0) return;
+}
+#endif
+
+static void guarded_scan(Scan *sc, const MapFile *map) {
+#ifndef _WIN32
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 1) == 0) {
+        scan_jump = &jump;
+        run_scan(sc);
+        scan_jump = NULL;
+    } else {
+        sc->err = E_CHANGED;
+        sc->err_offset = sc->start;
+        sc->err_col = -1;
+        sc->end = sc->start;
+        return;
+    }
+    /* a file cut short inside its last page reads as zeros, not SIGBUS */
+    struct stat st;
+    if (fstat(map->fd, &st) == 0 && (int64_t)st.st_size < map->size) {
+        sc->err = E_CHANGED;
+        sc->err_offset = sc->start;
+        sc->err_col = -1;
+    }
+#else
+    (void)map;
+    run_scan(sc);
+#endif
+}
+
 static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
 
 /* scan(file, start, boundary, dialect, slots, filters, keys, aggs, limit)
@@ -1414,8 +1479,11 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
     }
     f->busy++;
     if (f->map.data) {
+#ifndef _WIN32
+        guard_install();
+#endif
         Py_BEGIN_ALLOW_THREADS
-        run_scan(sc);
+        guarded_scan(sc, &f->map);
         Py_END_ALLOW_THREADS
     } else {
         sc->end = 0;

@@ -147,6 +147,11 @@ class Scanner:
                     rest.exception()
 
     def error(self, kind: str, offset: int, column: int) -> QueryError:
+        if kind == "changed":
+            return QueryError(f"{self.path}: the file changed during the scan (it was "
+                              "truncated or rewritten while being read)",
+                              hint="run the query again once the file is no longer being "
+                                   "written", engine=self.engine)
         layout = self.layout
         line = self._line_of(offset)
         what = _ERRORS.get(kind, kind).format(
