@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+
 from tests.csv_support import assert_same, gateway_for, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,3 +70,30 @@ def test_the_scanner_reports_a_truncated_mapping(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "('changed', 0, -1)"
+
+
+HUGE = ("a,b\n12345678901234567890,1\n12345678901234567891,2\n"
+        "12345678901234567892,3\n12345678901234567892,4\n-99999999999999999999,5\n")
+
+
+def test_integers_past_64_bits_stay_exact_as_duckdb_hugeint(tmp_path):
+    path = write(tmp_path, "huge.csv", HUGE)
+    with gateway_for(path) as gw:
+        for sql in ("SELECT * FROM t",
+                    "SELECT count(DISTINCT a) AS n, sum(a) AS s, min(a) AS lo, max(a) AS hi "
+                    "FROM t",
+                    "SELECT count(*) AS n FROM t WHERE a = 12345678901234567892",
+                    "SELECT b FROM t WHERE a > 12345678901234567890 ORDER BY b",
+                    "SELECT a, count(*) AS n FROM t GROUP BY a ORDER BY a"):
+            assert_same(gw, sql)
+        got = gw.execute("SELECT count(DISTINCT a) AS n FROM t", engine="csv").to_arrow()
+        assert got.column("n").to_pylist() == [4]
+        assert gw.execute("SELECT a FROM t", engine="csv").schema.field("a").type == \
+            pa.decimal128(38, 0)
+
+
+def test_integers_past_38_digits_are_double(tmp_path):
+    path = write(tmp_path, "wider.csv", "a\n1\n" + "9" * 39 + "\n")
+    with gateway_for(path) as gw:
+        got = gw.execute("SELECT a FROM t", engine="csv").to_arrow()
+        assert got.schema.field("a").type == pa.float64()

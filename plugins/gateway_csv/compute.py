@@ -117,9 +117,14 @@ def literal(node: exp.Literal) -> pa.Scalar:
         return pa.scalar(node.this, pa.string())
     text = node.this
     try:
-        return pa.scalar(int(text), pa.int64())
+        value = int(text)
     except ValueError:
         return pa.scalar(float(text), pa.float64())
+    if -(2**63) <= value < 2**63:
+        return pa.scalar(value, pa.int64())
+    if abs(value) < 10**38:  # DuckDB's HUGEINT, as Arrow holds it
+        return pa.scalar(value, pa.decimal128(38, 0))
+    return pa.scalar(float(value), pa.float64())
 
 
 def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
@@ -127,6 +132,13 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
         return a
     if a == pa.null():
         return b
+    if pa.types.is_decimal(a) or pa.types.is_decimal(b):
+        other = b if pa.types.is_decimal(a) else a
+        if pa.types.is_integer(other) or pa.types.is_decimal(other):
+            return pa.decimal128(38, 0) if a == b or pa.types.is_integer(other) else \
+                pa.float64()
+        if pa.types.is_floating(other):
+            return pa.float64()
     if pa.types.is_integer(a) and pa.types.is_integer(b):
         return pa.int64()
     if (pa.types.is_integer(a) or pa.types.is_floating(a)) and \

@@ -19,16 +19,17 @@ from typing import Any
 
 from gateway.errors import ConfigError, QueryError
 
-# Kinds shared with _scanner.c
-STR, INT, FLOAT, TS, BOOL, DATE, TSTZ = range(7)
+# Kinds shared with _scanner.c, then HUGE, which the scanner reads as text and
+# Arrow converts to decimal128(38, 0): integers past 64 bits, DuckDB's HUGEINT
+STR, INT, FLOAT, TS, BOOL, DATE, TSTZ, HUGE = range(8)
 
 KIND_NAMES = {STR: "VARCHAR", INT: "BIGINT", FLOAT: "DOUBLE", TS: "TIMESTAMP", BOOL: "BOOLEAN",
-              DATE: "DATE", TSTZ: "TIMESTAMP WITH TIME ZONE"}
+              DATE: "DATE", TSTZ: "TIMESTAMP WITH TIME ZONE", HUGE: "HUGEINT"}
 #: SQL type names accepted in a source's ``columns`` override.
 TYPE_KINDS = {
     "VARCHAR": STR, "TEXT": STR, "STRING": STR, "CHAR": STR,
     "BIGINT": INT, "INTEGER": INT, "INT": INT, "INT8": INT, "INT4": INT, "LONG": INT,
-    "SMALLINT": INT, "TINYINT": INT,
+    "SMALLINT": INT, "TINYINT": INT, "HUGEINT": HUGE, "INT128": HUGE,
     "DOUBLE": FLOAT, "FLOAT": FLOAT, "REAL": FLOAT, "FLOAT8": FLOAT, "NUMERIC": FLOAT,
     "DECIMAL": FLOAT,
     "TIMESTAMP": TS, "DATETIME": TS,
@@ -102,7 +103,7 @@ class Layout:
     def scan_kind(self, index: int) -> int:
         """The kind the scanner reads a column as (text when a custom format converts it later)."""
         kind = self.kinds[index]
-        if self.timestamp_format and kind in (TS, TSTZ):
+        if kind == HUGE or (self.timestamp_format and kind in (TS, TSTZ)):
             return STR
         return kind
 
@@ -139,11 +140,23 @@ def _column_kind(values: list[str]) -> int:
             continue
         if kind in (INT, FLOAT) and _LEADING_ZERO.search(joined):
             return STR
-        if kind == INT and re.search(r"\d{19}", joined) and \
-                any(not -(2**63) <= int(v) < 2**63 for v in values if len(v) > 18):
-            return FLOAT
+        if kind == INT and re.search(r"\d{19}", joined):
+            return _wide_int_kind(values)
         return kind
     return STR
+
+
+def _wide_int_kind(values: list[str]) -> int:
+    """BIGINT, HUGEINT past 64 bits, DOUBLE past 38 digits (decimal128(38, 0)'s limit).
+
+    DuckDB keeps integers up to 2**127 exact as HUGEINT; Arrow's exact type for
+    them is decimal128(38, 0), so the 39-digit integers DuckDB still holds as
+    HUGEINT are DOUBLE here (documented in docs/csv.md).
+    """
+    numbers = [int(v) for v in values]
+    if all(-(2**63) <= n < 2**63 for n in numbers):
+        return INT
+    return HUGE if all(abs(n) < 10**38 for n in numbers) else FLOAT
 
 
 def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) -> Layout:
@@ -239,7 +252,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
 
 
 def _compatible(kind: int) -> tuple[int, ...]:
-    return {FLOAT: (INT, FLOAT), TS: (DATE, TS), TSTZ: (DATE, TS, TSTZ)}.get(kind, (kind,))
+    return {FLOAT: (INT, FLOAT, HUGE), HUGE: (INT, HUGE), TS: (DATE, TS), TSTZ: (DATE, TS, TSTZ)}.get(kind, (kind,))
 
 
 def _unique_names(raw: list[str], ncols: int) -> list[str]:

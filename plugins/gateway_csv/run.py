@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from gateway.errors import QueryError, Unsupported
 from gateway_csv.compute import Frame, broadcast, pc
-from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
+from gateway_csv.layout import BOOL, DATE, FLOAT, HUGE, INT, STR, TS, TSTZ, Layout
 from gateway_csv.query import (
     A_AVG,
     A_COUNT,
@@ -35,7 +35,7 @@ from gateway_csv.scan import Plan, Scanner
 
 _ARROW_TYPES = {STR: pa.string(), INT: pa.int64(), FLOAT: pa.float64(),
                 TS: pa.timestamp("us"), TSTZ: pa.timestamp("us", tz="UTC"), BOOL: pa.bool_(),
-                DATE: pa.date32()}
+                DATE: pa.date32(), HUGE: pa.decimal128(38, 0)}
 
 
 def arrow_type(kind: int) -> pa.DataType:
@@ -70,6 +70,14 @@ def scan_columns(scanners: list[Scanner], query: Query, limit: int = -1) \
 
 
 def _convert(arr: pa.Array, layout: Layout, col: int, path: str) -> pa.Array:
+    if layout.kinds[col] == HUGE:
+        try:
+            return pc.utf8_trim(arr, characters=" \t").cast(arrow_type(HUGE))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise QueryError(f"{path}: column {layout.names[col]!r}: a value is not an integer "
+                             f"of at most 38 digits ({str(exc).splitlines()[0]})",
+                             hint='declare the column\'s type in the source\'s "columns" '
+                                  'table') from None
     fmt = layout.timestamp_format
     try:
         out = pc.strptime(arr, format=fmt, unit="us", error_is_null=False)
