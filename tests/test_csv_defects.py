@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
+from gateway.errors import Unsupported
 from tests.csv_support import assert_same, gateway_for, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,3 +99,26 @@ def test_integers_past_38_digits_are_double(tmp_path):
     with gateway_for(path) as gw:
         got = gw.execute("SELECT a FROM t", engine="csv").to_arrow()
         assert got.schema.field("a").type == pa.float64()
+
+
+DEEP = [
+    "SELECT " + "(" * 60 + "a" + " + 1)" * 60 + " AS x FROM t",
+    "SELECT count(*) AS n FROM t WHERE " + " OR ".join(f"a = {i}" for i in range(1000)),
+    "SELECT count(*) AS n FROM t WHERE " + " AND ".join(f"a <> {i}" for i in range(5, 1005)),
+    "SELECT " + "".join(f"CASE WHEN a > {i} THEN " for i in range(200)) + "1"
+    + " ELSE 0 END" * 200 + " AS x FROM t",
+    "SELECT hour(d) AS h FROM t",
+    "SELECT strftime(d, '%Z') AS z FROM t",
+]
+
+
+@pytest.mark.parametrize("sql", DEEP, ids=["nested_add", "or_1000", "and_1000", "case_200",
+                                            "hour_of_date", "strftime_zone"])
+def test_what_the_engine_cannot_evaluate_is_unsupported_and_falls_back(tmp_path, sql):
+    path = write(tmp_path, "s.csv", "a,b,d\n1,2,2024-01-01\n3,4,2024-02-01\n")
+    with gateway_for(path) as gw, pytest.raises(Unsupported):
+        gw.execute(sql, engine="csv").to_arrow()
+    with gateway_for(path, fallback="duck") as gw:
+        result = gw.execute(sql, engine="csv")
+        assert result.engine == "duck"
+        assert result.to_arrow() == gw.execute(sql, engine="duck").to_arrow()

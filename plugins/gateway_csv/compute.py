@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
-from gateway.errors import QueryError
-from gateway_csv.query import key, unsupported
+from gateway.errors import QueryError, Unsupported
+from gateway_csv.query import ENGINES_FOR_MORE, key, unsupported
 
 
 class _LazyCompute:
@@ -69,10 +69,13 @@ class Frame:
     def evaluate(self, node: exp.Expression) -> Value:
         try:
             return self._eval(node)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        except pa.ArrowException as exc:
+            # Arrow refusing a kernel or an input is the csv engine's limit, not a
+            # verdict on the query: Unsupported, so the fallback engine is tried
             message = str(exc).split("\n")[0]
-            raise QueryError(f"cannot evaluate {node.sql(dialect='duckdb')[:80]}: {message}") \
-                from None
+            raise Unsupported(f"the csv engine cannot evaluate "
+                              f"{node.sql(dialect='duckdb')[:80]}: {message}",
+                              engines=ENGINES_FOR_MORE) from None
 
     def array(self, node: exp.Expression) -> pa.Array:
         """The expression as an array of the frame's length (scalars broadcast)."""

@@ -165,8 +165,17 @@ class CsvEngine(Engine):
 
     # -- queries ---------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
+        import pyarrow as pa
+
         try:
-            return self._execute(sql, parameters)
+            try:
+                return self._execute(sql, parameters)
+            except RecursionError:
+                raise Unsupported("the csv engine cannot plan an expression nested this deeply",
+                                  engines=("duckdb",)) from None
+            except pa.ArrowException as exc:
+                raise Unsupported("the csv engine cannot run this query: "
+                                  + str(exc).splitlines()[0], engines=("duckdb",)) from None
         except GatewayError as exc:
             if exc.engine is None:
                 exc.engine = self.name
