@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
     from gateway_csv.layout import Layout
     from gateway_csv.scan import Scanner
+
+
+#: polled between scan chunks: true (or raising) stops the query
+Stop = Callable[[], "bool | None"]
 
 
 class CsvEngine(Engine):
@@ -52,30 +56,12 @@ class CsvEngine(Engine):
         threads = self.config["threads"] or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="csv-scan")
         # Starting the engine pays for the planner (sqlglot's DuckDB dialect,
-        # pyarrow) and for sniffing the configured sources, as DuckDB pays for
-        # binding its source views, so a first query's latency is its own.
+        # pyarrow), so a first query's latency is its own. Sources are sniffed
+        # by the first query that reads them: one bad file fails its own
+        # queries, never the engine's start.
         from gateway_csv import query, run  # noqa: F401
 
         query.parse("SELECT 1")
-        self._sniff_sources()
-
-    def _sniff_sources(self) -> None:
-        from gateway_csv import _scanner
-
-        for source in self.sources.values():
-            files = source.files() if source.format == "csv" else []
-            if not files:
-                continue
-            try:  # the first file only, as DuckDB binds a glob's view on its first file
-                file = _scanner.File(files[0])
-            except OSError:
-                continue  # the query that reads it reports the error
-            try:
-                self.layout(files[0], file, dict(source.options))
-            except GatewayError:
-                pass  # likewise: a bad file fails the queries that read it, not the engine
-            finally:
-                file.close()
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -133,7 +119,7 @@ class CsvEngine(Engine):
             self._layouts[cache_key] = layout
         return layout
 
-    def _open(self, name: str, is_path: bool) -> list[Scanner]:
+    def _open(self, name: str, is_path: bool, stop: Stop | None) -> list[Scanner]:
         from gateway_csv import _scanner
         from gateway_csv.scan import Scanner
 
@@ -150,7 +136,8 @@ class CsvEngine(Engine):
                 except OSError as exc:
                     raise QueryError(f"cannot open {path}: {exc.strerror}") from None
                 scanners.append(Scanner(path, file, self.layout(path, file, options),
-                                        self._pool, self.config["chunk_bytes"], self.name))
+                                        self._pool, self.config["chunk_bytes"], self.name,
+                                        stop))
             first = scanners[0].layout
             for s in scanners[1:]:
                 if [n.lower() for n in s.layout.names] != [n.lower() for n in first.names]:
@@ -164,12 +151,21 @@ class CsvEngine(Engine):
         return scanners
 
     # -- queries ---------------------------------------------------------
-    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None, *,
+                stop: Stop | None = None) -> EngineResult:
+        """Run one SELECT (see :class:`gateway.engine.Engine`).
+
+        Args:
+            stop: polled between chunks of every scan of this query, including
+                the chunks read while the result streams; a true answer raises
+                :class:`gateway.errors.Cancelled`, and it may raise itself (pass
+                ``QueryHandle.check``).
+        """
         import pyarrow as pa
 
         try:
             try:
-                return self._execute(sql, parameters)
+                return self._execute(sql, parameters, stop)
             except RecursionError:
                 raise Unsupported("the csv engine cannot plan an expression nested this deeply",
                                   engines=("duckdb",)) from None
@@ -182,7 +178,8 @@ class CsvEngine(Engine):
                 exc.args = (str(exc),)
             raise
 
-    def _execute(self, sql: str, parameters: Sequence[Any] | None) -> EngineResult:
+    def _execute(self, sql: str, parameters: Sequence[Any] | None, stop: Stop | None) \
+            -> EngineResult:
         if parameters is not None:
             raise Unsupported("query parameters are not supported by the csv engine",
                               engines=("duckdb",))
@@ -203,7 +200,7 @@ class CsvEngine(Engine):
             result = finish(query, Frame({}, 1))
             return EngineResult(pa.RecordBatchReader.from_batches(result.schema,
                                                                   result.to_batches()))
-        scanners = self._open(*table)
+        scanners = self._open(*table, stop)
         try:
             return self._answer(select, table, scanners)
         except BaseException:

@@ -11,12 +11,12 @@ chunk is aligned, and only accepted chunks' errors and skip counts count.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import QueryError
+from gateway.errors import Cancelled, QueryError
 from gateway_csv import _scanner
 from gateway_csv.layout import KIND_NAMES, Layout
 
@@ -61,11 +61,16 @@ class Scanner:
         pool: the thread pool chunks run on.
         chunk_bytes: the target chunk size; tests force tiny chunks.
         engine: the engine's name, for errors raised while a result streams.
+        stop: called before each chunk is used: a true answer ends the scan with
+            :class:`gateway.errors.Cancelled`; it may also raise its own error
+            (``QueryHandle.check`` raises Cancelled or QueryTimeout).
     """
 
     def __init__(self, path: str, file: Any, layout: Layout, pool: ThreadPoolExecutor,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, engine: str | None = None):
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, engine: str | None = None,
+                 stop: Callable[[], bool | None] | None = None):
         self.path = path
+        self.stop = stop
         self.engine = engine
         self.file = file
         self.layout = layout
@@ -120,6 +125,8 @@ class Scanner:
         expected = chunks[0].start
         try:
             for i, chunk in enumerate(chunks):
+                if self.stop is not None and self.stop():
+                    raise Cancelled("the query was cancelled", engine=self.engine)
                 while next_submit < len(chunks) and next_submit < i + ahead:
                     pending.append(self.pool.submit(self._scan, chunks[next_submit], plan, limit))
                     next_submit += 1
