@@ -22,7 +22,7 @@ from gateway_csv.layout import KIND_NAMES, Layout
 
 DEFAULT_CHUNK_BYTES = 8 << 20
 _ERRORS = {
-    "ragged": "the row does not have {ncols} fields",
+    "ragged": "the row has {found}; {expected}",
     "unterminated_quote": "a quoted field is not closed before the end of the file",
     "after_quote": "text follows the closing quote of a field",
     "type": "the value does not fit the column's type {type}",
@@ -162,16 +162,37 @@ class Scanner:
         layout = self.layout
         line = self._line_of(offset)
         what = _ERRORS.get(kind, kind).format(
-            ncols=layout.ncols,
+            found=_fields(self._fields_at(offset)),
+            expected=(f"the header has {layout.ncols}" if layout.header else
+                      f"the first row has {layout.ncols}"),
             type=KIND_NAMES[layout.kinds[column]] if 0 <= column < layout.ncols else "")
         where = f"{self.path}: line {line}, byte {offset}"
-        if 0 <= column < layout.ncols:
+        if 0 <= column < layout.ncols and kind != "ragged":
             where += f", column {layout.names[column]!r}"
-        hint = ('set on_error = "skip" on the source to skip malformed rows'
-                if kind != "type" else
-                'declare the column\'s type in the source\'s "columns" table, '
-                'or set on_error = "skip"')
+        if kind == "type":
+            hint = ('declare the column\'s type in the source\'s "columns" table, '
+                    'or set on_error = "skip"')
+        elif kind in ("ragged", "after_quote", "unterminated_quote"):
+            hint = (f"the sniffer chose delimiter {layout.delimiter!r} and quote "
+                    f"{layout.quote!r}" + (" and took the first line as the header"
+                                           if layout.header else "")
+                    + "; set delimiter, quote or header on the source if that is wrong, "
+                      'or on_error = "skip" to skip malformed rows')
+        else:
+            hint = 'set on_error = "skip" on the source to skip malformed rows'
         return QueryError(f"{where}: {what}", hint=hint, engine=self.engine)
+
+    def _fields_at(self, offset: int) -> int:
+        """How many fields the row at ``offset`` has (quotes respected)."""
+        import csv
+        import io
+
+        layout = self.layout
+        text = self.file.pread(offset, 1 << 20).decode("utf-8", "replace")
+        quoting = {"quotechar": layout.quote} if layout.quote else {"quoting": csv.QUOTE_NONE}
+        row = next(csv.reader(io.StringIO(text, newline=""), delimiter=layout.delimiter,
+                              strict=False, **quoting), [])
+        return len(row)
 
     def _line_of(self, offset: int) -> int:
         """1-based physical line number of a byte offset."""
@@ -183,3 +204,7 @@ class Scanner:
             lines += block.count(b"\n")
             pos += len(block)
         return lines
+
+
+def _fields(n: int) -> str:
+    return f"{n} field" if n == 1 else f"{n} fields"

@@ -1,0 +1,53 @@
+"""The sniffer agrees with DuckDB's read_csv_auto on the small cases of issue #11."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.errors import QueryError
+from tests.csv_support import assert_same, gateway_for, write
+
+CASES = {
+    "one_line_of_numbers": "42\n",
+    "one_line_of_text": "hello\n",
+    "empty": "",
+    "blank_first_line": "\na,b\n1,2\n",
+    "booleans_t_f": "a,b\nT,1\nF,2\n",
+    "booleans_mixed_case": "a\nTRUE\nfalse\nT\nf\n",
+    "impossible_date": "d\n2024-02-30\n2024-01-01\n",
+    "header_of_delimiters": ",,\n1,2,3\n",
+    "preamble_title": "My title\na,b,c\n1,2,3\n4,5,6\n",
+    "comment_preamble": "# hello\n# x,y\na,b\n1,2\n",
+    "plus_signs_stay_text": "a\n+31\n+42\n",
+    "single_quotes": "a,b\n'x,y',1\n'z',2\n",
+    "time": "t\n10:00:00\n11:30:01.5\n",
+    "us_dates": "d\n1/2/2016\n12/31/2016\n",
+    "day_first_dates": "d\n13-01-2016\n31-12-2016\n",
+    "dotted_dates": "d\n13.01.2016\n31.12.2016\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_sniffing_matches_duckdb(tmp_path, name):
+    path = write(tmp_path, f"{name}.csv", CASES[name])
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")
+        assert_same(gw, "SELECT count(*) AS n FROM t")
+
+
+def test_an_unclosed_quote_in_the_header_is_an_error_not_an_empty_table(tmp_path):
+    path = write(tmp_path, "h.csv", 'a,"b,c\n1,2,3\n4,5,6\n')
+    with gateway_for(path) as gw:
+        # unset, the quote is sniffed as ' (as DuckDB does): the header reads a, "b, c
+        assert_same(gw, "SELECT * FROM t")
+    with gateway_for(path, quote='"') as gw, pytest.raises(QueryError, match="never closed"):
+        gw.execute("SELECT * FROM t", engine="csv")
+
+
+def test_a_ragged_row_says_how_many_fields_it_has_and_why(tmp_path):
+    path = write(tmp_path, "r.csv", "a,b,c,d,e\n1,2,3,4,5\n1,2,3\n")
+    with gateway_for(path) as gw, pytest.raises(QueryError) as info:
+        gw.execute("SELECT * FROM t", engine="csv").to_arrow()
+    assert "line 3, byte 20: the row has 3 fields; the header has 5" in str(info.value)
+    assert "delimiter ','" in str(info.value.hint)
+    assert "first line as the header" in str(info.value.hint)
