@@ -40,7 +40,8 @@ enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE, E_CHANGED }
 static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote", "changed"};
 
 #define RELEASE_EVERY (8u << 20)
-#define MAX_SLOTS 64
+#define MAX_SLOTS 2048 /* columns one scan reads */
+#define MAX_KEYS 64    /* group keys, and aggregates, of one scan */
 
 /* ------------------------------------------------------------------ File */
 
@@ -623,7 +624,7 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
     for (int i = 0; i < p->nnull; i++)
         if (bytes_dup(PyTuple_GET_ITEM(nulls, i), &p->nulls[i], &p->null_lens[i])) return -1;
     if (!PyTuple_Check(slots) || PyTuple_GET_SIZE(slots) > MAX_SLOTS) {
-        PyErr_SetString(PyExc_ValueError, "slots must be a tuple of at most 64 (col, kind)");
+        PyErr_SetString(PyExc_ValueError, "slots must be a tuple of at most 2048 (col, kind)");
         return -1;
     }
     p->nslots = (int)PyTuple_GET_SIZE(slots);
@@ -677,9 +678,9 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     int nkeys, naggs;
-    int key_kinds[MAX_SLOTS];
-    int agg_fns[MAX_SLOTS];
-    int agg_kinds[MAX_SLOTS];
+    int key_kinds[MAX_KEYS];
+    int agg_fns[MAX_KEYS];
+    int agg_kinds[MAX_KEYS];
     size_t cap, ngroups, gcap;
     uint32_t *index; /* group number + 1, 0 = empty */
     uint64_t *hashes;
@@ -1447,7 +1448,7 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
     for (int i = 0; i < plan.naggs; i++)
         if (plan.aggs[i].fn != A_COUNT_STAR && (plan.aggs[i].slot < 0 || plan.aggs[i].slot >= plan.nslots))
             goto badslot;
-    if (plan.nkeys > MAX_SLOTS || plan.naggs > MAX_SLOTS) goto badslot;
+    if (plan.nkeys > MAX_KEYS || plan.naggs > MAX_KEYS) goto badslot;
 
     Scan *sc = calloc(1, sizeof(Scan));
     if (!sc) {

@@ -120,7 +120,7 @@ class CsvEngine(Engine):
         return layout
 
     def _open(self, name: str, is_path: bool, stop: Stop | None) -> list[Scanner]:
-        from gateway_csv import _scanner
+        from gateway_csv.opening import open_csv
         from gateway_csv.scan import Scanner
 
         _, files, options = self._files(name, is_path)
@@ -130,7 +130,7 @@ class CsvEngine(Engine):
         try:
             for path in files:
                 try:
-                    file = _scanner.File(path)
+                    file = open_csv(path, options)
                 except IsADirectoryError:
                     raise QueryError(f"{path} is a folder, not a CSV file") from None
                 except OSError as exc:
@@ -243,7 +243,7 @@ class CsvEngine(Engine):
         return EngineResult(reader, notes)
 
     def catalog(self) -> list[CatalogColumn]:
-        from gateway_csv import _scanner
+        from gateway_csv.opening import open_csv
         from gateway_csv.run import arrow_type
 
         columns: list[CatalogColumn] = []
@@ -251,7 +251,7 @@ class CsvEngine(Engine):
             if source.format != "csv":
                 continue
             _, files, options = self._source_files(source)
-            file = _scanner.File(files[0])
+            file = open_csv(files[0], options)
             try:
                 layout = self.layout(files[0], file, options)
             finally:

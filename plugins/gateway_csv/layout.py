@@ -328,7 +328,7 @@ def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str]:
 def _preamble(rows: list[list[str | None]]) -> int:
     """How many leading rows are narrower than the table after them (a title, notes)."""
     widths = [len(r) for r in rows[:200]]
-    common = max(set(widths), key=widths.count)
+    common = max(set(widths), key=lambda w: (widths.count(w), w))
     if common < 2 or widths[0] >= common:
         return 0
     skip = widths.index(common)
