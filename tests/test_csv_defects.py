@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from gateway.errors import Unsupported
+from gateway.errors import QueryError, Unsupported
 from tests.csv_support import assert_same, gateway_for, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,3 +122,26 @@ def test_what_the_engine_cannot_evaluate_is_unsupported_and_falls_back(tmp_path,
         result = gw.execute(sql, engine="csv")
         assert result.engine == "duck"
         assert result.to_arrow() == gw.execute(sql, engine="duck").to_arrow()
+
+
+MIXED = ["SELECT * FROM t WHERE s > 5", "SELECT CASE WHEN n > 1 THEN s ELSE n END AS x FROM t",
+         "SELECT CASE WHEN n > 1 THEN 'x' ELSE 1 END AS x FROM t", "SELECT s = 7 AS x FROM t",
+         "SELECT n > 'a' AS x FROM t", "SELECT coalesce(s, n) AS x FROM t",
+         "SELECT n + s AS x FROM t"]
+
+
+@pytest.mark.parametrize("sql", MIXED)
+def test_text_meeting_numbers_is_refused_like_duckdb(tmp_path, sql):
+    path = write(tmp_path, "sv.csv", "s,n\nabc,1\n7,2\n")
+    with gateway_for(path) as gw:
+        for engine in ("csv", "duck"):
+            with pytest.raises(QueryError):
+                gw.execute(sql, engine=engine).to_arrow()
+
+
+@pytest.mark.parametrize("sql", ["SELECT n = '1' AS x FROM t", "SELECT n + '1' AS x FROM t",
+                                 "SELECT n IN ('1', 2) AS x FROM t", "SELECT s || n AS x FROM t"])
+def test_text_constants_meeting_numbers_are_cast_like_duckdb(tmp_path, sql):
+    path = write(tmp_path, "sv.csv", "s,n\nabc,1\n7,2\n")
+    with gateway_for(path) as gw:
+        assert_same(gw, sql)

@@ -158,7 +158,51 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     return pa.string() if pa.types.is_string(a) or pa.types.is_string(b) else a
 
 
-def coerce(values: list[Value]) -> list[Value]:
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _sql_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    if pa.types.is_integer(t):
+        return "BIGINT"
+    return "DOUBLE" if pa.types.is_floating(t) else str(t).upper()
+
+
+def text_as_numbers(values: list[Value], how: str) -> list[Value]:
+    """Text meeting numbers, as DuckDB binds it: a text constant is cast to the
+    number's type; a text column is cast too where ``how`` is "equal" (=, <>,
+    IN), and refused elsewhere (ordering, arithmetic, CASE, COALESCE).
+
+    Raises:
+        QueryError: a refused mix, or text that is not a number.
+    """
+    numbers = [v.type for v in values if _numeric(v.type)]
+    if not numbers or not any(pa.types.is_string(v.type) for v in values):
+        return values
+    target = numbers[0]
+    for t in numbers[1:]:
+        target = common_type(target, t)
+    out = []
+    for v in values:
+        if pa.types.is_string(v.type):
+            if not isinstance(v, pa.Scalar) and how != "equal":
+                verb = "compare" if how == "compare" else "mix"
+                raise QueryError(f"cannot {verb} values of type VARCHAR and {_sql_type(target)}"
+                                 " - an explicit cast is required",
+                                 hint="write CAST(x AS BIGINT) or CAST(y AS VARCHAR)")
+            try:
+                v = v.cast(target)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise QueryError(f"could not convert text to {_sql_type(target)}",
+                                 hint="a value of the text side is not a number") from None
+        out.append(v)
+    return out
+
+
+def coerce(values: list[Value], how: str = "mix") -> list[Value]:
+    values = text_as_numbers(values, how)
     target = pa.null()
     for v in values:
         target = common_type(target, v.type)
@@ -166,7 +210,8 @@ def coerce(values: list[Value]) -> list[Value]:
 
 
 def _binary_cmp(frame: Frame, node: exp.Expression) -> Value:
-    left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
+    how = "equal" if isinstance(node, exp.EQ | exp.NEQ) else "compare"
+    left, right = coerce([frame._eval(node.this), frame._eval(node.expression)], how)
     plain = getattr(pc, _CMP[type(node)])(left, right)
     if not pa.types.is_floating(left.type):
         return plain
@@ -216,12 +261,12 @@ def _is(frame: Frame, node: exp.Expression) -> Value:
 def _in(frame: Frame, node: exp.In) -> Value:
     if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
         raise unsupported(node, "IN with a subquery")
-    needle = frame._eval(node.this)
-    items = [frame._eval(e) for e in node.expressions]
+    needle, *items = text_as_numbers([frame._eval(node.this),
+                                      *(frame._eval(e) for e in node.expressions)], "equal")
     if not all(isinstance(i, pa.Scalar) for i in items):
         result: Value | None = None
         for item in items:
-            a, b = coerce([needle, item])
+            a, b = coerce([needle, item], "equal")
             eq = pc.equal(a, b)
             result = eq if result is None else pc.or_kleene(result, eq)
         assert result is not None
@@ -243,7 +288,7 @@ def _in(frame: Frame, node: exp.In) -> Value:
 
 def _between(frame: Frame, node: exp.Between) -> Value:
     value, low, high = coerce([frame._eval(node.this), frame._eval(node.args["low"]),
-                               frame._eval(node.args["high"])])
+                               frame._eval(node.args["high"])], "compare")
     return pc.and_kleene(pc.greater_equal(value, low), pc.less_equal(value, high))
 
 
