@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 QUERIES = ("SELECT count(*) FROM t", "SELECT * FROM t")
-OUTCOMES = ("agree", "differs", "both refuse", "csv refuses", "DuckDB refuses", "hang", "crash")
+OUTCOMES = ("agree", "differs", "both refuse", "csv refuses", "DuckDB refuses", "hang: csv",
+            "hang: DuckDB", "crash")
 _SKIP_NAMES = {"LICENSE", "README.md"}
 
 
@@ -162,12 +163,14 @@ class Worker:
         code = self.proc.poll() if self.proc else None
         self._stop()
         finished = {r["query"] for r in records}
+        side = {"csv": "csv", "duckdb": "DuckDB"}.get(running.get("running", ""), "csv")
         for sql in QUERIES:
             if sql not in finished:
-                side = running.get("running", "startup") if running.get("query") == sql else \
-                    "not run"
-                records.append({"file": path, "query": sql, "outcome": outcome,
-                                "csv": f"{outcome} while {side} ran (exit {code})",
+                ran = sql == running.get("query")
+                label = f"hang: {side}" if outcome == "hang" else outcome
+                records.append({"file": path, "query": sql, "outcome": label,
+                                "csv": f"{label} (exit {code})" if ran else
+                                f"not run after the {label} of an earlier query",
                                 "duckdb": ""})
         return records
 
