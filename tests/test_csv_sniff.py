@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.errors import QueryError
+from gateway.errors import QueryError, Unsupported
 from tests.csv_support import assert_same, gateway_for, write
 
 CASES = {
@@ -17,7 +17,9 @@ CASES = {
     "impossible_date": "d\n2024-02-30\n2024-01-01\n",
     "header_of_delimiters": ",,\n1,2,3\n",
     "preamble_title": "My title\na,b,c\n1,2,3\n4,5,6\n",
-    "comment_preamble": "# hello\n# x,y\na,b\n1,2\n",
+    "comment_lines": "# A few comments\n# I'm a csv file\na;b\n# a comment\n1;3\n6;7\n",
+    "one_column_blank_lines_are_nulls": "col\n1\n2\n\n3\n\n",
+    "one_column_only_blank_lines": "1\n\n\n\n",
     "plus_signs_stay_text": "a\n+31\n+42\n",
     "single_quotes": "a,b\n'x,y',1\n'z',2\n",
     "time": "t\n10:00:00\n11:30:01.5\n",
@@ -51,3 +53,15 @@ def test_a_ragged_row_says_how_many_fields_it_has_and_why(tmp_path):
     assert "line 3, byte 20: the row has 3 fields; the header has 5" in str(info.value)
     assert "delimiter ','" in str(info.value.hint)
     assert "first line as the header" in str(info.value.hint)
+
+
+def test_a_file_in_hive_partition_folders_is_unsupported_not_short_of_columns(tmp_path):
+    folder = tmp_path / "part=a" / "date=2012-01-01"
+    folder.mkdir(parents=True)
+    path = write(folder, "test.csv", "id,value\n1,x\n")
+    with gateway_for(path) as gw:
+        with pytest.raises(Unsupported, match="hive partition"):
+            gw.execute("SELECT * FROM t", engine="csv")
+        assert gw.execute("SELECT * FROM t", engine="duck").to_arrow().num_columns == 4
+    with gateway_for(path, fallback="duck") as gw:
+        assert gw.execute("SELECT * FROM t", engine="csv").to_arrow().num_columns == 4

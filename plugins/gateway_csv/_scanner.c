@@ -569,6 +569,7 @@ typedef struct {
 typedef struct {
     char delim;
     int quote, escape;
+    int comment; /* a line starting with it is skipped; -1 for none */
     int ncols;
     int skip_bad;
     int nnull;
@@ -614,8 +615,9 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
     memset(p, 0, sizeof *p);
     int delim;
     PyObject *nulls;
-    if (!PyArg_ParseTuple(dialect, "iiiipO!", &delim, &p->quote, &p->escape, &p->ncols, &p->skip_bad,
-                          &PyTuple_Type, &nulls))
+    p->comment = -1;
+    if (!PyArg_ParseTuple(dialect, "iiiipO!|i", &delim, &p->quote, &p->escape, &p->ncols, &p->skip_bad,
+                          &PyTuple_Type, &nulls, &p->comment))
         return -1;
     p->delim = (char)delim;
     p->nnull = (int)PyTuple_GET_SIZE(nulls);
@@ -1328,8 +1330,14 @@ static void run_scan(Scan *sc) {
     while (p < end && p - base < sc->boundary) {
         if (sc->limit >= 0 && sc->rows_out >= sc->limit) break;
         const char *row = p;
-        if (*p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n')) {
-            p += *p == '\n' ? 1 : 2; /* blank lines are skipped, as DuckDB does */
+        if (sc->plan->ncols != 1 && (*p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n'))) {
+            /* blank lines are skipped, as DuckDB does, except in a file of one
+             * column, where they are rows holding NULL */
+            p += *p == '\n' ? 1 : 2;
+            continue;
+        }
+        if ((unsigned char)*p == sc->plan->comment) {
+            p = next_line(p, end);
             continue;
         }
         int col;

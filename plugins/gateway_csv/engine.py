@@ -124,6 +124,14 @@ class CsvEngine(Engine):
         from gateway_csv.scan import Scanner
 
         _, files, options = self._files(name, is_path)
+        for path in files:
+            folders = Path(path).parent.parts
+            keys = [f for f in folders if "=" in f and not f.startswith("=")]
+            if keys:
+                # DuckDB adds a column per key=value folder (hive partitioning)
+                raise Unsupported(f"{path} lies in hive partition folders ({', '.join(keys)}); "
+                                  "the csv engine does not add their columns",
+                                  engines=("duckdb",))
         if self._pool is None:
             raise EngineConnectionError("the engine is closed", engine=self.name)
         scanners = []

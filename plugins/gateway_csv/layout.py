@@ -42,9 +42,12 @@ SAMPLE_ROWS = 20_480
 SAMPLE_BYTES = 512 << 10
 DELIMITERS = (",", "|", ";", "\t")
 QUOTES = ('"', "'")
-#: DuckDB's date formats, in the order its sniffer tries them (ISO first, natively)
+#: DuckDB's date formats (ISO is read natively), in the order that reproduces its
+#: choice when several fit: 01-02-2000 is 1 February
 DATE_FORMATS = tuple(f.replace("-", sep) for sep in "-/." for f in
-                     ("%m-%d-%Y", "%m-%d-%y", "%d-%m-%Y", "%d-%m-%y", "%Y-%m-%d", "%y-%m-%d"))
+                     ("%d-%m-%Y", "%d-%m-%y", "%m-%d-%Y", "%m-%d-%y", "%Y-%m-%d", "%y-%m-%d"))
+TIMESTAMP_FORMATS = tuple(f"{d} {t}" for d in DATE_FORMATS
+                          for t in ("%H:%M:%S", "%I:%M:%S %p", "%H:%M"))
 
 # Each pattern matches a value in at most one way (no two quantifiers compete
 # for the same characters), and _column_kind joins them per line in an atomic
@@ -64,8 +67,11 @@ _PATTERNS = [
     (TS, re.compile(_DATE + r"(?:" + _TIME + r")?")),
     (TSTZ, re.compile(_DATE + _TIME + r"(?:Z|[+-]\d\d(?::?\d\d)?)?")),
 ]
+_COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
 _LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0\d")
 _OTHER_DATE = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ \t]*+)")
+_OTHER_TIMESTAMP = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4} \d{1,2}:\d\d(?::\d\d)?"
+                              r"(?: [AaPp][Mm])?[ \t]*+)")
 
 
 @dataclass
@@ -82,9 +88,11 @@ class Layout:
         skip_bad: skip malformed rows (``on_error = "skip"``) instead of failing.
         timestamp_format: strftime format of timestamp columns (read as text by the
             scanner, converted afterwards), or None.
-        formats: column index -> the strptime format of a DATE column the sniffer
-            found written another way than ISO (read as text, converted afterwards).
+        formats: column index -> the strptime format of a DATE or TIMESTAMP column
+            the sniffer found written another way than ISO (read as text, converted
+            afterwards).
         skipped_lines: rows before the header that the sniffer skipped (a preamble).
+        comment: lines starting with it are skipped ("" for none).
     """
 
     names: list[str]
@@ -99,6 +107,7 @@ class Layout:
     timestamp_format: str | None = None
     formats: dict[int, str] = field(default_factory=dict)
     skipped_lines: int = 0
+    comment: str = ""
     lower_names: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -115,7 +124,7 @@ class Layout:
         """The dialect tuple _scanner.scan takes."""
         return (ord(self.delimiter), ord(self.quote) if self.quote else -1,
                 ord(self.escape) if self.escape else -1, self.ncols, self.skip_bad,
-                tuple(n.encode() for n in self.nulls))
+                tuple(n.encode() for n in self.nulls), ord(self.comment) if self.comment else -1)
 
     def scan_kind(self, index: int) -> int:
         """The kind the scanner reads a column as (text when a custom format converts it later)."""
@@ -172,10 +181,12 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
         if kind in (DATE, TS, TSTZ, TIME) and not _all_parse(kind, values):
             continue
         return kind, None
-    if re.fullmatch(f"(?:{_OTHER_DATE.pattern}\n)*+{_OTHER_DATE.pattern}", joined):
-        for fmt in DATE_FORMATS:
-            if _all_match(fmt, values):
-                return DATE, fmt
+    for kind, shape, formats in ((DATE, _OTHER_DATE, DATE_FORMATS),
+                                 (TS, _OTHER_TIMESTAMP, TIMESTAMP_FORMATS)):
+        if re.fullmatch(f"(?:{shape.pattern}\n)*+{shape.pattern}", joined):
+            for fmt in formats:
+                if _all_match(fmt, values):
+                    return kind, fmt
     return STR, None
 
 
@@ -251,7 +262,14 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         return Layout(names=["column0"], kinds=[STR], header=False, data_start=len(head),
                       nulls=null_set, skip_bad=skip_bad)
 
-    delimiter, quote = _dialect(text[:65536], options)
+    comment = ""
+    delimiter, quote, score = _dialect(text[:65536], options)
+    if _COMMENT_LINE.search(text[:65536]):
+        # lines starting with # are comments when the table is more regular without them
+        uncommented = _COMMENT_LINE.sub("", text)
+        d, q, s = _dialect(uncommented[:65536], options)
+        if s > score:
+            comment, delimiter, quote, text = "#", d, q, uncommented
     escape = options.get("escape", quote)
     rows = _split_lines(text, delimiter, quote, escape)
     skipped = _preamble(rows)
@@ -262,7 +280,9 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
 
     header = options.get("header")
     if header is None:
-        if not body:
+        if not body and ncols == 1 and len(text.splitlines()) > 1:
+            header = True  # the rows are blank lines, NULLs of a text column
+        elif not body:
             # one line: a header when it is all text ("a,b"), else a row ("42")
             header = len(rows) == 1 and all(_column_kind([v]) == STR for v in first
                                             if v not in null_set)
@@ -296,20 +316,18 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         kinds[lower[col.lower()]] = kind
         formats.pop(lower[col.lower()], None)
 
-    data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path)
+    data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment)
     return Layout(names=names, kinds=kinds, delimiter=delimiter, quote=quote or "",
                   escape=escape or "", header=bool(header), data_start=data_start,
                   nulls=null_set, skip_bad=skip_bad,
                   timestamp_format=options.get("timestamp_format"), formats=formats,
-                  skipped_lines=skipped)
+                  skipped_lines=skipped, comment=comment)
 
 
-def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str]:
-    """(delimiter, quote): the given ones, else the pair whose rows have the most
-    consistent field count (the first candidate wins a tie)."""
+def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str, float]:
+    """(delimiter, quote, score): the given ones, else the pair whose rows have the
+    most consistent field count (the first candidate wins a tie)."""
     delimiter, quote = options.get("delimiter"), options.get("quote")
-    if delimiter is not None and quote is not None:
-        return delimiter, quote
     best: tuple[float, str, str] | None = None
     for cand in (delimiter,) if delimiter is not None else DELIMITERS:
         for q in (quote,) if quote is not None else QUOTES:
@@ -320,9 +338,14 @@ def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str]:
             common = max(set(widths), key=widths.count)
             score = (widths.count(common) / len(widths)) * (common > 1) + \
                 (common > 1) * 0.001 * common
+            # on a tie, a quote that opens fields beats one that never does
+            if q and re.search(f"(?:^|[{re.escape(cand)}\n]){re.escape(q)}", probe):
+                score += 1e-6
             if best is None or score > best[0]:
                 best = (score, cand, q)
-    return (best[1], best[2]) if best else (delimiter or ",", quote if quote is not None else '"')
+    if best is None:
+        return delimiter or ",", quote if quote is not None else '"', 0.0
+    return best[1], best[2], best[0]
 
 
 def _preamble(rows: list[list[str | None]]) -> int:
@@ -365,17 +388,26 @@ def _unique_names(raw: list[str], ncols: int) -> list[str]:
     return names
 
 
-def _skip_rows(data: bytes, quote: str, count: int, path: str) -> int:
-    """The byte offset after ``count`` rows and the blank lines around them.
+def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str) -> int:
+    """The byte offset after ``count`` rows and the blank and comment lines before them.
 
     Raises:
         QueryError: a quote opened in those rows is never closed.
     """
     q = quote.encode()[0] if quote else -1
     pos, n = 0, len(data)
-    for _ in range(count):
-        while pos < n and data[pos] in b"\r\n":
+    c = comment.encode()[0] if comment else -1
+
+    def skip_blank_and_comments(pos: int) -> int:
+        while pos < n and (data[pos] in b"\r\n" or data[pos] == c):
+            if data[pos] == c:
+                end = data.find(b"\n", pos)
+                pos = n if end < 0 else end
             pos += 1
+        return pos
+
+    for _ in range(count):
+        pos = skip_blank_and_comments(pos)
         in_quote = False
         start = pos
         while pos < n:
@@ -390,7 +422,5 @@ def _skip_rows(data: bytes, quote: str, count: int, path: str) -> int:
             raise QueryError(f"{path}: the quote opened in the header line ({line!r}) is never "
                              "closed", hint="fix the file, or set quote on the source "
                                             "(quote = \"\" when fields are not quoted)")
-        pos += 1
-    while count and pos < n and data[pos] in b"\r\n":
         pos += 1
     return min(pos, n)
