@@ -22,6 +22,8 @@ CASES = {
     "one_column_only_blank_lines": "1\n\n\n\n",
     "plus_signs_stay_text": "a\n+31\n+42\n",
     "single_quotes": "a,b\n'x,y',1\n'z',2\n",
+    "header_quote_never_closed": '"hello\n world\n',
+    "header_quote_closed_on_another_line": '"Pedro "the"\n"Pedro "the" legend"\n"Pedro "the"\n',
     "time": "t\n10:00:00\n11:30:01.5\n",
     "us_dates": "d\n1/2/2016\n12/31/2016\n",
     "day_first_dates": "d\n13-01-2016\n31-12-2016\n",
@@ -42,7 +44,7 @@ def test_an_unclosed_quote_in_the_header_is_an_error_not_an_empty_table(tmp_path
     with gateway_for(path) as gw:
         # unset, the quote is sniffed as ' (as DuckDB does): the header reads a, "b, c
         assert_same(gw, "SELECT * FROM t")
-    with gateway_for(path, quote='"') as gw, pytest.raises(QueryError, match="never closed"):
+    with gateway_for(path, quote='"') as gw, pytest.raises(QueryError, match="not closed on that line"):
         gw.execute("SELECT * FROM t", engine="csv")
 
 

@@ -62,7 +62,7 @@ _PATTERNS = [
     (BOOL, re.compile(r"(?:true|false|t|f)", re.I)),
     (INT, re.compile(_INT)),
     (FLOAT, re.compile(_FLOAT, re.I)),
-    (TIME, re.compile(r"\d\d:\d\d:\d\d(?:\.\d+)?")),
+    (TIME, re.compile(r"\d\d:\d\d(?::\d\d(?:\.\d+)?)?")),
     (DATE, re.compile(_DATE)),
     (TS, re.compile(_DATE + r"(?:" + _TIME + r")?")),
     (TSTZ, re.compile(_DATE + _TIME + r"(?:Z|[+-]\d\d(?::?\d\d)?)?")),
@@ -316,7 +316,13 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         kinds[lower[col.lower()]] = kind
         formats.pop(lower[col.lower()], None)
 
-    data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment)
+    try:
+        data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment)
+    except QueryError:
+        if options.get("quote") is not None or not quote:
+            raise
+        # a sniffed quote that never closes: read the file unquoted, as DuckDB does
+        return sniff(head, {**options, "quote": ""}, path=path, complete=complete)
     return Layout(names=names, kinds=kinds, delimiter=delimiter, quote=quote or "",
                   escape=escape or "", header=bool(header), data_start=data_start,
                   nulls=null_set, skip_bad=skip_bad,
@@ -417,10 +423,11 @@ def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str) -> 
             elif byte == 10 and not in_quote:
                 break
             pos += 1
-        if in_quote:
+        if in_quote or b"\n" in data[start:pos]:
+            # a header whose quote runs past its line swallows the rows after it
             line = data[start:start + 60].decode("utf-8", "replace").splitlines()[0]
-            raise QueryError(f"{path}: the quote opened in the header line ({line!r}) is never "
-                             "closed", hint="fix the file, or set quote on the source "
+            raise QueryError(f"{path}: the quote opened in the header line ({line!r}) is not "
+                             "closed on that line", hint="fix the file, or set quote on the source "
                                             "(quote = \"\" when fields are not quoted)")
         pos += 1
     return min(pos, n)
