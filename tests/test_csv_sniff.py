@@ -67,3 +67,14 @@ def test_a_file_in_hive_partition_folders_is_unsupported_not_short_of_columns(tm
         assert gw.execute("SELECT * FROM t", engine="duck").to_arrow().num_columns == 4
     with gateway_for(path, fallback="duck") as gw:
         assert gw.execute("SELECT * FROM t", engine="csv").to_arrow().num_columns == 4
+
+
+@pytest.mark.parametrize("content", [
+    "ts;t2\n2020-01-01 01:02:03;01-01-2020 01:02:03\n",  # one timestamp format per file
+    "d,t\nNight,2022/01/27 11:04:57 PM\n",  # not among DuckDB's formats
+    "a,t\n1,2/18/2008 02:36:48\n",  # m/d/Y takes %I:%M:%S %p in DuckDB's list
+], ids=["two_formats", "year_first_pm", "month_first_24h"])
+def test_timestamp_formats_are_duckdbs_one_per_file(tmp_path, content):
+    path = write(tmp_path, "ts.csv", content)
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")

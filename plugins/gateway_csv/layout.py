@@ -46,8 +46,10 @@ QUOTES = ('"', "'")
 #: choice when several fit: 01-02-2000 is 1 February
 DATE_FORMATS = tuple(f.replace("-", sep) for sep in "-/." for f in
                      ("%d-%m-%Y", "%d-%m-%y", "%m-%d-%Y", "%m-%d-%y", "%Y-%m-%d", "%y-%m-%d"))
-TIMESTAMP_FORMATS = tuple(f"{d} {t}" for d in DATE_FORMATS
-                          for t in ("%H:%M:%S", "%I:%M:%S %p", "%H:%M"))
+#: DuckDB's timestamp formats (its list, with each date separator)
+TIMESTAMP_FORMATS = tuple(f.replace("-", sep) for sep in "-/." for f in (
+    "%d-%m-%Y %H:%M:%S", "%d-%m-%y %H:%M:%S", "%m-%d-%Y %I:%M:%S %p", "%m-%d-%y %I:%M:%S %p",
+    "%Y-%m-%d %H:%M:%S", "%y-%m-%d %H:%M:%S"))
 
 # Each pattern matches a value in at most one way (no two quantifiers compete
 # for the same characters), and _column_kind joins them per line in an atomic
@@ -70,7 +72,7 @@ _PATTERNS = [
 _COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
 _LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0\d")
 _OTHER_DATE = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ \t]*+)")
-_OTHER_TIMESTAMP = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4} \d{1,2}:\d\d(?::\d\d)?"
+_OTHER_TIMESTAMP = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4} \d{1,2}:\d\d:\d\d"
                               r"(?: [AaPp][Mm])?[ \t]*+)")
 
 
@@ -366,9 +368,15 @@ def _preamble(rows: list[list[str | None]]) -> int:
 
 def _kinds(rows: list[list[str | None]], ncols: int, null_set: tuple[str, ...]) \
         -> tuple[list[int], dict[int, str]]:
+    """Per column: kinds, and the formats of non-ISO dates and timestamps. DuckDB
+    keeps one format per type and file: the first column of a type sets it, and
+    a later column written in another format stays text."""
     kinds, formats = [], {}
+    first_format: dict[int, str | None] = {}
     for i in range(ncols):
         kind, fmt = _column_type([r[i] for r in rows if r[i] not in null_set])  # type: ignore[misc]
+        if kind in (DATE, TS) and first_format.setdefault(kind, fmt) != fmt:
+            kind, fmt = STR, None
         kinds.append(kind)
         if fmt is not None:
             formats[i] = fmt
