@@ -78,3 +78,10 @@ def test_timestamp_formats_are_duckdbs_one_per_file(tmp_path, content):
     path = write(tmp_path, "ts.csv", content)
     with gateway_for(path) as gw:
         assert_same(gw, "SELECT * FROM t")
+
+
+def test_a_backslash_before_quotes_is_sniffed_as_the_escape(tmp_path):
+    path = write(tmp_path, "e.csv", '123|T|text1\n345|T|"text\\"2\\""\n"567"|T|text3\n')
+    with gateway_for(path) as gw:
+        got = assert_same(gw, "SELECT * FROM t")
+    assert got.column(2).to_pylist() == ["text1", 'text"2"', "text3"]

@@ -265,14 +265,13 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                       nulls=null_set, skip_bad=skip_bad)
 
     comment = ""
-    delimiter, quote, score = _dialect(text[:65536], options)
+    delimiter, quote, escape, score = _dialect(text[:65536], options)
     if _COMMENT_LINE.search(text[:65536]):
         # lines starting with # are comments when the table is more regular without them
         uncommented = _COMMENT_LINE.sub("", text)
-        d, q, s = _dialect(uncommented[:65536], options)
+        d, q, e, s = _dialect(uncommented[:65536], options)
         if s > score:
-            comment, delimiter, quote, text = "#", d, q, uncommented
-    escape = options.get("escape", quote)
+            comment, delimiter, quote, escape, text = "#", d, q, e, uncommented
     rows = _split_lines(text, delimiter, quote, escape)
     skipped = _preamble(rows)
     rows = rows[skipped:]
@@ -332,28 +331,36 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   skipped_lines=skipped, comment=comment)
 
 
-def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str, float]:
-    """(delimiter, quote, score): the given ones, else the pair whose rows have the
-    most consistent field count (the first candidate wins a tie)."""
-    delimiter, quote = options.get("delimiter"), options.get("quote")
-    best: tuple[float, str, str] | None = None
+def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str, str, float]:
+    """(delimiter, quote, escape, score): the given ones, else the candidates whose
+    rows have the most consistent field count (the first wins a tie)."""
+    delimiter, quote, escape = options.get("delimiter"), options.get("quote"), \
+        options.get("escape")
+    best: tuple[float, str, str, str] | None = None
     for cand in (delimiter,) if delimiter is not None else DELIMITERS:
         for q in (quote,) if quote is not None else QUOTES:
-            rows = _split_lines(probe, cand, q, options.get("escape", q))[:200]
-            if not rows:
-                continue
-            widths = [len(r) for r in rows]
-            common = max(set(widths), key=widths.count)
-            score = (widths.count(common) / len(widths)) * (common > 1) + \
-                (common > 1) * 0.001 * common
-            # on a tie, a quote that opens fields beats one that never does
-            if q and re.search(f"(?:^|[{re.escape(cand)}\n]){re.escape(q)}", probe):
-                score += 1e-6
-            if best is None or score > best[0]:
-                best = (score, cand, q)
+            escapes = (escape,) if escape is not None else \
+                (q, "\\") if q and "\\" + q in probe else (q,)
+            for e in escapes:
+                rows = _split_lines(probe, cand, q, e)[:200]
+                if not rows:
+                    continue
+                widths = [len(r) for r in rows]
+                common = max(set(widths), key=widths.count)
+                score = (widths.count(common) / len(widths)) * (common > 1) + \
+                    (common > 1) * 0.001 * common
+                # on a tie, a quote that opens fields beats one that never does, and
+                # a backslash written before quotes is their escape
+                if q and re.search(f"(?:^|[{re.escape(cand)}\n]){re.escape(q)}", probe):
+                    score += 1e-6
+                if e == "\\" != q:
+                    score += 1e-7
+                if best is None or score > best[0]:
+                    best = (score, cand, q, e)
     if best is None:
-        return delimiter or ",", quote if quote is not None else '"', 0.0
-    return best[1], best[2], best[0]
+        q = quote if quote is not None else '"'
+        return delimiter or ",", q, escape if escape is not None else q, 0.0
+    return best[1], best[2], best[3], best[0]
 
 
 def _preamble(rows: list[list[str | None]]) -> int:
