@@ -85,3 +85,19 @@ def test_a_backslash_before_quotes_is_sniffed_as_the_escape(tmp_path):
     with gateway_for(path) as gw:
         got = assert_same(gw, "SELECT * FROM t")
     assert got.column(2).to_pylist() == ["text1", 'text"2"', "text3"]
+
+
+@pytest.mark.parametrize("content", ['"header1;header2"\n"value1;value2"\n"v;w"\n',
+                                     '"Dec 8, 2022"\n"Sep 26, 2022"\n"Aug 31, 2022"\n'],
+                         ids=["quoted_lines", "quoted_commas"])
+def test_a_quote_that_never_opens_a_field_is_not_a_candidate(tmp_path, content):
+    path = write(tmp_path, "q.csv", content)
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")
+
+
+def test_rows_ending_in_a_delimiter_do_not_make_the_header_a_preamble(tmp_path):
+    # DuckDB drops the trailing empty field; the csv engine says what it found
+    path = write(tmp_path, "t.csv", "c1,c2\n1,2,\n3,4,\n")
+    with gateway_for(path) as gw, pytest.raises(QueryError, match="the row has 3 fields"):
+        gw.execute("SELECT * FROM t", engine="csv").to_arrow()

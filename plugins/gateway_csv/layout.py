@@ -339,6 +339,9 @@ def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str, str, float]
     best: tuple[float, str, str, str] | None = None
     for cand in (delimiter,) if delimiter is not None else DELIMITERS:
         for q in (quote,) if quote is not None else QUOTES:
+            opens = bool(q) and re.search(f"(?:^|[{re.escape(cand)}\n]){re.escape(q)}", probe)
+            if quote is None and q != QUOTES[0] and not opens:
+                continue  # another quote is only a candidate where it opens fields
             escapes = (escape,) if escape is not None else \
                 (q, "\\") if q and "\\" + q in probe else (q,)
             for e in escapes:
@@ -351,7 +354,7 @@ def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str, str, float]
                     (common > 1) * 0.001 * common
                 # on a tie, a quote that opens fields beats one that never does, and
                 # a backslash written before quotes is their escape
-                if q and re.search(f"(?:^|[{re.escape(cand)}\n]){re.escape(q)}", probe):
+                if opens:
                     score += 1e-6
                 if e == "\\" != q:
                     score += 1e-7
@@ -369,6 +372,8 @@ def _preamble(rows: list[list[str | None]]) -> int:
     common = max(set(widths), key=lambda w: (widths.count(w), w))
     if common < 2 or widths[0] >= common:
         return 0
+    if widths[0] == common - 1 and all(not r[-1] for r in rows[1:200] if len(r) == common):
+        return 0  # a header, and rows ending in a delimiter
     skip = widths.index(common)
     return skip if all(w < common for w in widths[:skip]) else 0
 
