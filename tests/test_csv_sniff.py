@@ -101,3 +101,9 @@ def test_rows_ending_in_a_delimiter_do_not_make_the_header_a_preamble(tmp_path):
     path = write(tmp_path, "t.csv", "c1,c2\n1,2,\n3,4,\n")
     with gateway_for(path) as gw, pytest.raises(QueryError, match="the row has 3 fields"):
         gw.execute("SELECT * FROM t", engine="csv").to_arrow()
+
+
+def test_a_field_larger_than_the_csv_modules_limit_is_a_clear_error(tmp_path):
+    path = write(tmp_path, "big.csv", 'a\tb\n1\t"' + "x" * 600_000 + "\n")
+    with gateway_for(path) as gw, pytest.raises(QueryError, match="not closed"):
+        gw.execute("SELECT * FROM t", engine="csv").to_arrow()

@@ -148,11 +148,17 @@ def _split_lines(text: str, delimiter: str, quote: str, escape: str) -> list[lis
     else:
         kwargs["quoting"] = csv.QUOTE_NONE
     rows: list[list[str | None]] = []
-    for row in csv.reader(io.StringIO(text, newline=""), **kwargs):
-        if row:
-            rows.append(list(row))
-        if len(rows) > SAMPLE_ROWS:
-            break
+    if csv.field_size_limit() < SAMPLE_BYTES:
+        csv.field_size_limit(SAMPLE_BYTES)  # a field may fill the sample (default: 128 KiB)
+    reader = csv.reader(io.StringIO(text, newline=""), **kwargs)
+    try:
+        for row in reader:
+            if row:
+                rows.append(list(row))
+            if len(rows) > SAMPLE_ROWS:
+                break
+    except csv.Error:
+        pass  # a field past the size limit: sniff on the rows before it
     return rows
 
 
@@ -272,7 +278,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         d, q, e, s = _dialect(uncommented[:65536], options)
         if s > score:
             comment, delimiter, quote, escape, text = "#", d, q, e, uncommented
-    rows = _split_lines(text, delimiter, quote, escape)
+    rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
     skipped = _preamble(rows)
     rows = rows[skipped:]
     ncols = max(len(rows[0]), 1)

@@ -162,7 +162,7 @@ class Scanner:
         layout = self.layout
         line = self._line_of(offset)
         what = _ERRORS.get(kind, kind).format(
-            found=_fields(self._fields_at(offset)),
+            found=_fields(self._fields_at(offset)) if kind == "ragged" else "",
             expected=(f"the header has {layout.ncols}" if layout.header else
                       f"the first row has {layout.ncols}"),
             type=KIND_NAMES[layout.kinds[column]] if 0 <= column < layout.ncols else "")
@@ -190,8 +190,11 @@ class Scanner:
         layout = self.layout
         text = self.file.pread(offset, 1 << 20).decode("utf-8", "replace")
         quoting = {"quotechar": layout.quote} if layout.quote else {"quoting": csv.QUOTE_NONE}
-        row = next(csv.reader(io.StringIO(text, newline=""), delimiter=layout.delimiter,
-                              strict=False, **quoting), [])
+        try:
+            row = next(csv.reader(io.StringIO(text, newline=""), delimiter=layout.delimiter,
+                                  strict=False, **quoting), [])
+        except csv.Error:  # a quoted field past the csv module's size limit
+            return text.split("\n", 1)[0].count(layout.delimiter) + 1
         return len(row)
 
     def _line_of(self, offset: int) -> int:
