@@ -76,3 +76,18 @@ def test_without_stop_the_scan_runs_to_the_end(tmp_path):
     with gateway_for(many_rows(tmp_path), chunk_bytes=4096) as gw:
         table = gw.engine("csv").execute("SELECT * FROM t", stop=lambda: False).reader.read_all()
     assert table.num_rows == 50_000
+
+
+def test_a_session_scan_stops_when_its_query_handle_is_cancelled(tmp_path):
+    from gateway.handles import QueryHandle
+
+    with gateway_for(many_rows(tmp_path), chunk_bytes=4096) as gw:
+        session = gw.engine("csv").open_session()
+        handle = QueryHandle("csv", 1, "SELECT * FROM t")
+        reader = session.execute("SELECT * FROM t", None, handle).reader
+        reader.read_next_batch()
+        handle.cancel()
+        with pytest.raises(Cancelled):
+            reader.read_all()
+        with pytest.raises(Cancelled):
+            session.execute("SELECT count(*) FROM t", None, handle)

@@ -10,13 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gateway.engine import CatalogColumn, Engine, EngineResult, Option
+from gateway.engine import CatalogColumn, Engine, EngineResult, EngineSession, Option
 from gateway.errors import EngineConnectionError, GatewayError, QueryError, Unsupported
 from gateway.sources import Source
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.handles import QueryHandle
     from gateway_csv.layout import Layout
     from gateway_csv.scan import Scanner
 
@@ -34,8 +35,9 @@ class CsvEngine(Engine):
     supports_catalog = True
 
     options: ClassVar[dict[str, Option]] = {
-        "threads": Option((int,), default=0, help="scanner threads; 0 means one per core"),
-        "chunk_bytes": Option((int,), default=8 << 20,
+        "threads": Option((int,), default=0, minimum=0,
+                          help="scanner threads; 0 means one per core"),
+        "chunk_bytes": Option((int,), default=8 << 20, minimum=1,
                               help="bytes of file per scanned chunk (default 8 MiB)"),
         "fallback": Option((str,), default=None,
                            help="an engine that answers the queries this one reports as "
@@ -47,10 +49,6 @@ class CsvEngine(Engine):
         self._pool: ThreadPoolExecutor | None = None
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._lock = threading.Lock()
-        if self.config["chunk_bytes"] < 1:
-            from gateway.errors import ConfigError
-
-            raise ConfigError("chunk_bytes must be at least 1", key=f"engines.{name}.chunk_bytes")
 
     def connect(self) -> None:
         threads = self.config["threads"] or os.cpu_count() or 1
@@ -159,6 +157,9 @@ class CsvEngine(Engine):
         return scanners
 
     # -- queries ---------------------------------------------------------
+    def open_session(self, one_shot: bool = False) -> EngineSession:
+        return _StoppableSession(self)
+
     def execute(self, sql: str, parameters: Sequence[Any] | None = None, *,
                 stop: Stop | None = None) -> EngineResult:
         """Run one SELECT (see :class:`gateway.engine.Engine`).
@@ -267,6 +268,17 @@ class CsvEngine(Engine):
             for col, kind in zip(layout.names, layout.kinds, strict=True):
                 columns.append(CatalogColumn("main", name, col, arrow_type(kind)))
         return columns
+
+
+class _StoppableSession(EngineSession):
+    """A stateless session whose scans poll the query's handle between chunks, so a
+    cancel or a timeout stops the query within a chunk."""
+
+    engine: CsvEngine
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None,
+                handle: QueryHandle) -> EngineResult:
+        return self.engine.execute(sql, parameters, stop=handle.check)
 
 
 def _stream(tables: Generator[pa.Table, None, None], first: pa.Table,
