@@ -212,6 +212,15 @@ def _check_source(name: str, section: Any, fail: Any, base: Path) -> Source:
         else:
             raise fail(f"{prefix}.format", f"cannot tell the format of {raw_path!r}",
                        'set format = "csv" or "parquet"')
+    encoding = options.get("encoding")
+    if encoding is not None:
+        import codecs
+
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise fail(f"{prefix}.encoding", f"no text encoding is named {encoding!r}",
+                       "e.g. utf-8, latin-1, utf-16, shift_jis") from None
     source = Source(name=name, path=path, format=fmt,
                     options={k: v for k, v in options.items() if v is not None})
     if not source.is_glob and not Path(path).exists():
