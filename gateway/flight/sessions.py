@@ -1,0 +1,131 @@
+"""Flight sessions: the engine (and shadow reference) a client chose, kept between calls.
+
+A session is found by the ``arrow_flight_session_id`` cookie that the
+specification suggests (the ADBC driver returns it with
+``adbc.flight.sql.rpc.with_cookie_middleware=true``; the JDBC driver always
+does), else by the caller's bearer token, so a logged-in client keeps its
+choices without cookies. A session belongs to one user: another user's cookie
+is ignored. Sessions unused for ``session_idle`` seconds are dropped.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.flight as flight
+
+COOKIE = "arrow_flight_session_id"
+
+#: The session options a client may set, and what each does.
+OPTIONS = {
+    "engine": "the engine statements run on (also accepted as 'catalog')",
+    "reference": "an engine every query is shadowed on ('' stops shadowing)",
+}
+
+
+@dataclass
+class Session:
+    """One client's choices."""
+
+    id: str
+    user: str
+    engine: str | None = None
+    reference: str | None = None
+    used: float = field(default_factory=time.monotonic)
+
+    def options(self) -> dict[str, str]:
+        return {k: v for k, v in (("engine", self.engine), ("reference", self.reference))
+                if v is not None}
+
+
+class SessionStore:
+    """Every live session, by id."""
+
+    def __init__(self, idle: float):
+        self.idle = idle
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def find(self, key: str | None, user: str) -> Session | None:
+        if key is None:
+            return None
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is None or session.user != user:
+                return None
+            session.used = time.monotonic()
+            return session
+
+    def create(self, user: str, key: str | None = None) -> Session:
+        session = Session(key or secrets.token_urlsafe(24), user)
+        with self._lock:
+            self._sessions[session.id] = session
+        return session
+
+    def close(self, session: Session) -> None:
+        with self._lock:
+            self._sessions.pop(session.id, None)
+
+    def expire(self) -> None:
+        cutoff = time.monotonic() - self.idle
+        with self._lock:
+            for key in [k for k, s in self._sessions.items() if s.used < cutoff]:
+                del self._sessions[key]
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+
+class SessionMiddleware(flight.ServerMiddleware):
+    """The session cookie a call came with, and the one to set when a session was made."""
+
+    def __init__(self, cookie: str | None, token: str | None):
+        self.cookie = cookie
+        self.token = token
+        self.new_cookie: str | None = None
+
+    def sending_headers(self) -> dict[str, str]:
+        return {"set-cookie": f"{COOKIE}={self.new_cookie}"} if self.new_cookie else {}
+
+
+class SessionMiddlewareFactory(flight.ServerMiddlewareFactory):
+    def start_call(self, info: Any, headers: dict[str, list[str]]) -> SessionMiddleware:
+        cookie = token = None
+        for key, values in headers.items():
+            key = key.lower()
+            for value in values:
+                value = value.decode() if isinstance(value, bytes) else value
+                if key == "cookie":
+                    for part in value.split(";"):
+                        name, _, val = part.strip().partition("=")
+                        if name == COOKIE and val:
+                            cookie = val
+                elif key == "authorization" and value.lower().startswith("bearer "):
+                    token = value[7:].strip()
+        return SessionMiddleware(cookie, token)
+
+
+def session_for(store: SessionStore, middleware: SessionMiddleware | None, user: str,
+                create: bool) -> Session | None:
+    """The caller's session: by cookie, else by token; made (and its cookie set) if ``create``."""
+    if middleware is None:
+        return store.create(user) if create else None
+    for key in (middleware.cookie, _token_key(middleware.token)):
+        session = store.find(key, user)
+        if session is not None:
+            return session
+    if not create:
+        return None
+    if middleware.cookie is None and middleware.token is not None:
+        return store.create(user, _token_key(middleware.token))
+    session = store.create(user)
+    middleware.new_cookie = session.id
+    return session
+
+
+def _token_key(token: str | None) -> str | None:
+    return None if token is None else "token:" + token
