@@ -10,6 +10,7 @@ is asked for, and its DoGet streams the engine's batches as they come
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -282,6 +283,10 @@ class FlightSqlServer(flight.FlightServerBase):
                             nbytes=0, started=started, outcome=exc.kind)
             raise to_flight(exc) from None
         query = Query(user.name, engine, sql, result, more, shadow=result.shadow)
+        if not _QUERY.match(sql):
+            # DDL and DML run to the end now: clients often never fetch their answer
+            self._call(result.to_arrow)
+            query.holds_slot = False
         self.queries.add(query)
         return query
 
@@ -549,6 +554,11 @@ class FlightSqlServer(flight.FlightServerBase):
     def shutdown(self) -> None:
         self._stop.set()
         super().shutdown()
+
+
+#: Statements that surely return rows; any other is run to its end before its ticket is issued.
+_QUERY = re.compile(r"\s*(\(|select\b|with\b|from\b|values\b|table\b|show\b|describe\b|"
+                    r"summarize\b|pragma\b|explain\b)", re.IGNORECASE)
 
 
 def _check_limits(query: Query, settings: ServeSettings) -> None:

@@ -61,9 +61,11 @@ class SessionStore:
             return session
 
     def create(self, user: str, key: str | None = None) -> Session:
-        session = Session(key or secrets.token_urlsafe(24), user)
+        """A new session under ``key`` (a fresh id if the key is missing or taken)."""
         with self._lock:
-            self._sessions[session.id] = session
+            if not key or key in self._sessions:
+                key = secrets.token_urlsafe(24)
+            session = self._sessions[key] = Session(key, user)
         return session
 
     def close(self, session: Session) -> None:
@@ -81,12 +83,21 @@ class SessionStore:
 
 
 class SessionMiddleware(flight.ServerMiddleware):
-    """The session cookie a call came with, and the one to set when a session was made."""
+    """The session cookie a call came with, or the one it is handed.
+
+    Headers leave before the handler runs, so a call without a cookie is
+    handed a fresh session id at once; the session itself is made only if the
+    handler needs one (SetSessionOptions), under that id.
+    """
 
     def __init__(self, cookie: str | None, token: str | None):
         self.cookie = cookie
         self.token = token
-        self.new_cookie: str | None = None
+        self.new_cookie = None if cookie else secrets.token_urlsafe(24)
+
+    @property
+    def key(self) -> str:
+        return self.cookie or self.new_cookie or ""
 
     def sending_headers(self) -> dict[str, str]:
         return {"set-cookie": f"{COOKIE}={self.new_cookie}"} if self.new_cookie else {}
@@ -111,21 +122,16 @@ class SessionMiddlewareFactory(flight.ServerMiddlewareFactory):
 
 def session_for(store: SessionStore, middleware: SessionMiddleware | None, user: str,
                 create: bool) -> Session | None:
-    """The caller's session: by cookie, else by token; made (and its cookie set) if ``create``."""
+    """The caller's session: by cookie, else by bearer token; made if ``create``."""
     if middleware is None:
         return store.create(user) if create else None
-    for key in (middleware.cookie, _token_key(middleware.token)):
+    token_key = None if middleware.token is None else "token:" + middleware.token
+    for key in (middleware.cookie, token_key):
         session = store.find(key, user)
         if session is not None:
             return session
     if not create:
         return None
-    if middleware.cookie is None and middleware.token is not None:
-        return store.create(user, _token_key(middleware.token))
-    session = store.create(user)
-    middleware.new_cookie = session.id
-    return session
-
-
-def _token_key(token: str | None) -> str | None:
-    return None if token is None else "token:" + token
+    if middleware.cookie is None and token_key is not None:
+        return store.create(user, token_key)
+    return store.create(user, middleware.key)

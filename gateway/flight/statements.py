@@ -51,6 +51,9 @@ class Query:
     rows: int = 0
     bytes: int = 0
     streaming: bool = False
+    #: whether it counts against the concurrency limits: a write's answer (a count)
+    #: is read at once, and its ticket then waits without holding a slot
+    holds_slot: bool = True
     cancelled: bool = False
     outcome: str = "waiting"
     shadow: Any = None
@@ -89,7 +92,7 @@ class Queries:
             self._check_room(user)
 
     def _check_room(self, user: str) -> None:
-        running = list(self._by_handle.values())
+        running = [q for q in self._by_handle.values() if q.holds_slot]
         if len(running) >= self.settings.max_queries:
             raise flight.FlightUnavailableError(
                 f"the service is running its limit of {self.settings.max_queries} queries: "
@@ -143,8 +146,9 @@ class Queries:
         return query if query is not None and query.user == user else None
 
     def running(self) -> list[Query]:
+        """The queries holding a slot: running, or streaming their answer."""
         with self._lock:
-            return list(self._by_handle.values())
+            return [q for q in self._by_handle.values() if q.holds_slot]
 
     def expire(self) -> list[Query]:
         """Drop queries whose ticket was never redeemed within ``session_idle``."""
