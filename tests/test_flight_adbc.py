@@ -107,7 +107,7 @@ def test_cancel_stops_the_stream_and_frees_the_query(server, conn):
         reader = cur.fetch_record_batch()
         reader.read_next_batch()
         cur.adbc_cancel()
-        with pytest.raises(Exception, match="(?i)cancel"):
+        with pytest.raises(Exception, match=r"(?i)cancel"):
             for _ in reader:
                 pass
     client = flight.connect(server.location)

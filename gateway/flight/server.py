@@ -145,14 +145,13 @@ class FlightSqlServer(flight.FlightServerBase):
     def get_flight_info(self, context: Any, descriptor: flight.FlightDescriptor) -> Any:
         command = self._command(descriptor.command or b"", "command")
         user = self._user(context)
-        if isinstance(command, M.CommandStatementQuery):
-            query = self._run(context, user, command.query)
+        if isinstance(command, (M.CommandStatementQuery, M.CommandPreparedStatementQuery)):
+            query = self._run(context, user, command.query) \
+                if isinstance(command, M.CommandStatementQuery) else \
+                self._run_prepared(context, user, command.prepared_statement_handle)
             return self._info(descriptor, query.schema,
-                              M.pack(M.TicketStatementQuery(statement_handle=query.handle)))
-        if isinstance(command, M.CommandPreparedStatementQuery):
-            query = self._run_prepared(context, user, command.prepared_statement_handle)
-            return self._info(descriptor, query.schema,
-                              M.pack(M.TicketStatementQuery(statement_handle=query.handle)))
+                              M.pack(M.TicketStatementQuery(statement_handle=query.handle)),
+                              _json({"query_id": query.query_id}))
         schema = self._metadata_schema(command)
         if schema is None:
             raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} is not a GetFlightInfo command: "
@@ -186,8 +185,11 @@ class FlightSqlServer(flight.FlightServerBase):
         return flight.RecordBatchStream(table)
 
     @staticmethod
-    def _info(descriptor: flight.FlightDescriptor, schema: pa.Schema, ticket: bytes) -> Any:
-        return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
+    def _info(descriptor: flight.FlightDescriptor, schema: pa.Schema, ticket: bytes,
+              metadata: bytes = b"") -> Any:
+        """A FlightInfo whose one endpoint is this service; ``metadata`` names the query."""
+        return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1,
+                                 app_metadata=metadata)
 
     # -- metadata ------------------------------------------------------------
     @staticmethod
