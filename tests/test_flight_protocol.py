@@ -93,7 +93,7 @@ def test_cancel_flight_info(client):
 
 
 def test_malformed_protobuf_is_invalid_argument(client):
-    with pytest.raises(pa.ArrowInvalid, match="not a google.protobuf.Any"):
+    with pytest.raises(pa.ArrowInvalid, match=r"not a google\.protobuf\.Any"):
         client.get_flight_info(flight.FlightDescriptor.for_command(b"\xff\xfe not protobuf"))
     still_serving(client)
 

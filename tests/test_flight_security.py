@@ -154,13 +154,12 @@ def test_read_only_user_may_not_write(secured, root_certs):
 
 
 def test_secrets_never_reach_the_log(secured, root_certs, caplog):
-    with caplog.at_level(logging.DEBUG):
-        with client(secured, root_certs) as c:
-            header = c.authenticate_basic_token("alice", "alice-secret")
-            options = flight.FlightCallOptions(headers=[header])
-            info = c.get_flight_info(flight.FlightDescriptor.for_command(
-                M.pack(M.CommandStatementQuery(query="SELECT 'sensitive literal' AS x"))), options)
-            c.do_get(info.endpoints[0].ticket, options).read_all()
+    with caplog.at_level(logging.DEBUG), client(secured, root_certs) as c:
+        header = c.authenticate_basic_token("alice", "alice-secret")
+        options = flight.FlightCallOptions(headers=[header])
+        info = c.get_flight_info(flight.FlightDescriptor.for_command(
+            M.pack(M.CommandStatementQuery(query="SELECT 'sensitive literal' AS x"))), options)
+        c.do_get(info.endpoints[0].ticket, options).read_all()
     text = caplog.text
     issued = header[1].decode().split(" ", 1)[1]
     assert '"user": "alice"' in text
