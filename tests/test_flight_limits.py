@@ -9,7 +9,7 @@ import pyarrow.flight as flight
 import pytest
 
 from gateway.flight import messages as M
-from tests.flight_support import serving
+from tests.flight_support import CONFIG, serving
 
 
 def query(sql: str) -> flight.FlightDescriptor:
@@ -20,14 +20,27 @@ def read(client: flight.FlightClient, info: flight.FlightInfo) -> pa.Table:
     return client.do_get(info.endpoints[0].ticket).read_all()
 
 
-def test_concurrent_queries_per_user():
-    with serving(max_queries_per_user=2) as server, flight.connect(server.location) as c:
-        first = c.get_flight_info(query("SELECT 1"))
-        c.get_flight_info(query("SELECT 2"))
+def test_concurrent_queries_per_user(monkeypatch):
+    monkeypatch.setenv("FLIGHT_TEST_TOKEN", "t0ken")
+    config = {**CONFIG, "serve": {"users": {"u": {"token_env": "FLIGHT_TEST_TOKEN"}}}}
+    token = flight.FlightCallOptions(headers=[(b"authorization", b"Bearer t0ken")])
+    with serving(config, max_queries_per_user=2) as server, \
+            flight.connect(server.location) as c:
+        first = c.get_flight_info(query("SELECT 1"), token)
+        c.get_flight_info(query("SELECT 2"), token)
         with pytest.raises(flight.FlightUnavailableError, match="your limit of 2"):
-            c.get_flight_info(query("SELECT 3"))
-        read(c, first)
-        assert read(c, c.get_flight_info(query("SELECT 3 AS x"))).to_pylist() == [{"x": 3}]
+            c.get_flight_info(query("SELECT 3"), token)
+        c.do_get(first.endpoints[0].ticket, token).read_all()
+        info = c.get_flight_info(query("SELECT 3 AS x"), token)
+        assert c.do_get(info.endpoints[0].ticket, token).read_all().to_pylist() == [{"x": 3}]
+
+
+def test_without_users_only_the_total_counts():
+    with serving(max_queries_per_user=1, max_queries=3) as server, \
+            flight.connect(server.location) as c:
+        infos = [c.get_flight_info(query(f"SELECT {i}")) for i in range(3)]
+        for info in infos:
+            read(c, info)
 
 
 def test_concurrent_queries_in_total():

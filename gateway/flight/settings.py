@@ -8,7 +8,7 @@
     tls_cert = "server.crt"     # PEM certificate chain and key: TLS on
     tls_key = "server.key"
     max_queries = 64            # running queries, all users together
-    max_queries_per_user = 8
+    max_queries_per_user = 8    # applies once users are declared
     query_timeout = 300         # seconds; 0 means none
     max_rows = 0                # rows one answer may have; 0 means no limit
     max_bytes = 0               # bytes one answer may have; 0 means no limit
