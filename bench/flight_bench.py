@@ -139,13 +139,10 @@ def part_big(args: argparse.Namespace, arrowgate: Process, bare: Process,
     sql = big(args.rows)
     ag = flight.connect(arrowgate.first)
     br = flight.connect(bare.first)
-    assert worker.proc.stdin is not None and worker.proc.stdout is not None
 
     def in_process() -> tuple[float, tuple[int, int]]:
-        worker.proc.stdin.write(sql + "\n")  # type: ignore[union-attr]
-        worker.proc.stdin.flush()  # type: ignore[union-attr]
-        answer = json.loads(worker.proc.stdout.readline())  # type: ignore[union-attr]
-        return answer["s"], (answer["rows"], answer["sum"])
+        answer = ask_worker(worker, sql)
+        return answer["s"], (int(answer["rows"]), int(answer["sum"]))
 
     def timed(fn: Callable[[], tuple[int, int]]) -> Callable[[], tuple[float, tuple[int, int]]]:
         def run() -> tuple[float, tuple[int, int]]:
@@ -185,7 +182,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def part_round_trip(args: argparse.Namespace, arrowgate: Process, bare: Process) -> list[str]:
+def ask_worker(worker: Process, sql: str) -> dict[str, float]:
+    """The in-process worker's answer to one statement: seconds, rows, sum, peak."""
+    assert worker.proc.stdin is not None and worker.proc.stdout is not None
+    worker.proc.stdin.write(sql + "\n")
+    worker.proc.stdin.flush()
+    return json.loads(worker.proc.stdout.readline())
+
+
+def part_round_trip(args: argparse.Namespace, arrowgate: Process, bare: Process,
+                    worker: Process) -> list[str]:
     import adbc_driver_flightsql.dbapi as dbapi
 
     ag = flight.connect(arrowgate.first)
@@ -199,21 +205,27 @@ def part_round_trip(args: argparse.Namespace, arrowgate: Process, bare: Process)
 
     contenders = {"arrowgate serve, pyarrow.flight": lambda: read_flight_sql(ag, "SELECT 1"),
                   "bare pyarrow.flight": lambda: read_bare(br, "SELECT 1"),
-                  "arrowgate serve, ADBC cursor": adbc}
+                  "arrowgate serve, ADBC cursor": adbc,
+                  "in process (gw.execute, no network)": lambda: (1, 1)}
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(20):  # warm-up
         for fn in contenders.values():
             fn()
+        ask_worker(worker, "SELECT 1")
     names = list(contenders)
     for i in range(args.trips):
         for name in names[i % len(names):] + names[:i % len(names)]:
+            if name.startswith("in process"):  # timed inside the worker, without the pipe
+                samples[name].append(ask_worker(worker, "SELECT 1")["s"] * 1000)
+                continue
             start = time.perf_counter()
             contenders[name]()
             samples[name].append((time.perf_counter() - start) * 1000)
     lines = ["| client and server | p50 ms | p99 ms | calls |", "|---|---:|---:|---|"]
     calls = {"arrowgate serve, pyarrow.flight": "GetFlightInfo, DoGet",
              "bare pyarrow.flight": "GetFlightInfo, DoGet",
-             "arrowgate serve, ADBC cursor": "Create/ClosePreparedStatement, GetFlightInfo, DoGet"}
+             "arrowgate serve, ADBC cursor": "Create/ClosePreparedStatement, GetFlightInfo, DoGet",
+             "in process (gw.execute, no network)": "none"}
     for name in names:
         lines.append(f"| {name} | {percentile(samples[name], 0.5):.2f} | "
                      f"{percentile(samples[name], 0.99):.2f} | {calls[name]} |")
@@ -274,7 +286,7 @@ def main() -> None:
             print(f"\n{args.rows:,}-row answer, read to the end\n")
             print("\n".join(part_big(args, arrowgate, bare, worker)), flush=True)
             print(f"\nSELECT 1 round trips ({args.trips} each)\n")
-            print("\n".join(part_round_trip(args, arrowgate, bare)), flush=True)
+            print("\n".join(part_round_trip(args, arrowgate, bare, worker)), flush=True)
             print(f"\nthroughput, {args.per_client} queries of 1,000 rows per client\n")
             print("\n".join(part_throughput(args, arrowgate, bare)), flush=True)
             print(f"\nload average at end: {os.getloadavg()}")
