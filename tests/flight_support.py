@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyarrow.flight as flight
+import pytest
 
 import gateway
 from gateway.flight.server import FlightSqlServer
@@ -33,6 +34,16 @@ def serving(config: Mapping[str, Any] | None = None, **settings: Any) -> Iterato
             checked = ServeSettings(port=0, **settings)
         with FlightSqlServer(gw, checked) as server:
             yield server
+
+
+def server_fixture(**settings: Any) -> Any:
+    """A fixture: one server for :data:`CONFIG` shared by a test module (``server = ...``)."""
+    @pytest.fixture(scope="module")
+    def server() -> Iterator[FlightSqlServer]:
+        with serving(**settings) as server:
+            yield server
+
+    return server
 
 
 def action(client: flight.FlightClient, name: str, body: bytes = b"",

@@ -10,15 +10,11 @@ import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 
-from tests.flight_support import action, serving
+from tests.flight_support import action, server_fixture
 
 COOKIES = {"adbc.flight.sql.rpc.with_cookie_middleware": "true"}
 
-
-@pytest.fixture(scope="module")
-def server():
-    with serving() as server:
-        yield server
+server = server_fixture()
 
 
 @pytest.fixture

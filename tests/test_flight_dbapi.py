@@ -11,13 +11,9 @@ import flightsql.sqlalchemy  # registers the datafusion+flightsql dialect
 import pytest
 import sqlalchemy
 
-from tests.flight_support import serving
+from tests.flight_support import server_fixture
 
-
-@pytest.fixture(scope="module")
-def server():
-    with serving() as server:
-        yield server
+server = server_fixture()
 
 
 @pytest.fixture

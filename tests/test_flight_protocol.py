@@ -16,13 +16,9 @@ import pytest
 from google.protobuf import any_pb2
 
 from gateway.flight import messages as M
-from tests.flight_support import action, serving
+from tests.flight_support import action, server_fixture, serving
 
-
-@pytest.fixture(scope="module")
-def server():
-    with serving(max_request_bytes=4096) as server:
-        yield server
+server = server_fixture(max_request_bytes=4096)
 
 
 @pytest.fixture
