@@ -211,3 +211,14 @@ def test_password_from_the_environment(monkeypatch):
         with pytest.raises(flight.FlightUnauthenticatedError):
             c.authenticate_basic_token("carol", "wrong")
         c.authenticate_basic_token("carol", "from-env")
+
+
+def test_a_user_without_engines_is_refused_every_statement(monkeypatch):
+    monkeypatch.setenv("NOBODY_TOKEN", "n0body")
+    config = {**CONFIG, "serve": {"users": {"nobody": {"token_env": "NOBODY_TOKEN",
+                                                       "engines": []}}}}
+    options = flight.FlightCallOptions(headers=[(b"authorization", b"Bearer n0body")])
+    command = M.pack(M.CommandStatementQuery(query="SELECT 1"))
+    with serving(config) as server, flight.connect(server.location) as c, \
+            pytest.raises(flight.FlightUnauthorizedError, match="allowed: none"):
+        c.get_flight_info(flight.FlightDescriptor.for_command(command), options)

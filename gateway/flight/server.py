@@ -109,11 +109,11 @@ class FlightSqlServer(flight.FlightServerBase):
         if engine is None:
             engine = self.backend.default_engine
             if not user.may_use(engine):
-                engine = next(e for e in self.backend.engines if user.may_use(e))
+                engine = next(iter(self._engines_of(user)), engine)
         if not user.may_use(engine):
             raise flight.FlightUnauthorizedError(
-                f"user {user.name!r} may not use engine {engine!r}: allowed are "
-                + ", ".join(self._engines_of(user)))
+                f"user {user.name!r} may not use engine {engine!r}; allowed: "
+                + (", ".join(self._engines_of(user)) or "none"))
         return engine
 
     def _engines_of(self, user: User) -> list[str]:
