@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from gateway.engine import EngineResult, EngineSession
 from gateway.errors import EngineConnectionError
 from gateway_duckdb.install import ENTRYPOINT
 from gateway_duckdb.translate import translate
@@ -45,9 +46,14 @@ class AdbcSession:
     Args:
         library: the ``_duckdb*.so`` (or any library exporting ``duckdb_adbc_init``).
         database: a DuckDB database file, or ``:memory:``.
-        setup: statements run on every new connection (extension loads,
-            settings, source views, the engine's ``setup_sql``).
+        setup: statements run once, on the first connection (extension loads,
+            settings, source views, the engine's ``setup_sql``): what they
+            create belongs to the database, which every connection shares.
         engine: the engine's name, for errors.
+        per_connection: statements run on every further connection (settings
+            and the search path, which belong to a connection). Re-running the
+            source views there made concurrent queries fail with a catalog
+            write-write conflict.
 
     Raises:
         EngineConnectionError: the library cannot be loaded or the database opened.
@@ -55,12 +61,13 @@ class AdbcSession:
     """
 
     def __init__(self, library: Path, database: str, setup: Sequence[str], engine: str,
-                 read_only: bool = False):
+                 read_only: bool = False, per_connection: Sequence[str] = ()):
         import adbc_driver_manager
         import adbc_driver_manager.dbapi as dbapi
 
         self.engine = engine
         self._setup = list(setup)
+        self._per_connection = list(per_connection)
         self._lock = threading.Lock()
         self._idle: list[Any] = []
         self._running: set[Any] = set()
@@ -75,10 +82,10 @@ class AdbcSession:
         except adbc_driver_manager.Error as exc:
             raise EngineConnectionError(f"cannot open {database!r} with {library}: {exc}",
                                         engine=engine) from None
-        self._setup_connection(self._first)
+        self._setup_connection(self._first, self._setup)
         self._idle.append(self._first)
 
-    def _setup_connection(self, con: Any) -> None:
+    def _setup_connection(self, con: Any, setup: Sequence[str]) -> None:
         import adbc_driver_manager
 
         cur = con.cursor()
@@ -89,7 +96,7 @@ class AdbcSession:
                 except adbc_driver_manager.Error as exc:
                     raise EngineConnectionError(f"cannot configure the connection ({stmt}): "
                                                 f"{_message(exc)}", engine=self.engine) from None
-            for i, stmt in enumerate(self._setup):
+            for i, stmt in enumerate(setup):
                 try:
                     cur.execute(stmt)
                 except adbc_driver_manager.Error as exc:
@@ -105,7 +112,11 @@ class AdbcSession:
                 return self._idle.pop()
             first = self._first
         con = first.adbc_clone()
-        self._setup_connection(con)
+        try:
+            self._setup_connection(con, self._per_connection)
+        except BaseException:
+            con.close()
+            raise
         return con
 
     def _give_back(self, con: Any) -> None:
@@ -117,30 +128,10 @@ class AdbcSession:
 
     def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader:
         """Run one statement; the reader streams its answer (errors already translated)."""
-        import adbc_driver_manager
-
         con = self._take()
         cur = con.cursor()
         self._running.add(cur)
-        try:
-            if parameters is not None:
-                cur.execute(sql, parameters=list(parameters))
-            else:
-                cur.execute(sql)
-            reader = cur.fetch_record_batch()
-        except adbc_driver_manager.Error as exc:
-            self._release(con, cur)
-            raise translate(_as_duck(exc), self.engine) from None
-        return pa.RecordBatchReader.from_batches(reader.schema,
-                                                 self._stream(reader, con, cur))
-
-    def _stream(self, reader: pa.RecordBatchReader, con: Any, cur: Any) -> Iterator[pa.RecordBatch]:
-        try:
-            yield from reader
-        except Exception as exc:
-            raise translate(_as_duck(exc), self.engine) from None
-        finally:
-            self._release(con, cur)
+        return run_on_cursor(cur, sql, parameters, self.engine, lambda: self._release(con, cur))
 
     def _release(self, con: Any, cur: Any) -> None:
         self._running.discard(cur)
@@ -149,6 +140,10 @@ class AdbcSession:
         except Exception:  # closing after the database went away
             pass
         self._give_back(con)
+
+    def open(self, engine: Any) -> AdbcConnectionSession:
+        """A session: a connection of its own, taken from the pool until the session closes."""
+        return AdbcConnectionSession(engine, self, self._take())
 
     def cancel(self) -> None:
         for cur in list(self._running):
@@ -171,6 +166,73 @@ class AdbcSession:
                 first.close()
             except Exception:
                 pass
+
+
+class AdbcConnectionSession(EngineSession):
+    """A session on one pooled ADBC connection: its settings, temp tables and transactions
+    last until it closes; cancelling stops this connection's statement only."""
+
+    def __init__(self, engine: Any, pool: AdbcSession, con: Any):
+        super().__init__(engine)
+        self._pool = pool
+        self._con: Any = con
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None, handle: Any) -> EngineResult:
+
+        if self._con is None:
+            raise EngineConnectionError("the session is closed", engine=self._pool.engine)
+        cur = self._con.cursor()
+        handle.on_cancel(cur.adbc_cancel)
+        self._pool._running.add(cur)  # so the engine's cancel() reaches it too
+        notes = self.engine.result_notes() if self.engine is not None else {}
+        return EngineResult(run_on_cursor(cur, sql, parameters, self._pool.engine,
+                                          lambda: self._done(cur)), notes)
+
+    def _done(self, cur: Any) -> None:
+        self._pool._running.discard(cur)
+        try:
+            cur.close()
+        except Exception:  # closing after the database went away
+            pass
+
+    def close(self) -> None:
+        con, self._con = self._con, None
+        if con is None:
+            return
+        try:  # a transaction left open must not leak into the next session
+            cur = con.cursor()
+            cur.execute("ROLLBACK")
+            cur.close()
+        except Exception:  # no transaction was open
+            pass
+        self._pool._give_back(con)
+
+
+def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None, engine: str,
+                  done: Any) -> pa.RecordBatchReader:
+    """Run ``sql`` on an ADBC cursor; the reader streams the answer and calls ``done()``
+    at its end (or at once, when the statement fails)."""
+    import adbc_driver_manager
+
+    try:
+        if parameters is not None:
+            cur.execute(sql, parameters=list(parameters))
+        else:
+            cur.execute(sql)
+        reader = cur.fetch_record_batch()
+    except adbc_driver_manager.Error as exc:
+        done()
+        raise translate(_as_duck(exc), engine) from None
+    return pa.RecordBatchReader.from_batches(reader.schema, _stream(reader, engine, done))
+
+
+def _stream(reader: pa.RecordBatchReader, engine: str, done: Any) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from reader
+    except Exception as exc:
+        raise translate(_as_duck(exc), engine) from None
+    finally:
+        done()
 
 
 def _message(exc: BaseException) -> str:
