@@ -28,7 +28,7 @@ def test_execute_and_fetch_arrow_table(server, conn):
     with conn.cursor() as cur:
         cur.execute(sql)
         table = cur.fetch_arrow_table()
-    assert table.equals(server.backend.execute(sql, "duck").to_arrow())
+    assert table.equals(server.backend.gw.execute(sql, "duck").to_arrow())
     assert table.num_rows > 1
 
 
@@ -130,6 +130,20 @@ def test_session_option_chooses_the_engine(server):
     with dbapi.connect(server.location, db_kwargs=COOKIES, autocommit=True) as conn, \
             conn.cursor() as cur, pytest.raises(dbapi.Error, match="only_in_other"):
         cur.execute("SELECT x FROM only_in_other")  # the default engine, duck, has no such table
+
+
+def test_a_cookie_session_keeps_its_connection_state(server):
+    with dbapi.connect(server.location, db_kwargs=COOKIES, autocommit=True) as conn, \
+            conn.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE mine AS SELECT 5 AS v")
+        cur.fetchall()
+        cur.execute("SET VARIABLE who = 'me'")
+        cur.fetchall()
+        cur.execute("SELECT v, getvariable('who') AS who FROM mine")
+        assert cur.fetchall() == [(5, "me")]
+    with dbapi.connect(server.location, db_kwargs=COOKIES, autocommit=True) as conn, \
+            conn.cursor() as cur, pytest.raises(dbapi.Error, match="mine"):
+        cur.execute("SELECT v FROM mine")  # another connection: another session
 
 
 def test_session_option_refuses_an_unknown_engine(server):

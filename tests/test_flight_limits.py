@@ -62,8 +62,17 @@ def test_query_timeout():
     with serving(query_timeout=0.3) as server, flight.connect(server.location) as c:
         info = c.get_flight_info(query("SELECT range FROM range(10)"))
         time.sleep(0.6)
-        with pytest.raises(flight.FlightTimedOutError, match=r"limit of 0\.3 s"):
+        with pytest.raises(flight.FlightTimedOutError, match=r"timeout of 0\.3 s"):
             read(c, info)
+        assert read(c, c.get_flight_info(query("SELECT 1 AS x"))).num_rows == 1
+
+
+def test_query_timeout_stops_a_query_blocked_in_its_engine():
+    with serving(query_timeout=0.5) as server, flight.connect(server.location) as c:
+        started = time.monotonic()
+        with pytest.raises(flight.FlightTimedOutError, match=r"timeout of 0\.5 s"):
+            read(c, c.get_flight_info(query("SELECT count(*) FROM range(100000000000)")))
+        assert time.monotonic() - started < 20
         assert read(c, c.get_flight_info(query("SELECT 1 AS x"))).num_rows == 1
 
 

@@ -1,10 +1,9 @@
 """The core API the Flight SQL service uses, in one module.
 
 Everything the service asks of the gateway goes through :class:`Backend`, so
-the rest of ``gateway.flight`` never reaches into the core. It is written
-against today's core (``Gateway.execute``, ``Gateway.catalog``); prepared
-statements are emulated here: the parameters are counted with sqlglot and
-the answer's schema comes from running the query under ``LIMIT 0``.
+the rest of ``gateway.flight`` never reaches into the core: one-shot queries
+(``gw.execute``), sessions and their prepared statements, per-query cancel and
+timeouts, and the catalog tree loaded level by level.
 """
 
 from __future__ import annotations
@@ -13,31 +12,46 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gateway.errors import GatewayError
+from gateway.errors import Unsupported
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from gateway.core import Gateway
-    from gateway.engine import CatalogColumn
+    from gateway.engine import CatalogColumn, TableRef
     from gateway.result import Result
+    from gateway.session import PreparedStatement, Session
 
 
 @dataclass
 class Prepared:
-    """A statement prepared on one engine: its answer's schema and its parameters'."""
+    """A statement prepared on one engine, and the session it owns (if it owns one)."""
 
-    backend: Backend
-    sql: str
+    statement: PreparedStatement
     engine: str
-    schema: pa.Schema
-    parameter_schema: pa.Schema
+    owned: Session | None = None
 
-    def execute(self, parameters: Sequence[Any] | None = None) -> Result:
-        return self.backend.execute(self.sql, self.engine, parameters)
+    @property
+    def sql(self) -> str:
+        return self.statement.sql
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.statement.schema
+
+    @property
+    def parameter_schema(self) -> pa.Schema:
+        return self.statement.parameter_schema
+
+    def execute(self, parameters: Sequence[Any] | pa.Table | None,
+                timeout: float | None) -> Result:
+        """Run with one row of parameters, or every row of a table (answers one after another)."""
+        return self.statement.execute(parameters, timeout=timeout)
 
     def close(self) -> None:
-        """Nothing is held on the engine between executions."""
+        self.statement.close()
+        if self.owned is not None:
+            self.owned.close()
 
 
 class Backend:
@@ -58,7 +72,7 @@ class Backend:
         """An engine's type and capabilities, for the ``engines`` action."""
         cfg = self.gw.engine_config(engine)
         cls = self.gw.engine_types[cfg.type]
-        return {"name": cfg.name, "type": cfg.type,
+        return {"name": cfg.name, "type": cfg.type, "dialect": cls.dialect,
                 "capabilities": cls.capabilities(cfg.options),
                 "default": cfg.name == self.default_engine}
 
@@ -67,31 +81,34 @@ class Backend:
         return "write" in self.describe(engine)["capabilities"]
 
     def dialect(self, engine: str) -> str:
-        """The engine's sqlglot dialect (every engine of today's core speaks DuckDB's SQL)."""
-        return "duckdb"
+        return self.gw.dialect(engine)
 
-    def execute(self, sql: str, engine: str, parameters: Sequence[Any] | None = None,
-                shadow: str | bool | None = None) -> Result:
-        """Run a statement; the ``[shadow]`` section decides about shadowing unless ``shadow``."""
-        return self.gw.execute(sql, engine=engine, parameters=parameters, shadow=shadow)
+    # -- statements --------------------------------------------------------------
+    def execute(self, sql: str, engine: str, session: Session | None, timeout: float | None,
+                shadow: str | None = None) -> Result:
+        """Run a statement in ``session``, or once on ``engine`` when there is none.
 
-    def prepare(self, sql: str, engine: str) -> Prepared:
-        """Count the statement's parameters and find its answer's schema without reading rows."""
-        import pyarrow as pa
+        ``shadow`` names a reference engine; None lets the ``[shadow]`` section decide.
+        """
+        limit = timeout or None
+        if session is not None:
+            return session.execute(sql, timeout=limit, shadow=shadow)
+        return self.gw.execute(sql, engine=engine, shadow=shadow, timeout=limit)
 
-        self.gw.engine_config(engine)
-        count = placeholder_count(sql, self.dialect(engine))
-        parameter_schema = pa.schema([pa.field(f"${i + 1}", pa.null()) for i in range(count)])
-        schema = pa.schema([])
-        if self.statement_kind(sql, engine) == "read":
-            probe = f"SELECT * FROM ({sql.strip().rstrip(';')}) AS arrowgate_probe LIMIT 0"
-            try:
-                with self.execute(probe, engine, [None] * count if count else None,
-                                  shadow=False) as result:
-                    schema = result.schema
-            except GatewayError:
-                pass  # a schema the engine cannot tell before running: the answer carries it
-        return Prepared(self, sql, engine, schema, parameter_schema)
+    def session(self, engine: str) -> Session:
+        """A session pinned to one connection of ``engine``."""
+        return self.gw.session(engine)
+
+    def prepare(self, sql: str, engine: str, session: Session | None) -> Prepared:
+        """Prepare in ``session``, or in a session of the statement's own when there is none."""
+        owned = None if session is not None else self.gw.session(engine)
+        try:
+            statement = (session or owned).prepare(sql)  # type: ignore[union-attr]
+        except BaseException:
+            if owned is not None:
+                owned.close()
+            raise
+        return Prepared(statement, engine, owned)
 
     def statement_kind(self, sql: str, engine: str) -> str:
         """``read`` for a query, else what the statement is (``INSERT``, ``unrecognized``)."""
@@ -99,25 +116,33 @@ class Backend:
 
         return statement_kind(sql, self.dialect(engine))
 
-    def columns(self, engine: str) -> list[CatalogColumn]:
-        """Every column of every table the engine can query (empty if it has no catalog)."""
-        from gateway.errors import Unsupported
+    @staticmethod
+    def update_count(result: Result) -> int:
+        """Rows a write changed; -1 when the engine does not say."""
+        count = result.update_count
+        result.close()
+        return -1 if count is None else count
 
+    # -- the catalog tree ------------------------------------------------------------
+    def schema_names(self, engine: str, pattern: str | None) -> list[str]:
+        """The engine's schema names (its catalogs' schemas together; a LIKE pattern)."""
+        return sorted({ref.schema for ref in self._tree(engine, "schemas", None, pattern)})
+
+    def tables(self, engine: str, schema: str | None, pattern: str | None,
+               types: Sequence[str] | None) -> list[TableRef]:
+        return self._tree(engine, "tables", None, schema, pattern, list(types) if types else None)
+
+    def columns(self, engine: str) -> list[CatalogColumn]:
+        """Every column of every table, in one listing (for answers that need table schemas)."""
+        return self._tree(engine, "catalog")
+
+    def _tree(self, engine: str, method: str, *args: Any) -> Any:
         try:
-            return self.gw.catalog(engine)
+            return getattr(self.gw, method)(engine, *args)
         except Unsupported:
             return []
 
-    @staticmethod
-    def update_count(result: Result) -> int:
-        """Rows a write changed, read from the engine's answer; -1 when it does not say."""
-        schema = result.schema
-        if len(schema) == 1 and schema[0].name.lower() in ("count", "changes", "rows_affected"):
-            rows = result.to_arrow().column(0).to_pylist()
-            return int(rows[0]) if len(rows) == 1 and rows[0] is not None else -1
-        result.close()
-        return -1
-
+    # -- shadow ---------------------------------------------------------------------
     def shadow_summary(self) -> dict[str, Any]:
         """What ``arrowgate shadow report`` shows, from the configured store."""
         settings = self.gw.shadow_settings
@@ -126,26 +151,3 @@ class Backend:
         from gateway.shadow_store import ShadowStore, summarize
 
         return {"configured": True, **summarize(ShadowStore(settings.store).read())}
-
-
-def placeholder_count(sql: str, dialect: str) -> int:
-    """How many positional parameters (``?``, ``$1``) a statement has."""
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        statements = sqlglot.parse(sql, read=dialect)
-    except Exception:
-        return sql.count("?")
-    numbered: set[str] = set()
-    anonymous = 0
-    for stmt in statements:
-        if stmt is None:
-            continue
-        for node in stmt.find_all(exp.Placeholder, exp.Parameter):
-            name = node.name
-            if name and name.isdigit():
-                numbered.add(name)
-            elif name in ("", "?"):
-                anonymous += 1
-    return max(anonymous, max((int(n) for n in numbered), default=0))

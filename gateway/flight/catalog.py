@@ -4,20 +4,20 @@ Each engine is a catalog, so a client's object browser (``adbc_get_objects``,
 DBeaver, SQLAlchemy's inspector) shows every engine the user may use, with the
 engine's schemas and tables beneath it. Column names and types are the ones
 the specification gives; an engine without a catalog is a catalog with no
-schemas. Keys and the type list are empty: no engine reports them yet.
+schemas. Keys and the type list are empty: no engine reports them yet. The
+levels are loaded one at a time from the core's catalog tree (LIKE patterns are
+the core's), so listing catalogs or schemas never lists every column.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from gateway.engine import CatalogColumn
+    from gateway.engine import CatalogColumn, TableRef
 
 
 def _schema(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
@@ -55,31 +55,8 @@ XDBC_TYPE_INFO = _schema(
     ("datetime_subcode", pa.int32(), True), ("num_prec_radix", pa.int32(), True),
     ("interval_precision", pa.int32(), True))
 
-#: The table types engines report (CatalogColumn.table_type).
-KNOWN_TABLE_TYPES = ["BASE TABLE", "LOCAL TEMPORARY", "TABLE", "VIEW"]
-
-
-@lru_cache(maxsize=256)
-def like(pattern: str) -> re.Pattern[str]:
-    """A SQL LIKE pattern (``%``, ``_``, backslash escapes) as a regular expression."""
-    out, escaped = [], False
-    for ch in pattern:
-        if escaped:
-            out.append(re.escape(ch))
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == "%":
-            out.append(".*")
-        elif ch == "_":
-            out.append(".")
-        else:
-            out.append(re.escape(ch))
-    return re.compile("".join(out), re.DOTALL)
-
-
-def _matches(pattern: str | None, value: str) -> bool:
-    return pattern is None or like(pattern).fullmatch(value) is not None
+#: The table types engines report (TableRef.table_type).
+TABLE_TYPE_NAMES = ["LOCAL TEMPORARY", "TABLE", "VIEW"]
 
 
 def _wanted(catalog: str | None, engines: Sequence[str]) -> list[str]:
@@ -91,31 +68,36 @@ def catalogs(engines: Sequence[str]) -> pa.Table:
     return pa.Table.from_pydict({"catalog_name": sorted(engines)}, schema=CATALOGS)
 
 
-def db_schemas(engines: Sequence[str], columns: Callable[[str], list[CatalogColumn]],
+def db_schemas(engines: Sequence[str], schema_names: Callable[[str, str | None], list[str]],
                catalog: str | None, pattern: str | None) -> pa.Table:
-    rows = sorted({(engine, c.schema) for engine in _wanted(catalog, engines)
-                   for c in columns(engine) if _matches(pattern, c.schema)})
-    return pa.Table.from_pylist(
-        [{"catalog_name": e, "db_schema_name": s} for e, s in rows], schema=DB_SCHEMAS)
+    rows = [{"catalog_name": engine, "db_schema_name": schema}
+            for engine in _wanted(catalog, engines) for schema in schema_names(engine, pattern)]
+    return pa.Table.from_pylist(rows, schema=DB_SCHEMAS)
 
 
-def tables(engines: Sequence[str], columns: Callable[[str], list[CatalogColumn]],
-           catalog: str | None, schema_pattern: str | None, table_pattern: str | None,
+def tables(engines: Sequence[str], list_tables: Callable[..., list[TableRef]],
+           columns: Callable[[str], list[CatalogColumn]], catalog: str | None,
+           schema_pattern: str | None, table_pattern: str | None,
            table_types: Iterable[str], include_schema: bool) -> pa.Table:
-    types = set(table_types)
-    found: dict[tuple[str, str, str, str], list[CatalogColumn]] = {}
+    """``GetTables``: the engines' tables, and their schemas (one listing per engine) if asked."""
+    types = list(table_types) or None
+    rows: list[dict[str, object]] = []
     for engine in _wanted(catalog, engines):
-        for c in columns(engine):
-            if (_matches(schema_pattern, c.schema) and _matches(table_pattern, c.table)
-                    and (not types or c.table_type in types)):
-                found.setdefault((engine, c.schema, c.table, c.table_type), []).append(c)
-    rows = []
-    for (engine, schema, table, table_type), cols in sorted(found.items()):
-        row: dict[str, object] = {"catalog_name": engine, "db_schema_name": schema,
-                                  "table_name": table, "table_type": table_type}
-        if include_schema:
-            row["table_schema"] = table_schema(engine, cols).serialize().to_pybytes()
-        rows.append(row)
+        found = sorted({(t.schema, t.table, t.table_type)
+                        for t in list_tables(engine, schema_pattern, table_pattern, types)})
+        by_table: dict[tuple[str, str], list[CatalogColumn]] = {}
+        if include_schema and found:
+            for c in columns(engine):  # the first catalog holding a table's name wins
+                key = (c.schema, c.table)
+                if not by_table.get(key) or by_table[key][0].catalog == c.catalog:
+                    by_table.setdefault(key, []).append(c)
+        for schema, table, table_type in found:
+            row: dict[str, object] = {"catalog_name": engine, "db_schema_name": schema,
+                                      "table_name": table, "table_type": table_type}
+            if include_schema:
+                fields = table_schema(engine, by_table.get((schema, table), []))
+                row["table_schema"] = fields.serialize().to_pybytes()
+            rows.append(row)
     return pa.Table.from_pylist(rows, schema=TABLES_WITH_SCHEMA if include_schema else TABLES)
 
 
@@ -130,11 +112,8 @@ def table_schema(engine: str, columns: Sequence[CatalogColumn]) -> pa.Schema:
         }) for c in columns])
 
 
-def table_types(engines: Sequence[str], columns: Callable[[str], list[CatalogColumn]]) -> pa.Table:
-    seen = set(KNOWN_TABLE_TYPES)
-    for engine in engines:
-        seen.update(c.table_type for c in columns(engine))
-    return pa.Table.from_pydict({"table_type": sorted(seen)}, schema=TABLE_TYPES)
+def table_types() -> pa.Table:
+    return pa.Table.from_pydict({"table_type": TABLE_TYPE_NAMES}, schema=TABLE_TYPES)
 
 
 def empty(schema: pa.Schema) -> pa.Table:

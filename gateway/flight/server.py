@@ -13,7 +13,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -26,7 +26,6 @@ from gateway.flight.backend import Backend
 from gateway.flight.errors import kind, to_flight
 from gateway.flight.sessions import (
     OPTIONS,
-    Session,
     SessionMiddlewareFactory,
     SessionStore,
     session_for,
@@ -36,7 +35,9 @@ from gateway.flight.statements import PreparedStatements, Queries, Query
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
+    from gateway.flight.sessions import Session as FlightSession
     from gateway.result import Result
+    from gateway.session import Session
 
 M = messages
 
@@ -98,7 +99,7 @@ class FlightSqlServer(flight.FlightServerBase):
         middleware = context.get_middleware("auth")
         return middleware.user if middleware is not None else ANONYMOUS
 
-    def _session(self, context: Any, create: bool) -> Session | None:
+    def _session(self, context: Any, create: bool) -> FlightSession | None:
         return session_for(self.sessions, context.get_middleware("session"),
                            self._user(context).name, create)
 
@@ -164,11 +165,15 @@ class FlightSqlServer(flight.FlightServerBase):
         if isinstance(command, M.CommandStatementQuery):
             engine = self._engine(context, user)
             self._check_statement(user, engine, command.query)
-            return flight.SchemaResult(self._call(self.backend.prepare, command.query,
-                                                  engine).schema)
+            prepared = self._call(self.backend.prepare, command.query, engine,
+                                  self._core_session(context, engine))
+            try:
+                return flight.SchemaResult(self._call(getattr, prepared, "schema"))
+            finally:
+                prepared.close()
         if isinstance(command, M.CommandPreparedStatementQuery):
             entry = self.prepared.get(command.prepared_statement_handle, user.name)
-            return flight.SchemaResult(entry.prepared.schema)
+            return flight.SchemaResult(self._call(getattr, entry.prepared, "schema"))
         schema = self._metadata_schema(command)
         if schema is None:
             raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} has no schema")
@@ -210,7 +215,7 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _metadata(self, context: Any, user: User, command: Any) -> pa.Table | None:
         engines = self._engines_of(user)
-        columns = self._columns
+        backend = self.backend
         if isinstance(command, M.CommandGetSqlInfo):
             answers = sqlinfo.infos(
                 read_only=user.read_only or not any(self.backend.writes(e) for e in engines),
@@ -223,21 +228,23 @@ class FlightSqlServer(flight.FlightServerBase):
             return catalog.catalogs(engines)
         if isinstance(command, M.CommandGetDbSchemas):
             return catalog.db_schemas(
-                engines, columns, _optional(command, "catalog"),
+                engines, self._tree(backend.schema_names), _optional(command, "catalog"),
                 _optional(command, "db_schema_filter_pattern"))
         if isinstance(command, M.CommandGetTables):
             return catalog.tables(
-                engines, columns, _optional(command, "catalog"),
+                engines, self._tree(backend.tables), self._tree(backend.columns),
+                _optional(command, "catalog"),
                 _optional(command, "db_schema_filter_pattern"),
                 _optional(command, "table_name_filter_pattern"),
                 command.table_types, command.include_schema)
         if isinstance(command, M.CommandGetTableTypes):
-            return catalog.table_types(engines, columns)
+            return catalog.table_types()
         schema = self._metadata_schema(command)
         return None if schema is None else catalog.empty(schema)
 
-    def _columns(self, engine: str) -> list[Any]:
-        return self._call(self.backend.columns, engine)
+    def _tree(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        """A catalog-tree call of the backend, its errors translated."""
+        return lambda *args: self._call(method, *args)
 
     # -- running statements --------------------------------------------------
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -252,31 +259,38 @@ class FlightSqlServer(flight.FlightServerBase):
             raise flight.FlightUnavailableError("the service is shutting down")
         self.queries.admit(user.name)
 
+    def _core_session(self, context: Any, engine: str) -> Session | None:
+        """The core session of a caller that returns its cookie, on ``engine``; else None.
+
+        Without a cookie every statement runs once, in a session of its own.
+        """
+        middleware = context.get_middleware("session")
+        if middleware is None or middleware.cookie is None:
+            return None
+        session = self._session(context, create=True)
+        if session is None or not session.by_cookie:
+            return None
+        return self._call(session.core_session, engine, self.backend.session)
+
     def _run(self, context: Any, user: User, sql: str) -> Query:
         engine = self._engine(context, user)
         self._check_statement(user, engine, sql)
         self._admit(user)
         session = self._session(context, create=False)
         reference = session.reference if session is not None else None
-        return self._start(user, engine, sql,
-                           lambda: self.backend.execute(sql, engine, shadow=reference))
+        core = self._core_session(context, engine)
+        return self._start(user, engine, sql, lambda: self.backend.execute(
+            sql, engine, core, self.settings.query_timeout, shadow=reference))
 
     def _run_prepared(self, context: Any, user: User, handle: bytes) -> Query:
         entry = self.prepared.get(handle, user.name)
         prepared = entry.prepared
         self._check_statement(user, prepared.engine, prepared.sql)
         self._admit(user)
-        rows: list[Sequence[Any] | None] = [*entry.parameters] if entry.parameters else [None]
+        return self._start(user, prepared.engine, prepared.sql, lambda: prepared.execute(
+            entry.parameters, self.settings.query_timeout))
 
-        def more() -> Iterator[Result]:
-            for row in rows[1:]:
-                yield self._call(prepared.execute, row)
-
-        return self._start(user, prepared.engine, prepared.sql,
-                           lambda: prepared.execute(rows[0]), more if len(rows) > 1 else None)
-
-    def _start(self, user: User, engine: str, sql: str, run: Callable[[], Result],
-               more: Callable[[], Iterator[Result]] | None = None) -> Query:
+    def _start(self, user: User, engine: str, sql: str, run: Callable[[], Result]) -> Query:
         started = time.monotonic()
         try:
             result = run()
@@ -284,7 +298,7 @@ class FlightSqlServer(flight.FlightServerBase):
             querylog.record(query_id=None, user=user.name, engine=engine, sql=sql, rows=0,
                             nbytes=0, started=started, outcome=exc.kind)
             raise to_flight(exc) from None
-        query = Query(user.name, engine, sql, result, more, shadow=result.shadow)
+        query = Query(user.name, engine, sql, result, shadow=result.shadow)
         if not _QUERY.match(sql):
             # DDL and DML run to the end now: clients often never fetch their answer
             self._call(result.to_arrow)
@@ -294,28 +308,18 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _stream(self, context: Any, query: Query) -> Any:
         settings = self.settings
-        timeout = settings.query_timeout
 
         def batches() -> Iterator[pa.RecordBatch]:
             try:
-                for result in query.results():
-                    if query.shadow is None:
-                        query.shadow = result.shadow
-                    for batch in result.reader():
-                        if query.cancelled or context.is_cancelled():
-                            query.outcome = "cancelled"
-                            raise flight.FlightCancelledError("the query was cancelled")
-                        if timeout and time.monotonic() - query.created > timeout:
-                            query.outcome = "timeout"
-                            raise flight.FlightTimedOutError(
-                                f"the query ran longer than the service's limit of {timeout:g} s")
-                        query.rows += batch.num_rows
-                        query.bytes += batch.nbytes
-                        _check_limits(query, settings)
-                        if batch.schema != query.schema:
-                            batch = batch.cast(query.schema)
-                        yield batch
-                    result.close()
+                for batch in query.first.reader():
+                    if query.cancelled or context.is_cancelled():
+                        query.first.cancel()
+                        query.outcome = "cancelled"
+                        raise flight.FlightCancelledError("the query was cancelled")
+                    query.rows += batch.num_rows
+                    query.bytes += batch.nbytes
+                    _check_limits(query, settings)
+                    yield batch
                 query.outcome = "ok"
             except GatewayError as exc:
                 query.outcome = exc.kind
@@ -343,33 +347,30 @@ class FlightSqlServer(flight.FlightServerBase):
             engine = self._engine(context, user)
             self._check_statement(user, engine, command.query)
             self._admit(user)
-            count = self._update(user, engine, command.query,
-                                 [lambda: self.backend.execute(command.query, engine)])
+            core = self._core_session(context, engine)
+            count = self._update(user, engine, command.query, lambda: self.backend.execute(
+                command.query, engine, core, self.settings.query_timeout))
         elif isinstance(command, M.CommandPreparedStatementQuery):
             entry = self.prepared.get(command.prepared_statement_handle, user.name)
-            entry.parameters = self._parameter_rows(reader) or None
+            entry.parameters = self._parameters(reader)
             return
         elif isinstance(command, M.CommandPreparedStatementUpdate):
             entry = self.prepared.get(command.prepared_statement_handle, user.name)
             prepared = entry.prepared
             self._check_statement(user, prepared.engine, prepared.sql)
             self._admit(user)
-            uploaded = self._parameter_rows(reader) or entry.parameters
-            rows: list[Sequence[Any] | None] = [*uploaded] if uploaded else [None]
-            count = self._update(user, prepared.engine, prepared.sql,
-                                 [_bind(prepared.execute, row) for row in rows])
+            parameters = self._parameters(reader) or entry.parameters
+            count = self._update(user, prepared.engine, prepared.sql, lambda: prepared.execute(
+                parameters, self.settings.query_timeout))
         else:
             raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} is not a DoPut command")
         writer.write(pa.py_buffer(M.DoPutUpdateResult(record_count=count).SerializeToString()))
 
-    def _update(self, user: User, engine: str, sql: str,
-                runs: Sequence[Callable[[], Result]]) -> int:
-        """Run a write once per parameter row; the rows changed in all, or -1 if unknown."""
-        total, started, outcome = 0, time.monotonic(), "ok"
+    def _update(self, user: User, engine: str, sql: str, run: Callable[[], Result]) -> int:
+        """Run a write; the rows it changed, or -1 when the engine does not say."""
+        total, started, outcome = -1, time.monotonic(), "ok"
         try:
-            for run in runs:
-                count = self.backend.update_count(run())
-                total = -1 if count < 0 or total < 0 else total + count
+            total = self.backend.update_count(run())
         except GatewayError as exc:
             outcome = exc.kind
             raise to_flight(exc) from None
@@ -378,10 +379,9 @@ class FlightSqlServer(flight.FlightServerBase):
                             rows=max(total, 0), nbytes=0, started=started, outcome=outcome)
         return total
 
-    def _parameter_rows(self, reader: Any) -> list[list[Any]]:
-        """The parameter rows a DoPut uploads, refused past ``max_request_bytes``."""
-        rows: list[list[Any]] = []
-        size = 0
+    def _parameters(self, reader: Any) -> pa.Table | None:
+        """The parameter rows a DoPut uploads (None: no rows), refused past ``max_request_bytes``."""
+        batches, size = [], 0
         while True:
             try:
                 chunk = reader.read_chunk()
@@ -393,9 +393,10 @@ class FlightSqlServer(flight.FlightServerBase):
             if size > self.settings.max_request_bytes:
                 raise pa.ArrowInvalid(f"the parameters uploaded pass the service's limit of "
                                       f"{self.settings.max_request_bytes} bytes")
-            columns = [column.to_pylist() for column in chunk.data.columns]
-            rows.extend(list(row) for row in zip(*columns, strict=True))
-        return rows
+            batches.append(chunk.data)
+        if not sum(b.num_rows for b in batches):
+            return None
+        return pa.Table.from_batches(batches)
 
     # -- DoAction ----------------------------------------------------------------
     def list_actions(self, context: Any) -> list[tuple[str, str]]:
@@ -417,11 +418,17 @@ class FlightSqlServer(flight.FlightServerBase):
         request = M.unpack(M.ActionCreatePreparedStatementRequest, body)
         engine = self._engine(context, user)
         self._check_statement(user, engine, request.query)
-        prepared = self._call(self.backend.prepare, request.query, engine)
+        prepared = self._call(self.backend.prepare, request.query, engine,
+                              self._core_session(context, engine))
+        try:
+            schema = self._call(getattr, prepared, "schema")
+        except BaseException:
+            prepared.close()
+            raise
         handle = self.prepared.add(user.name, prepared)
         return [M.pack(M.ActionCreatePreparedStatementResult(
             prepared_statement_handle=handle,
-            dataset_schema=_schema_bytes(prepared.schema),
+            dataset_schema=_schema_bytes(schema),
             parameter_schema=_schema_bytes(prepared.parameter_schema)))]
 
     def _action_ClosePreparedStatement(self, context: Any, user: User, body: bytes) -> list[bytes]:
@@ -441,12 +448,17 @@ class FlightSqlServer(flight.FlightServerBase):
         query = self.queries.find(handle, user.name)
         if query is None:
             return None
+        self._cancel_query(query)
+        return True
+
+    def _cancel_query(self, query: Query) -> None:
+        """Stop a query: its stream ends with CANCELLED, or its unread ticket is dropped."""
         query.cancelled = True
+        query.first.cancel()
         if not query.streaming:
             query.outcome = "cancelled"
             self.queries.finish(query)
             querylog.log_query(query)
-        return True
 
     def _action_CancelFlightInfo(self, context: Any, user: User, body: bytes) -> list[bytes]:
         request = M.parse(M.CancelFlightInfoRequest, body)
@@ -547,15 +559,14 @@ class FlightSqlServer(flight.FlightServerBase):
         while self.queries.running() and time.monotonic() < deadline:
             time.sleep(0.05)
         for query in self.queries.running():
-            query.cancelled = True
-            if not query.streaming:
-                query.outcome = "cancelled"
-                self.queries.finish(query)
-                querylog.log_query(query)
+            self._cancel_query(query)
 
     def shutdown(self) -> None:
+        """Stop serving, then release every prepared statement and session."""
         self._stop.set()
         super().shutdown()
+        self.prepared.close_all()
+        self.sessions.close_all()
 
 
 #: Statements that surely return rows; any other is run to its end before its ticket is issued.
@@ -572,11 +583,6 @@ def _check_limits(query: Query, settings: ServeSettings) -> None:
         query.outcome = "limit"
         raise pa.ArrowInvalid(f"the answer is larger than the service's limit of "
                               f"{settings.max_bytes} bytes (max_bytes): select less")
-
-
-def _bind(execute: Callable[[Sequence[Any] | None], Result],
-          row: Sequence[Any] | None) -> Callable[[], Result]:
-    return lambda: execute(row)
 
 
 def _optional(message: Any, name: str) -> str | None:

@@ -13,10 +13,14 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.flight as flight
+
+if TYPE_CHECKING:
+    from gateway.session import Session as CoreSession
 
 COOKIE = "arrow_flight_session_id"
 
@@ -29,17 +33,41 @@ OPTIONS = {
 
 @dataclass
 class Session:
-    """One client's choices."""
+    """One client's choices, and (for a cookie session) its connection to the engine.
+
+    A client that returns the cookie is one connection, so its statements run
+    in one core session: temp tables, settings and transactions persist as
+    they would on a connection. A session found by bearer token only keeps the
+    options, since one static token may serve many processes at once.
+    """
 
     id: str
     user: str
     engine: str | None = None
     reference: str | None = None
     used: float = field(default_factory=time.monotonic)
+    core: CoreSession | None = field(default=None, repr=False)
+
+    @property
+    def by_cookie(self) -> bool:
+        return not self.id.startswith("token:")
 
     def options(self) -> dict[str, str]:
         return {k: v for k, v in (("engine", self.engine), ("reference", self.reference))
                 if v is not None}
+
+    def core_session(self, engine: str, open_session: Callable[[str], CoreSession]) -> CoreSession:
+        """The core session on ``engine``; one on another engine is closed (its state goes)."""
+        if self.core is None or self.core.closed or self.core.engine != engine:
+            self.release()
+            self.core = open_session(engine)
+        return self.core
+
+    def release(self) -> None:
+        """Close the core session, if any."""
+        core, self.core = self.core, None
+        if core is not None:
+            core.close()
 
 
 class SessionStore:
@@ -71,12 +99,21 @@ class SessionStore:
     def close(self, session: Session) -> None:
         with self._lock:
             self._sessions.pop(session.id, None)
+        session.release()
 
     def expire(self) -> None:
         cutoff = time.monotonic() - self.idle
         with self._lock:
-            for key in [k for k, s in self._sessions.items() if s.used < cutoff]:
-                del self._sessions[key]
+            stale = [self._sessions.pop(k) for k, s in list(self._sessions.items())
+                     if s.used < cutoff]
+        for session in stale:
+            session.release()
+
+    def close_all(self) -> None:
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            session.release()
 
     def __len__(self) -> int:
         return len(self._sessions)

@@ -14,7 +14,6 @@ import itertools
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,25 +26,18 @@ if TYPE_CHECKING:
     from gateway.flight.settings import ServeSettings
     from gateway.result import Result
 
-_query_ids = itertools.count(1)
+_local_ids = itertools.count(1)
 
 
 @dataclass
 class Query:
-    """One statement the service is running for a client.
-
-    ``results`` yields the answers one after another (one per parameter row
-    of a prepared statement bound to several rows); the first is already
-    running, so its schema is known.
-    """
+    """One statement the service is running for a client; ``first`` is its answer."""
 
     user: str
     engine: str
     sql: str
     first: Result
-    more: Callable[[], Iterator[Result]] | None = None
     handle: bytes = field(default_factory=lambda: secrets.token_bytes(16))
-    query_id: int = field(default_factory=lambda: next(_query_ids))
     created: float = field(default_factory=time.monotonic)
     started_at: float = field(default_factory=time.time)
     rows: int = 0
@@ -62,10 +54,12 @@ class Query:
     def schema(self) -> pa.Schema:
         return self.first.schema
 
-    def results(self) -> Iterator[Result]:
-        yield self.first
-        if self.more is not None:
-            yield from self.more()
+    @property
+    def query_id(self) -> int:
+        """The core's id of the query (its hooks and ``gw.running()`` show the same)."""
+        if self.first.query_id is None:  # an answer from outside a query handle
+            self.first.query_id = -next(_local_ids)
+        return self.first.query_id
 
     def describe(self) -> dict[str, Any]:
         return {"query_id": self.query_id, "user": self.user, "engine": self.engine,
@@ -167,7 +161,7 @@ class PreparedEntry:
 
     user: str
     prepared: Prepared
-    parameters: list[list[Any]] | None = None
+    parameters: pa.Table | None = None
     used: float = field(default_factory=time.monotonic)
 
 
@@ -201,10 +195,14 @@ class PreparedStatements:
             self._by_handle.pop(handle, None)
         entry.prepared.close()
 
-    def expire(self) -> None:
-        cutoff = time.monotonic() - self.idle
+    def expire(self, idle: float | None = None) -> None:
+        """Close prepared statements unused for ``idle`` seconds (default: ``session_idle``)."""
+        cutoff = time.monotonic() - (self.idle if idle is None else idle)
         with self._lock:
-            stale = [h for h, e in self._by_handle.items() if e.used < cutoff]
+            stale = [h for h, e in self._by_handle.items() if e.used <= cutoff]
             entries = [self._by_handle.pop(h) for h in stale]
         for entry in entries:
             entry.prepared.close()
+
+    def close_all(self) -> None:
+        self.expire(idle=-1.0)
