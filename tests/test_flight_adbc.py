@@ -150,3 +150,23 @@ def test_session_option_refuses_an_unknown_engine(server):
     with dbapi.connect(server.location, db_kwargs=COOKIES, autocommit=True) as conn, \
             pytest.raises(dbapi.Error):
         conn.adbc_connection.set_options(**{"adbc.flight.sql.session.option.engine": "nope"})
+
+
+def test_transactions_commit_and_roll_back(server):
+    with dbapi.connect(server.location, autocommit=True) as setup, setup.cursor() as cur:
+        cur.execute("CREATE OR REPLACE TABLE ledger (a INTEGER)")
+        cur.fetchall()
+    with dbapi.connect(server.location) as conn, conn.cursor() as cur:  # autocommit off
+        assert conn.adbc_connection.get_option("adbc.connection.autocommit") == "false"
+        cur.execute("INSERT INTO ledger VALUES (1)")
+        cur.fetchall()
+        conn.rollback()
+        cur.execute("INSERT INTO ledger VALUES (2)")
+        cur.fetchall()
+        with dbapi.connect(server.location, autocommit=True) as other, other.cursor() as look:
+            look.execute("SELECT count(*) FROM ledger")
+            assert look.fetchone() == (0,)  # not committed yet
+        conn.commit()
+    with dbapi.connect(server.location, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("SELECT a FROM ledger")
+        assert cur.fetchall() == [(2,)]

@@ -54,6 +54,11 @@ def test_sql_info_answers_every_code_of_the_specification():
     assert got[0] == "arrowgate" and got[504] == '"' and got[563] is False
 
 
+def test_sql_info_advertises_transactions_only_when_the_engine_has_them():
+    assert answers()[8] == 0 and answers()[563] is False
+    assert answers(transactions=True)[8] == 1 and answers(transactions=True)[563] is True
+
+
 def test_sql_info_is_per_user():
     assert answers(read_only=True)[3] is True
     assert answers(read_only=True)[502] is False

@@ -16,7 +16,7 @@ import pytest
 from google.protobuf import any_pb2
 
 from gateway.flight import messages as M
-from tests.flight_support import action, server_fixture, serving
+from tests.flight_support import CONFIG, action, server_fixture, serving
 
 server = server_fixture(max_request_bytes=4096)
 
@@ -208,3 +208,17 @@ def test_prepared_statement_bound_to_many_rows_answers_each(client):
     list(client.do_action(flight.Action("ClosePreparedStatement", M.pack(close))))
     with pytest.raises(pa.ArrowKeyError, match="no such prepared statement"):
         client.get_flight_info(descriptor)
+
+
+def test_begin_transaction_on_an_engine_without_transactions_is_unimplemented():
+    config = {**CONFIG, "default_engine": "scan"}
+    with serving(config) as server, flight.connect(server.location) as client, \
+            pytest.raises(pa.ArrowNotImplementedError, match="has no transactions"):
+        list(client.do_action(flight.Action("BeginTransaction",
+                                            M.pack(M.ActionBeginTransactionRequest()))))
+
+
+def test_a_transaction_id_of_someone_else_or_ended_is_not_found(client):
+    command = M.CommandStatementQuery(query="SELECT 1", transaction_id=b"\x01" * 16)
+    with pytest.raises(pa.ArrowKeyError, match="no such transaction"):
+        client.get_flight_info(flight.FlightDescriptor.for_command(M.pack(command)))

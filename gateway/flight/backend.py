@@ -83,6 +83,10 @@ class Backend:
     def dialect(self, engine: str) -> str:
         return self.gw.dialect(engine)
 
+    def has_transactions(self, engine: str) -> bool:
+        """Whether the engine's sessions keep transactions (this starts the engine)."""
+        return bool(self.gw.engine(engine).supports_transactions)
+
     # -- statements --------------------------------------------------------------
     def execute(self, sql: str, engine: str, session: Session | None, timeout: float | None,
                 shadow: str | None = None) -> Result:

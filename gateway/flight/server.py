@@ -32,6 +32,7 @@ from gateway.flight.sessions import (
 )
 from gateway.flight.settings import ANONYMOUS, ServeSettings, User
 from gateway.flight.statements import PreparedStatements, Queries, Query
+from gateway.flight.transactions import Transactions
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -51,6 +52,8 @@ ACTIONS = [
                           "reference ('reference') for this session"),
     ("GetSessionOptions", "the options of this session"),
     ("CloseSession", "forget this session"),
+    ("BeginTransaction", "begin a transaction on the session's engine, where it has them"),
+    ("EndTransaction", "commit or roll back a transaction"),
     ("engines", "the engines you may use, with their types and capabilities (JSON)"),
     ("health", "whether the service is up, and how busy (JSON)"),
     ("running-queries", "your running queries (everyone's without users configured) (JSON)"),
@@ -74,6 +77,7 @@ class FlightSqlServer(flight.FlightServerBase):
         self.sessions = SessionStore(settings.session_idle)
         self.queries = Queries(settings)
         self.prepared = PreparedStatements(settings.session_idle)
+        self.transactions = Transactions(settings.session_idle)
         self.draining = False
         tls = []
         if settings.tls_cert is not None and settings.tls_key is not None:
@@ -147,7 +151,7 @@ class FlightSqlServer(flight.FlightServerBase):
         command = self._command(descriptor.command or b"", "command")
         user = self._user(context)
         if isinstance(command, (M.CommandStatementQuery, M.CommandPreparedStatementQuery)):
-            query = self._run(context, user, command.query) \
+            query = self._run(context, user, command) \
                 if isinstance(command, M.CommandStatementQuery) else \
                 self._run_prepared(context, user, command.prepared_statement_handle)
             return self._info(descriptor, query.schema,
@@ -217,12 +221,14 @@ class FlightSqlServer(flight.FlightServerBase):
         engines = self._engines_of(user)
         backend = self.backend
         if isinstance(command, M.CommandGetSqlInfo):
+            engine = self._engine(context, user)
             answers = sqlinfo.infos(
                 read_only=user.read_only or not any(self.backend.writes(e) for e in engines),
                 writable=any(self.backend.writes(e) for e in engines),
                 statement_length=self.settings.max_request_bytes,
                 handle_timeout_ms=int(self.settings.session_idle * 1000),
-                dialect=self.backend.dialect(self._engine(context, user)))
+                transactions=self._call(self.backend.has_transactions, engine),
+                dialect=self.backend.dialect(engine))
             return sqlinfo.table(answers, command.info)
         if isinstance(command, M.CommandGetCatalogs):
             return catalog.catalogs(engines)
@@ -272,13 +278,21 @@ class FlightSqlServer(flight.FlightServerBase):
             return None
         return self._call(session.core_session, engine, self.backend.session)
 
-    def _run(self, context: Any, user: User, sql: str) -> Query:
+    def _target(self, context: Any, user: User, request: Any) -> tuple[str, Session | None]:
+        """The engine and core session a statement runs in: its transaction's, else the caller's."""
+        if request.HasField("transaction_id"):
+            transaction = self.transactions.get(request.transaction_id, user.name)
+            return transaction.engine, transaction.session
         engine = self._engine(context, user)
+        return engine, self._core_session(context, engine)
+
+    def _run(self, context: Any, user: User, command: Any) -> Query:
+        sql = command.query
+        engine, core = self._target(context, user, command)
         self._check_statement(user, engine, sql)
         self._admit(user)
         session = self._session(context, create=False)
         reference = session.reference if session is not None else None
-        core = self._core_session(context, engine)
         return self._start(user, engine, sql, lambda: self.backend.execute(
             sql, engine, core, self.settings.query_timeout, shadow=reference))
 
@@ -344,10 +358,9 @@ class FlightSqlServer(flight.FlightServerBase):
         command = self._command(descriptor.command or b"", "command")
         user = self._user(context)
         if isinstance(command, M.CommandStatementUpdate):
-            engine = self._engine(context, user)
+            engine, core = self._target(context, user, command)
             self._check_statement(user, engine, command.query)
             self._admit(user)
-            core = self._core_session(context, engine)
             count = self._update(user, engine, command.query, lambda: self.backend.execute(
                 command.query, engine, core, self.settings.query_timeout))
         elif isinstance(command, M.CommandPreparedStatementQuery):
@@ -416,10 +429,9 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _action_CreatePreparedStatement(self, context: Any, user: User, body: bytes) -> list[bytes]:
         request = M.unpack(M.ActionCreatePreparedStatementRequest, body)
-        engine = self._engine(context, user)
+        engine, core = self._target(context, user, request)
         self._check_statement(user, engine, request.query)
-        prepared = self._call(self.backend.prepare, request.query, engine,
-                              self._core_session(context, engine))
+        prepared = self._call(self.backend.prepare, request.query, engine, core)
         try:
             schema = self._call(getattr, prepared, "schema")
         except BaseException:
@@ -512,6 +524,26 @@ class FlightSqlServer(flight.FlightServerBase):
             self.sessions.close(session)
         return [M.CloseSessionResult(status=M.CloseSessionResult.CLOSED).SerializeToString()]
 
+    def _action_BeginTransaction(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        M.unpack(M.ActionBeginTransactionRequest, body)
+        engine = self._engine(context, user)
+        if not self._call(self.backend.has_transactions, engine):
+            raise pa.ArrowNotImplementedError(
+                f"engine {engine!r} has no transactions: run statements one by one "
+                "(autocommit)")
+        session = self._call(self.backend.session, engine)
+        transaction_id = self._call(self.transactions.begin, user.name, engine, session)
+        return [M.pack(M.ActionBeginTransactionResult(transaction_id=transaction_id))]
+
+    def _action_EndTransaction(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        request = M.unpack(M.ActionEndTransactionRequest, body)
+        ends = M.ActionEndTransactionRequest
+        if request.action not in (ends.END_TRANSACTION_COMMIT, ends.END_TRANSACTION_ROLLBACK):
+            raise pa.ArrowInvalid("EndTransaction: the action must be COMMIT or ROLLBACK")
+        self._call(self.transactions.end, request.transaction_id, user.name,
+                   request.action == ends.END_TRANSACTION_COMMIT)
+        return []
+
     def _action_engines(self, context: Any, user: User, body: bytes) -> list[bytes]:
         return [_json([self.backend.describe(e) for e in self._engines_of(user)])]
 
@@ -549,6 +581,7 @@ class FlightSqlServer(flight.FlightServerBase):
             for query in self.queries.expire():
                 querylog.log_query(query)
             self.prepared.expire()
+            self.transactions.expire()
             self.sessions.expire()
             self.auth.expire()
 
@@ -566,6 +599,7 @@ class FlightSqlServer(flight.FlightServerBase):
         self._stop.set()
         super().shutdown()
         self.prepared.close_all()
+        self.transactions.close_all()
         self.sessions.close_all()
 
 

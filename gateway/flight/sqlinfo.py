@@ -85,7 +85,8 @@ def keywords(dialect: str) -> list[str]:
 
 
 def infos(*, read_only: bool, writable: bool, statement_length: int,
-          handle_timeout_ms: int, dialect: str = "duckdb") -> list[Info]:
+          handle_timeout_ms: int, transactions: bool = False,
+          dialect: str = "duckdb") -> list[Info]:
     """Every SqlInfo answer for one user.
 
     Args:
@@ -93,6 +94,7 @@ def infos(*, read_only: bool, writable: bool, statement_length: int,
         writable: some engine the user may use accepts DDL.
         statement_length: the longest statement accepted, in bytes.
         handle_timeout_ms: how long an idle prepared statement lives.
+        transactions: the user's engine has transactions (BeginTransaction works).
         dialect: the sqlglot dialect whose keywords are listed.
     """
     ddl = writable and not read_only
@@ -104,10 +106,10 @@ def infos(*, read_only: bool, writable: bool, statement_length: int,
         Info(3, BOOL, read_only),
         Info(4, BOOL, True),             # SQL
         Info(5, BOOL, False),            # Substrait
-        Info(8, BITMASK, 0),             # no BeginTransaction/EndTransaction actions
+        Info(8, BITMASK, 1 if transactions else 0),  # BeginTransaction, no savepoints
         Info(9, BOOL, True),             # CancelQuery / CancelFlightInfo
         Info(100, BITMASK, min(handle_timeout_ms, 2**31 - 1)),
-        Info(101, BITMASK, 0),
+        Info(101, BITMASK, min(handle_timeout_ms, 2**31 - 1) if transactions else 0),
         # SQL syntax
         Info(500, BOOL, False),          # CREATE CATALOG: catalogs are engines
         Info(501, BOOL, ddl),            # CREATE SCHEMA
@@ -154,9 +156,10 @@ def infos(*, read_only: bool, writable: bool, statement_length: int,
         Info(556, BOOL, False),
         Info(557, BIGINT, statement_length),
         *(Info(code, BIGINT, 0) for code in range(558, 562)),
-        Info(562, BITMASK, 0),           # default isolation: none (no transactions offered)
-        Info(563, BOOL, False),          # transactions
-        Info(564, BITMASK, 0b1),         # isolation levels: none
+        # DuckDB's transactions are snapshot isolation: repeatable read at least
+        Info(562, BITMASK, 3 if transactions else 0),
+        Info(563, BOOL, transactions),
+        Info(564, BITMASK, 0b1001 if transactions else 0b1),  # none, repeatable read
         Info(565, BOOL, False),
         Info(566, BOOL, False),
         Info(567, BITMASK, 0b10),        # forward-only result sets
