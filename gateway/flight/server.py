@@ -381,14 +381,16 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _update(self, user: User, engine: str, sql: str, run: Callable[[], Result]) -> int:
         """Run a write; the rows it changed, or -1 when the engine does not say."""
-        total, started, outcome = -1, time.monotonic(), "ok"
+        total, started, outcome, query_id = -1, time.monotonic(), "ok", None
         try:
-            total = self.backend.update_count(run())
+            result = run()
+            query_id = result.query_id
+            total = self.backend.update_count(result)
         except GatewayError as exc:
             outcome = exc.kind
             raise to_flight(exc) from None
         finally:
-            querylog.record(query_id=None, user=user.name, engine=engine, sql=sql,
+            querylog.record(query_id=query_id, user=user.name, engine=engine, sql=sql,
                             rows=max(total, 0), nbytes=0, started=started, outcome=outcome)
         return total
 
