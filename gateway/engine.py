@@ -39,6 +39,8 @@ class Option:
         secret: the value is never printed (``arrowgate engines``, errors).
         help: one line for ``arrowgate engines --help`` and error messages.
         choices: when set, the only values allowed.
+        minimum: when set, the smallest number allowed.
+        exclusive_minimum: when set, numbers must be greater than this.
     """
 
     types: tuple[type, ...]
@@ -47,6 +49,8 @@ class Option:
     secret: bool = False
     help: str = ""
     choices: tuple[Any, ...] = ()
+    minimum: float | None = None
+    exclusive_minimum: float | None = None
 
     def type_names(self) -> str:
         names = {bool: "boolean", int: "integer", float: "number", str: "string",
@@ -57,9 +61,10 @@ class Option:
 #: Options every engine type accepts, checked by the gateway (an engine type may
 #: declare its own entry of the same name to change the help or the default).
 COMMON_OPTIONS: Mapping[str, Option] = {
-    "timeout": Option((int, float), help="seconds a query may run before it is cancelled "
+    "timeout": Option((int, float), exclusive_minimum=0,
+                      help="seconds a query may run before it is cancelled "
                       "and fails with QueryTimeout (default: no limit)"),
-    "connect_timeout": Option((int, float), default=30.0,
+    "connect_timeout": Option((int, float), default=30.0, exclusive_minimum=0,
                               help="seconds the engine may take to start before its queries "
                                    "fail (other engines are never held up)"),
 }

@@ -11,12 +11,17 @@ tracks the query's progress on every 2048-row fetch: a sorted 1M-row answer
 took 1.43x the module's time with it on, 1.07x with it off. Each connection
 switches it off again before the engine's setup, where a ``settings`` entry
 can still switch it on.
+
+adbc-driver-manager answers Ctrl-C during a call by cancelling the statement
+from its own native SIGINT handler, so Python never sees the signal; a
+cancellation nobody asked for (through :meth:`AdbcSession.cancel` or a query
+handle) is therefore turned back into the KeyboardInterrupt it was.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +52,10 @@ class AdbcSession:
         library: the ``_duckdb*.so`` (or any library exporting ``duckdb_adbc_init``).
         database: a DuckDB database file, or ``:memory:``.
         setup: statements run once, on the first connection (extension loads,
-            settings, source views, the engine's ``setup_sql``): what they
-            create belongs to the database, which every connection shares.
+            secrets, settings, source views, the engine's ``setup_sql``): what
+            they create belongs to the database, which every connection
+            shares. A secret's text in particular must not run again once a
+            SQL user may have switched on DuckDB's query log.
         engine: the engine's name, for errors.
         per_connection: statements run on every further connection (settings
             and the search path, which belong to a connection). Re-running the
@@ -71,6 +78,7 @@ class AdbcSession:
         self._lock = threading.Lock()
         self._idle: list[Any] = []
         self._running: set[Any] = set()
+        self._cancelled: set[Any] = set()  # cursors cancel() was asked to stop
         db_kwargs: dict[str, str] = {}
         if database != ":memory:":
             db_kwargs["path"] = database
@@ -100,6 +108,8 @@ class AdbcSession:
                 try:
                     cur.execute(stmt)
                 except adbc_driver_manager.Error as exc:
+                    if _interrupted(exc):  # Ctrl-C while connecting (see the module's notes)
+                        raise KeyboardInterrupt from None
                     raise SetupFailed(i, _message(exc)) from None
         finally:
             cur.close()
@@ -131,10 +141,12 @@ class AdbcSession:
         con = self._take()
         cur = con.cursor()
         self._running.add(cur)
-        return run_on_cursor(cur, sql, parameters, self.engine, lambda: self._release(con, cur))
+        return run_on_cursor(cur, sql, parameters, self.engine, lambda: self._release(con, cur),
+                             asked=lambda: cur in self._cancelled)
 
     def _release(self, con: Any, cur: Any) -> None:
         self._running.discard(cur)
+        self._cancelled.discard(cur)
         try:
             cur.close()
         except Exception:  # closing after the database went away
@@ -147,6 +159,7 @@ class AdbcSession:
 
     def cancel(self) -> None:
         for cur in list(self._running):
+            self._cancelled.add(cur)
             try:
                 cur.adbc_cancel()
             except Exception:  # already finished
@@ -186,10 +199,13 @@ class AdbcConnectionSession(EngineSession):
         self._pool._running.add(cur)  # so the engine's cancel() reaches it too
         notes = self.engine.result_notes() if self.engine is not None else {}
         return EngineResult(run_on_cursor(cur, sql, parameters, self._pool.engine,
-                                          lambda: self._done(cur)), notes)
+                                          lambda: self._done(cur),
+                                          asked=lambda: handle.cancelled
+                                          or cur in self._pool._cancelled), notes)
 
     def _done(self, cur: Any) -> None:
         self._pool._running.discard(cur)
+        self._pool._cancelled.discard(cur)
         try:
             cur.close()
         except Exception:  # closing after the database went away
@@ -209,9 +225,10 @@ class AdbcConnectionSession(EngineSession):
 
 
 def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None, engine: str,
-                  done: Any) -> pa.RecordBatchReader:
+                  done: Callable[[], None], asked: Callable[[], bool]) -> pa.RecordBatchReader:
     """Run ``sql`` on an ADBC cursor; the reader streams the answer and calls ``done()``
-    at its end (or at once, when the statement fails)."""
+    at its end (or at once, when the statement fails). ``asked()`` tells whether a
+    cancel was asked for, so that an unasked one is the Ctrl-C it was."""
     import adbc_driver_manager
 
     try:
@@ -221,18 +238,33 @@ def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None, engine: 
             cur.execute(sql)
         reader = cur.fetch_record_batch()
     except adbc_driver_manager.Error as exc:
+        error = _error(exc, asked(), engine)
         done()
-        raise translate(_as_duck(exc), engine) from None
-    return pa.RecordBatchReader.from_batches(reader.schema, _stream(reader, engine, done))
+        raise error from None
+    return pa.RecordBatchReader.from_batches(reader.schema,
+                                             _stream(reader, engine, done, asked))
 
 
-def _stream(reader: pa.RecordBatchReader, engine: str, done: Any) -> Iterator[pa.RecordBatch]:
+def _stream(reader: pa.RecordBatchReader, engine: str, done: Callable[[], None],
+            asked: Callable[[], bool]) -> Iterator[pa.RecordBatch]:
     try:
         yield from reader
     except Exception as exc:
-        raise translate(_as_duck(exc), engine) from None
+        raise _error(exc, asked(), engine) from None
     finally:
         done()
+
+
+def _error(exc: BaseException, asked: bool, engine: str) -> BaseException:
+    """The gateway error for a driver error; KeyboardInterrupt for an unasked cancel."""
+    if not asked and _interrupted(exc):
+        return KeyboardInterrupt()
+    return translate(_as_duck(exc), engine)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether the driver stopped the statement: cancelled, or DuckDB's interrupt."""
+    return "CANCELLED" in str(exc)[:20] or "INTERRUPT" in _message(exc).upper()
 
 
 def _message(exc: BaseException) -> str:
@@ -250,6 +282,6 @@ class _DriverError(Exception):
 
 def _as_duck(exc: BaseException) -> BaseException:
     message = _message(exc)
-    if "CANCELLED" in str(exc)[:20] or "INTERRUPT" in message.upper():
+    if _interrupted(exc):
         return type("InterruptException", (_DriverError,), {})(message)
     return _DriverError(message)
