@@ -212,6 +212,6 @@ def test_a_source_takes_an_encoding_and_a_compression_every_engine_reads(tmp_pat
 def test_an_unknown_encoding_is_a_config_error(tmp_path):
     data = tmp_path / "x.csv"
     data.write_text("a\n1\n")
-    with pytest.raises(gateway.ConfigError, match="sources.x.encoding: no text encoding"):
+    with pytest.raises(gateway.ConfigError, match=r"sources\.x\.encoding: no text encoding"):
         gateway.connect({"engines": {"d": {"type": "duckdb"}},
                          "sources": {"x": {"path": str(data), "encoding": "klingon"}}})
