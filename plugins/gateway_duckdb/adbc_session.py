@@ -2,8 +2,9 @@
 
 Every duckdb wheel's ``_duckdb*.so`` exports ``duckdb_adbc_init``, so any
 number of versions load side by side through adbc-driver-manager. The
-database is opened once; each query takes an idle connection from a small
-pool (or clones a new one), so two open result streams never share one.
+database is opened once; queries run on the shared
+:class:`gateway.drivers.adbc.ConnectionPool`, so two open result streams
+never share one connection.
 
 DuckDB 2.0.1's ADBC driver switches ``enable_progress_bar`` on for its
 connections (1.4.4 to 2.0.0 and the Python module leave it off) and then
@@ -15,14 +16,14 @@ can still switch it on.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from gateway.errors import EngineConnectionError
+from gateway.drivers.adbc import ConnectionPool, error_message, was_cancelled
+from gateway.errors import EngineConnectionError, GatewayError
 from gateway_duckdb.install import ENTRYPOINT
 from gateway_duckdb.translate import translate
 
@@ -61,22 +62,19 @@ class AdbcSession:
 
         self.engine = engine
         self._setup = list(setup)
-        self._lock = threading.Lock()
-        self._idle: list[Any] = []
-        self._running: set[Any] = set()
         db_kwargs: dict[str, str] = {}
         if database != ":memory:":
             db_kwargs["path"] = database
         if read_only:
             db_kwargs["access_mode"] = "READ_ONLY"
         try:
-            self._first = dbapi.connect(driver=str(library), entrypoint=ENTRYPOINT,
-                                        db_kwargs=db_kwargs, autocommit=True)
+            first = dbapi.connect(driver=str(library), entrypoint=ENTRYPOINT,
+                                  db_kwargs=db_kwargs, autocommit=True)
         except adbc_driver_manager.Error as exc:
             raise EngineConnectionError(f"cannot open {database!r} with {library}: {exc}",
                                         engine=engine) from None
-        self._setup_connection(self._first)
-        self._idle.append(self._first)
+        self._pool = ConnectionPool(first, setup=self._setup_connection,
+                                    translate=self._translate, engine=engine)
 
     def _setup_connection(self, con: Any) -> None:
         import adbc_driver_manager
@@ -88,98 +86,28 @@ class AdbcSession:
                     cur.execute(stmt)
                 except adbc_driver_manager.Error as exc:
                     raise EngineConnectionError(f"cannot configure the connection ({stmt}): "
-                                                f"{_message(exc)}", engine=self.engine) from None
+                                                f"{error_message(exc)}",
+                                                engine=self.engine) from None
             for i, stmt in enumerate(self._setup):
                 try:
                     cur.execute(stmt)
                 except adbc_driver_manager.Error as exc:
-                    raise SetupFailed(i, _message(exc)) from None
+                    raise SetupFailed(i, error_message(exc)) from None
         finally:
             cur.close()
 
-    def _take(self) -> Any:
-        with self._lock:
-            if self._first is None:
-                raise EngineConnectionError("the engine is closed", engine=self.engine)
-            if self._idle:
-                return self._idle.pop()
-            first = self._first
-        con = first.adbc_clone()
-        self._setup_connection(con)
-        return con
-
-    def _give_back(self, con: Any) -> None:
-        with self._lock:
-            if self._first is not None:
-                self._idle.append(con)
-                return
-        con.close()
+    def _translate(self, exc: BaseException) -> GatewayError:
+        return translate(_as_duck(exc), self.engine)
 
     def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader:
         """Run one statement; the reader streams its answer (errors already translated)."""
-        import adbc_driver_manager
-
-        con = self._take()
-        cur = con.cursor()
-        self._running.add(cur)
-        try:
-            if parameters is not None:
-                cur.execute(sql, parameters=list(parameters))
-            else:
-                cur.execute(sql)
-            reader = cur.fetch_record_batch()
-        except adbc_driver_manager.Error as exc:
-            self._release(con, cur)
-            raise translate(_as_duck(exc), self.engine) from None
-        return pa.RecordBatchReader.from_batches(reader.schema,
-                                                 self._stream(reader, con, cur))
-
-    def _stream(self, reader: pa.RecordBatchReader, con: Any, cur: Any) -> Iterator[pa.RecordBatch]:
-        try:
-            yield from reader
-        except Exception as exc:
-            raise translate(_as_duck(exc), self.engine) from None
-        finally:
-            self._release(con, cur)
-
-    def _release(self, con: Any, cur: Any) -> None:
-        self._running.discard(cur)
-        try:
-            cur.close()
-        except Exception:  # closing after the database went away
-            pass
-        self._give_back(con)
+        return self._pool.execute(sql, parameters)
 
     def cancel(self) -> None:
-        for cur in list(self._running):
-            try:
-                cur.adbc_cancel()
-            except Exception:  # already finished
-                pass
+        self._pool.cancel()
 
     def close(self) -> None:
-        with self._lock:
-            first, self._first = self._first, None
-            idle, self._idle = self._idle, []
-        for con in idle:
-            try:
-                con.close()
-            except Exception:  # a connection whose stream is still open
-                pass
-        if first is not None and first not in idle:
-            try:
-                first.close()
-            except Exception:
-                pass
-
-
-def _message(exc: BaseException) -> str:
-    # adbc-driver-manager prefixes the driver's message with the ADBC status name
-    text = str(exc)
-    for prefix in ("INVALID_ARGUMENT: ", "INTERNAL: ", "IO: ", "UNKNOWN: ", "INVALID_STATE: ",
-                   "CANCELLED: ", "NOT_FOUND: ", "INVALID_DATA: "):
-        text = text.removeprefix(prefix)
-    return text.split("\n\nDetail:")[0].strip()
+        self._pool.close()
 
 
 class _DriverError(Exception):
@@ -187,7 +115,9 @@ class _DriverError(Exception):
 
 
 def _as_duck(exc: BaseException) -> BaseException:
-    message = _message(exc)
-    if "CANCELLED" in str(exc)[:20] or "INTERRUPT" in message.upper():
+    if isinstance(exc, GatewayError):
+        return exc
+    message = error_message(exc)
+    if was_cancelled(exc):
         return type("InterruptException", (_DriverError,), {})(message)
     return _DriverError(message)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.config import redact
+from gateway.drivers.odbc import mask_password, parse_connection_string
 from gateway.errors import ConfigError
 
 KINDS = ("postgres", "sqlite", "duckdb", "mssql")
@@ -26,7 +27,6 @@ KIND_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "mssql": (),
 }
 _ALIASES = {"postgresql": "postgres", "pg": "postgres", "sqlserver": "mssql", "sqlite3": "sqlite"}
-_MSSQL_PASSWORD = re.compile(r"(?i)((?:^|;)\s*(?:password|pwd)\s*=\s*)(\{(?:[^}]|\}\})*\}|[^;]*)")
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class CatalogSpec:
     def printable(self) -> str:
         """The catalog with any password masked."""
         if self.kind == "mssql":
-            return f"mssql:{mask_mssql_password(self.target)}"
+            return f"mssql:{mask_password(self.target)}"
         return f"{self.kind}:{redact(self.target)}"
 
     def secrets(self) -> list[str]:
@@ -89,7 +89,7 @@ class CatalogSpec:
         if self.kind == "postgres":
             found += [v for k, v in parse_libpq(self.target).items() if k == "password" and v]
         elif self.kind == "mssql":
-            found += [v for k, v in parse_mssql(self.target).items()
+            found += [v for k, v in parse_connection_string(self.target).items()
                       if k in ("password", "pwd") and v]
         return found
 
@@ -138,85 +138,3 @@ def parse_libpq(dsn: str) -> dict[str, str]:
     return out
 
 
-# -- SQL Server --------------------------------------------------------------
-def parse_mssql(conn: str) -> dict[str, str]:
-    """The keys (lower-cased) of an ADO/ODBC-style ``Key=Value;...`` string; ``{..}`` quoting kept out."""
-    out: dict[str, str] = {}
-    pos = 0
-    while pos < len(conn):
-        end_key = conn.find("=", pos)
-        if end_key < 0:
-            if conn[pos:].strip(" ;"):
-                raise ConfigError(f"not a SQL Server connection string: {conn[pos:pos + 20]!r} "
-                                  "has no '='", hint="write Key=Value pairs separated by ';'")
-            break
-        key = conn[pos:end_key].strip(" ;").lower()
-        pos = end_key + 1
-        if conn[pos:pos + 1] == "{":
-            value, i = [], pos + 1
-            while i < len(conn):
-                if conn[i] == "}":
-                    if conn[i + 1:i + 2] == "}":
-                        value.append("}")
-                        i += 2
-                        continue
-                    break
-                value.append(conn[i])
-                i += 1
-            else:
-                raise ConfigError("a '{' in the SQL Server connection string is never closed",
-                                  hint="close it with '}' (write '}}' for a literal brace)")
-            out[key] = "".join(value)
-            pos = conn.find(";", i)
-            pos = len(conn) if pos < 0 else pos + 1
-        else:
-            end = conn.find(";", pos)
-            end = len(conn) if end < 0 else end
-            out[key] = conn[pos:end].strip()
-            pos = end + 1
-    return out
-
-
-def mask_mssql_password(conn: str) -> str:
-    return _MSSQL_PASSWORD.sub(lambda m: f"{m.group(1)}***", conn)
-
-
-#: ADO keys and the ODBC keys pyodbc's drivers understand for them.
-_ADO_TO_ODBC = {
-    "server": "SERVER", "data source": "SERVER", "address": "SERVER", "addr": "SERVER",
-    "database": "DATABASE", "initial catalog": "DATABASE",
-    "user id": "UID", "uid": "UID", "user": "UID",
-    "password": "PWD", "pwd": "PWD",
-    "encrypt": "Encrypt", "trustservercertificate": "TrustServerCertificate",
-    "trust server certificate": "TrustServerCertificate",
-    "authentication": "Authentication", "application name": "APP", "app": "APP",
-    "connect timeout": "Connection Timeout", "connection timeout": "Connection Timeout",
-}
-DEFAULT_ODBC_DRIVER = "ODBC Driver 18 for SQL Server"
-
-
-def mssql_odbc_string(conn: str, driver: str = DEFAULT_ODBC_DRIVER) -> str:
-    """The ODBC connection string pyodbc needs for the catalog's ADO-style string.
-
-    ``Server=host,1433;Database=lake;User Id=app;Password=p;Encrypt=yes`` becomes
-    ``DRIVER={ODBC Driver 18 for SQL Server};SERVER=host,1433;DATABASE=lake;UID=app;PWD=p;Encrypt=yes``.
-    A ``Driver=`` key in the string wins over ``driver``; keys with no ODBC
-    spelling are passed through as written.
-
-    Raises:
-        ConfigError: no Server, or no Database (the catalog lives in one database).
-    """
-    keys = parse_mssql(conn)
-    if "server" not in keys and "data source" not in keys and "address" not in keys:
-        raise ConfigError("the SQL Server catalog string has no Server=",
-                          hint="write mssql:Server=host,1433;Database=lake;...")
-    if "database" not in keys and "initial catalog" not in keys:
-        raise ConfigError("the SQL Server catalog string has no Database=",
-                          hint="name the database that holds the catalog: Database=lake")
-    parts = [f"DRIVER={{{keys.pop('driver', driver)}}}"]
-    for key, value in keys.items():
-        odbc_key = _ADO_TO_ODBC.get(key, key)
-        if any(ch in value for ch in ";{}") or value != value.strip():
-            value = "{" + value.replace("}", "}}") + "}"
-        parts.append(f"{odbc_key}={value}")
-    return ";".join(parts)

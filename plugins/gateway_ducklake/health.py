@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gateway.drivers.odbc import mssql_odbc_string
 from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
-from gateway_ducklake.catalog import CatalogSpec, mssql_odbc_string, scrub
+from gateway_ducklake.catalog import CatalogSpec, scrub
 
 #: The catalog format each DuckDB release line writes (and the newest it reads).
 CATALOG_FORMATS = {"1.4": "0.3", "1.5": "1.0"}
