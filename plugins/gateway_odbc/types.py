@@ -1,0 +1,95 @@
+"""Arrow types for ODBC result columns, where the driver's own report misleads arrow-odbc.
+
+arrow-odbc chooses a type from the SQL type the driver reports; the
+:class:`~gateway_odbc.describe.ColumnInfo` of each column (with the driver's
+type *name*) corrects it:
+
+- ``SQL_FLOAT``/``SQL_DOUBLE`` are read as float64 (psqlODBC reports float8
+  as ``SQL_FLOAT`` with a column size in digits, which arrow-odbc reads as
+  bits of precision and fetches as float32, losing digits);
+- a column whose type name is ``bool``/``boolean`` is boolean (psqlODBC
+  with its default ``BoolsAsChar=1`` reports it as text holding '1'/'0');
+- ``timestamptz``/``timestamp with time zone``/``datetimeoffset`` are
+  timestamps in UTC (the engine sets the session's zone to UTC where the
+  driver converts to the session's zone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gateway_odbc.describe import (
+    SQL_DOUBLE,
+    SQL_FLOAT,
+    SQL_SS_TIMESTAMPOFFSET,
+    ColumnInfo,
+)
+
+_ZONED = ("timestamptz", "timestamp with time zone", "datetimeoffset")
+_BOOL = ("bool", "boolean")
+
+
+def is_zoned(col: ColumnInfo) -> bool:
+    return col.sql_type == SQL_SS_TIMESTAMPOFFSET or col.type_name.lower() in _ZONED
+
+
+def fetch_schema(reported: Any, columns: Sequence[ColumnInfo]) -> Any:
+    """The schema arrow-odbc should fetch into: ``reported`` with floats and booleans fixed."""
+    import pyarrow as pa
+
+    fields = []
+    for fld, col in zip(reported, columns, strict=False):
+        if col.sql_type in (SQL_FLOAT, SQL_DOUBLE) and pa.types.is_floating(fld.type):
+            fld = fld.with_type(pa.float64())
+        elif col.type_name.lower() in _BOOL:
+            fld = fld.with_type(pa.bool_())
+        fields.append(fld)
+    return pa.schema(fields)
+
+
+def answer_schema(fetched: Any, columns: Sequence[ColumnInfo]) -> Any:
+    """The schema callers see: zoned timestamps labelled UTC."""
+    import pyarrow as pa
+
+    fields = []
+    for fld, col in zip(fetched, columns, strict=False):
+        if is_zoned(col) and pa.types.is_timestamp(fld.type) and fld.type.tz is None:
+            fld = fld.with_type(pa.timestamp(fld.type.unit, tz="UTC"))
+        fields.append(fld)
+    return pa.schema(fields)
+
+
+def to_answer(batch: Any, schema: Any) -> Any:
+    """``batch`` relabelled to ``schema`` (a naive UTC timestamp becomes zoned; values unchanged)."""
+    import pyarrow as pa
+
+    if batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [c if c.type == f.type else c.cast(f.type) for c, f in zip(batch.columns, schema,
+                                                                   strict=True)],
+        schema=schema)
+
+
+def arrow_type(col: ColumnInfo) -> Any:
+    """An Arrow type for a described column, where arrow-odbc does not read it (pyodbc rows,
+    the catalog)."""
+    import pyarrow as pa
+
+    t = col.sql_type
+    if col.type_name.lower() in _BOOL or t == -7:
+        return pa.bool_()
+    if is_zoned(col):
+        return pa.timestamp("us", tz="UTC")
+    simple = {-6: pa.int16(), 5: pa.int16(), 4: pa.int32(), -5: pa.int64(), 7: pa.float32(),
+              SQL_FLOAT: pa.float64(), SQL_DOUBLE: pa.float64(), 91: pa.date32(),
+              92: pa.time64("us"), 93: pa.timestamp("us"), -2: pa.binary(), -3: pa.binary(),
+              -4: pa.binary()}
+    if t in simple:
+        return simple[t]
+    if t in (2, 3):
+        if 0 < col.size <= 38:
+            return pa.decimal128(col.size, max(col.digits, 0))
+        return pa.float64()
+    return pa.string()
