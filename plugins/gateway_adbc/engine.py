@@ -301,37 +301,59 @@ def arrow_fixes(schema: Any) -> tuple[Any, Any]:
     The PostgreSQL driver returns ``numeric`` as an opaque extension over its
     text: a column with a declared precision becomes ``decimal128(p, s)``, an
     unconstrained one ``float64`` (what DuckDB's postgres scanner gives).
+    ``uuid`` and ``json``/``jsonb`` arrive as Arrow's canonical extension
+    types; they become strings, as DuckDB, the odbc engine and the shadow
+    comparator have them.
     """
     import pyarrow as pa
 
     fields, changed = [], False
     for fld in schema:
-        t = fld.type
-        if isinstance(t, pa.BaseExtensionType) and getattr(t, "type_name", "") == "numeric":
-            typmod = int((fld.metadata or {}).get(b"POSTGRESQL:typmod", b"-1"))
-            if typmod >= 4:
-                precision, scale = ((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0xFFFF
-                target = pa.decimal128(precision, scale) if precision <= 38 else \
-                    pa.decimal256(precision, scale)
-            else:
-                target = pa.float64()
-            fields.append(pa.field(fld.name, target, fld.nullable, fld.metadata))
+        target = _plain_type(fld)
+        if target is not None:
+            fld = pa.field(fld.name, target, fld.nullable, fld.metadata)
             changed = True
-        else:
-            fields.append(fld)
+        fields.append(fld)
     if not changed:
         return schema, None
     fixed = pa.schema(fields, schema.metadata)
 
     def fix(batch: pa.RecordBatch) -> pa.RecordBatch:
-        columns = []
-        for col, fld in zip(batch.columns, fixed, strict=True):
-            if isinstance(col.type, pa.BaseExtensionType) and col.type != fld.type:
-                col = col.storage.cast(fld.type)
-            columns.append(col)
+        columns = [_to_plain(col, fld.type) if col.type != fld.type else col
+                   for col, fld in zip(batch.columns, fixed, strict=True)]
         return pa.RecordBatch.from_arrays(columns, schema=fixed)
 
     return fixed, fix
+
+
+def _plain_type(fld: Any) -> Any:
+    import pyarrow as pa
+
+    t = fld.type
+    if not isinstance(t, pa.BaseExtensionType):
+        return None
+    name = getattr(t, "type_name", None) or t.extension_name
+    if name == "numeric":
+        typmod = int((fld.metadata or {}).get(b"POSTGRESQL:typmod", b"-1"))
+        if typmod < 4:
+            return pa.float64()
+        precision, scale = ((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0xFFFF
+        return pa.decimal128(precision, scale) if precision <= 38 else \
+            pa.decimal256(precision, scale)
+    if name in ("arrow.uuid", "arrow.json") or pa.types.is_string(t.storage_type):
+        return pa.string()
+    return None
+
+
+def _to_plain(col: Any, target: Any) -> Any:
+    import uuid
+
+    import pyarrow as pa
+
+    if col.type.extension_name == "arrow.uuid":
+        return pa.array([None if b is None else str(uuid.UUID(bytes=b))
+                         for b in col.storage.to_pylist()], pa.string())
+    return col.storage.cast(target)
 
 
 def _finish(reader: Any, fix: Any, deadline: Any) -> Iterator[Any]:

@@ -330,7 +330,7 @@ class OdbcConnection:
         import pyodbc
 
         from gateway.drivers.deadline import Deadline
-        from gateway_odbc.types import arrow_type
+        from gateway_odbc.types import answer_schema, arrow_type, to_answer
 
         cur = self._py().cursor()
         self._cursor = cur
@@ -349,14 +349,15 @@ class OdbcConnection:
             empty = pa.schema([])
             return pa.RecordBatchReader.from_batches(empty, iter(())), (
                 {"update_count": count} if count >= 0 else {})
-        schema = pa.schema([pa.field(c.name, arrow_type(c), c.nullable) for c in columns])
+        plain = pa.schema([pa.field(c.name, arrow_type(c), c.nullable) for c in columns])
+        schema = answer_schema(plain, columns)
 
         def batches() -> Iterator[pa.RecordBatch]:
             try:
                 while rows := cur.fetchmany(_FETCH_ROWS):
-                    yield pa.RecordBatch.from_arrays(
-                        [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)],
-                        schema=schema)
+                    yield to_answer(pa.RecordBatch.from_arrays(
+                        [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(plain)],
+                        schema=plain), schema)
             except pyodbc.Error as exc:
                 raise self.engine.translate(exc) from None
             finally:

@@ -9,6 +9,9 @@ type *name*) corrects it:
   bits of precision and fetches as float32, losing digits);
 - a column whose type name is ``bool``/``boolean`` is boolean (psqlODBC
   with its default ``BoolsAsChar=1`` reports it as text holding '1'/'0');
+- ``SQL_BINARY(n)`` is read as variable-length binary (SQLite's driver
+  reports BLOB as ``SQL_BINARY(255)``, and arrow-odbc aborts the process when
+  a value is not exactly n bytes long);
 - ``timestamptz``/``timestamp with time zone``/``datetimeoffset`` are
   timestamps in UTC (the engine sets the session's zone to UTC where the
   driver converts to the session's zone).
@@ -22,6 +25,7 @@ from typing import Any
 from gateway_odbc.describe import (
     SQL_DOUBLE,
     SQL_FLOAT,
+    SQL_GUID,
     SQL_SS_TIMESTAMPOFFSET,
     ColumnInfo,
 )
@@ -44,32 +48,46 @@ def fetch_schema(reported: Any, columns: Sequence[ColumnInfo]) -> Any:
             fld = fld.with_type(pa.float64())
         elif col.type_name.lower() in _BOOL:
             fld = fld.with_type(pa.bool_())
+        elif pa.types.is_fixed_size_binary(fld.type):
+            fld = fld.with_type(pa.binary())
         fields.append(fld)
     return pa.schema(fields)
 
 
+def is_uuid(col: ColumnInfo) -> bool:
+    return col.sql_type == SQL_GUID or col.type_name.lower() in ("uuid", "uniqueidentifier")
+
+
 def answer_schema(fetched: Any, columns: Sequence[ColumnInfo]) -> Any:
-    """The schema callers see: zoned timestamps labelled UTC."""
+    """The schema callers see: zoned timestamps labelled UTC, uuids marked for lower case."""
     import pyarrow as pa
 
     fields = []
     for fld, col in zip(fetched, columns, strict=False):
         if is_zoned(col) and pa.types.is_timestamp(fld.type) and fld.type.tz is None:
             fld = fld.with_type(pa.timestamp(fld.type.unit, tz="UTC"))
+        elif is_uuid(col) and pa.types.is_string(fld.type):
+            fld = fld.with_metadata({b"arrowgate:uuid": b"1"})
         fields.append(fld)
     return pa.schema(fields)
 
 
 def to_answer(batch: Any, schema: Any) -> Any:
-    """``batch`` relabelled to ``schema`` (a naive UTC timestamp becomes zoned; values unchanged)."""
+    """``batch`` in ``schema``: a naive UTC timestamp relabelled zoned, a uuid in lower case
+    (drivers hand GUIDs over in upper case; PostgreSQL and DuckDB print them lower)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    if batch.schema.equals(schema):
+    if batch.schema.equals(schema, check_metadata=True):
         return batch
-    return pa.RecordBatch.from_arrays(
-        [c if c.type == f.type else c.cast(f.type) for c, f in zip(batch.columns, schema,
-                                                                   strict=True)],
-        schema=schema)
+    columns = []
+    for col, fld in zip(batch.columns, schema, strict=True):
+        if col.type != fld.type:
+            col = col.cast(fld.type)
+        elif fld.metadata and b"arrowgate:uuid" in fld.metadata:
+            col = pc.utf8_lower(col)
+        columns.append(col)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def arrow_type(col: ColumnInfo) -> Any:
