@@ -67,7 +67,7 @@ def find_placeholders(sql: str, dialect: str | None) -> tuple[list[_Placeholder]
                     r"[pP]\d+", nxt.text):
                 found.append(_Placeholder(tok.start, nxt.end + 1, int(nxt.text[1:]) - 1))
                 numbered += 1
-            elif nxt.token_type == TokenType.VAR and tok.text in ("@", ":", "$"):
+            elif nxt.token_type in (TokenType.VAR, TokenType.NAME) and tok.text in ("@", ":", "$"):
                 if nxt.text not in names:
                     names.append(nxt.text)
                 found.append(_Placeholder(tok.start, nxt.end + 1, names.index(nxt.text)))

@@ -164,7 +164,7 @@ class AdbcEngine(Engine):
 
         if isinstance(exc, GatewayError):
             return exc
-        if was_cancelled(exc):
+        if was_cancelled(exc) or "canceling statement due to user request" in str(exc):
             return Cancelled("the query was cancelled", engine=self.name)
         message = error_message(exc)
         text = str(exc)

@@ -89,7 +89,7 @@ class Describer:
         if rc not in (0, 1):
             message = _diagnostics(SQL_HANDLE_DBC, self._dbc)
             self.close()
-            raise EngineConnectionError(f"cannot connect: {message}", engine=engine)
+            raise EngineConnectionError(message, engine=engine)
 
     def describe(self, sql: str) -> tuple[list[ColumnInfo], int]:
         """The result columns of ``sql`` and its number of parameter markers.

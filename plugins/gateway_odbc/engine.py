@@ -168,7 +168,8 @@ class OdbcEngine(Engine):
             return ConfigError(f"the ODBC driver or data source is not found: {message}",
                                key=f"engines.{self.name}.connection", engine=self.name,
                                hint="installed drivers: " + ", ".join(_drivers()))
-        if state.startswith("28") or "password authentication failed" in lower:
+        if state.startswith("28") or "password authentication failed" in lower or \
+                "login failed" in lower:
             return EngineConnectionError(f"cannot connect: {message}", engine=self.name,
                                          hint="check the user and password (through ${VAR})")
         if state.startswith("08") or connecting or ("connection" in lower and (
@@ -255,7 +256,10 @@ class OdbcConnection:
         self._cursor: Any = None
         self._stop = threading.Event()
         login = engine.config["login_timeout"]
-        self.describer = Describer(engine.connection_string, login, engine.name)
+        try:
+            self.describer = Describer(engine.connection_string, login, engine.name)
+        except GatewayError as exc:
+            raise engine.translate(exc, connecting=True) from None
         try:
             self.arrow = arrow_odbc.connect(engine.connection_string, login_timeout_sec=login)
             if engine.dialect == "postgres":  # psqlODBC hands timestamptz over in the session zone
