@@ -23,6 +23,7 @@ import pytest
 
 import gateway
 from gateway_odbc.mssql import find_driver, register, system_odbcinst
+from gateway_odbc.types import datetimeoffset_from_bytes, offset_timestamps
 from tests.pg import free_port
 
 pytestmark = [pytest.mark.odbc, pytest.mark.mssql]
@@ -89,6 +90,27 @@ def test_the_driver_loads_and_an_unreachable_server_fails_within_the_login_timeo
     assert "secret-pw" not in str(info.value)
 
 
+# -- DATETIMEOFFSET, offline -----------------------------------------------------------
+def test_datetimeoffset_text_from_arrow_odbc_becomes_utc_nanoseconds():
+    got = offset_timestamps(pa.array(["2024-01-02 03:04:05.1234567 +02:00", None,
+                                      "2024-01-02 03:04:05 -05:30"]))
+    assert got.type == pa.timestamp("ns", tz="UTC")
+    assert got.cast(pa.int64()).to_pylist() == [
+        1704157445123456700, None, 1704184445000000000]
+    with pytest.raises(ValueError, match="not a DATETIMEOFFSET"):
+        offset_timestamps(pa.array(["yesterday"]))
+
+
+def test_datetimeoffset_struct_from_pyodbc_keeps_its_offset():
+    import struct
+
+    raw = struct.pack("<6hI2h", 2024, 1, 2, 3, 4, 5, 123456700, -5, -30)
+    got = datetimeoffset_from_bytes(raw)
+    assert got.utcoffset() == -datetime.timedelta(hours=5, minutes=30)
+    assert got.astimezone(datetime.UTC) == datetime.datetime(2024, 1, 2, 8, 34, 5, 123456,
+                                                             tzinfo=datetime.UTC)
+
+
 # -- a real SQL Server -------------------------------------------------------------
 MSSQL = os.environ.get("ARROWGATE_TEST_MSSQL")
 needs_server = pytest.mark.skipif(
@@ -109,19 +131,19 @@ def test_sql_server_type_mappings(own_odbcsysini):
     with gateway.connect({"engines": {"ms": section}}) as gw:
         got = gw.execute(TYPES_QUERY).to_arrow()
         typed = gw.execute(TYPES_QUERY + " WHERE 1 = ?", parameters=[1]).to_arrow()
-    row = got.to_pylist()[0]
-    assert got.schema.field("nv").type == pa.string() and row["nv"] == "héllo"
-    assert got.schema.field("v").type == pa.string() and row["v"] == "abc"
-    assert pa.types.is_timestamp(got.schema.field("dt").type)
-    assert row["dt2"] == datetime.datetime(2024, 1, 2, 3, 4, 5, 123456)
-    assert got.schema.field("dto").type.tz == "UTC"
-    assert row["dto"] == datetime.datetime(2024, 1, 2, 1, 4, 5, 123456, tzinfo=datetime.UTC)
-    assert got.schema.field("dec").type == pa.decimal128(12, 3)
-    assert row["dec"] == decimal.Decimal("123456.789")
-    assert got.schema.field("bit").type == pa.bool_() and row["bit"] is True
-    assert row["guid"] == "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
-    assert row["money"] == decimal.Decimal("12.3456")
-    assert typed.to_pylist() == got.to_pylist()
+    types = {f.name: f.type for f in got.schema}
+    assert types["nv"] == pa.string() and types["v"] == pa.string()
+    assert types["dt"] == pa.timestamp("ms") and types["dt2"] == pa.timestamp("ns")
+    assert types["dto"] == pa.timestamp("ns", tz="UTC")
+    assert types["dec"] == pa.decimal128(12, 3) and types["money"] == pa.decimal128(19, 4)
+    assert types["bit"] == pa.bool_() and types["guid"] == pa.string()
+    row = got.select(["nv", "v", "dec", "bit", "guid", "money"]).to_pylist()[0]
+    assert row == {"nv": "héllo", "v": "abc", "dec": decimal.Decimal("123456.789"),
+                   "bit": True, "guid": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+                   "money": decimal.Decimal("12.3456")}
+    assert got.column("dto").cast(pa.int64())[0].as_py() == 1704157445123456000
+    assert typed.select(["nv", "dec", "bit", "guid"]).to_pylist() == \
+        got.select(["nv", "dec", "bit", "guid"]).to_pylist()
 
 
 def test_system_odbcinst_is_found():

@@ -66,6 +66,8 @@ def answer_schema(fetched: Any, columns: Sequence[ColumnInfo]) -> Any:
     for fld, col in zip(fetched, columns, strict=False):
         if is_zoned(col) and pa.types.is_timestamp(fld.type) and fld.type.tz is None:
             fld = fld.with_type(pa.timestamp(fld.type.unit, tz="UTC"))
+        elif is_zoned(col) and pa.types.is_string(fld.type):  # arrow-odbc reads it as text
+            fld = fld.with_type(pa.timestamp("ns", tz="UTC"))
         elif is_uuid(col) and pa.types.is_string(fld.type):
             fld = fld.with_metadata({b"arrowgate:uuid": b"1"})
         fields.append(fld)
@@ -82,7 +84,9 @@ def to_answer(batch: Any, schema: Any) -> Any:
         return batch
     columns = []
     for col, fld in zip(batch.columns, schema, strict=True):
-        if col.type != fld.type:
+        if pa.types.is_string(col.type) and pa.types.is_timestamp(fld.type):
+            col = offset_timestamps(col)
+        elif col.type != fld.type:
             col = col.cast(fld.type)
         elif fld.metadata and b"arrowgate:uuid" in fld.metadata:
             col = pc.utf8_lower(col)
@@ -98,11 +102,16 @@ def arrow_type(col: ColumnInfo) -> Any:
     t = col.sql_type
     if col.type_name.lower() in _BOOL or t == -7:
         return pa.bool_()
+    if t == SQL_SS_TIMESTAMPOFFSET:
+        return pa.timestamp("ns", tz="UTC")
+    # the unit arrow-odbc picks from the fraction digits, so both paths agree
+    unit = "s" if col.digits <= 0 else "ms" if col.digits <= 3 else "us" if col.digits <= 6 \
+        else "ns"
     if is_zoned(col):
-        return pa.timestamp("us", tz="UTC")
+        return pa.timestamp(unit, tz="UTC")
     simple = {-6: pa.int16(), 5: pa.int16(), 4: pa.int32(), -5: pa.int64(), 7: pa.float32(),
               SQL_FLOAT: pa.float64(), SQL_DOUBLE: pa.float64(), 91: pa.date32(),
-              92: pa.time64("us"), 93: pa.timestamp("us"), -2: pa.binary(), -3: pa.binary(),
+              92: pa.time64("us"), 93: pa.timestamp(unit), -2: pa.binary(), -3: pa.binary(),
               -4: pa.binary()}
     if t in simple:
         return simple[t]
@@ -111,3 +120,55 @@ def arrow_type(col: ColumnInfo) -> Any:
             return pa.decimal128(col.size, max(col.digits, 0))
         return pa.float64()
     return pa.string()
+
+
+_OFFSET_TEXT = None
+
+
+def offset_timestamps(texts: Any) -> Any:
+    """SQL Server's DATETIMEOFFSET text (``2024-01-02 03:04:05.1234567 +02:00``) as UTC instants.
+
+    arrow-odbc reads the type (ODBC type -155, not in the ODBC standard) as
+    text; the fraction keeps all seven digits (nanoseconds).
+    """
+    import datetime
+    import re
+
+    import pyarrow as pa
+
+    global _OFFSET_TEXT
+    if _OFFSET_TEXT is None:
+        _OFFSET_TEXT = re.compile(
+            r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?\s*"
+            r"(?:([+-])(\d\d):?(\d\d)|Z)?$")
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    out: list[int | None] = []
+    for text in texts.to_pylist():
+        if text is None:
+            out.append(None)
+            continue
+        m = _OFFSET_TEXT.match(text.strip())
+        if m is None:
+            raise ValueError(f"not a DATETIMEOFFSET value: {text!r}")
+        y, mo, d, h, mi, sec = (int(g) for g in m.groups()[:6])
+        offset = datetime.timedelta(hours=int(m.group(9) or 0), minutes=int(m.group(10) or 0))
+        if m.group(8) == "-":
+            offset = -offset
+        moment = datetime.datetime(y, mo, d, h, mi, sec, tzinfo=datetime.timezone(offset))
+        whole = (moment - epoch) // datetime.timedelta(seconds=1)
+        out.append(whole * 1_000_000_000 + int((m.group(7) or "0").ljust(9, "0")))
+    return pa.array(out, pa.timestamp("ns", tz="UTC"))
+
+
+def datetimeoffset_from_bytes(value: bytes | None) -> Any:
+    """pyodbc's output converter for SQL Server's DATETIMEOFFSET (a SQL_SS_TIMESTAMPOFFSET_STRUCT):
+    year, month, day, hour, minute, second (int16), fraction in ns (uint32), offset hours and
+    minutes (int16)."""
+    import datetime
+    import struct
+
+    if value is None:
+        return None
+    y, mo, d, h, mi, sec, ns, oh, om = struct.unpack("<6hI2h", value)
+    zone = datetime.timezone(datetime.timedelta(hours=oh, minutes=om))
+    return datetime.datetime(y, mo, d, h, mi, sec, ns // 1000, tzinfo=zone)
