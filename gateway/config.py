@@ -186,8 +186,8 @@ def _check_engine(name: str, section: Any, fail: Any,
                    "installed engine types: " + ", ".join(sorted(engine_types)))
     cls = engine_types[type_name]
     values = {k: v for k, v in section.items() if k != "type"}
-    options, from_env = _check_options(prefix, values, cls.options, fail)
-    secret = frozenset(k for k, opt in cls.options.items() if opt.secret)
+    options, from_env = _check_options(prefix, values, cls.all_options(), fail)
+    secret = frozenset(k for k, opt in cls.all_options().items() if opt.secret)
     return EngineConfig(name=name, type=type_name, options=options, secret_keys=secret,
                         from_env=from_env)
 

@@ -156,7 +156,7 @@ def test_sqlite_ingest_catalog_and_dml(tmp_path):
         assert _answer(gw, "SELECT count(*) AS n FROM people") == [{"n": 4}]
         columns = {(c.table, c.column): c.type for c in engine.catalog()}
         assert columns == {("people", "id"): pa.int64(), ("people", "name"): pa.string()}
-        assert [t[2] for t in engine.tables(pattern="peo%")] == ["people"]
+        assert [t.table for t in engine.tables(pattern="peo%")] == ["people"]
 
 
 def test_dialect_defaults_from_the_driver(tmp_path):
@@ -187,3 +187,74 @@ def test_transpiled_query_error_shows_the_sql_it_ran(pg):
         with pytest.raises(gateway.QueryError) as info:
             gw.execute("SELECT hour(now()) AS h")
     assert "transpiled from duckdb" in str(info.value)
+
+
+# -- sessions, prepared statements, per-query cancel, the catalog tree ------------------
+@pytest.mark.postgres
+def test_a_session_keeps_its_connection_state(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw:
+        with gw.session("a") as s:
+            assert {"settings", "temp_tables", "transactions"} <= s.keeps
+            s.execute("CREATE TEMP TABLE picks (id int)").to_arrow()
+            s.execute("SET application_name = 'arrowgate-test'").to_arrow()
+            s.execute("INSERT INTO picks VALUES (1), (2)").to_arrow()
+            assert _answer_s(s, "SELECT count(*) AS n FROM picks") == [{"n": 2}]
+            assert _answer_s(s, "SELECT current_setting('application_name') AS n") == [
+                {"n": "arrowgate-test"}]
+        with pytest.raises(gateway.QueryError, match="picks"):
+            gw.execute("SELECT * FROM picks").to_arrow()  # another connection
+
+
+def _answer_s(session, sql, *args):
+    return session.execute(sql, *args).to_arrow().to_pylist()
+
+
+@pytest.mark.postgres
+def test_prepared_statement_schema_before_running_and_many_rows(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw, \
+            gw.session("a") as s:
+        lookup = s.prepare("SELECT a, b FROM t WHERE a = ?")
+        assert lookup.schema.names == ["a", "b"]
+        assert lookup.schema.field("a").type == pa.int32()
+        assert lookup.parameter_schema.names == ["$1"]
+        assert lookup.parameter_schema.field(0).type == pa.int32()
+        assert lookup.execute([2]).to_arrow().to_pylist() == [{"a": 2, "b": "y"}]
+        many = lookup.execute(pa.table({"a": [1, 2]})).to_arrow()
+        assert many.column("b").to_pylist() == ["x", "y"]
+
+
+def test_prepared_statement_on_a_driver_without_execute_schema(tmp_path):
+    with gateway.connect({"engines": {"a": db.adbc_sqlite(tmp_path / "x.sqlite")}}) as gw:
+        gw.execute("CREATE TABLE t (a INTEGER, b TEXT)").to_arrow()
+        gw.execute("INSERT INTO t VALUES (1, 'x')").to_arrow()
+        with gw.session("a") as s:
+            lookup = s.prepare("SELECT b FROM t WHERE a = $1")
+            assert lookup.schema.names == ["b"]
+            assert lookup.execute([1]).to_arrow().to_pylist() == [{"b": "x"}]
+
+
+@pytest.mark.postgres
+def test_cancel_stops_that_query_only(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw:
+        slow = gw.execute("SELECT pg_sleep(30)")
+        other = gw.execute("SELECT g FROM generate_series(1, 3) g")
+        assert gw.cancel(slow.query_id)
+        with pytest.raises(gateway.Cancelled):
+            slow.to_arrow()
+        assert other.to_arrow().num_rows == 3
+
+
+@pytest.mark.postgres
+def test_catalog_tree(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw:
+        assert name in gw.catalogs("a")
+        assert ("public" in {s.schema for s in gw.schemas("a", catalog=name, pattern="pub%")})
+        tables = gw.tables("a", catalog=name, schema="public", pattern="t")
+        assert [t.table for t in tables] == ["t"]
+        columns = gw.columns("a", table="t", catalog=name, schema="public")
+        assert [(c.column, c.type) for c in columns] == [("a", pa.int32()), ("b", pa.string())]
+        assert columns[0].catalog == name

@@ -163,7 +163,7 @@ def test_catalog_and_tables(pg):
     with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
         engine = gw.engine("o")
         columns = {(c.table, c.column): c.type for c in engine.catalog() if c.table == "t"}
-        assert [t[2] for t in engine.tables(pattern="t")] == ["t"]
+        assert [t.table for t in engine.tables(pattern="t")] == ["t"]
     assert columns == {("t", "a"): pa.int32(), ("t", "b"): pa.string(),
                        ("t", "f"): pa.float64(), ("t", "ok"): pa.bool_()}
 
@@ -177,3 +177,48 @@ def test_sqlite_dialect_and_transpile(tmp_path):
         gw.execute("INSERT INTO n VALUES (?), (?)", parameters=[7, 2]).to_arrow()
         # DuckDB's / on integers is a double division; sqlglot writes a cast for SQLite
         assert _answer(gw, "SELECT i / 2 AS h FROM n ORDER BY i") == [{"h": 1.0}, {"h": 3.5}]
+
+
+# -- sessions, prepared statements, per-query cancel ---------------------------------------
+@pytest.mark.postgres
+def test_a_session_refuses_state_it_cannot_keep(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw, \
+            gw.session("o") as s:
+        assert s.keeps == frozenset()
+        with pytest.raises(gateway.Unsupported, match="would not persist"):
+            s.execute("CREATE TEMP TABLE picks (id int)")
+        assert s.execute("SELECT 1 AS one").to_arrow().to_pylist() == [{"one": 1}]
+
+
+@pytest.mark.postgres
+def test_prepared_statement_is_described_without_running(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw, \
+            gw.session("o") as s:
+        insert = s.prepare("INSERT INTO t (a, b) VALUES ($1, $2)")
+        assert insert.schema.names == [] and insert.parameter_schema.names == ["$1", "$2"]
+        lookup = s.prepare("SELECT f, ok FROM t WHERE a = ?")
+        assert lookup.schema.field("f").type == pa.float64()
+        assert lookup.schema.field("ok").type == pa.bool_()
+        assert lookup.execute([1]).to_arrow().to_pylist() == [{"f": 0.1, "ok": True}]
+        assert gw.execute("SELECT count(*) AS n FROM t").to_arrow().column(0)[0].as_py() == 2
+
+
+@pytest.mark.postgres
+def test_cancel_stops_that_query_only(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
+        other = gw.execute("SELECT a FROM t ORDER BY a")
+
+        def cancel_the_slow_one():
+            for q in gw.running():
+                if "pg_sleep" in q.sql:
+                    gw.cancel(q.query_id)
+
+        threading.Timer(0.5, cancel_the_slow_one).start()
+        started = time.monotonic()
+        with pytest.raises(gateway.Cancelled):
+            gw.execute("SELECT pg_sleep(30) WHERE 1 = ?", parameters=[1]).to_arrow()
+        assert time.monotonic() - started < 10
+        assert other.to_arrow().column("a").to_pylist() == [1, 2]

@@ -133,6 +133,19 @@ class SqlRewriter:
         reordered = [values[p.index] for p in found] if values is not None else None
         return _splice(sql, found, lambda p: "?"), reordered
 
+    def placeholder_count(self, sql: str) -> int:
+        """How many values the statement takes."""
+        found, names = find_placeholders(sql, self.transpile_from or self.dialect)
+        return len(names) if names else max((p.index for p in found), default=-1) + 1
+
+    def statement(self, sql: str) -> str:
+        """The statement as :meth:`rewrite` writes it, before any values are known (to prepare)."""
+        found, names = find_placeholders(sql, self.transpile_from or self.dialect)
+        blanks: Sequence[Any] | Mapping[str, Any] = (
+            dict.fromkeys(names) if names else [None] * (max((p.index for p in found),
+                                                             default=-1) + 1))
+        return self.rewrite(sql, blanks if found else None)[0]
+
     def _values(self, parameters: Sequence[Any] | Mapping[str, Any] | None,
                 found: list[_Placeholder], names: list[str]) -> list[Any] | None:
         if parameters is None:

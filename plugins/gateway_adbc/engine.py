@@ -5,8 +5,11 @@ The driver is an installed package (``driver = "postgresql"`` loads
 ``entrypoint``); ``db_kwargs`` and ``conn_kwargs`` go to the driver as they
 are. Statements run on :class:`gateway.drivers.adbc.ConnectionPool` (one
 connection per running statement), are rewritten for the driver's dialect and
-placeholder style by :class:`gateway.drivers.dialects.SqlRewriter`, and a
-``timeout`` cancels the statement through ``adbc_cancel``.
+placeholder style by :class:`gateway.drivers.dialects.SqlRewriter`. A session
+(:class:`AdbcEngineSession`) keeps one connection; cancelling a query (or its
+timeout) calls ``adbc_cancel`` on that query's statement only. Prepared
+statements use the driver's ``adbc_prepare`` for the parameter types and
+``adbc_execute_schema`` for the result schema where the driver has it.
 
 The engine does not mount the configuration's sources: it queries what its
 database holds. :meth:`AdbcEngine.ingest` writes Arrow data into it, where the
@@ -16,11 +19,21 @@ driver has bulk ingest.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from gateway.drivers.adbc import PooledSession
 from gateway.drivers.dialects import SqlRewriter, Style
-from gateway.engine import CatalogColumn, Engine, EngineResult, Option
+from gateway.engine import (
+    CatalogColumn,
+    Engine,
+    EnginePrepared,
+    EngineResult,
+    EngineSession,
+    Option,
+    SchemaRef,
+    TableRef,
+)
 from gateway.errors import (
     Cancelled,
     ConfigError,
@@ -29,6 +42,9 @@ from gateway.errors import (
     QueryError,
     Unsupported,
 )
+
+if TYPE_CHECKING:
+    from gateway.handles import QueryHandle
 
 #: sqlglot's dialect and the placeholder style of each driver package that has one.
 DRIVER_DIALECTS: dict[str, tuple[str | None, Style]] = {
@@ -50,6 +66,8 @@ class AdbcEngine(Engine):
     supports_cancel = True
     supports_write = True
     supports_catalog = True
+    supports_transactions = True
+    session_state = frozenset({"settings", "temp_tables", "transactions"})
 
     options: ClassVar[Mapping[str, Option]] = {
         "driver": Option((str,), help="an installed driver package: postgresql, sqlite, "
@@ -68,7 +86,6 @@ class AdbcEngine(Engine):
         "paramstyle": Option((str,), choices=("qmark", "numeric"),
                              help="the placeholders the driver takes: ? or $1 "
                                   "(default from driver)"),
-        "timeout": Option((int, float), help="seconds a query may run before it is cancelled"),
     }
 
     def __init__(self, name: str, options: Mapping[str, Any], sources: Mapping[str, Any]):
@@ -80,13 +97,15 @@ class AdbcEngine(Engine):
                               key=f"engines.{name}.driver", engine=name,
                               hint='driver = "postgresql" | "sqlite" | "flightsql" | ...')
         known = DRIVER_DIALECTS.get(driver or "", (None, "qmark"))
-        self.dialect: str | None = self.config.get("dialect") or known[0]
+        chosen: str | None = self.config.get("dialect") or known[0]
+        #: sqlglot's dialect name; "" (sqlglot's generic SQL) when the driver does not say
+        self.dialect = chosen or ""
         style: Style = self.config.get("paramstyle") or known[1]
-        if self.config.get("transpile_from") and not self.dialect:
+        if self.config.get("transpile_from") and not chosen:
             raise ConfigError("transpile_from needs the engine's dialect",
                               key=f"engines.{name}.dialect", engine=name,
                               hint='set dialect = "postgres" | "sqlite" | "tsql" | ...')
-        self.rewriter = SqlRewriter(self.dialect, style, self.config.get("transpile_from"), name)
+        self.rewriter = SqlRewriter(chosen, style, self.config.get("transpile_from"), name)
         self._pool: Any = None
 
     @classmethod
@@ -134,7 +153,7 @@ class AdbcEngine(Engine):
         except OSError as exc:  # the library itself cannot be loaded
             raise ConfigError(f"cannot load the ADBC driver {path}: {exc}",
                               key=f"engines.{self.name}.driver_path", engine=self.name) from None
-        self._pool = ConnectionPool(first, setup=lambda con: None, translate=self._translate,
+        self._pool = ConnectionPool(first, on_clone=lambda con: None, translate=self._translate,
                                     engine=self.name)
 
     def _connect_error(self, exc: BaseException) -> GatewayError:
@@ -192,24 +211,29 @@ class AdbcEngine(Engine):
         return self._pool
 
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
+        text, values = self.rewriter.rewrite(sql, parameters)
+        try:
+            reader = self._running_pool().execute(text, values)
+        except GatewayError as exc:
+            raise self.with_sql(exc, text) from None
+        return self.answer(EngineResult(reader), sql, text)
+
+    def open_session(self, one_shot: bool = False) -> EngineSession:
+        """A connection from the pool; a session's own (not one-shot) is closed with it, so
+        its temporary tables and settings never reach another session."""
+        return AdbcEngineSession(self, self._running_pool(), reuse=one_shot)
+
+    def answer(self, result: EngineResult, sql: str, text: str) -> EngineResult:
+        """``result`` with the driver's extension types made plain, and the SQL that ran."""
         import pyarrow as pa
 
-        from gateway.drivers.deadline import Deadline
+        schema, fix = arrow_fixes(result.reader.schema)
+        reader = result.reader if fix is None else pa.RecordBatchReader.from_batches(
+            schema, (fix(b) for b in result.reader))
+        return EngineResult(reader, {**result.notes, **({"sql": text} if text != sql else {})})
 
-        text, values = self.rewriter.rewrite(sql, parameters)
-        cursors: list[Any] = []
-        deadline = Deadline(self.config.get("timeout"),
-                            lambda: [c.adbc_cancel() for c in cursors])
-        try:
-            reader = self._running_pool().execute(text, values, on_cursor=cursors.append)
-        except GatewayError as exc:
-            deadline.stop()
-            raise deadline.translate(self._with_sql(exc, text)) from None
-        schema, fix = arrow_fixes(reader.schema)
-        out = pa.RecordBatchReader.from_batches(schema, _finish(reader, fix, deadline))
-        return EngineResult(out, {"sql": text} if text != sql else {})
-
-    def _with_sql(self, exc: GatewayError, text: str) -> GatewayError:
+    def with_sql(self, exc: GatewayError, text: str) -> GatewayError:
+        """A database error on a transpiled statement, with the SQL that ran as its hint."""
         if self.rewriter.transpile_from and isinstance(exc, QueryError) and exc.hint is None:
             exc.hint = f"the statement was transpiled from {self.rewriter.transpile_from}: {text}"
         return exc
@@ -246,53 +270,154 @@ class AdbcEngine(Engine):
 
     # -- catalog ---------------------------------------------------------
     def _objects(self, depth: str, catalog: str | None = None, schema: str | None = None,
-                 table: str | None = None, column: str | None = None) -> list[dict[str, Any]]:
+                 table: str | None = None) -> list[dict[str, Any]]:
+        """``adbc_get_objects``, filtered by the LIKE patterns here: drivers differ in how they
+        read a pattern (the PostgreSQL driver compares schema names with ``=``), so only a
+        plain name is passed down."""
+        from gateway.engine import like_matcher
+
         pool = self._running_pool()
         con = pool.take()
         try:
-            return list(con.adbc_get_objects(depth=depth, catalog_filter=catalog,
-                                             db_schema_filter=schema, table_name_filter=table,
-                                             column_name_filter=column).read_all().to_pylist())
+            found = con.adbc_get_objects(
+                depth=depth, catalog_filter=_plain(catalog), db_schema_filter=_plain(schema),
+                table_name_filter=_plain(table)).read_all().to_pylist()
         except Exception as exc:
             raise self._translate(exc) from None
         finally:
             pool.give_back(con)
+        match_catalog, match_schema, match_table = map(like_matcher, (catalog, schema, table))
+        out = []
+        for cat in found:
+            if not match_catalog(cat["catalog_name"] or ""):
+                continue
+            schemas = []
+            for sch in cat["catalog_db_schemas"] or ():
+                if match_schema(sch["db_schema_name"] or ""):
+                    tables = [t for t in sch["db_schema_tables"] or ()
+                              if match_table(t["table_name"])]
+                    schemas.append({**sch, "db_schema_tables": tables})
+            out.append({**cat, "catalog_db_schemas": schemas})
+        return out
 
     def catalogs(self) -> list[str]:
-        return [c["catalog_name"] for c in self._objects("catalogs")]
+        return [c["catalog_name"] or "" for c in self._objects("catalogs")]
+
+    def schemas(self, catalog: str | None = None, pattern: str | None = None) -> list[SchemaRef]:
+        return sorted(SchemaRef(c["catalog_name"] or "", s["db_schema_name"] or "")
+                      for c in self._objects("db_schemas", catalog, pattern)
+                      for s in c["catalog_db_schemas"] or ())
 
     def tables(self, catalog: str | None = None, schema: str | None = None,
-               pattern: str | None = None, types: Sequence[str] | None = None
-               ) -> list[tuple[str, str, str, str]]:
-        """(catalog, schema, table, table_type) of the tables matching the LIKE patterns."""
+               pattern: str | None = None, types: Sequence[str] | None = None) -> list[TableRef]:
         out = []
         for cat in self._objects("tables", catalog, schema, pattern):
             for sch in cat["catalog_db_schemas"] or ():
                 for tab in sch["db_schema_tables"] or ():
                     if types is None or tab["table_type"] in types:
-                        out.append((cat["catalog_name"], sch["db_schema_name"],
-                                    tab["table_name"], tab["table_type"]))
+                        out.append(TableRef(cat["catalog_name"] or "", sch["db_schema_name"] or "",
+                                            tab["table_name"], tab["table_type"]))
         return out
 
-    def catalog(self) -> list[CatalogColumn]:
-        pool = self._running_pool()
+    def columns(self, table: str, catalog: str | None = None, schema: str | None = None,
+                pattern: str | None = None) -> list[CatalogColumn]:
+        from gateway.engine import like_matcher
+
+        match = like_matcher(pattern)
         out: list[CatalogColumn] = []
-        for catalog, schema, table, kind in self.tables():
-            if schema in ("information_schema", "pg_catalog") or table.startswith("sqlite_"):
+        for ref in self.tables(catalog, schema, table):  # `_` in a name matches itself too
+            if ref.table != table:
                 continue
-            con = pool.take()
-            try:
-                arrow_schema = con.adbc_get_table_schema(table, catalog_filter=catalog or None,
-                                                         db_schema_filter=schema or None)
-            except Exception as exc:
-                raise self._translate(exc) from None
-            finally:
-                pool.give_back(con)
-            fixed, _ = arrow_fixes(arrow_schema)
-            shown = "VIEW" if "VIEW" in (kind or "").upper() else "TABLE"
-            out += [CatalogColumn(schema or "main", table, f.name, f.type, f.nullable, shown)
-                    for f in fixed]
+            arrow_schema = self._table_schema(ref)
+            out += [CatalogColumn(ref.schema, ref.table, f.name, f.type, f.nullable,
+                                  _table_type(ref.table_type), ref.catalog)
+                    for f in arrow_schema if match(f.name)]
         return out
+
+    def _table_schema(self, ref: TableRef) -> Any:
+        pool = self._running_pool()
+        con = pool.take()
+        try:
+            arrow_schema = con.adbc_get_table_schema(ref.table,
+                                                     catalog_filter=ref.catalog or None,
+                                                     db_schema_filter=ref.schema or None)
+        except Exception as exc:
+            raise self._translate(exc) from None
+        finally:
+            pool.give_back(con)
+        return arrow_fixes(arrow_schema)[0]
+
+    def catalog(self) -> list[CatalogColumn]:
+        out: list[CatalogColumn] = []
+        for ref in self.tables():
+            if ref.schema in ("information_schema", "pg_catalog") or \
+                    ref.table.startswith("sqlite_"):
+                continue
+            out += [CatalogColumn(ref.schema or "main", ref.table, f.name, f.type, f.nullable,
+                                  _table_type(ref.table_type), ref.catalog)
+                    for f in self._table_schema(ref)]
+        return out
+
+
+class AdbcEngineSession(PooledSession):
+    """One connection of the adbc engine: statements rewritten for the driver, types made plain."""
+
+    engine: AdbcEngine
+
+    def __init__(self, engine: AdbcEngine, pool: Any, *, reuse: bool):
+        super().__init__(engine, pool, reuse=reuse)
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None,
+                handle: QueryHandle) -> EngineResult:
+        text, values = self.engine.rewriter.rewrite(sql, parameters)
+        try:
+            result = super().execute(text, values, handle)
+        except GatewayError as exc:
+            raise self.engine.with_sql(exc, text) from None
+        return self.engine.answer(result, sql, text)
+
+    def prepare(self, sql: str) -> EnginePrepared:
+        return AdbcPrepared(self, sql)
+
+
+class AdbcPrepared(EnginePrepared):
+    """A statement prepared on the session's connection (``adbc_prepare``)."""
+
+    session: AdbcEngineSession
+
+    def __init__(self, session: AdbcEngineSession, sql: str):
+        import pyarrow as pa
+
+        super().__init__(session, sql)
+        engine = session.engine
+        self._text = engine.rewriter.statement(sql)
+        con = session.connection
+        if con is None:
+            raise EngineConnectionError("the session is closed", engine=engine.name)
+        cur = con.cursor()
+        try:
+            reported = cur.adbc_prepare(self._text)
+            try:
+                self._schema = arrow_fixes(cur.adbc_execute_schema(self._text))[0]
+            except Exception:  # NOT_IMPLEMENTED: the base class runs the query once instead
+                self._schema = None
+        except Exception as exc:
+            raise engine.with_sql(engine._translate(exc), self._text) from None
+        finally:
+            cur.close()
+        count = engine.rewriter.placeholder_count(sql)
+        types = [f.type for f in reported] if reported is not None and \
+            len(reported) == count else [pa.null()] * count
+        self.parameter_schema = pa.schema([pa.field(f"${i + 1}", t) for i, t in enumerate(types)])
+
+
+def _plain(pattern: str | None) -> str | None:
+    """A LIKE pattern without wildcards, as it can be handed to a driver; else None."""
+    return pattern if pattern and not any(ch in pattern for ch in "%_\\") else None
+
+
+def _table_type(kind: str | None) -> str:
+    return "VIEW" if "VIEW" in (kind or "").upper() else "TABLE"
 
 
 def arrow_fixes(schema: Any) -> tuple[Any, Any]:
@@ -354,13 +479,3 @@ def _to_plain(col: Any, target: Any) -> Any:
         return pa.array([None if b is None else str(uuid.UUID(bytes=b))
                          for b in col.storage.to_pylist()], pa.string())
     return col.storage.cast(target)
-
-
-def _finish(reader: Any, fix: Any, deadline: Any) -> Iterator[Any]:
-    try:
-        for batch in reader:
-            yield fix(batch) if fix is not None else batch
-    except GatewayError as exc:
-        raise deadline.translate(exc) from None
-    finally:
-        deadline.stop()

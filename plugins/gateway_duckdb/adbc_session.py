@@ -2,7 +2,7 @@
 
 Every duckdb wheel's ``_duckdb*.so`` exports ``duckdb_adbc_init``, so any
 number of versions load side by side through adbc-driver-manager. The
-database is opened once; queries run on the shared
+database is opened once; queries and sessions run on the shared
 :class:`gateway.drivers.adbc.ConnectionPool`, so two open result streams
 never share one connection.
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from gateway.drivers.adbc import ConnectionPool, error_message, was_cancelled
+from gateway.drivers.adbc import ConnectionPool, PooledSession, error_message, was_cancelled
 from gateway.errors import EngineConnectionError, GatewayError
 from gateway_duckdb.install import ENTRYPOINT
 from gateway_duckdb.translate import translate
@@ -46,9 +46,14 @@ class AdbcSession:
     Args:
         library: the ``_duckdb*.so`` (or any library exporting ``duckdb_adbc_init``).
         database: a DuckDB database file, or ``:memory:``.
-        setup: statements run on every new connection (extension loads,
-            settings, source views, the engine's ``setup_sql``).
+        setup: statements run once, on the first connection (extension loads,
+            settings, source views, the engine's ``setup_sql``): what they
+            create belongs to the database, which every connection shares.
         engine: the engine's name, for errors.
+        per_connection: statements run on every further connection (settings
+            and the search path, which belong to a connection). Re-running the
+            source views there made concurrent queries fail with a catalog
+            write-write conflict.
 
     Raises:
         EngineConnectionError: the library cannot be loaded or the database opened.
@@ -56,12 +61,12 @@ class AdbcSession:
     """
 
     def __init__(self, library: Path, database: str, setup: Sequence[str], engine: str,
-                 read_only: bool = False):
+                 read_only: bool = False, per_connection: Sequence[str] = ()):
         import adbc_driver_manager
         import adbc_driver_manager.dbapi as dbapi
 
         self.engine = engine
-        self._setup = list(setup)
+        per_connection = list(per_connection)
         db_kwargs: dict[str, str] = {}
         if database != ":memory:":
             db_kwargs["path"] = database
@@ -73,10 +78,16 @@ class AdbcSession:
         except adbc_driver_manager.Error as exc:
             raise EngineConnectionError(f"cannot open {database!r} with {library}: {exc}",
                                         engine=engine) from None
-        self._pool = ConnectionPool(first, setup=self._setup_connection,
-                                    translate=self._translate, engine=engine)
+        try:
+            self._setup_connection(first, setup)
+        except BaseException:
+            first.close()
+            raise
+        self._pool = ConnectionPool(
+            first, on_clone=lambda con: self._setup_connection(con, per_connection),
+            translate=self._translate, engine=engine)
 
-    def _setup_connection(self, con: Any) -> None:
+    def _setup_connection(self, con: Any, setup: Sequence[str]) -> None:
         import adbc_driver_manager
 
         cur = con.cursor()
@@ -88,7 +99,7 @@ class AdbcSession:
                     raise EngineConnectionError(f"cannot configure the connection ({stmt}): "
                                                 f"{error_message(exc)}",
                                                 engine=self.engine) from None
-            for i, stmt in enumerate(self._setup):
+            for i, stmt in enumerate(setup):
                 try:
                     cur.execute(stmt)
                 except adbc_driver_manager.Error as exc:
@@ -102,6 +113,11 @@ class AdbcSession:
     def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader:
         """Run one statement; the reader streams its answer (errors already translated)."""
         return self._pool.execute(sql, parameters)
+
+    def open(self, engine: Any) -> PooledSession:
+        """A session: a connection of its own, taken from the pool until the session closes."""
+        notes = engine.result_notes if engine is not None else dict
+        return PooledSession(engine, self._pool, notes)
 
     def cancel(self) -> None:
         self._pool.cancel()

@@ -13,9 +13,13 @@ arrow-odbc binds a fetch buffer as wide as each column's declared size
 ``batch_bytes``: with 16 MB a 100k-row answer took 0.4-0.6 s, with arrow-odbc's
 default 512 MB 4.0 s (the buffers cost more to allocate than the rows to fetch).
 
-Cancel and the ``timeout`` option: a pyodbc statement is stopped with
-``SQLCancel``; an arrow-odbc statement gets the driver's query timeout
-(``SQL_ATTR_QUERY_TIMEOUT``) and is stopped between batches.
+Cancel and timeouts go through the query's handle: a pyodbc statement is
+stopped with ``SQLCancel``; an arrow-odbc statement gets the driver's query
+timeout (``SQL_ATTR_QUERY_TIMEOUT``, from the handle's timeout) and is stopped
+between batches, since arrow-odbc does not expose its statement. A session
+keeps no state: its statements may run on different ODBC connections (the
+describe, arrow-odbc and pyodbc ones), so the gateway refuses ``SET``,
+temporary tables and transactions in a session rather than lose them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gateway.drivers.dialects import SqlRewriter
 from gateway.drivers.odbc import (
@@ -32,7 +36,16 @@ from gateway.drivers.odbc import (
     mask_password,
     parse_connection_string,
 )
-from gateway.engine import CatalogColumn, Engine, EngineResult, Option
+from gateway.engine import (
+    CatalogColumn,
+    Engine,
+    EnginePrepared,
+    EngineResult,
+    EngineSession,
+    Option,
+    SchemaRef,
+    TableRef,
+)
 from gateway.errors import (
     Cancelled,
     ConfigError,
@@ -41,6 +54,9 @@ from gateway.errors import (
     QueryError,
     QueryTimeout,
 )
+
+if TYPE_CHECKING:
+    from gateway.handles import QueryHandle
 
 #: sqlglot's dialect, by a word in the driver's name.
 DRIVER_DIALECTS = (("postgres", "postgres"), ("psqlodbc", "postgres"), ("sqlite", "sqlite"),
@@ -69,7 +85,6 @@ class OdbcEngine(Engine):
         "dialect": Option((str,), help="the SQL dialect (sqlglot's name); default from driver"),
         "transpile_from": Option((str,), help="the dialect queries are written in (e.g. duckdb); "
                                               "sqlglot rewrites them for this engine"),
-        "timeout": Option((int, float), help="seconds a query may run before it is cancelled"),
         "login_timeout": Option((int,), default=15, help="seconds to wait for a connection"),
         "max_text_size": Option((int,), default=65536,
                                 help="bytes per value of a text column with no declared size"),
@@ -92,18 +107,19 @@ class OdbcEngine(Engine):
         if self.config.get("dsn"):
             keys = {"dsn": self.config["dsn"], **keys}
         self.driver_name = keys.get("driver", "")
-        self.dialect: str | None = self.config.get("dialect") or _dialect_of(
+        chosen = self.config.get("dialect") or _dialect_of(
             self.driver_name or str(self.config.get("dsn", "")))
+        #: sqlglot's dialect name; "" (sqlglot's generic SQL) when the driver's name does not say
+        self.dialect = chosen or ""
         if self.dialect == "postgres" and "boolsaschar" not in keys:
             keys["BoolsAsChar"] = "0"  # psqlODBC: report boolean as SQL_BIT, not text
-        if self.config.get("transpile_from") and not self.dialect:
+        if self.config.get("transpile_from") and not chosen:
             raise ConfigError("transpile_from needs the engine's dialect",
                               key=f"engines.{name}.dialect", engine=name,
                               hint='set dialect = "postgres" | "sqlite" | "tsql" | ...')
         self.connection_string = format_connection_string(
             {k.upper() if k in ("driver", "dsn") else k: v for k, v in keys.items()})
-        self.rewriter = SqlRewriter(self.dialect, "qmark", self.config.get("transpile_from"),
-                                    name)
+        self.rewriter = SqlRewriter(chosen, "qmark", self.config.get("transpile_from"), name)
         self._lock = threading.Lock()
         self._idle: list[OdbcConnection] = []
         self._running: set[OdbcConnection] = set()
@@ -123,7 +139,14 @@ class OdbcEngine(Engine):
         if self.config.get("driver") == "mssql":
             from gateway_odbc.mssql import find_driver, register
 
-            register(find_driver())
+            library = find_driver()
+            register(library)
+            # unixODBC reads ODBCSYSINI once per process, so the registered name only works
+            # where no ODBC connection came first; the library's path works everywhere
+            keys = parse_connection_string(self.connection_string)
+            keys["driver"] = str(library)
+            self.connection_string = format_connection_string(
+                {k.upper() if k == "driver" else k: v for k, v in keys.items()})
         self._give_back(self._open())
 
     def _open(self) -> OdbcConnection:
@@ -194,10 +217,22 @@ class OdbcEngine(Engine):
 
     # -- queries ---------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
+        return self.run(sql, parameters, None, self.config.get("timeout"))
+
+    def open_session(self, one_shot: bool = False) -> EngineSession:
+        return OdbcSession(self)
+
+    def run(self, sql: str, parameters: Sequence[Any] | None, handle: QueryHandle | None,
+            timeout: float | None) -> EngineResult:
+        """Run one statement on a pooled connection; ``handle`` (if any) can cancel it."""
+        import pyarrow as pa
+
         text, values = self.rewriter.rewrite(sql, parameters)
         con = self._take()
+        if handle is not None:
+            handle.on_cancel(con.cancel)
         try:
-            reader, notes = con.run(text, values)
+            reader, notes = con.run(text, values, timeout)
         except GatewayError as exc:
             self._give_back(con)
             if self.rewriter.transpile_from and isinstance(exc, QueryError) and not exc.hint:
@@ -207,8 +242,6 @@ class OdbcEngine(Engine):
         except BaseException:
             self._give_back(con)
             raise
-        import pyarrow as pa
-
         if text != sql:
             notes["sql"] = text
         return EngineResult(pa.RecordBatchReader.from_batches(
@@ -220,34 +253,95 @@ class OdbcEngine(Engine):
         finally:
             self._give_back(con)
 
-    # -- catalog ---------------------------------------------------------
-    def tables(self, catalog: str | None = None, schema: str | None = None,
-               pattern: str | None = None, types: Sequence[str] | None = None
-               ) -> list[tuple[str, str, str, str]]:
-        """(catalog, schema, table, table_type) from SQLTables, LIKE patterns as given."""
+    def describe(self, sql: str) -> tuple[list[Any], int]:
+        """The result columns and parameter count of ``sql`` (in this engine's dialect)."""
         con = self._take()
         try:
-            return con.tables(catalog, schema, pattern, types)
+            return con.describe(sql)
         finally:
             self._give_back(con)
 
-    def catalog(self) -> list[CatalogColumn]:
+    # -- catalog ---------------------------------------------------------
+    def catalogs(self) -> list[str]:
+        return sorted({t.catalog for t in self.tables()})
+
+    def schemas(self, catalog: str | None = None, pattern: str | None = None) -> list[SchemaRef]:
+        return sorted({SchemaRef(t.catalog, t.schema)
+                       for t in self._tables(catalog, pattern, None, None)})
+
+    def tables(self, catalog: str | None = None, schema: str | None = None,
+               pattern: str | None = None, types: Sequence[str] | None = None) -> list[TableRef]:
+        """From ``SQLTables``, which takes LIKE patterns for schema and table."""
+        return self._tables(catalog, schema, pattern, types)
+
+    def _tables(self, catalog: str | None, schema: str | None, pattern: str | None,
+                types: Sequence[str] | None) -> list[TableRef]:
+        from gateway.engine import like_matcher
+
+        con = self._take()
+        try:
+            found = con.tables(catalog, schema, pattern, types)
+        finally:
+            self._give_back(con)
+        # drivers without schemas (SQLite's) ignore the schema pattern: filter here too
+        match_schema, match_table = like_matcher(schema), like_matcher(pattern)
+        return [t for t in found if t.schema not in _SYSTEM_SCHEMAS
+                and (catalog is None or t.catalog == catalog)
+                and match_schema(t.schema) and match_table(t.table)]
+
+    def columns(self, table: str, catalog: str | None = None, schema: str | None = None,
+                pattern: str | None = None) -> list[CatalogColumn]:
+        from gateway.engine import like_matcher
+
+        match = like_matcher(pattern)
+        return [c for ref in self.tables(catalog, schema, table) if ref.table == table
+                for c in self._columns(ref) if match(c.column)]
+
+    def _columns(self, ref: TableRef) -> list[CatalogColumn]:
         from gateway_odbc.types import arrow_type
 
-        out: list[CatalogColumn] = []
-        con = self._take()
-        try:
-            for _catalog, schema, table, kind in con.tables(None, None, None, None):
-                if schema in ("information_schema", "pg_catalog", "sys", "INFORMATION_SCHEMA"):
-                    continue
-                qualified = ".".join(_quote(p) for p in (schema, table) if p)
-                columns, _ = con.describe(f"SELECT * FROM {qualified}")
-                out += [CatalogColumn(schema or "main", table, c.name, arrow_type(c),
-                                      c.nullable, "VIEW" if "VIEW" in kind.upper() else "TABLE")
-                        for c in columns]
-        finally:
-            self._give_back(con)
-        return out
+        qualified = ".".join(_quote(p) for p in (ref.schema, ref.table) if p)
+        columns, _ = self.describe(f"SELECT * FROM {qualified}")
+        kind = "VIEW" if "VIEW" in ref.table_type.upper() else "TABLE"
+        return [CatalogColumn(ref.schema or "main", ref.table, c.name, arrow_type(c),
+                              c.nullable, kind, ref.catalog) for c in columns]
+
+    def catalog(self) -> list[CatalogColumn]:
+        return [c for ref in self.tables() for c in self._columns(ref)]
+
+
+#: Schemas the catalog leaves out.
+_SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "sys", "INFORMATION_SCHEMA"})
+
+
+class OdbcSession(EngineSession):
+    """A session of the odbc engine: each statement on a pooled connection, cancelled alone."""
+
+    engine: OdbcEngine
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None,
+                handle: QueryHandle) -> EngineResult:
+        return self.engine.run(sql, parameters, handle, handle.timeout)
+
+    def prepare(self, sql: str) -> EnginePrepared:
+        return OdbcPrepared(self, sql)
+
+
+class OdbcPrepared(EnginePrepared):
+    """A statement described by the driver (``SQLPrepare``): its schema without running it."""
+
+    def __init__(self, session: OdbcSession, sql: str):
+        import pyarrow as pa
+
+        from gateway_odbc.types import arrow_type
+
+        super().__init__(session, sql)
+        engine = session.engine
+        count = engine.rewriter.placeholder_count(sql)
+        self.parameter_schema = pa.schema([pa.field(f"${i + 1}", pa.null())
+                                           for i in range(count)])
+        columns, _ = engine.describe(engine.rewriter.statement(sql))
+        self._schema = pa.schema([pa.field(c.name, arrow_type(c), c.nullable) for c in columns])
 
 
 class OdbcConnection:
@@ -299,7 +393,8 @@ class OdbcConnection:
             self._pyodbc.add_output_converter(SQL_SS_TIMESTAMPOFFSET, datetimeoffset_from_bytes)
         return self._pyodbc
 
-    def run(self, sql: str, values: list[Any] | None) -> tuple[Any, dict[str, Any]]:
+    def run(self, sql: str, values: list[Any] | None,
+            timeout: float | None) -> tuple[Any, dict[str, Any]]:
         """Run one statement: a reader of its answer, and notes."""
         self._stop.clear()
         columns, _ = self.describe(sql)
@@ -307,14 +402,14 @@ class OdbcConnection:
             return self._run_pyodbc(sql, values, columns)
         if values and not all(v is None or isinstance(v, str) for v in values):
             return self._run_pyodbc(sql, values, columns)
-        return self._run_arrow(sql, values, columns), {}
+        return self._run_arrow(sql, values, columns, timeout), {}
 
-    def _run_arrow(self, sql: str, values: list[Any] | None, columns: list[Any]) -> Any:
+    def _run_arrow(self, sql: str, values: list[Any] | None, columns: list[Any],
+                   timeout: float | None) -> Any:
         import pyarrow as pa
 
         from gateway_odbc.types import answer_schema, fetch_schema, to_answer
 
-        timeout = self.engine.config.get("timeout")
         try:
             reader = self.arrow.read_arrow_batches(
                 sql, parameters=values, max_text_size=self.engine.config["max_text_size"],
@@ -346,19 +441,15 @@ class OdbcConnection:
         import pyarrow as pa
         import pyodbc
 
-        from gateway.drivers.deadline import Deadline
         from gateway_odbc.types import answer_schema, arrow_type, to_answer
 
         cur = self._py().cursor()
         self._cursor = cur
-        deadline = Deadline(self.engine.config.get("timeout"), self.cancel)
         try:
             cur.execute(sql, *(values or ()))
         except pyodbc.Error as exc:
             self._cursor = None
-            raise deadline.translate(self.engine.translate(exc)) from None
-        finally:
-            deadline.stop()
+            raise self.engine.translate(exc) from None
         if not columns or cur.description is None:
             count = cur.rowcount
             self._cursor = None
@@ -384,7 +475,7 @@ class OdbcConnection:
         return pa.RecordBatchReader.from_batches(schema, batches()), {}
 
     def tables(self, catalog: str | None, schema: str | None, pattern: str | None,
-               types: Sequence[str] | None) -> list[tuple[str, str, str, str]]:
+               types: Sequence[str] | None) -> list[TableRef]:
         import pyodbc
 
         kinds = ",".join(types) if types else "TABLE,VIEW"
@@ -393,7 +484,7 @@ class OdbcConnection:
                                               tableType=kinds).fetchall()
         except pyodbc.Error as exc:
             raise self.engine.translate(exc) from None
-        return [(r[0] or "", r[1] or "", r[2], r[3] or "TABLE") for r in rows]
+        return [TableRef(r[0] or "", r[1] or "", r[2], r[3] or "TABLE") for r in rows]
 
     def cancel(self) -> None:
         self._stop.set()

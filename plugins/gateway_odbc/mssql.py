@@ -5,7 +5,9 @@ The package ships ``libmsodbcsql-18.*.so`` per Linux family (and its own
 ``odbcinst.ini`` of the folder ``$ODBCSYSINI`` names, so :func:`register`
 writes one in a private folder, with the system file's drivers copied in
 (``PostgreSQL Unicode`` keeps working in the same process), and points
-``ODBCSYSINI`` at it. No system file is touched.
+``ODBCSYSINI`` at it. No system file is touched. unixODBC reads ``ODBCSYSINI``
+once per process, at its first use, so the odbc engine also names the library
+by its path in ``DRIVER=``, which works whenever the engine starts.
 """
 
 from __future__ import annotations
