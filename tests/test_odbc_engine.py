@@ -172,7 +172,8 @@ def test_sqlite_dialect_and_transpile(tmp_path):
     path = tmp_path / "x.sqlite"
     section = db.odbc_sqlite(path, transpile_from="duckdb")
     with gateway.connect({"engines": {"o": section}}) as gw:
-        assert gw.engine("o").dialect == "sqlite"
+        engine = gw.engine("o")
+        assert (engine.dialect, engine.rewriter.dialect) == ("duckdb", "sqlite")
         gw.execute("CREATE TABLE n (i INTEGER)").to_arrow()
         gw.execute("INSERT INTO n VALUES (?), (?)", parameters=[7, 2]).to_arrow()
         # DuckDB's / on integers is a double division; sqlglot writes a cast for SQLite

@@ -98,8 +98,9 @@ class AdbcEngine(Engine):
                               hint='driver = "postgresql" | "sqlite" | "flightsql" | ...')
         known = DRIVER_DIALECTS.get(driver or "", (None, "qmark"))
         chosen: str | None = self.config.get("dialect") or known[0]
-        #: sqlglot's dialect name; "" (sqlglot's generic SQL) when the driver does not say
-        self.dialect = chosen or ""
+        #: the dialect callers write this engine's SQL in (Engine.dialect): transpile_from when
+        #: set, else the database's own; "" (sqlglot's generic SQL) when nothing says
+        self.dialect = self.config.get("transpile_from") or chosen or ""
         style: Style = self.config.get("paramstyle") or known[1]
         if self.config.get("transpile_from") and not chosen:
             raise ConfigError("transpile_from needs the engine's dialect",

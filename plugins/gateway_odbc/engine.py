@@ -109,9 +109,10 @@ class OdbcEngine(Engine):
         self.driver_name = keys.get("driver", "")
         chosen = self.config.get("dialect") or _dialect_of(
             self.driver_name or str(self.config.get("dsn", "")))
-        #: sqlglot's dialect name; "" (sqlglot's generic SQL) when the driver's name does not say
-        self.dialect = chosen or ""
-        if self.dialect == "postgres" and "boolsaschar" not in keys:
+        #: the dialect callers write this engine's SQL in (Engine.dialect): transpile_from when
+        #: set, else the database's own; "" (sqlglot's generic SQL) when nothing says
+        self.dialect = self.config.get("transpile_from") or chosen or ""
+        if chosen == "postgres" and "boolsaschar" not in keys:
             keys["BoolsAsChar"] = "0"  # psqlODBC: report boolean as SQL_BIT, not text
         if self.config.get("transpile_from") and not chosen:
             raise ConfigError("transpile_from needs the engine's dialect",
@@ -364,7 +365,7 @@ class OdbcConnection:
             raise engine.translate(exc, connecting=True) from None
         try:
             self.arrow = arrow_odbc.connect(engine.connection_string, login_timeout_sec=login)
-            if engine.dialect == "postgres":  # psqlODBC hands timestamptz over in the session zone
+            if engine.rewriter.dialect == "postgres":  # psqlODBC hands timestamptz over in the session zone
                 self.arrow.execute("SET TIME ZONE 'UTC'")
         except Exception as exc:
             self.describer.close()
@@ -385,7 +386,7 @@ class OdbcConnection:
                                               timeout=self.engine.config["login_timeout"])
             except pyodbc.Error as exc:
                 raise self.engine.translate(exc, connecting=True) from None
-            if self.engine.dialect == "postgres":
+            if self.engine.rewriter.dialect == "postgres":
                 self._pyodbc.execute("SET TIME ZONE 'UTC'")
             from gateway_odbc.describe import SQL_SS_TIMESTAMPOFFSET
             from gateway_odbc.types import datetimeoffset_from_bytes
