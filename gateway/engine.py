@@ -39,6 +39,8 @@ class Option:
         secret: the value is never printed (``arrowgate engines``, errors).
         help: one line for ``arrowgate engines --help`` and error messages.
         choices: when set, the only values allowed.
+        minimum: when set, the smallest number allowed.
+        exclusive_minimum: when set, numbers must be greater than this.
     """
 
     types: tuple[type, ...]
@@ -47,6 +49,8 @@ class Option:
     secret: bool = False
     help: str = ""
     choices: tuple[Any, ...] = ()
+    minimum: float | None = None
+    exclusive_minimum: float | None = None
 
     def type_names(self) -> str:
         names = {bool: "boolean", int: "integer", float: "number", str: "string",

@@ -13,9 +13,11 @@ any of them.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,7 +69,6 @@ class QueryHandle:
         self._lock = threading.Lock()
         self._stoppers: list[Callable[[], None]] = []
         self._reason: type[GatewayError] | None = None
-        self._timer: threading.Timer | None = None
         self._on_done: list[Callable[[QueryHandle], None]] = []
         self._done = False
 
@@ -121,13 +122,12 @@ class QueryHandle:
         return True
 
     def start_timer(self) -> None:
-        """Arm the timeout, if there is one."""
-        if self.timeout is None:
-            return
-        timer = threading.Timer(self.timeout, self.cancel, kwargs={"reason": QueryTimeout})
-        timer.daemon = True
-        self._timer = timer
-        timer.start()
+        """Arm the timeout, if there is one (one shared thread watches every deadline)."""
+        if self.timeout is not None:
+            _deadlines.add(time.monotonic() + self.timeout, self)
+
+    def _expire(self) -> None:
+        self.cancel(reason=QueryTimeout)
 
     def when_done(self, fn: Callable[[QueryHandle], None]) -> None:
         """Call ``fn(handle)`` once the query finished, failed or was closed."""
@@ -145,8 +145,6 @@ class QueryHandle:
             self._done = True
             self._stoppers = []
             callbacks, self._on_done = self._on_done, []
-        if self._timer is not None:
-            self._timer.cancel()
         for fn in callbacks:
             fn(self)
 
@@ -170,6 +168,47 @@ class QueryHandle:
     def snapshot(self) -> RunningQuery:
         return RunningQuery(self.query_id, self.engine, self.session_id, self.sql,
                             self.started, self.rows)
+
+
+class _Deadlines:
+    """One daemon thread that cancels the queries whose timeout has passed.
+
+    A ``threading.Timer`` per query started a thread per query: 0.3 ms of a
+    1 ms ``SELECT 1`` over Flight. The heap holds handles weakly, so a
+    finished query is not kept alive until its deadline comes up.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, weakref.ref[QueryHandle]]] = []
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, when: float, handle: QueryHandle) -> None:
+        with self._wake:
+            heapq.heappush(self._heap, (when, handle.query_id, weakref.ref(handle)))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="query-deadlines",
+                                                daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._heap:
+                    self._wake.wait()
+                when, _, ref = self._heap[0]
+                left = when - time.monotonic()
+                if left > 0:
+                    self._wake.wait(left)
+                    continue
+                heapq.heappop(self._heap)
+            handle = ref()
+            if handle is not None and not handle.finished:
+                handle._expire()
+
+
+_deadlines = _Deadlines()
 
 
 def _quietly(fn: Callable[[], None]) -> None:

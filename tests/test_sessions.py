@@ -207,6 +207,15 @@ def test_a_timeout_cancels_that_query_only(gw: Any) -> None:
     assert answers == [[{"n": 100000}]] * 5
 
 
+def test_timeouts_share_one_watching_thread(gw: Any) -> None:
+    gw.execute("SELECT 1", engine="duck", timeout=60).to_arrow()
+    before = threading.active_count()
+    for _ in range(50):
+        gw.execute("SELECT 1", engine="duck", timeout=60).to_arrow()
+    assert threading.active_count() <= before
+    assert [t.name for t in threading.enumerate()].count("query-deadlines") == 1
+
+
 def test_the_engine_timeout_option_is_the_default(tmp_path: Path) -> None:
     with gateway.connect({"engines": {"duck": {"type": "duckdb", "timeout": 0.3}}}) as gw, \
             pytest.raises(QueryTimeout):

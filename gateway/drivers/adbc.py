@@ -61,6 +61,7 @@ class ConnectionPool:
         self._on_clone = on_clone
         self._lock = threading.Lock()
         self._running: set[Any] = set()
+        self._cancelled: set[Any] = set()  # cursors cancel() was asked to stop
         self._first: Any = first
         self._idle: list[Any] = [first]
 
@@ -100,7 +101,8 @@ class ConnectionPool:
             self.release(cur)
             self.give_back(con)
 
-        return run_on_cursor(cur, sql, parameters, self.translate, done)
+        return run_on_cursor(cur, sql, parameters, self.translate, done,
+                             asked=lambda: self.asked(cur))
 
     def discard(self, con: Any) -> None:
         """Take ``con`` out of use for good (its state must not reach another user). The
@@ -118,11 +120,17 @@ class ConnectionPool:
 
     def release(self, cur: Any) -> None:
         self._running.discard(cur)
+        self._cancelled.discard(cur)
         _quietly(cur.close)  # closing after the database went away fails
+
+    def asked(self, cur: Any) -> bool:
+        """Whether :meth:`cancel` was asked to stop ``cur``."""
+        return cur in self._cancelled
 
     def cancel(self) -> None:
         """Cancel every running statement, from any thread. Never raises."""
         for cur in list(self._running):
+            self._cancelled.add(cur)
             _quietly(cur.adbc_cancel)  # a statement that already finished
 
     def close(self) -> None:
@@ -137,9 +145,14 @@ class ConnectionPool:
 
 def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None,
                   translate: Callable[[BaseException], GatewayError],
-                  done: Callable[[], Any]) -> pa.RecordBatchReader:
+                  done: Callable[[], Any], asked: Callable[[], bool]) -> pa.RecordBatchReader:
     """Run ``sql`` on an ADBC cursor; the reader streams the answer and calls ``done()``
-    at its end (or at once, when the statement fails). Errors come translated."""
+    at its end (or at once, when the statement fails). Errors come translated.
+
+    adbc-driver-manager answers Ctrl-C during a call by cancelling the statement
+    from its own SIGINT handler, so Python never sees the signal: a cancellation
+    ``asked()`` says nobody asked for becomes the KeyboardInterrupt it was.
+    """
     try:
         if parameters is not None:
             cur.execute(sql, parameters=list(parameters))
@@ -147,20 +160,28 @@ def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None,
             cur.execute(sql)
         reader = cur.fetch_record_batch()
     except Exception as exc:
+        error = _error(exc, asked(), translate)
         done()
-        raise translate(exc) from None
+        raise error from None
     return pa.RecordBatchReader.from_batches(reader.schema,
-                                             _stream(reader, translate, done))
+                                             _stream(reader, translate, done, asked))
 
 
 def _stream(reader: pa.RecordBatchReader, translate: Callable[[BaseException], GatewayError],
-            done: Callable[[], Any]) -> Iterator[pa.RecordBatch]:
+            done: Callable[[], Any], asked: Callable[[], bool]) -> Iterator[pa.RecordBatch]:
     try:
         yield from reader
     except Exception as exc:
-        raise translate(exc) from None
+        raise _error(exc, asked(), translate) from None
     finally:
         done()
+
+
+def _error(exc: BaseException, asked: bool,
+           translate: Callable[[BaseException], GatewayError]) -> BaseException:
+    if not asked and was_cancelled(exc):
+        return KeyboardInterrupt()
+    return translate(exc)
 
 
 class PooledSession(EngineSession):
@@ -192,8 +213,9 @@ class PooledSession(EngineSession):
             raise EngineConnectionError("the session is closed", engine=self.pool.engine)
         cur = self.pool.cursor(self.connection)
         handle.on_cancel(cur.adbc_cancel)
-        return EngineResult(run_on_cursor(cur, sql, parameters, self.pool.translate,
-                                          lambda: self.pool.release(cur)), self._notes())
+        return EngineResult(run_on_cursor(
+            cur, sql, parameters, self.pool.translate, lambda: self.pool.release(cur),
+            asked=lambda: handle.cancelled or self.pool.asked(cur)), self._notes())
 
     def close(self) -> None:
         con, self.connection = self.connection, None

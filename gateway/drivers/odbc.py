@@ -1,4 +1,4 @@
-"""ODBC connection strings: reading and writing ``Key=Value;...``, ADO spellings, passwords.
+"""ODBC connection strings: reading and writing ``Key=Value;...``, and ADO spellings.
 
 Used by the odbc engine and by ``arrowgate lake check`` (a SQL Server DuckLake
 catalog is read through pyodbc). Values holding ``;``, ``{`` or ``}`` or edge
@@ -7,12 +7,9 @@ spaces are written ``{...}`` with ``}`` doubled, as the ODBC grammar says.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from gateway.errors import ConfigError
-
-_PASSWORD = re.compile(r"(?i)((?:^|;)\s*(?:password|pwd)\s*=\s*)(\{(?:[^}]|\}\})*\}|[^;]*)")
 
 #: ADO keys and the ODBC keys pyodbc's drivers understand for them.
 _ADO_TO_ODBC = {
@@ -80,11 +77,6 @@ def quote_value(value: str) -> str:
 def format_connection_string(keys: Mapping[str, str]) -> str:
     """``Key=Value;...`` from a mapping, each value quoted as it needs."""
     return ";".join(f"{key}={quote_value(value)}" for key, value in keys.items())
-
-
-def mask_password(conn: str) -> str:
-    """The connection string with its ``PWD``/``Password`` value replaced by ``***``."""
-    return _PASSWORD.sub(lambda m: f"{m.group(1)}***", conn)
 
 
 def mssql_odbc_string(conn: str, driver: str = DEFAULT_MSSQL_DRIVER) -> str:

@@ -158,12 +158,10 @@ class AdbcEngine(Engine):
                                     engine=self.name)
 
     def _connect_error(self, exc: BaseException) -> GatewayError:
-        from gateway.config import redact
         from gateway.drivers.adbc import error_message
+        from gateway.masking import mask
 
-        message = redact(error_message(exc))
-        for value in self._secrets():
-            message = message.replace(value, "***")
+        message = mask(error_message(exc))  # the uri and db_kwargs' passwords are known secrets
         lower = message.lower()
         if "password" in lower or "authentication" in lower or "unauthenticated" in lower:
             hint = "check the user and password (db_kwargs or the uri, through ${VAR})"
@@ -173,11 +171,6 @@ class AdbcEngine(Engine):
         else:
             hint = "check the host, port and that the server accepts connections"
         return EngineConnectionError(f"cannot connect: {message}", engine=self.name, hint=hint)
-
-    def _secrets(self) -> list[str]:
-        kwargs = {**self.config["db_kwargs"], **self.config["conn_kwargs"]}
-        return [str(v) for k, v in kwargs.items() if str(v) and any(
-            word in k.lower() for word in ("password", "token", "secret", "key"))]
 
     def _translate(self, exc: BaseException) -> GatewayError:
         from gateway.drivers.adbc import error_message, was_cancelled

@@ -12,6 +12,12 @@ tracks the query's progress on every 2048-row fetch: a sorted 1M-row answer
 took 1.43x the module's time with it on, 1.07x with it off. Each connection
 switches it off again before the engine's setup, where a ``settings`` entry
 can still switch it on.
+
+adbc-driver-manager answers Ctrl-C during a call by cancelling the statement
+from its own native SIGINT handler, so Python never sees the signal; a
+cancellation nobody asked for (through :meth:`AdbcSession.cancel` or a query
+handle) is therefore turned back into the KeyboardInterrupt it was (the pool
+does that for queries, :meth:`AdbcSession._setup_connection` while connecting).
 """
 
 from __future__ import annotations
@@ -103,6 +109,8 @@ class AdbcSession:
                 try:
                     cur.execute(stmt)
                 except adbc_driver_manager.Error as exc:
+                    if was_cancelled(exc):  # Ctrl-C while connecting (see the module's notes)
+                        raise KeyboardInterrupt from None
                     raise SetupFailed(i, error_message(exc)) from None
         finally:
             cur.close()

@@ -14,8 +14,13 @@ Where the engine runs is chosen by its options:
 
 Every path runs the same setup after connecting: LOAD of the extensions the
 engine needs (:attr:`DuckDBEngine.required_extensions` plus the
-``extensions`` option), the ``settings``, the source views, then
-:meth:`DuckDBEngine.setup_sql`. A subclass (the ``ducklake`` engine) adds
+``extensions`` option), the ``secrets``, the ``settings``, the source views, then
+:meth:`DuckDBEngine.setup_sql`.
+
+Credentials go in ``secrets``, created as in-memory DuckDB secrets, which
+``duckdb_secrets()`` shows redacted. A setting is readable by any SQL user
+(``current_setting()``), so a ``settings`` key that names a credential is
+refused. A subclass (the ``ducklake`` engine) adds
 extensions and ATTACH statements through those two.
 """
 
@@ -41,6 +46,7 @@ from gateway.engine import (
     like_matcher,
 )
 from gateway.errors import ConfigError, GatewayError, QueryError
+from gateway.masking import is_secret_key
 from gateway_duckdb.mount import SOURCES_CATALOG, literal, mount_statements, quote_ident
 from gateway_duckdb.translate import translate
 
@@ -49,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DuckDBEngine", "translate"]
 
-_SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SETTING_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _SEARCH_PATH = f"SET search_path = 'main,{SOURCES_CATALOG}.main'"
 
 
@@ -85,6 +91,9 @@ class DuckDBEngine(Engine):
         "read_only": Option((bool,), default=False, help="open the database read-only"),
         "settings": Option((dict,), default={},
                            help="DuckDB settings applied with SET, e.g. { threads = 2 }"),
+        "secrets": Option((dict,), default={}, secret=True,
+                          help="DuckDB secrets created in memory at connect, e.g. "
+                               '{ web = { type = "http", bearer_token = "${TOKEN}" } }'),
         "version": Option((str,), help='a DuckDB release to run, e.g. "1.5.5" (installed into '
                           "the arrowgate cache on first use)"),
         "path": Option((str,), help="a custom DuckDB build: a wheel, a folder holding the duckdb "
@@ -95,8 +104,9 @@ class DuckDBEngine(Engine):
                             "or hang without taking the gateway down"),
         "extensions": Option((list,), default=[],
                              help='extensions to load, e.g. ["ducklake", "postgres_scanner"]'),
-        "timeout": Option((int, float), help="seconds a query may run in a worker process or "
-                          "CLI before it is stopped"),
+        "timeout": Option((int, float), exclusive_minimum=0,
+                          help="seconds a query may run in a worker process or CLI before it "
+                               "is stopped"),
     }
 
     #: Extensions every instance of this engine type loads (subclasses add theirs).
@@ -109,6 +119,12 @@ class DuckDBEngine(Engine):
         for key in self.config["settings"]:
             if not _SETTING_NAME.match(key):
                 raise ConfigError("not a DuckDB setting name", key=f"engines.{name}.settings.{key}")
+            if is_secret_key(key):
+                raise ConfigError(
+                    "a credential in settings is readable by every SQL user "
+                    f"(SELECT current_setting('{key}'))", key=f"engines.{name}.settings.{key}",
+                    hint='give it as a secret: secrets = { NAME = { type = "...", ... } }')
+        self._check_secrets()
         chosen = [k for k in ("version", "path", "cli") if self.config.get(k)]
         if len(chosen) > 1:
             raise ConfigError(f"{' and '.join(chosen)} cannot be combined",
@@ -140,6 +156,33 @@ class DuckDBEngine(Engine):
         except ConfigError as exc:
             raise ConfigError(exc.message, key=f"engines.{name}.extensions", engine=name,
                               hint=exc.hint) from None
+
+    def _check_secrets(self) -> None:
+        for name, params in self.config["secrets"].items():
+            key = f"engines.{self.name}.secrets.{name}"
+            if not _SETTING_NAME.match(name):
+                raise ConfigError("not a DuckDB secret name", key=key,
+                                  hint="letters, digits and underscores")
+            if not isinstance(params, dict) or not _SETTING_NAME.match(str(params.get("type"))):
+                raise ConfigError("must be a table with at least type = \"...\"", key=key,
+                                  hint='e.g. { type = "http", bearer_token = "${TOKEN}" }')
+            for param in params:
+                if not _SETTING_NAME.match(param):
+                    raise ConfigError("not a secret parameter name", key=f"{key}.{param}")
+
+    def secret_statements(self) -> list[str]:
+        """``CREATE OR REPLACE SECRET`` for each entry of ``secrets`` (temporary: in memory).
+
+        Run once per database, right after the extensions load, never on a later
+        connection (see :class:`gateway_duckdb.adbc_session.AdbcSession`); a
+        subclass adds the secrets its ATTACH statements need.
+        """
+        stmts = []
+        for name, params in self.config["secrets"].items():
+            body = ", ".join(f"{k.upper()} {v if k == 'type' else literal(v)}"
+                             for k, v in params.items())
+            stmts.append(f"CREATE OR REPLACE TEMPORARY SECRET {quote_ident(name)} ({body})")
+        return stmts
 
     @classmethod
     def capabilities(cls, options: Any = None) -> list[str]:
@@ -209,14 +252,16 @@ class DuckDBEngine(Engine):
 
         library, ext_files = self._resolve()
         setup = [f"LOAD {literal(str(ext_files[e]))}" for e in self.extensions]
+        secrets = self.secret_statements()
         settings = [f"SET {k} = {literal(v)}" for k, v in self.config["settings"].items()]
         mounts = mount_statements(self.sources)
         extra = [s.strip().rstrip(";") for s in self.setup_sql()]
-        setup += settings + mounts + extra
+        setup += secrets + settings + mounts + extra
         try:
             self._session = self._open(library, setup, settings)
         except SetupFailed as exc:
-            raise self._setup_error(exc, len(self.extensions), settings, mounts) from None
+            raise self._setup_error(exc, len(self.extensions), len(secrets), settings,
+                                    mounts) from None
 
     def _resolve(self) -> tuple[Path | None, dict[str, Path]]:
         """The library to load (None: the installed module or a CLI) and extension files."""
@@ -298,13 +343,21 @@ class DuckDBEngine(Engine):
 
         return PythonSession(database, setup, settings, self.name, read_only=read_only)
 
-    def _setup_error(self, exc: Any, n_ext: int, settings: list[str],
+    def _setup_error(self, exc: Any, n_ext: int, n_secrets: int, settings: list[str],
                      mounts: list[str]) -> GatewayError:
         i = exc.index
         if i < n_ext:
             return ConfigError(f"cannot load the extension {self.extensions[i]}: {exc.message}",
                                key=f"engines.{self.name}.extensions", engine=self.name)
         i -= n_ext
+        if i < n_secrets:
+            names = list(self.config["secrets"])  # then a subclass's own secrets
+            key = f"engines.{self.name}" + (f".secrets.{names[i]}" if i < len(names) else "")
+            return ConfigError(f"cannot create the secret: {exc.message.splitlines()[0]}",
+                               key=key, engine=self.name,
+                               hint="see DuckDB's secret types: SELECT * FROM "
+                                    "duckdb_secret_types()")
+        i -= n_secrets
         if i < len(settings):
             key = list(self.config["settings"])[i]
             return ConfigError(exc.message.splitlines()[0],
@@ -312,8 +365,11 @@ class DuckDBEngine(Engine):
                                hint="see DuckDB's list: SELECT * FROM duckdb_settings()")
         i -= len(settings)
         if i < len(mounts):
-            return QueryError(f"cannot mount the sources: {exc.message}", engine=self.name,
-                              hint="check the [sources] paths and CSV options")
+            # mounts[0] attaches the sources catalog; mounts[k] is the view of source k - 1
+            source = list(self.sources.values())[i - 1] if i else None
+            what = f"the source {source.name} ({source.path})" if source else "the sources"
+            return QueryError(f"cannot mount {what}: {exc.message.splitlines()[0]}",
+                              engine=self.name, hint="check the [sources] paths and CSV options")
         return QueryError(f"the engine's setup failed: {exc.message}", engine=self.name)
 
     def close(self) -> None:

@@ -110,7 +110,8 @@ def _open_session(request: dict[str, Any]) -> Any:
 
     return AdbcSession(Path(request["library"]), request["database"],
                        [*request["setup"], request["search_path"]], request["engine"],
-                       read_only=request["read_only"])
+                       read_only=request["read_only"],
+                       per_connection=[*request["settings"], request["search_path"]])
 
 
 class _Pinned:

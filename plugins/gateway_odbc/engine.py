@@ -33,7 +33,6 @@ from gateway.drivers.dialects import SqlRewriter
 from gateway.drivers.odbc import (
     DEFAULT_MSSQL_DRIVER,
     format_connection_string,
-    mask_password,
     parse_connection_string,
 )
 from gateway.engine import (
@@ -54,6 +53,7 @@ from gateway.errors import (
     QueryError,
     QueryTimeout,
 )
+from gateway.masking import mask
 
 if TYPE_CHECKING:
     from gateway.handles import QueryHandle
@@ -181,9 +181,6 @@ class OdbcEngine(Engine):
         for con in idle:
             con.close()
 
-    def printable_connection(self) -> str:
-        return mask_password(self.connection_string)
-
     # -- errors ----------------------------------------------------------
     def translate(self, exc: BaseException, *, connecting: bool = False) -> GatewayError:
         """A pyodbc, arrow-odbc or describe error as the gateway error callers see."""
@@ -194,7 +191,7 @@ class OdbcEngine(Engine):
         else:
             message = str(exc)
             state = _sqlstate(message)
-        message = mask_password(message.strip())
+        message = mask(message.strip())
         lower = message.lower()
         if state == "IM002" or "can't open lib" in lower or "file not found" in lower:
             return ConfigError(f"the ODBC driver or data source is not found: {message}",
