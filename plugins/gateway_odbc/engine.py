@@ -85,10 +85,11 @@ class OdbcEngine(Engine):
         "dialect": Option((str,), help="the SQL dialect (sqlglot's name); default from driver"),
         "transpile_from": Option((str,), help="the dialect queries are written in (e.g. duckdb); "
                                               "sqlglot rewrites them for this engine"),
-        "login_timeout": Option((int,), default=15, help="seconds to wait for a connection"),
-        "max_text_size": Option((int,), default=65536,
+        "login_timeout": Option((int,), default=15, minimum=1,
+                                help="seconds to wait for a connection"),
+        "max_text_size": Option((int,), default=65536, minimum=1,
                                 help="bytes per value of a text column with no declared size"),
-        "batch_bytes": Option((int,), default=16 << 20,
+        "batch_bytes": Option((int,), default=16 << 20, minimum=1 << 16,
                               help="bytes of fetch buffer per batch (arrow-odbc sizes text "
                                    "columns by their declared width)"),
     }
