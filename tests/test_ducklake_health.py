@@ -8,12 +8,8 @@ import sys
 import pytest
 
 import gateway
-from gateway_ducklake.catalog import (
-    CatalogSpec,
-    mssql_odbc_string,
-    parse_libpq,
-    parse_mssql,
-)
+from gateway.drivers.odbc import mssql_odbc_string, parse_connection_string
+from gateway_ducklake.catalog import CatalogSpec, parse_libpq
 from gateway_ducklake.health import (
     DIALECTS,
     MSSQL_CATALOG_COLLATION,
@@ -56,11 +52,11 @@ def test_printable_catalog_masks_passwords():
 
 
 def test_mssql_strings_with_braces():
-    keys = parse_mssql("Server=tcp:h,1433; Database=lake ;User Id=app;Password={x;y=}}z};Encrypt=yes")
+    keys = parse_connection_string("Server=tcp:h,1433; Database=lake ;User Id=app;Password={x;y=}}z};Encrypt=yes")
     assert keys == {"server": "tcp:h,1433", "database": "lake", "user id": "app",
                     "password": "x;y=}z", "encrypt": "yes"}
     with pytest.raises(gateway.ConfigError, match="never closed"):
-        parse_mssql("Server=h;Password={abc")
+        parse_connection_string("Server=h;Password={abc")
     assert CatalogSpec.parse("mssql:Server=h;PWD=abc;Database=d").printable() == \
         "mssql:Server=h;PWD=***;Database=d"
 

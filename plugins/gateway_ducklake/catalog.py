@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gateway.drivers.odbc import parse_connection_string
 from gateway.errors import ConfigError
 from gateway.masking import mask, remember
 
@@ -119,7 +120,7 @@ class CatalogSpec:
         if self.kind == "postgres":
             found += [v for k, v in parse_libpq(self.target).items() if k == "password" and v]
         elif self.kind == "mssql":
-            found += [v for k, v in parse_mssql(self.target).items()
+            found += [v for k, v in parse_connection_string(self.target).items()
                       if k in ("password", "pwd") and v]
         return found
 
@@ -196,83 +197,3 @@ def parse_libpq(dsn: str) -> dict[str, str]:
         out[match.group(1).lower()] = value
         pos = match.end()
     return out
-
-
-# -- SQL Server --------------------------------------------------------------
-def parse_mssql(conn: str) -> dict[str, str]:
-    """The keys (lower-cased) of an ADO/ODBC-style ``Key=Value;...`` string; ``{..}`` quoting kept out."""
-    out: dict[str, str] = {}
-    pos = 0
-    while pos < len(conn):
-        end_key = conn.find("=", pos)
-        if end_key < 0:
-            if conn[pos:].strip(" ;"):
-                raise ConfigError(f"not a SQL Server connection string: {conn[pos:pos + 20]!r} "
-                                  "has no '='", hint="write Key=Value pairs separated by ';'")
-            break
-        key = conn[pos:end_key].strip(" ;").lower()
-        pos = end_key + 1
-        if conn[pos:pos + 1] == "{":
-            value, i = [], pos + 1
-            while i < len(conn):
-                if conn[i] == "}":
-                    if conn[i + 1:i + 2] == "}":
-                        value.append("}")
-                        i += 2
-                        continue
-                    break
-                value.append(conn[i])
-                i += 1
-            else:
-                raise ConfigError("a '{' in the SQL Server connection string is never closed",
-                                  hint="close it with '}' (write '}}' for a literal brace)")
-            out[key] = "".join(value)
-            pos = conn.find(";", i)
-            pos = len(conn) if pos < 0 else pos + 1
-        else:
-            end = conn.find(";", pos)
-            end = len(conn) if end < 0 else end
-            out[key] = conn[pos:end].strip()
-            pos = end + 1
-    return out
-
-
-#: ADO keys and the ODBC keys pyodbc's drivers understand for them.
-_ADO_TO_ODBC = {
-    "server": "SERVER", "data source": "SERVER", "address": "SERVER", "addr": "SERVER",
-    "database": "DATABASE", "initial catalog": "DATABASE",
-    "user id": "UID", "uid": "UID", "user": "UID",
-    "password": "PWD", "pwd": "PWD",
-    "encrypt": "Encrypt", "trustservercertificate": "TrustServerCertificate",
-    "trust server certificate": "TrustServerCertificate",
-    "authentication": "Authentication", "application name": "APP", "app": "APP",
-    "connect timeout": "Connection Timeout", "connection timeout": "Connection Timeout",
-}
-DEFAULT_ODBC_DRIVER = "ODBC Driver 18 for SQL Server"
-
-
-def mssql_odbc_string(conn: str, driver: str = DEFAULT_ODBC_DRIVER) -> str:
-    """The ODBC connection string pyodbc needs for the catalog's ADO-style string.
-
-    ``Server=host,1433;Database=lake;User Id=app;Password=p;Encrypt=yes`` becomes
-    ``DRIVER={ODBC Driver 18 for SQL Server};SERVER=host,1433;DATABASE=lake;UID=app;PWD=p;Encrypt=yes``.
-    A ``Driver=`` key in the string wins over ``driver``; keys with no ODBC
-    spelling are passed through as written.
-
-    Raises:
-        ConfigError: no Server, or no Database (the catalog lives in one database).
-    """
-    keys = parse_mssql(conn)
-    if "server" not in keys and "data source" not in keys and "address" not in keys:
-        raise ConfigError("the SQL Server catalog string has no Server=",
-                          hint="write mssql:Server=host,1433;Database=lake;...")
-    if "database" not in keys and "initial catalog" not in keys:
-        raise ConfigError("the SQL Server catalog string has no Database=",
-                          hint="name the database that holds the catalog: Database=lake")
-    parts = [f"DRIVER={{{keys.pop('driver', driver)}}}"]
-    for key, value in keys.items():
-        odbc_key = _ADO_TO_ODBC.get(key, key)
-        if any(ch in value for ch in ";{}") or value != value.strip():
-            value = "{" + value.replace("}", "}}") + "}"
-        parts.append(f"{odbc_key}={value}")
-    return ";".join(parts)

@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gateway.drivers.odbc import mssql_odbc_string
 from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
 from gateway.masking import mask_text
-from gateway_ducklake.catalog import CatalogSpec, mssql_odbc_string
+from gateway_ducklake.catalog import CatalogSpec
 
 #: The catalog format each DuckDB release line writes (and the newest it reads).
 CATALOG_FORMATS = {"1.4": "0.3", "1.5": "1.0"}

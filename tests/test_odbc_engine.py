@@ -1,0 +1,225 @@
+"""The odbc engine against a real PostgreSQL (psqlODBC) and SQLite (its ODBC driver)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+import gateway
+from tests import sql_databases as db
+from tests.pg import find_bin_dir, free_port, start_cluster
+
+pytestmark = pytest.mark.odbc
+
+
+@pytest.fixture(scope="module")
+def pg(postgres):
+    name = db.new_pg_database(postgres)
+    postgres.psql("CREATE TABLE t (a int, b text, f float8, ok bool); "
+                  "INSERT INTO t VALUES (1, 'x', 0.1, true), (2, 'y', 0.2, false)", dbname=name)
+    return postgres, name
+
+
+def _answer(gw, sql, **kw):
+    return gw.execute(sql, **kw).to_arrow().to_pylist()
+
+
+# -- configuration and bad input -------------------------------------------------
+@pytest.mark.parametrize("section", [{}, {"connection": "DRIVER={SQLite3}", "dsn": "x"}])
+def test_connection_or_dsn_is_required(section):
+    with gateway.connect({"engines": {"o": {"type": "odbc", **section}}}) as gw, \
+            pytest.raises(gateway.ConfigError, match="not both and not neither"):
+        gw.execute("SELECT 1")
+
+
+def test_missing_driver_lists_the_installed_ones():
+    section = {"type": "odbc", "connection": "DRIVER={No Such Driver};Database=x"}
+    with gateway.connect({"engines": {"o": section}}) as gw, \
+            pytest.raises(gateway.ConfigError) as info:
+        gw.execute("SELECT 1")
+    assert "not found" in str(info.value)
+    assert "SQLite3" in str(info.value)  # the hint names the drivers that are there
+
+
+@pytest.mark.postgres
+def test_wrong_password_is_a_connection_error_without_the_password(postgres):
+    section = {"type": "odbc", "connection": "DRIVER={PostgreSQL Unicode};SERVER=127.0.0.1;"
+               f"PORT={postgres.port};DATABASE=postgres;UID=postgres;PWD=not-the-password"}
+    with gateway.connect({"engines": {"o": section}}) as gw, \
+            pytest.raises(gateway.EngineConnectionError) as info:
+        gw.execute("SELECT 1")
+    assert "password" in str(info.value).lower()
+    assert "not-the-password" not in str(info.value)
+
+
+def test_unreachable_host_fails_fast():
+    section = {"type": "odbc", "login_timeout": 5,
+               "connection": "DRIVER={PostgreSQL Unicode};SERVER=127.0.0.1;"
+                             f"PORT={free_port()};DATABASE=postgres;UID=postgres;PWD=pw"}
+    started = time.monotonic()
+    with gateway.connect({"engines": {"o": section}}) as gw, \
+            pytest.raises(gateway.EngineConnectionError, match="cannot"):
+        gw.execute("SELECT 1")
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.postgres
+def test_a_server_that_stops_mid_answer_does_not_hang():
+    """psqlODBC reads the whole answer before the first batch; stopping the server after it
+    either ends the stream normally or with a gateway error, never a hang."""
+    cluster = start_cluster(find_bin_dir())
+    outcome: list[BaseException | str] = []
+    try:
+        with gateway.connect({"engines": {"o": db.odbc_pg(cluster, "postgres")}}) as gw:
+            reader = gw.execute("SELECT g FROM generate_series(1, 3000000) g").reader()
+            reader.read_next_batch()
+
+            def read_rest():
+                try:
+                    for _ in reader:
+                        pass
+                    outcome.append("finished")
+                except BaseException as exc:
+                    outcome.append(exc)
+
+            cluster.stop()
+            worker = threading.Thread(target=read_rest, daemon=True)
+            worker.start()
+            worker.join(60)
+            assert not worker.is_alive(), "reading hung after the server stopped"
+            with pytest.raises(gateway.GatewayError):
+                gw.execute("SELECT 1").to_arrow()
+    finally:
+        cluster.stop()
+    assert outcome == ["finished"] or isinstance(outcome[0], gateway.GatewayError), outcome
+
+
+# -- queries -------------------------------------------------------------------
+@pytest.mark.postgres
+def test_psqlodbc_pitfalls_are_fixed(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
+        got = gw.execute("SELECT f, ok, now() AS at FROM t ORDER BY a").to_arrow()
+    assert got.schema.field("f").type == pa.float64()
+    assert got.column("f").to_pylist() == [0.1, 0.2]
+    assert got.column("ok").to_pylist() == [True, False]
+    assert got.schema.field("at").type == pa.timestamp("us", tz="UTC")
+
+
+@pytest.mark.postgres
+def test_parameters_text_and_typed(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
+        assert _answer(gw, "SELECT a FROM t WHERE b = ?", parameters=["y"]) == [{"a": 2}]
+        assert _answer(gw, "SELECT b FROM t WHERE a = $1", parameters=[2]) == [{"b": "y"}]
+        assert _answer(gw, "SELECT b FROM t WHERE a = @p1 OR ok = @p2 ORDER BY b",
+                       parameters=[2, True]) == [{"b": "x"}, {"b": "y"}]
+
+
+@pytest.mark.postgres
+def test_statements_without_rows_report_the_count(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
+        gw.execute("CREATE TABLE w (a int)").to_arrow()
+        result = gw.execute("INSERT INTO w SELECT g FROM generate_series(1, 5) g")
+        assert result.to_arrow().num_rows == 0
+        assert result.notes["update_count"] == 5
+        assert _answer(gw, "SELECT count(*) AS n FROM w") == [{"n": 5}]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("parameters", [None, [1]], ids=["arrow-odbc", "pyodbc"])
+def test_timeout_cancels_the_query(pg, parameters):
+    postgres, name = pg
+    section = db.odbc_pg(postgres, name, timeout=1)
+    where = " WHERE 1 = ?" if parameters else ""
+    with gateway.connect({"engines": {"o": section}}) as gw:
+        started = time.monotonic()
+        with pytest.raises(gateway.QueryTimeout):
+            gw.execute(f"SELECT pg_sleep(30){where}", parameters=parameters).to_arrow()
+        assert time.monotonic() - started < 10
+        assert _answer(gw, "SELECT 1 AS one") == [{"one": 1}]
+
+
+@pytest.mark.postgres
+def test_cancel_a_typed_parameter_query_from_another_thread(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
+        gw.execute("SELECT 1").to_arrow()
+        timer = threading.Timer(0.5, gw.engine("o").cancel)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(gateway.Cancelled):
+            gw.execute("SELECT pg_sleep(30) WHERE 1 = ?", parameters=[1]).to_arrow()
+        assert time.monotonic() - started < 10
+
+
+@pytest.mark.postgres
+def test_catalog_and_tables(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
+        engine = gw.engine("o")
+        columns = {(c.table, c.column): c.type for c in engine.catalog() if c.table == "t"}
+        assert [t.table for t in engine.tables(pattern="t")] == ["t"]
+    assert columns == {("t", "a"): pa.int32(), ("t", "b"): pa.string(),
+                       ("t", "f"): pa.float64(), ("t", "ok"): pa.bool_()}
+
+
+def test_sqlite_dialect_and_transpile(tmp_path):
+    path = tmp_path / "x.sqlite"
+    section = db.odbc_sqlite(path, transpile_from="duckdb")
+    with gateway.connect({"engines": {"o": section}}) as gw:
+        engine = gw.engine("o")
+        assert (engine.dialect, engine.rewriter.dialect) == ("duckdb", "sqlite")
+        gw.execute("CREATE TABLE n (i INTEGER)").to_arrow()
+        gw.execute("INSERT INTO n VALUES (?), (?)", parameters=[7, 2]).to_arrow()
+        # DuckDB's / on integers is a double division; sqlglot writes a cast for SQLite
+        assert _answer(gw, "SELECT i / 2 AS h FROM n ORDER BY i") == [{"h": 1.0}, {"h": 3.5}]
+
+
+# -- sessions, prepared statements, per-query cancel ---------------------------------------
+@pytest.mark.postgres
+def test_a_session_refuses_state_it_cannot_keep(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw, \
+            gw.session("o") as s:
+        assert s.keeps == frozenset()
+        with pytest.raises(gateway.Unsupported, match="would not persist"):
+            s.execute("CREATE TEMP TABLE picks (id int)")
+        assert s.execute("SELECT 1 AS one").to_arrow().to_pylist() == [{"one": 1}]
+
+
+@pytest.mark.postgres
+def test_prepared_statement_is_described_without_running(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw, \
+            gw.session("o") as s:
+        insert = s.prepare("INSERT INTO t (a, b) VALUES ($1, $2)")
+        assert insert.schema.names == [] and insert.parameter_schema.names == ["$1", "$2"]
+        lookup = s.prepare("SELECT f, ok FROM t WHERE a = ?")
+        assert lookup.schema.field("f").type == pa.float64()
+        assert lookup.schema.field("ok").type == pa.bool_()
+        assert lookup.execute([1]).to_arrow().to_pylist() == [{"f": 0.1, "ok": True}]
+        assert gw.execute("SELECT count(*) AS n FROM t").to_arrow().column(0)[0].as_py() == 2
+
+
+@pytest.mark.postgres
+def test_cancel_stops_that_query_only(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
+        other = gw.execute("SELECT a FROM t ORDER BY a")
+
+        def cancel_the_slow_one():
+            for q in gw.running():
+                if "pg_sleep" in q.sql:
+                    gw.cancel(q.query_id)
+
+        threading.Timer(0.5, cancel_the_slow_one).start()
+        started = time.monotonic()
+        with pytest.raises(gateway.Cancelled):
+            gw.execute("SELECT pg_sleep(30) WHERE 1 = ?", parameters=[1]).to_arrow()
+        assert time.monotonic() - started < 10
+        assert other.to_arrow().column("a").to_pylist() == [1, 2]
