@@ -26,7 +26,7 @@ from gateway.commands import EPILOG, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Usag
 from gateway.errors import ConfigError, GatewayError
 
 #: The subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ["query", "engines", "sources", "lake", "lakebench", "data", "shadow", "bench"]
+COMMANDS = ["query", "engines", "sources", "lake", "lakebench", "data", "shadow", "bench", "tui"]
 
 
 def build_parser() -> argparse.ArgumentParser:
