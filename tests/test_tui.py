@@ -131,3 +131,99 @@ async def test_shadow_match_and_earlier_verdicts_stay_browsable():
         assert "run 1/2" in plain(panel.shown)
         await pilot.press("right_square_bracket")
         assert panel.current.category == "values"
+
+
+async def test_cancel_a_long_query_while_another_tab_completes():
+    config = quickstart_config()
+    config["engines"]["slow"] = {"type": "duckdb", "settings": {"threads": 1}}
+    app = make_app(config)
+    async with app.run_test(size=(140, 40)) as pilot:
+        first = app.active_tab
+        first.picker.pick(engine="slow")
+        await type_sql(pilot, first, "SELECT count(*) FROM range(100000000000) a")
+        await pilot.press("ctrl+enter")
+        await pilot.pause(0.3)
+        assert first.running
+        await app.action_new_tab()
+        second = app.active_tab
+        assert second is not first
+        second.picker.pick(engine="scan")
+        await type_sql(pilot, second, "SELECT count(*) AS n FROM trips")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, second)
+        assert second.answer.table.to_pylist() == [{"n": 400}]
+        assert first.running  # the other tab's statement goes on
+        app.query_one("#tabs").active = "tab-1"
+        await pilot.pause()
+        await pilot.press("escape")
+        await settle(pilot, first, timeout=20)
+        assert "cancelled" in str(first.status.render()) or \
+            "cancel" in str(first.grid.query_one(".error").render()).lower()
+        # escape with nothing running is the editor's again, and the tab still runs queries
+        await type_sql(pilot, first, "SELECT 5 AS five")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, first)
+        assert first.answer.table.to_pylist() == [{"five": 5}]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet", "json"])
+async def test_export_writes_a_file_that_reads_back(tmp_path, suffix):
+    import json
+
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    app = make_app(quickstart_config())
+    target = tmp_path / f"out.{suffix}"
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        await type_sql(pilot, tab, "SELECT cab_type, count(*) AS n FROM trips "
+                                   "GROUP BY 1 ORDER BY n DESC")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab)
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        await pilot.press(*str(target), "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    expected = [{"cab_type": "yellow", "n": 254}, {"cab_type": "green", "n": 113},
+                {"cab_type": "fhv", "n": 33}]
+    if suffix == "parquet":
+        assert pq.read_table(target).to_pylist() == expected
+    elif suffix == "csv":
+        assert pacsv.read_csv(target).to_pylist() == expected
+    else:
+        assert json.loads(target.read_text()) == expected
+
+
+async def test_buffers_and_history_survive_a_restart():
+    config = quickstart_config()
+    app = make_app(config)
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        await type_sql(pilot, tab, "SELECT 41 + 1 AS answer")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab)
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        second = app.active_tab
+        second.picker.pick(engine="duck", reference="scan")
+        await type_sql(pilot, second, "-- a draft\nSELECT 2")
+        await pilot.press("ctrl+q")
+    again = make_app(config)
+    async with again.run_test(size=(140, 40)) as pilot:
+        tabs = again.tabs
+        assert [t.editor.text for t in tabs] == ["SELECT 41 + 1 AS answer", "-- a draft\nSELECT 2"]
+        assert (tabs[1].picker.engine, tabs[1].picker.reference) == ("duck", "scan")
+        await pilot.press("f8")
+        await pilot.pause()
+        await pilot.press(*"41 +")
+        await pilot.pause()
+        history = again.screen
+        assert [e.sql for e in history.entries] == ["SELECT 41 + 1 AS answer"]
+        assert history.entries[0].rows == 1 and history.entries[0].engine == "scan"
+        await pilot.press("enter")  # re-runs it in the current tab
+        tab = again.active_tab
+        await settle(pilot, tab)
+        assert tab.answer.table.to_pylist() == [{"answer": 42}]
+        assert tab.editor.text == "SELECT 41 + 1 AS answer"
