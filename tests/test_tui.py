@@ -10,6 +10,7 @@ from tests.tui_support import (
     make_app,
     plain,
     quickstart_config,
+    screen_text,
     settle,
     styled,
     type_sql,
@@ -227,3 +228,129 @@ async def test_buffers_and_history_survive_a_restart():
         await settle(pilot, tab)
         assert tab.answer.table.to_pylist() == [{"answer": 42}]
         assert tab.editor.text == "SELECT 41 + 1 AS answer"
+
+
+@pytest.fixture(scope="module")
+def many_tables(tmp_path_factory):
+    """A DuckDB file with 10,000 tables (made once for the module: it takes seconds)."""
+    import duckdb
+
+    path = tmp_path_factory.mktemp("catalog") / "many.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("BEGIN;" + "".join(f"CREATE TABLE t{i:05d} (a INTEGER, b VARCHAR);"
+                                   for i in range(10_000)) + "COMMIT")
+    con.close()
+    return path
+
+
+async def test_the_catalog_tree_opens_10000_tables_without_blocking_input(many_tables):
+    """Keys keep reaching the editor while the tree loads (on a loaded machine a key may
+    wait, so the test counts keys handled during the load instead of timing them)."""
+    import time
+
+    config = {"engines": {"many": {"type": "duckdb", "database": str(many_tables),
+                                   "read_only": True}}}
+    app = make_app(config)
+    async with app.run_test(size=(140, 40)) as pilot:
+        tree = app.query_one("#catalog")
+        engine_node = tree.root.children[0]
+        engine_node.expand()
+        tab = app.active_tab
+        tab.editor.focus()
+        deadline = time.monotonic() + 600
+        schema_node = None
+        typed = ""
+        while time.monotonic() < deadline:
+            await pilot.press("x")
+            typed += "x"
+            if engine_node.children and engine_node.children[0].data is not None:
+                schema_node = engine_node.children[0]
+                if not schema_node.is_expanded:
+                    schema_node.expand()
+                if len(schema_node.children) == 10_000:
+                    break
+            await pilot.pause(0.05)
+        assert schema_node is not None and len(schema_node.children) == 10_000
+        assert len(typed) > 3  # keys were handled while the levels loaded
+        assert tab.editor.text == typed  # and none was lost
+        assert str(schema_node.children[-1].label) == "t09999"
+        tree.focus()
+        tree.move_cursor(schema_node.children[0])
+        await pilot.press("i")
+        await pilot.pause()
+        assert tab.editor.text == typed + "main.t00000"
+
+
+async def test_a_million_row_answer_streams_then_scrolls_to_the_last_row():
+    from gateway.tui.messages import ResultsFetched
+
+    app = make_app(quickstart_config())
+    seen: list[tuple[int, bool]] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, ResultsFetched):
+            seen.append((message.answer.table.num_rows, message.answer.complete))
+
+    async with app.run_test(size=(140, 40), message_hook=hook) as pilot:
+        tab = app.active_tab
+        tab.picker.pick(engine="duck")
+        await type_sql(pilot, tab, "SELECT i, i * 2 AS doubled, 'row ' || i AS label "
+                                   "FROM range(1000000) t(i) ORDER BY i")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab, timeout=120)
+        grid = tab.grid.table
+        assert grid.row_count == 1_000_000
+        grid.focus()
+        await pilot.press("ctrl+end")
+        await pilot.pause()
+        assert grid.cursor_coordinate.row == 999_999
+        assert grid.get_cell_at(grid.cursor_coordinate) == "row 999999"
+        assert grid.scroll_y > 0
+        assert "row 999999" in screen_text(app)
+        assert "1,000,000 rows" in str(tab.status.render())
+    # the first rows were shown while the rest streamed
+    assert seen[0][1] is False and seen[0][0] < 1_000_000
+    assert seen[-1] == (1_000_000, True)
+
+
+async def test_enter_on_a_cell_shows_its_whole_value_as_json():
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        tab.picker.pick(engine="duck")
+        await type_sql(pilot, tab, """SELECT '{"a": [1, 2], "b": "long text"}' AS doc""")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab)
+        tab.grid.table.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        from gateway.tui.components.cell_viewer import CellViewer
+
+        assert isinstance(app.screen, CellViewer)
+        assert "long text" in screen_text(app)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, CellViewer)
+
+
+async def test_format_help_and_completion():
+    from gateway.tui.components.help_screen import HelpScreen
+    from gateway.tui.sql_text import complete
+
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        await type_sql(pilot, tab, "select cab_type,count(*) n from trips group by 1")
+        await pilot.press("f4")
+        assert tab.editor.text.startswith("SELECT\n  cab_type,\n  COUNT(*) AS n\nFROM trips")
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        shot = screen_text(app)
+        assert "ctrl+enter" in shot and "Run all" in shot
+        await pilot.press("escape")
+        names = app.completion_names()
+        assert "scan" in names and "duck" in names
+    words = [c[1] for c in complete("tri", ["trips", "zones"])]
+    assert words[0] == "trips"
+    assert "SELECT" in [c[1] for c in complete("sel", [])]
+    assert "count" in [c[1] for c in complete("coun", [])]

@@ -79,3 +79,12 @@ def styled(renderable: Any, style: str, width: int = 160) -> list[str]:
     console = Console(width=width, file=open(os.devnull, "w"))  # noqa: SIM115
     return [seg.text.strip() for seg in console.render(renderable)
             if seg.style is not None and seg.style == wanted and seg.text.strip()]
+
+
+def screen_text(app: Any) -> str:
+    """The words on the app's screen (from its SVG screenshot), spaces normalised."""
+    import html
+    import re
+
+    pieces = re.findall(r">([^<]*)</text>", app.export_screenshot())
+    return " ".join(html.unescape(p).replace("\xa0", " ") for p in pieces)

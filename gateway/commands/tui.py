@@ -23,7 +23,8 @@ def register(sub: Any) -> None:
     t.add_argument("--engine", metavar="NAME", help="the engine new tabs run on")
     t.add_argument("--reference", metavar="NAME", help="the engine new tabs shadow on")
     t.add_argument("--headless", action="store_true",
-                   help="run -c's SQL through the console without a screen and print its panels")
+                   help="run -c's SQL through the console without a screen and print its "
+                   "panels; exit 1 when it fails or the reference's answer differs")
     t.add_argument("-c", "--command", metavar="SQL", help="the SQL to run (with --headless)")
     t.add_argument("--width", type=int, default=120, metavar="N",
                    help="columns of the printed panels (with --headless; default 120)")

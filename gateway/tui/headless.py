@@ -35,7 +35,8 @@ def answer_table(answer: Answer, rows: int = SHOWN_ROWS) -> Table:
 
 
 async def panels(app: ArrowgateApp, sql: str, timeout: float = 3600) -> tuple[list[RenderableType], bool]:
-    """Run ``sql`` in the app's active tab; the rendered panels and whether it succeeded."""
+    """Run ``sql`` in the app's active tab: the rendered panels, and False when the
+    statement failed or the reference's answer differs."""
     async with app.run_test(size=(160, 50)) as pilot:
         tab = app.active_tab
         assert isinstance(tab, QueryTab)
@@ -62,12 +63,13 @@ async def panels(app: ArrowgateApp, sql: str, timeout: float = 3600) -> tuple[li
             out.append(Text(describe(answer)))
             if answer.shadow is not None:
                 out.append(verdict_renderable(answer.shadow))
+                return out, not answer.shadow.diverged
         return out, True
 
 
 def run_headless(core: ConsoleCore, sql: str, *, engine: str | None, reference: str | None,
                  width: int = 120) -> bool:
-    """Print the panels of ``sql``'s run; False when it failed."""
+    """Print the panels of ``sql``'s run; False when it failed or diverged."""
     app = ArrowgateApp(core, engine=engine, reference=reference, persist=False)
     rendered, ok = asyncio.run(panels(app, sql))
     printer = RichConsole(file=sys.stdout, width=width, force_terminal=False, no_color=True)
