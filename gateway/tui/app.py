@@ -30,7 +30,7 @@ class ArrowgateApp(App[None]):
         Binding("ctrl+q", "quit", "Quit"),
         Binding("f1", "help", "Help"),
         Binding("ctrl+n", "new_tab", "New tab"),
-        Binding("ctrl+w", "close_tab", "Close tab"),
+        Binding("ctrl+w", "close_tab", "Close tab", show=False),
         Binding("ctrl+k", "next_tab", "Next tab", show=False),
         Binding("ctrl+b", "toggle_catalog", "Catalog"),
         Binding("f8", "history", "History"),

@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 #: Bindings that live inside widgets we did not write, named for the help screen.
 EDITOR_KEYS = [
-    ("ctrl+space / typing", "completion: keywords, functions, engines, tables, columns"),
+    ("typing a word", "completion: keywords, functions, engines, tables, columns (tab or enter takes one)"),
     ("ctrl+a", "select all"), ("ctrl+z / ctrl+y", "undo / redo"),
     ("ctrl+f", "find in the buffer"), ("ctrl+g", "go to line"),
     ("ctrl+_", "comment or uncomment the line"),

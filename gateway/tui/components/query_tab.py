@@ -41,8 +41,8 @@ class QueryTab(Vertical):
         Binding("ctrl+enter,ctrl+j,f5", "run_statement", "Run", tooltip="the selection, "
                 "else the statement under the cursor"),
         Binding("ctrl+shift+enter,shift+f5", "run_all", "Run all"),
-        Binding("f4", "format", "Format"),
-        Binding("ctrl+r", "toggle_reference", "Reference answer"),
+        Binding("f4", "format", "Format", show=False),
+        Binding("ctrl+r", "toggle_reference", "Reference answer", show=False),
     ]
 
     running: reactive[bool] = reactive(False)

@@ -96,7 +96,7 @@ def side_by_side(evidence: dict[str, Any]) -> SideBySide:
 def _side_table(title: str, columns: list[str], rows: list[list[str]],
                 marked: set[tuple[int, str]]) -> Table:
     table = Table(title=title, title_justify="left", expand=False, show_lines=False,
-                  header_style="bold")
+                  header_style="bold", min_width=len(title))
     for name in columns or [""]:
         table.add_column(name, overflow="fold", max_width=30)
     for i, row in enumerate(rows):
