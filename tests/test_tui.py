@@ -205,6 +205,8 @@ async def test_buffers_and_history_survive_a_restart():
         await type_sql(pilot, tab, "SELECT 41 + 1 AS answer")
         await pilot.press("ctrl+enter")
         await settle(pilot, tab)
+        # a run saves the buffers at once, not only on quit
+        assert [b.text for b in app.store.load_buffers()] == ["SELECT 41 + 1 AS answer"]
         await pilot.press("ctrl+n")
         await pilot.pause()
         second = app.active_tab

@@ -125,7 +125,6 @@ class QueryTab(Vertical):
 
     @on(QuerySubmitted)
     def _submitted(self, event: QuerySubmitted) -> None:
-        event.stop()
         if self.running:
             self.notify("a statement is still running in this tab (escape cancels it)",
                         severity="warning")
