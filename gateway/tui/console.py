@@ -87,6 +87,14 @@ class ConsoleCore:
     def dialect(self, engine: str | None) -> str:
         return "duckdb"
 
+    def warm(self, engine: str) -> None:
+        """Start ``engine`` now, so the first statement does not wait for it. Never raises:
+        an engine that cannot start says why when a statement runs on it."""
+        try:
+            self.gw.engine(engine)
+        except Exception:
+            pass
+
     def session(self, engine: str) -> TabSession:
         return TabSession(self, engine)
 

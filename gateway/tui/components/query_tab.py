@@ -70,11 +70,16 @@ class QueryTab(Vertical):
         yield SqlEditor(self.buffer.text, self.names, id="editor")
         yield ResultsGrid(id="results")
         yield VerdictPanel(id="verdict")
-        yield StatusBar("", id="status")
+        yield StatusBar(id="status")
 
     def on_mount(self) -> None:
         self.query_one(VerdictPanel).display = False
         self.set_interval(0.2, self._tick)
+        self._warm(self.picker.engine)
+
+    @work(thread=True, group="warm")
+    def _warm(self, engine: str) -> None:
+        self.core.warm(engine)
 
     # -- what the tab holds --------------------------------------------------
     @property
@@ -105,6 +110,8 @@ class QueryTab(Vertical):
     @on(Select.Changed)
     def _engine_changed(self, event: Select.Changed) -> None:
         self.buffer = self.snapshot()
+        if isinstance(event.value, str) and event.value in self.core.engines:
+            self._warm(event.value)
 
     # -- running ---------------------------------------------------------------
     def action_run_statement(self) -> None:
