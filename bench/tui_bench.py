@@ -76,6 +76,9 @@ class Console:
     def focus_editor(self, app: Any) -> None:
         raise NotImplementedError
 
+    def query_running(self, app: Any) -> bool:
+        raise NotImplementedError
+
     def grid_rows(self, app: Any) -> int:
         raise NotImplementedError
 
@@ -106,6 +109,9 @@ class Arrowgate(Console):
 
     def focus_editor(self, app: Any) -> None:
         app.active_tab.editor.focus()
+
+    def query_running(self, app: Any) -> bool:
+        return bool(app.active_tab.running)
 
     def _grid(self, app: Any) -> Any:
         return app.active_tab.grid.table
@@ -141,6 +147,12 @@ class Harlequin(Console):
 
     def focus_editor(self, app: Any) -> None:
         app.editor.focus()
+
+    def query_running(self, app: Any) -> bool:
+        from textual.worker import WorkerState
+
+        return any(w.group == "query_runners" and w.state == WorkerState.RUNNING
+                   for w in app.workers)
 
     def _grid(self, app: Any) -> Any:
         return app.results_viewer.get_visible_table()
@@ -211,10 +223,12 @@ async def drive(console: Console, emit: Any) -> None:
         send_key(app, "ctrl+j", None)
         await asyncio.sleep(0.5)
         console.focus_editor(app)
+        ran = console.query_running(app)
         running, busy = await keystrokes(app, lambda: console.text(app), KEYS)
+        ran = ran and console.query_running(app)
         emit("done", first_rows_ms=(first - started) * 1000, grid_ms=(full - started) * 1000,
              answer_ok=label == LAST_LABEL, keys_loaded_ms=loaded, keys_running_ms=running,
-             cpu_while_running=busy,
+             cpu_while_running=busy, query_ran_throughout=ran,
              peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
@@ -306,6 +320,8 @@ def main() -> None:
             result = one_run(tool, tools[tool], args.database)
             if not result["answer_ok"]:
                 raise SystemExit(f"{tool}: the grid's last row is not {LAST_LABEL!r}")
+            if not result["query_ran_throughout"]:
+                raise SystemExit(f"{tool}: the long query was not running while keys were timed")
             print(f"round {round_no} {tool}: launch {result['launch_ms']:,.0f} ms, first rows "
                   f"{result['first_rows_ms']:,.0f} ms, grid {result['grid_ms']:,.0f} ms, "
                   f"peak {result['peak_mb']:,.0f} MB, CPU while the long query ran "

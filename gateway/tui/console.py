@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
     from gateway.core import Gateway
     from gateway.shadow import ShadowRecord
 
-#: Rows the grid shows before the rest of an answer has streamed in.
-FIRST_ROWS = 1000
+#: Seconds an answer may go on streaming before the rows already in are shown.
+FIRST_ROWS_WAIT = 0.3
 
 
 @dataclass
@@ -143,7 +144,8 @@ class TabSession:
             on_first_rows: Callable[[Answer], None] | None = None) -> Answer:
         """Run ``sql`` (shadowed on ``reference`` when given); the answer read whole.
 
-        ``on_first_rows`` sees the first rows while the rest still streams (unshadowed).
+        ``on_first_rows`` sees the rows that are in when an (unshadowed) answer is still
+        streaming FIRST_ROWS_WAIT seconds after its first batch.
         With a reference, the answer comes back before the verdict: ``answer.shadow``
         is then pending until :func:`wait_for_verdict` returns.
 
@@ -167,18 +169,42 @@ class TabSession:
         started = time.perf_counter()
         result = gw.execute(sql, engine=self.engine, shadow=False)
         batches: list[pa.RecordBatch] = []
-        shown = False
-        for batch in result.reader():
-            if self._cancelled.is_set():
-                result.close()
-                raise Cancelled("cancelled", engine=self.engine)
-            batches.append(batch)
-            if not shown and on_first_rows is not None and result.rows >= FIRST_ROWS:
+        inbox: queue.Queue[pa.RecordBatch | BaseException | None] = queue.Queue()
+
+        def pump() -> None:
+            try:
+                for batch in result.reader():
+                    inbox.put(batch)
+                    if self._cancelled.is_set():
+                        break
+            except BaseException as exc:
+                inbox.put(exc)
+                return
+            inbox.put(None)
+
+        threading.Thread(target=pump, name=f"tui-read-{self.engine}", daemon=True).start()
+        shown = on_first_rows is None
+        while True:
+            # an answer that keeps streaming shows what is in, once, FIRST_ROWS_WAIT after
+            # its first batch; one that arrives whole at once is shown once, whole
+            try:
+                item = inbox.get(timeout=FIRST_ROWS_WAIT if batches and not shown else None)
+            except queue.Empty:
                 shown = True
+                assert on_first_rows is not None
                 on_first_rows(Answer(sql, self.engine, None,
                                      pa.Table.from_batches(batches, schema=result.schema),
                                      time.perf_counter() - started, complete=False,
                                      answered_by=result.engine, notes=dict(result.notes)))
+                continue
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            batches.append(item)
+            if self._cancelled.is_set():
+                result.close()
+                raise Cancelled("cancelled", engine=self.engine)
         if self._cancelled.is_set():
             raise Cancelled("cancelled", engine=self.engine)
         table = pa.Table.from_batches(batches, schema=result.schema)
