@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The csv engine against DuckDB on the taxi queries Q01-Q04, by the method in DESIGN.md.
+"""The csv engine against DuckDB on the taxi queries Q01-Q04, by the method in docs/benchmarks.md.
 
     .venv/bin/python bench/csv_bench.py --rows 1000000 5000000 --mode inprocess
     .venv/bin/python bench/csv_bench.py --rows 1000000 5000000 --mode process

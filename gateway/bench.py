@@ -1,6 +1,6 @@
 """The benchmark protocol, as a library every benchmark in the project reuses.
 
-The method (``DESIGN.md``, "Benchmark method"):
+The method (docs/benchmarks.md, "Method"):
 
 1. Answers first. Every engine answers every query once and each answer is
    compared with the first engine's by :func:`gateway.compare.compare_outcomes`.
@@ -64,7 +64,7 @@ from gateway.contenders import Command, Contender, Function, GatewayEngine, Remo
 from gateway.corpus import Query
 
 __all__ = ["BenchReport", "Command", "Contender", "EngineTiming", "Function", "GatewayEngine",
-           "QueryOutcome", "run_benchmark"]
+           "QueryOutcome", "Spread", "rotated", "run_benchmark"]
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -72,14 +72,12 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int, str], None]
 
 
-# -- results -----------------------------------------------------------------------
+# -- the method's statistic and order ------------------------------------------------
 @dataclass
-class EngineTiming:
-    """One engine's timed rounds of one query."""
+class Spread:
+    """Timed rounds of one thing: the median with the min-max spread beside it."""
 
     seconds: list[float]
-    rows: int
-    peak_rss: int | None
 
     @property
     def median(self) -> float:
@@ -92,6 +90,28 @@ class EngineTiming:
     @property
     def high(self) -> float:
         return max(self.seconds)
+
+    def ratio(self, baseline: Spread | None) -> float | None:
+        """This median over ``baseline``'s (above 1: slower); None without a baseline."""
+        if baseline is None or baseline.median <= 0:
+            return None
+        return self.median / baseline.median
+
+
+def rotated(names: Sequence[str], shift: int) -> list[str]:
+    """``names`` in the order of round ``shift``: rotated by one more each round, so no
+    engine always runs first (cold caches) or last (warm ones)."""
+    shift %= len(names)
+    return [*names[shift:], *names[:shift]]
+
+
+# -- results -----------------------------------------------------------------------
+@dataclass
+class EngineTiming(Spread):
+    """One engine's timed rounds of one query."""
+
+    rows: int
+    peak_rss: int | None
 
     def to_dict(self) -> dict[str, Any]:
         return {"median_ms": _ms(self.median), "min_ms": _ms(self.low), "max_ms": _ms(self.high),
@@ -116,10 +136,9 @@ class QueryOutcome:
 
     def ratio(self, engine: str, baseline: str) -> float | None:
         """``engine``'s median time over ``baseline``'s (above 1: slower)."""
-        if engine not in self.timings or baseline not in self.timings:
+        if engine not in self.timings:
             return None
-        base = self.timings[baseline].median
-        return self.timings[engine].median / base if base > 0 else None
+        return self.timings[engine].ratio(self.timings.get(baseline))
 
 
 @dataclass
@@ -342,8 +361,7 @@ def _time(outcome: QueryOutcome, names: list[str], workers: dict[str, Worker], r
     rows: dict[str, int] = {}
     q = outcome.query
     for r in range(warmup + rounds):
-        shift = (r + index) % len(names)
-        for name in names[shift:] + names[:shift]:
+        for name in rotated(names, r + index):
             run = workers[name].call("time", q.sql)
             tick(f"{q.name}: {'warm-up' if r < warmup else f'round {r - warmup + 1}'} {name}")
             if run.error is not None:

@@ -1,36 +1,60 @@
 """The ``arrowgate`` command: argument parsing, dispatch and exit codes.
 
-Each subcommand lives in its own module under ``gateway.commands`` and is
-listed in :data:`COMMANDS`; a module exposes ``register(subparsers)``, which
-adds its parser and sets ``run`` to a function taking the parsed arguments
-and returning an exit code. Command modules import heavy libraries inside
-``run``, so ``arrowgate --help`` stays fast.
+Each core subcommand lives in its own module under ``gateway.commands`` and
+is listed in :data:`COMMANDS`; a module exposes ``register(subparsers)``,
+which adds its parser and sets ``run`` to a function taking the parsed
+arguments and returning an exit code. Plugins add theirs through the hook
+``arrowgate_register_commands``, called after the core commands. Command
+modules import heavy libraries inside ``run``, so ``arrowgate --help`` stays
+fast.
 
 Exit codes: 0 success; 1 a query failed (or, for the shadow and bench
-commands, answers diverged or latency regressed); 2 a usage or configuration
-error; 130 interrupted.
+commands, answers diverged or latency regressed, or the answer could not be
+written); 2 a usage or configuration error; 130 interrupted. A reader that goes
+away (``| head``) ends the command quietly with 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
+import contextlib
+import errno
 import importlib
 import os
+import signal
 import sys
 import threading
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NoReturn
 
-from gateway.commands import EPILOG, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, formatter
+from gateway.commands import (
+    EPILOG,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_QUERY,
+    EXIT_USAGE,
+    UsageError,
+    formatter,
+)
 from gateway.errors import ConfigError, GatewayError
+from gateway.startup import exit_now, tune_collector
 
-#: The subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ["query", "engines", "sources", "lake", "lakebench", "data", "shadow", "bench", "tui"]
+#: The core subcommand modules, in the order ``--help`` lists them (plugins' follow).
+COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench", "tui"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
+    """The ``arrowgate`` parser: the core commands, then those plugins register.
+
+    ``plugins`` are registered beside the installed ones (as in
+    :func:`gateway.connect`).
+
+    Raises:
+        ConfigError: a plugin failed to import, or to add its commands (a name
+            already taken, a command to extend that does not exist).
+    """
     from gateway import __version__
+    from gateway.plugins import build_plugin_manager
 
     parser = argparse.ArgumentParser(
         prog="arrowgate",
@@ -43,63 +67,95 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"gateway.commands.{name}").register(sub)
+    try:
+        build_plugin_manager(plugins).hook.arrowgate_register_commands(subparsers=sub)
+    except Exception as exc:  # a plugin's bug must not make every command a traceback
+        raise ConfigError(f"a plugin failed to add its commands: {type(exc).__name__}: {exc}",
+                          hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     args = parser.parse_args(argv)
     if getattr(args, "run", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    with _sigint_noted() as interrupted:
+        try:
+            code = int(args.run(args))
+            sys.stdout.flush()  # a full or closed stdout fails here, not in the exit's flush
+            return code
+        except UsageError as exc:
+            print(f"arrowgate {args.command}: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except ConfigError as exc:
+            print(f"configuration error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except GatewayError as exc:
+            if interrupted.is_set():  # an engine turned Ctrl-C into its own error
+                print("interrupted", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            label = "error" if exc.kind == GatewayError.kind else f"{exc.kind} error"
+            print(f"{label}: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                # the reader (head, less) went away: not an error, and nothing more to say
+                _silence_stdout()
+                return EXIT_OK
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+                _silence_stdout()
+                why = ("disk full writing standard output"
+                       if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                       else f"cannot write standard output: {exc.strerror}")
+                print(f"output error: {why}", file=sys.stderr)
+                return EXIT_QUERY
+            raise
+
+
+@contextlib.contextmanager
+def _sigint_noted() -> Iterator[threading.Event]:
+    """Note every Ctrl-C, then raise KeyboardInterrupt as usual.
+
+    An engine that sees the interrupt first (DuckDB in process, an ADBC driver)
+    answers with its own cancelled or interrupted error; the note lets the
+    command still exit 130, as it does when the KeyboardInterrupt arrives itself.
+    """
+    noted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield noted
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        noted.set()
+        signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        return int(args.run(args))
-    except UsageError as exc:
-        print(f"arrowgate {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ConfigError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except GatewayError as exc:
-        print(f"{exc.kind} error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # the reader (head, less) went away: not an error, and nothing more to say
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so what is still buffered fails nowhere at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def entry() -> NoReturn:
-    """The ``arrowgate`` console script: :func:`main`, tuned for a short-lived process.
-
-    Two costs that a one-shot command gets nothing back for are skipped; on a
-    one-row ``arrowgate query`` here they were a quarter of its time:
-
-    - the cyclic garbage collector running dozens of times while sqlglot and
-      pyarrow import their thousands of classes (22-39 ms): the first
-      generation's threshold is raised, so it still runs on long commands;
-    - the interpreter's teardown of every imported module (60-100 ms, and
-      130-250 ms with numpy loaded), which frees memory the exit frees anyway.
-      Exit handlers still run, and output is flushed; while a thread other than
-      this one is alive (a background shadow run), the exit is the normal one.
-    """
-    gc.set_threshold(100_000, *gc.get_threshold()[1:])
-    code = main()
-    if threading.active_count() > 1:
-        sys.exit(code)
-    import atexit
-
-    atexit._run_exitfuncs()  # finalizers, temporary folders, logging: what exit would run
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (BrokenPipeError, ValueError):  # the reader left, or the stream is closed
-            pass
-    os._exit(code)
+    """The ``arrowgate`` console script: :func:`main`, tuned for a short-lived process
+    (:mod:`gateway.startup` says how, and what each step saves)."""
+    tune_collector()
+    exit_now(main())
 
 
 if __name__ == "__main__":

@@ -20,15 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from gateway.engine import Engine, Option
-from gateway.errors import ConfigError
-from gateway.sources import SOURCE_OPTIONS, Source, infer_format
+from gateway.errors import ConfigError, not_utf8
+from gateway.masking import MASK, mask, remember, secret_values
+from gateway.sources import SOURCE_OPTIONS, Source, infer_format, not_regular
 
 DEFAULT_FILE = "arrowgate.toml"
 DEFAULT_ENGINE_NAME = "duckdb"
 TOP_LEVEL_KEYS = ("default_engine", "engines", "sources", "shadow")
 
 _ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass
@@ -40,15 +41,14 @@ class EngineConfig:
     options: dict[str, Any]
     #: Keys whose values must never be printed.
     secret_keys: frozenset[str] = frozenset()
-    #: Keys whose values came from ``${VAR}`` (treated as secret when printed
-    #: inside connection strings).
+    #: Keys whose values came from ``${VAR}`` (the values themselves are
+    #: registered with :func:`gateway.masking.remember` and masked when printed).
     from_env: frozenset[str] = frozenset()
 
     def printable_options(self) -> dict[str, Any]:
         """The options with secrets masked, safe to show a user."""
-        return {
-            k: "***" if k in self.secret_keys else redact(v) for k, v in self.options.items()
-        }
+        return {k: MASK if k in self.secret_keys and v not in (None, "", {}, []) else mask(v)
+                for k, v in self.options.items()}
 
 
 @dataclass
@@ -89,8 +89,10 @@ def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | N
 
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        data = path.read_bytes()
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(not_utf8(data, exc), path=str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=str(path),
                           hint="fix the syntax at the line shown") from None
@@ -174,7 +176,8 @@ def _check_engine(name: str, section: Any, fail: Any,
                   engine_types: Mapping[str, type[Engine]]) -> EngineConfig:
     prefix = f"engines.{name}"
     if not _NAME.match(name):
-        raise fail(prefix, "an engine name must be letters, digits and underscores")
+        raise fail(f"engines.{name!r}", "an engine name must be letters, digits and underscores",
+                   "it names the engine in --engine, listings and shadow records")
     if not isinstance(section, Mapping):
         raise fail(prefix, f"must be a table, not {_tname(section)}")
     type_name = section.get("type")
@@ -186,8 +189,8 @@ def _check_engine(name: str, section: Any, fail: Any,
                    "installed engine types: " + ", ".join(sorted(engine_types)))
     cls = engine_types[type_name]
     values = {k: v for k, v in section.items() if k != "type"}
-    options, from_env = _check_options(prefix, values, cls.options, fail)
-    secret = frozenset(k for k, opt in cls.options.items() if opt.secret)
+    options, from_env = _check_options(prefix, values, cls.all_options(), fail)
+    secret = frozenset(k for k, opt in cls.all_options().items() if opt.secret)
     return EngineConfig(name=name, type=type_name, options=options, secret_keys=secret,
                         from_env=from_env)
 
@@ -195,7 +198,7 @@ def _check_engine(name: str, section: Any, fail: Any,
 def _check_source(name: str, section: Any, fail: Any, base: Path) -> Source:
     prefix = f"sources.{name}"
     if not _NAME.match(name):
-        raise fail(prefix, "a source name must be letters, digits and underscores",
+        raise fail(f"sources.{name!r}", "a source name must be letters, digits and underscores",
                    "it becomes a table name in SQL")
     if not isinstance(section, Mapping):
         raise fail(prefix, f"must be a table with at least path = ..., not {_tname(section)}")
@@ -214,6 +217,10 @@ def _check_source(name: str, section: Any, fail: Any, base: Path) -> Source:
     if not source.is_glob and not Path(path).exists():
         raise fail(f"{prefix}.path", f"no such file or folder: {path}",
                    "paths are relative to the configuration file's folder")
+    odd = not_regular(source)
+    if odd is not None:
+        raise fail(f"{prefix}.path", f"{odd[0]} is {odd[1]}, not a file or folder",
+                   "a source is a regular file, a folder, or a glob of regular files")
     return source
 
 
@@ -233,8 +240,14 @@ def _check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Op
         if not _type_ok(value, opt.types):
             raise fail(f"{prefix}.{key}",
                        f"must be {opt.type_names()}, not {_tname(value)}", opt.help or None)
+        if opt.secret:
+            remember(*secret_values(value))
+        if isinstance(value, int | float) and not isinstance(value, bool) \
+                and not _in_range(value, opt):
+            raise fail(f"{prefix}.{key}", f"{value!r} is out of range",
+                       f"allowed: {_range_text(opt)}" + (f"; {opt.help}" if opt.help else ""))
         if opt.choices and value not in opt.choices:
-            shown = "the value" if opt.secret else repr(value)
+            shown = "the value" if opt.secret else repr(mask(value))
             raise fail(f"{prefix}.{key}", f"{shown} is not allowed",
                        "allowed: " + ", ".join(map(str, opt.choices)))
         out[key] = value
@@ -244,6 +257,18 @@ def _check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Op
                 raise fail(f"{prefix}.{key}", "missing", opt.help or None)
             out[key] = opt.default
     return out, frozenset(from_env)
+
+
+def _in_range(value: float, opt: Option) -> bool:
+    if opt.minimum is not None and value < opt.minimum:
+        return False
+    return opt.exclusive_minimum is None or value > opt.exclusive_minimum
+
+
+def _range_text(opt: Option) -> str:
+    if opt.exclusive_minimum is not None:
+        return f"a number greater than {opt.exclusive_minimum:g}"
+    return f"{opt.minimum:g} or more"
 
 
 def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
@@ -260,7 +285,11 @@ def _tname(value: Any) -> str:
 
 
 def expand_env(value: Any, key: str, fail: Any) -> Any:
-    """Replace ``${VAR}`` in strings (recursively in tables and arrays)."""
+    """Replace ``${VAR}`` in strings (recursively in tables and arrays).
+
+    Every substituted value is registered with :func:`gateway.masking.remember`,
+    so it is masked wherever it is printed.
+    """
     if isinstance(value, str):
         if "$" not in value:
             return value
@@ -272,6 +301,7 @@ def expand_env(value: Any, key: str, fail: Any) -> Any:
             if var not in os.environ:
                 raise fail(key, f"environment variable {var} is not set",
                            f"export {var}=... or write the value in the file")
+            remember(os.environ[var])
             return os.environ[var]
 
         return _ENV_REF.sub(sub, value)
@@ -281,22 +311,4 @@ def expand_env(value: Any, key: str, fail: Any) -> Any:
     if isinstance(value, list):
         items = [expand_env(v, f"{key}[{i}]", fail) for i, v in enumerate(value)]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    return value
-
-
-_SECRET_IN_STRING = re.compile(
-    r"(?i)\b(password|passwd|pwd|secret|token|api_key|access_key|secret_key)(\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s;&]+)"
-)
-_SECRET_IN_URL = re.compile(r"(://[^:/@\s]+:)([^@\s]+)(@)")
-
-
-def redact(value: Any) -> Any:
-    """Mask passwords inside connection strings and URLs (recursively)."""
-    if isinstance(value, str):
-        value = _SECRET_IN_STRING.sub(lambda m: f"{m.group(1)}{m.group(2)}***", value)
-        return _SECRET_IN_URL.sub(lambda m: f"{m.group(1)}***{m.group(3)}", value)
-    if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
     return value

@@ -241,9 +241,13 @@ class Run:
 
 
 class Worker:
-    """One contender in a process of its own; restarted after a timeout or a crash."""
+    """One contender in a process of its own; restarted after a timeout or a crash.
 
-    def __init__(self, contender: Contender, timeout: float):
+    ``timeout`` limits each call in seconds (None: no limit); starting the
+    contender gets at least :data:`STARTUP_TIMEOUT`.
+    """
+
+    def __init__(self, contender: Contender, timeout: float | None):
         self.contender, self.timeout = contender, timeout
         self.description = contender.name
         self.idle_rss: int | None = None
@@ -259,7 +263,8 @@ class Worker:
         child.close()
         # starting (spawning Python, importing the engine, connecting) is not a query:
         # it gets its own, generous limit
-        reply = self._receive(max(self.timeout, STARTUP_TIMEOUT))
+        reply = self._receive(None if self.timeout is None
+                              else max(self.timeout, STARTUP_TIMEOUT))
         if isinstance(reply, RemoteError):
             self.stop()
             return reply
@@ -269,7 +274,7 @@ class Worker:
         self.description, self.idle_rss = reply[1], reply[2]
         return None
 
-    def _receive(self, timeout: float) -> Any:
+    def _receive(self, timeout: float | None) -> Any:
         try:
             if not self.conn.poll(timeout):
                 self.kill()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 import time
@@ -12,16 +11,16 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from gateway.config import EngineConfig, GatewayConfig, load_config
-from gateway.engine import CatalogColumn, Engine
-from gateway.errors import ConfigError, GatewayError, QueryError
+from gateway.engine import CatalogColumn, Engine, SchemaRef, TableRef
+from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
 from gateway.events import QueryEvent
+from gateway.handles import QueryHandle, RunningQuery
 from gateway.plugins import build_plugin_manager, engine_types
 from gateway.result import Result
+from gateway.session import Session
 
 if TYPE_CHECKING:
     from gateway.shadow import ShadowSettings
-
-_query_ids = itertools.count(1)
 
 
 class Gateway:
@@ -48,6 +47,8 @@ class Gateway:
             self.shadow_settings = ShadowSettings.from_config(self.config)
         self._check_fallbacks()
         self._engines: dict[str, Engine] = {}
+        self._starting: dict[str, _EngineStart] = {}
+        self._running: dict[int, QueryHandle] = {}
         self._lock = threading.Lock()
         self._closed = False
         #: engines being tried as a fallback on this thread, to stop cycles
@@ -85,48 +86,106 @@ class Gateway:
                               hint="configured engines: " + ", ".join(self.config.engines)) from None
 
     def engine(self, name: str | None = None) -> Engine:
-        """The running engine called ``name`` (the default engine when None), started on demand."""
+        """The running engine called ``name`` (the default engine when None), started on demand.
+
+        Each engine starts under its own lock, in a thread of its own, so a
+        slow or hung start holds up only that engine's queries; they fail
+        after the engine's ``connect_timeout`` with
+        :class:`~gateway.errors.EngineConnectionError`.
+        """
         cfg = self.engine_config(name)
         with self._lock:
             if self._closed:
                 raise GatewayError("the gateway is closed")
             engine = self._engines.get(cfg.name)
-            if engine is None:
-                cls = self.engine_types[cfg.type]
-                engine = cls(cfg.name, cfg.options, self.config.sources)
-                try:
-                    engine.connect()
-                except GatewayError:
-                    engine.close()
-                    raise
-                except Exception as exc:
-                    engine.close()
-                    raise QueryError(f"failed to start: {exc}", engine=cfg.name) from exc
-                self._engines[cfg.name] = engine
-            return engine
+            if engine is not None:
+                return engine
+            start = self._starting.get(cfg.name)
+            if start is None:
+                start = self._starting[cfg.name] = _EngineStart(self, cfg)
+        return start.wait()
 
+    def _started(self, cfg: EngineConfig, engine: Engine | None) -> None:
+        """Called by an :class:`_EngineStart` when its engine is up (or failed: None)."""
+        with self._lock:
+            self._starting.pop(cfg.name, None)
+            if engine is None:
+                return
+            if self._closed:
+                closing = engine
+            else:
+                self._engines[cfg.name] = engine
+                return
+        closing.close()
+
+    def dialect(self, engine: str | None = None) -> str:
+        """The sqlglot dialect an engine's SQL is written in (without starting it)."""
+        cfg = self.engine_config(engine)
+        return self.engine_types[cfg.type].dialect
+
+    # -- the catalog tree ---------------------------------------------------
     def catalog(self, engine: str | None = None) -> list[CatalogColumn]:
-        """The schemas, tables and columns one engine can query."""
-        return self.engine(engine).catalog()
+        """The schemas, tables and columns one engine can query, flat (see :meth:`tables`)."""
+        return self._catalog_call(engine, "catalog")
+
+    def catalogs(self, engine: str | None = None) -> list[str]:
+        """The catalogs (databases) of one engine."""
+        return self._catalog_call(engine, "catalogs")
+
+    def schemas(self, engine: str | None = None, catalog: str | None = None,
+                pattern: str | None = None) -> list[SchemaRef]:
+        """The schemas of one engine; ``pattern`` is a SQL LIKE pattern (``%``, ``_``)."""
+        return self._catalog_call(engine, "schemas", catalog, pattern)
+
+    def tables(self, engine: str | None = None, catalog: str | None = None,
+               schema: str | None = None, pattern: str | None = None,
+               types: Sequence[str] | None = None) -> list[TableRef]:
+        """The tables and views of one engine, filtered level by level (LIKE patterns)."""
+        return self._catalog_call(engine, "tables", catalog, schema, pattern, types)
+
+    def columns(self, engine: str | None = None, table: str = "", catalog: str | None = None,
+                schema: str | None = None, pattern: str | None = None) -> list[CatalogColumn]:
+        """The columns of one table, in table order."""
+        return self._catalog_call(engine, "columns", table, catalog, schema, pattern)
+
+    def _catalog_call(self, engine: str | None, method: str, *args: Any) -> Any:
+        eng = self.engine(engine)
+        try:
+            return getattr(eng, method)(*args)
+        except GatewayError:
+            raise
+        except Exception as exc:
+            raise QueryError(f"cannot list the catalog: {exc}", engine=eng.name) from exc
 
     # -- queries ---------------------------------------------------------
+    def session(self, engine: str | None = None) -> Session:
+        """A session pinned to one connection of ``engine`` (see :mod:`gateway.session`).
+
+        Raises:
+            gateway.errors.GatewayError: the engine cannot start or open a connection.
+        """
+        return Session(self, engine)
+
     def execute(
         self,
         sql: str,
         engine: str | None = None,
         parameters: Sequence[Any] | None = None,
         shadow: str | bool | None = None,
+        timeout: float | None = None,
     ) -> Result:
-        """Run one SQL statement on an engine and return its streaming answer.
+        """Run one statement on an engine and return its streaming answer: a session used once.
 
         Args:
             sql: the statement.
             engine: the engine's name; the configured default when None.
             parameters: positional values for placeholders, or None.
-            shadow: a reference engine to run the statement on too (the
-                answer is then read whole and ``result.shadow`` holds the
-                :class:`gateway.shadow.ShadowRecord`); False never shadows;
-                None lets the config's ``[shadow]`` section decide.
+            shadow: a reference engine to run the statement on too
+                (``result.shadow`` holds the :class:`gateway.shadow.ShadowRecord`);
+                False never shadows; None lets the config's ``[shadow]`` section decide.
+            timeout: seconds before the query is cancelled with
+                :class:`~gateway.errors.QueryTimeout`; None takes the engine's
+                ``timeout`` option.
 
         Raises:
             gateway.errors.GatewayError: any failure, translated by the engine.
@@ -137,50 +196,107 @@ class Gateway:
             shadowed = shadow_execute(self, sql, engine, parameters, shadow)
             if shadowed is not None:
                 return shadowed
-        eng = self.engine(engine)
+        session = Session(self, engine, one_shot=True)
+        try:
+            result = session._run(sql, parameters, timeout,
+                                  lambda handle, run_sql: session._engine_session.execute(
+                                      run_sql, parameters, handle))
+        except BaseException:
+            session.close()
+            raise
+        handle = result._handle
+        if handle is None or handle.session_id != session.id:
+            session.close()  # a fallback engine answered, in a session of its own
+        else:
+            handle.when_done(lambda _h: session.close())
+        return result
+
+    def cancel(self, query_id: int) -> bool:
+        """Cancel one running query (from any thread); other queries keep running.
+
+        Returns:
+            False when no query with that id is running.
+        """
+        with self._lock:
+            handle = self._running.get(query_id)
+        return handle is not None and handle.cancel()
+
+    def running(self) -> list[RunningQuery]:
+        """The queries running now, oldest first."""
+        with self._lock:
+            handles = list(self._running.values())
+        return sorted((h.snapshot() for h in handles), key=lambda q: q.query_id)
+
+    def rewrite(self, sql: str, engine: str) -> str:
+        """``sql`` after the ``arrowgate_rewrite_sql`` hooks, as ``engine`` will run it."""
+        cfg = self.engine_config(engine)
+        rewritten = self.pm.hook.arrowgate_rewrite_sql(sql=sql, engine=cfg.name,
+                                                       engine_type=cfg.type)
+        return rewritten if isinstance(rewritten, str) else sql
+
+    def _run(self, session: Session, sql: str, parameters: Sequence[Any] | None,
+             timeout: float | None, start: Any) -> Result:
+        """Run one statement of ``session``: ``start(handle, run_sql)`` asks the engine."""
+        from gateway.errors import Unsupported
+
+        eng = self.engine(session.engine)
         cfg = self.config.engines[eng.name]
         if parameters is not None and not eng.supports_parameters:
-            from gateway.errors import Unsupported
-
             refused = Unsupported("query parameters are not supported by this engine type "
                                   f"({cfg.type})", engine=eng.name,
                                   engines=self._engines_with("parameters"))
             if cfg.options.get("fallback"):
                 return self._fall_back(cfg.options["fallback"], refused, sql, parameters)
             raise refused
-        hook = self.pm.hook
-        rewritten = hook.arrowgate_rewrite_sql(sql=sql, engine=eng.name, engine_type=cfg.type)
-        run_sql = rewritten if isinstance(rewritten, str) else sql
+        run_sql = self.rewrite(sql, eng.name)
+        limit = timeout if timeout is not None else cfg.options.get("timeout")
+        if limit is not None and limit <= 0:
+            raise GatewayError(f"a timeout must be a positive number of seconds, not {limit}",
+                               engine=eng.name)
+        handle = QueryHandle(eng.name, session.id, sql, limit)
         event = QueryEvent(
-            query_id=next(_query_ids), sql=run_sql, engine=eng.name, engine_type=cfg.type,
+            query_id=handle.query_id, sql=run_sql, engine=eng.name, engine_type=cfg.type,
             parameters=list(parameters) if parameters is not None else None,
-            started=time.time(), original_sql=sql,
+            started=handle.started, original_sql=sql,
         )
+        with self._lock:
+            self._running[handle.query_id] = handle
+        handle.when_done(self._forget)
+        session._handle = handle
         self._notify("arrowgate_query_started", event=event)
-        start = time.perf_counter()
+        started = time.perf_counter()
+        handle.start_timer()
         try:
-            inner = eng.execute(run_sql, parameters)
+            inner = start(handle, run_sql)
         except GatewayError as exc:
-            from gateway.errors import Unsupported
-
-            if isinstance(exc, Unsupported) and cfg.options.get("fallback"):
-                return self._fall_back(cfg.options["fallback"], exc, sql, parameters)
-            self._notify("arrowgate_query_failed", event=event, error=exc,
-                         elapsed=time.perf_counter() - start)
-            raise
+            error = handle.translate(exc)
+            handle.finish()
+            if isinstance(error, Unsupported) and cfg.options.get("fallback"):
+                return self._fall_back(cfg.options["fallback"], error, sql, parameters)
+            self._notify("arrowgate_query_failed", event=event, error=error,
+                         elapsed=time.perf_counter() - started)
+            if error is exc:
+                raise
+            raise error from exc
         except Exception as exc:
-            err = QueryError(str(exc), engine=eng.name)
-            self._notify("arrowgate_query_failed", event=event, error=err,
-                         elapsed=time.perf_counter() - start)
-            raise err from exc
+            error = handle.translate(QueryError(str(exc), engine=eng.name))
+            handle.finish()
+            self._notify("arrowgate_query_failed", event=event, error=error,
+                         elapsed=time.perf_counter() - started)
+            raise error from exc
         answered_by = inner.notes.get("answered_by", eng.name)
         return Result(
-            answered_by, inner, start,
+            answered_by, inner, started,
             on_finish=lambda rows, elapsed: self._notify(
                 "arrowgate_query_finished", event=event, rows=rows, elapsed=elapsed),
             on_error=lambda error, elapsed: self._notify(
                 "arrowgate_query_failed", event=event, error=error, elapsed=elapsed),
+            handle=handle,
         )
+
+    def _forget(self, handle: QueryHandle) -> None:
+        with self._lock:
+            self._running.pop(handle.query_id, None)
 
     def _fall_back(self, fallback: str, refused: GatewayError, sql: str,
                    parameters: Sequence[Any] | None) -> Result:
@@ -226,6 +342,58 @@ class Gateway:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _EngineStart:
+    """One engine being started, in a thread of its own, waited for with its connect timeout.
+
+    A start that outlives the timeout keeps running: when it succeeds the
+    engine is used from then on, when it fails the next query tries again.
+    Meanwhile every query on that engine fails at once, saying so.
+    """
+
+    def __init__(self, gw: Gateway, cfg: EngineConfig):
+        self.gw, self.cfg = gw, cfg
+        self.timeout = float(cfg.options.get("connect_timeout") or 30.0)
+        self.began = time.monotonic()
+        self.done = threading.Event()
+        self.engine: Engine | None = None
+        self.error: BaseException | None = None
+        threading.Thread(target=self._run, name=f"start-{cfg.name}", daemon=True).start()
+
+    def _run(self) -> None:
+        cfg = self.cfg
+        engine: Engine | None = None
+        try:
+            cls = self.gw.engine_types[cfg.type]
+            engine = cls(cfg.name, cfg.options, self.gw.config.sources)
+            engine.connect()
+        except BaseException as exc:
+            if engine is not None:
+                try:
+                    engine.close()
+                except Exception:  # the start already failed; report that, not this
+                    pass
+            if not isinstance(exc, GatewayError):
+                exc = QueryError(f"failed to start: {exc}", engine=cfg.name)
+            self.error, engine = exc, None
+        self.engine = engine
+        self.gw._started(cfg, engine)
+        self.done.set()
+
+    def wait(self) -> Engine:
+        left = self.timeout - (time.monotonic() - self.began)
+        if not self.done.wait(max(left, 0.0)):
+            raise EngineConnectionError(
+                f"the engine did not start within its connect_timeout of {self.timeout:g} s "
+                f"(started {time.monotonic() - self.began:.0f} s ago, still trying)",
+                engine=self.cfg.name,
+                hint="check that what it connects to is reachable; raise "
+                     f"engines.{self.cfg.name}.connect_timeout if it is only slow")
+        if self.error is not None:
+            raise self.error
+        assert self.engine is not None
+        return self.engine
 
 
 def connect(

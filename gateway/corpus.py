@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, not_utf8
 
 _NAME = re.compile(r"^\s*--\s*name:\s*(\S+)\s*$", re.MULTILINE)
 
@@ -60,9 +60,12 @@ def read_file(path: Path) -> list[Query]:
         ConfigError: the file cannot be read, or a name is used twice.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the query file: {exc}", path=str(path)) from None
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the query file: {exc.strerror}", path=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(not_utf8(data, exc), path=str(path)) from None
     statements = split_statements(text)
     queries = []
     for i, sql in enumerate(statements, 1):

@@ -16,6 +16,7 @@ importing the engine classes, and must stay cheap.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.handles import QueryHandle
     from gateway.sources import Source
 
 
@@ -37,6 +39,8 @@ class Option:
         secret: the value is never printed (``arrowgate engines``, errors).
         help: one line for ``arrowgate engines --help`` and error messages.
         choices: when set, the only values allowed.
+        minimum: when set, the smallest number allowed.
+        exclusive_minimum: when set, numbers must be greater than this.
     """
 
     types: tuple[type, ...]
@@ -45,6 +49,8 @@ class Option:
     secret: bool = False
     help: str = ""
     choices: tuple[Any, ...] = ()
+    minimum: float | None = None
+    exclusive_minimum: float | None = None
 
     def type_names(self) -> str:
         names = {bool: "boolean", int: "integer", float: "number", str: "string",
@@ -52,15 +58,50 @@ class Option:
         return " or ".join(names.get(t, t.__name__) for t in self.types)
 
 
+#: Options every engine type accepts, checked by the gateway (an engine type may
+#: declare its own entry of the same name to change the help or the default).
+COMMON_OPTIONS: Mapping[str, Option] = {
+    "timeout": Option((int, float), exclusive_minimum=0,
+                      help="seconds a query may run before it is cancelled "
+                      "and fails with QueryTimeout (default: no limit)"),
+    "connect_timeout": Option((int, float), default=30.0, exclusive_minimum=0,
+                              help="seconds the engine may take to start before its queries "
+                                   "fail (other engines are never held up)"),
+}
+
+
 @dataclass(frozen=True)
 class CatalogColumn:
-    """One column of one table an engine can query."""
+    """One column of one table an engine can query.
+
+    ``catalog`` is the database the table lives in (DuckDB's attached
+    database, PostgreSQL's database); engines without that level leave it "".
+    """
 
     schema: str
     table: str
     column: str
     type: pa.DataType
     nullable: bool = True
+    table_type: str = "TABLE"
+    catalog: str = ""
+
+
+@dataclass(frozen=True, order=True)
+class SchemaRef:
+    """One schema of the catalog tree (:meth:`Engine.schemas`)."""
+
+    catalog: str
+    schema: str
+
+
+@dataclass(frozen=True, order=True)
+class TableRef:
+    """One table or view of the catalog tree (:meth:`Engine.tables`)."""
+
+    catalog: str
+    schema: str
+    table: str
     table_type: str = "TABLE"
 
 
@@ -115,8 +156,18 @@ class Engine:
     supports_cancel: ClassVar[bool] = False
     supports_write: ClassVar[bool] = False
     supports_catalog: ClassVar[bool] = False
+    #: ``BEGIN`` ... ``COMMIT``/``ROLLBACK`` work within a session.
+    supports_transactions: ClassVar[bool] = False
 
-    #: The keys this engine type accepts besides ``type``.
+    #: The sqlglot dialect this engine's SQL is written in; the shadow
+    #: comparator and the front ends read each engine's SQL in its own dialect.
+    dialect: ClassVar[str] = "duckdb"
+    #: What a session of this engine keeps from one statement to the next: a
+    #: subset of :data:`SESSION_STATE`. A statement that needs state the engine
+    #: does not keep is refused with a clear error, never silently reset.
+    session_state: ClassVar[frozenset[str]] = frozenset()
+
+    #: The keys this engine type accepts besides ``type`` (and :data:`COMMON_OPTIONS`).
     options: ClassVar[Mapping[str, Option]] = {}
 
     CAPABILITIES: ClassVar[tuple[str, ...]] = (
@@ -127,6 +178,11 @@ class Engine:
         self.name = name
         self.config = dict(options)
         self.sources = dict(sources)
+
+    @classmethod
+    def all_options(cls) -> dict[str, Option]:
+        """Every key the configuration may set: :data:`COMMON_OPTIONS`, then the type's own."""
+        return {**COMMON_OPTIONS, **cls.options}
 
     @classmethod
     def capabilities(cls, options: Mapping[str, Any] | None = None) -> list[str]:
@@ -173,6 +229,21 @@ class Engine:
         """
         raise NotImplementedError
 
+    def open_session(self, one_shot: bool = False) -> EngineSession:
+        """A session: one connection whose state (:attr:`session_state`) lasts across statements.
+
+        The default runs each statement through :meth:`execute` and keeps no
+        state. Engines with connections override it (a DuckDB cursor, an ADBC
+        connection). Called by ``gw.session()`` and, for a one-shot
+        ``gw.execute``, once per query with ``one_shot=True``: the session
+        then serves one statement, and an engine whose sessions are costly
+        (a worker process each) may answer with a lighter one.
+
+        Raises:
+            gateway.errors.EngineConnectionError: no connection can be opened.
+        """
+        return EngineSession(self)
+
     def catalog(self) -> list[CatalogColumn]:
         """List the schemas, tables and columns this engine can query.
 
@@ -186,11 +257,226 @@ class Engine:
 
         raise Unsupported("this engine has no catalog", engine=self.name)
 
+    # -- the catalog tree, level by level ----------------------------------------------
+    # The defaults filter :meth:`catalog`'s flat list; engines whose catalog is
+    # large answer each level with one query of their own.
+    def catalogs(self) -> list[str]:
+        """The catalogs (databases) this engine can query, in display order."""
+        return list(dict.fromkeys(c.catalog for c in self.catalog()))
+
+    def schemas(self, catalog: str | None = None, pattern: str | None = None) -> list[SchemaRef]:
+        """The schemas of ``catalog`` (every catalog when None) whose name is LIKE ``pattern``."""
+        match = like_matcher(pattern)
+        found = {SchemaRef(c.catalog, c.schema) for c in self.catalog()
+                 if (catalog is None or c.catalog == catalog) and match(c.schema)}
+        return sorted(found)
+
+    def tables(self, catalog: str | None = None, schema: str | None = None,
+               pattern: str | None = None, types: Sequence[str] | None = None) -> list[TableRef]:
+        """The tables and views matching the filters (``types``: e.g. ``["TABLE", "VIEW"]``)."""
+        match = like_matcher(pattern)
+        found = {TableRef(c.catalog, c.schema, c.table, c.table_type) for c in self.catalog()
+                 if (catalog is None or c.catalog == catalog)
+                 and (schema is None or c.schema == schema) and match(c.table)
+                 and (types is None or c.table_type in types)}
+        return sorted(found)
+
+    def columns(self, table: str, catalog: str | None = None, schema: str | None = None,
+                pattern: str | None = None) -> list[CatalogColumn]:
+        """The columns of one table (in table order) whose name is LIKE ``pattern``."""
+        match = like_matcher(pattern)
+        return [c for c in self.catalog()
+                if c.table == table and (catalog is None or c.catalog == catalog)
+                and (schema is None or c.schema == schema) and match(c.column)]
+
     def cancel(self) -> None:
         """Interrupt the running query, from another thread. Never raises."""
 
     def close(self) -> None:
         """Release everything the engine opened. Safe to call twice."""
+
+
+#: The kinds of state a session may keep (:attr:`Engine.session_state`).
+SESSION_STATE = frozenset({"settings", "use", "temp_tables", "transactions"})
+
+_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
+_STATEFUL = [
+    (re.compile(r"(?i)(SET|RESET)\b"), "settings", "a setting"),
+    (re.compile(r"(?i)USE\b"), "use", "USE"),
+    (re.compile(r"(?i)(BEGIN|START\s+TRANSACTION|COMMIT|ROLLBACK|END\s+TRANSACTION|ABORT)\b"),
+     "transactions", "a transaction"),
+    (re.compile(r"(?i)CREATE\s+(OR\s+REPLACE\s+)?(LOCAL\s+|GLOBAL\s+)?(TEMP|TEMPORARY)\b"),
+     "temp_tables", "a temporary object"),
+]
+
+
+def state_needed(sql: str) -> tuple[str, str] | None:
+    """The session state a statement changes, as ``(kind, what)``, or None.
+
+    ``kind`` is one of :data:`SESSION_STATE`. Only the first statement's
+    leading keywords are read: this is a guard against silently losing
+    state, not a parser.
+    """
+    head = sql[_COMMENTS.match(sql).end():]  # type: ignore[union-attr]
+    for pattern, kind, what in _STATEFUL:
+        if pattern.match(head):
+            return kind, what
+    return None
+
+
+def like_matcher(pattern: str | None) -> Any:
+    """A predicate for SQL ``LIKE`` (``%``, ``_``, ``\\`` escapes), case-sensitive; None: all."""
+    if pattern is None or pattern == "%":
+        return lambda name: True
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    regex = re.compile("".join(out), re.DOTALL)
+    return lambda name: regex.fullmatch(name) is not None
+
+
+class EngineSession:
+    """One connection of an engine, with the state it keeps (:attr:`Engine.session_state`).
+
+    The base class is stateless: each statement runs through
+    :meth:`Engine.execute`, and cancelling a query cancels the engine's
+    running queries (:meth:`Engine.cancel`) when the engine supports that at
+    all. Engines override :meth:`Engine.open_session` to do better.
+
+    A session runs one statement at a time (the gateway's
+    :class:`gateway.session.Session` guarantees it); several sessions of one
+    engine run concurrently.
+    """
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None,
+                handle: QueryHandle) -> EngineResult:
+        """Run one statement in this session.
+
+        Args:
+            sql: the statement, in the engine's dialect.
+            parameters: positional values, or None.
+            handle: the query's handle: register how to stop this query with
+                ``handle.on_cancel(fn)``, or poll ``handle.cancelled``.
+
+        Returns, Raises: as :meth:`Engine.execute`.
+        """
+        if self.engine.supports_cancel:
+            handle.on_cancel(self.engine.cancel)
+        return self.engine.execute(sql, parameters)
+
+    def prepare(self, sql: str) -> EnginePrepared:
+        """Plan ``sql`` once for many executions.
+
+        The base class finds the placeholders with sqlglot, and the result
+        schema by running the statement once (reads only) and reading its
+        schema without its rows.
+
+        Raises:
+            gateway.errors.QueryError: the statement does not parse or plan.
+        """
+        return EnginePrepared(self, sql)
+
+    def close(self) -> None:
+        """Release the connection. Safe to call twice."""
+
+
+class EnginePrepared:
+    """A statement prepared in one :class:`EngineSession`.
+
+    Attributes:
+        sql: the statement.
+        parameter_schema: one field per placeholder (``$1``, ``$2``, ...);
+            ``pa.null()`` where the engine cannot tell the type.
+    """
+
+    def __init__(self, session: EngineSession, sql: str):
+        import pyarrow as pa
+
+        self.session = session
+        self.sql = sql
+        count = placeholder_count(sql, session.engine.dialect)
+        self.parameter_schema: pa.Schema = pa.schema(
+            [pa.field(f"${i + 1}", pa.null()) for i in range(count)])
+        self._schema: pa.Schema | None = None
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The result schema (an empty schema for a statement that returns no rows)."""
+        if self._schema is None:
+            self._schema = self._probe_schema()
+        return self._schema
+
+    def _probe_schema(self) -> pa.Schema:
+        import pyarrow as pa
+
+        from gateway.handles import QueryHandle
+
+        if not is_read(self.sql, self.session.engine.dialect):
+            return pa.schema([])
+        n = len(self.parameter_schema)
+        handle = QueryHandle(self.session.engine.name, 0, self.sql)
+        try:
+            answer = self.execute([None] * n if n else None, handle)
+            schema = answer.schema
+            close = getattr(answer.reader, "close", None)
+            if close is not None:
+                close()
+        finally:
+            handle.finish()
+        return schema
+
+    def execute(self, parameters: Sequence[Any] | None, handle: QueryHandle) -> EngineResult:
+        """Run the statement with one row of parameters (see :meth:`EngineSession.execute`)."""
+        return self.session.execute(self.sql, parameters, handle)
+
+    def close(self) -> None:
+        """Forget the plan. Safe to call twice."""
+
+
+def placeholder_count(sql: str, dialect: str) -> int:
+    """How many positional parameters ``sql`` takes (``?``, ``$n``), read with sqlglot."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except Exception:  # a dialect corner sqlglot cannot read: count outside quotes
+        bare = _QUOTED.sub("", sql)
+        numbered = [int(n) for n in re.findall(r"\$(\d+)", bare)]
+        return max(numbered) if numbered else bare.count("?")
+    count = 0
+    for stmt in statements:
+        for node in stmt.find_all(exp.Placeholder, exp.Parameter):
+            name = node.name if isinstance(node, exp.Placeholder) else node.this.name
+            count = max(count, int(name)) if name.isdigit() else count + 1
+    return count
+
+
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+_READ_START = re.compile(r"(?i)(SELECT|FROM|VALUES|TABLE|DESCRIBE|SHOW|SUMMARIZE)\b")
+
+
+def is_read(sql: str, dialect: str) -> bool:
+    """Whether ``sql`` is a query that changes nothing (see :func:`gateway.shadow.statement_kind`).
+
+    A statement sqlglot cannot read counts as a query when it starts like one.
+    """
+    from gateway.shadow import statement_kind
+
+    kind = statement_kind(sql, dialect)
+    if kind == "unrecognized":
+        head = sql[_COMMENTS.match(sql).end():]  # type: ignore[union-attr]
+        return _READ_START.match(head) is not None and ";" not in sql.strip().rstrip(";")
+    return kind == "read"
 
 
 def catalog_table(columns: Sequence[CatalogColumn]) -> pa.Table:

@@ -3,10 +3,13 @@
 Engines translate their driver's exceptions into these at the boundary, so a
 front end never sees a driver type. Every error carries the engine's name (when
 one is involved) and the engine's own message; ``str(err)`` reads as one line
-that says what went wrong and, where we know it, what to do.
+that says what went wrong and, where we know it, what to do, with secrets
+masked (:func:`gateway.masking.mask`).
 """
 
 from __future__ import annotations
+
+from gateway.masking import mask_text
 
 
 class GatewayError(Exception):
@@ -31,7 +34,7 @@ class GatewayError(Exception):
     def __str__(self) -> str:
         prefix = f"[{self.engine}] " if self.engine else ""
         suffix = f" ({self.hint})" if self.hint else ""
-        return f"{prefix}{self.message}{suffix}"
+        return mask_text(f"{prefix}{self.message}{suffix}")
 
 
 class ConfigError(GatewayError):
@@ -59,7 +62,7 @@ class ConfigError(GatewayError):
         super().__init__(message, engine=engine, hint=hint)
 
     def __str__(self) -> str:
-        where = ": ".join(p for p in (self.path, self.key) if p)
+        where = mask_text(": ".join(p for p in (self.path, self.key) if p))
         base = super().__str__()
         return f"{where}: {base}" if where else base
 
@@ -95,6 +98,12 @@ class Unsupported(GatewayError):
         super().__init__(message, engine=engine, hint=hint)
 
 
+class OutputError(GatewayError):
+    """The answer could not be written (disk full, no permission); nothing was left behind."""
+
+    kind = "output"
+
+
 class Cancelled(GatewayError):
     """The query was cancelled before it finished."""
 
@@ -107,11 +116,21 @@ class QueryTimeout(GatewayError):
     kind = "timeout"
 
 
+def not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
+    """Where a file's bytes stop being UTF-8, for a message: ``not UTF-8: byte 0xe9 at line 3,
+    column 12 (save the file as UTF-8)``."""
+    line = data.count(b"\n", 0, exc.start) + 1
+    column = exc.start - data.rfind(b"\n", 0, exc.start)
+    return (f"not UTF-8: byte 0x{data[exc.start]:02x} at line {line}, column {column} "
+            "(save the file as UTF-8)")
+
+
 __all__ = [
     "Cancelled",
     "ConfigError",
     "EngineConnectionError",
     "GatewayError",
+    "OutputError",
     "QueryError",
     "QueryTimeout",
     "Unsupported",

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    import argparse
+
     from gateway.engine import Engine
     from gateway.errors import GatewayError
     from gateway.events import QueryEvent
@@ -98,6 +100,29 @@ def arrowgate_rewrite_sql(sql: str, engine: str, engine_type: str) -> str | None
         The SQL to run instead, or None to leave it alone. firstresult: the
         first plugin that returns a string wins (plugins registered later are
         called first).
+    """
+
+
+@hookspec
+def arrowgate_register_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add subcommands to the ``arrowgate`` command line.
+
+    Called once each time the ``arrowgate`` command builds its argument
+    parser, after the core commands (``query``, ``engines``, ``sources``,
+    ``data``, ``shadow``, ``bench``) are added, so a plugin can also add an
+    action to one of them with :func:`gateway.commands.add_action`.
+    datasette's ``register_commands`` is the model.
+
+    Args:
+        subparsers: the ``arrowgate`` parser's subparsers. Add a command with
+            :func:`gateway.commands.add_command` (which gives it the shared
+            epilog and examples) and ``set_defaults(run=FUNCTION)``, where
+            ``FUNCTION(args)`` returns the exit code. Import heavy libraries
+            inside ``FUNCTION``, never at module level: every ``arrowgate``
+            invocation, ``--help`` included, runs this hook.
+
+    Returns nothing; all implementations are called (plugins registered later
+    first). Two plugins adding the same command name is an argparse error.
     """
 
 

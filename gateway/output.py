@@ -2,15 +2,25 @@
 
 Every writer streams: batches are written as they arrive, so a large answer
 never has to sit in memory (the table format keeps only the rows it shows).
+A file is written whole or not at all (:func:`output_file`): a full disk never
+leaves a truncated ``.parquet`` that looks valid at a glance.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import io
 import json
 import math
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from gateway.errors import OutputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,6 +44,65 @@ def write(reader: pa.RecordBatchReader, fmt: str, out: IO[bytes], *, max_rows: i
     raise ValueError(f"unknown format {fmt!r}")
 
 
+@contextlib.contextmanager
+def output_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """A binary file that appears at ``path`` only once everything was written to it.
+
+    The writing goes to a temporary file in the same folder, renamed into place
+    at the end; on any failure (or Ctrl-C) it is removed and ``path`` is left as
+    it was. A device or a pipe (``/dev/stdout``) is written in place.
+
+    Raises:
+        OutputError: the file could not be created or written, saying why.
+    """
+    target = Path(path)
+    if target.exists() and not target.is_file():
+        try:
+            with target.open("wb") as device:
+                yield device
+        except OSError as exc:
+            raise OutputError(_why(exc, target)) from None
+        return
+    try:
+        fh = tempfile.NamedTemporaryFile(  # noqa: SIM115 -- renamed or removed below
+            dir=target.parent, prefix=f".{target.name}.", suffix=".partial", delete=False)
+    except OSError as exc:
+        raise OutputError(_why(exc, target)) from None
+    try:
+        with fh:
+            yield fh
+        # a temporary file is private (0600); the answer gets what open() would give it
+        os.chmod(fh.name, target.stat().st_mode & 0o7777 if target.exists()
+                 else 0o666 & ~_umask())
+        os.replace(fh.name, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            fh.close()  # flushing what is left fails again on a full disk
+        with contextlib.suppress(OSError):
+            os.unlink(fh.name)
+        if isinstance(exc, OSError):
+            raise OutputError(_why(exc, target) + ": nothing written") from None
+        raise
+
+
+def write_text_file(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all (see :func:`output_file`)."""
+    with output_file(path) as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _why(exc: OSError, path: Path) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"disk full writing {path}"
+    return f"cannot write {path}: {exc.strerror or exc}"
+
+
 def _write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
     import pyarrow.csv as pacsv
 
@@ -44,9 +113,26 @@ def _write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
     rows = 0
     for batch in reader:
         if batch.num_rows:
-            pacsv.write_csv(batch, out, options)
+            pacsv.write_csv(_nested_as_json(batch), out, options)
             rows += batch.num_rows
     return rows
+
+
+def _nested_as_json(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with its LIST, STRUCT and MAP columns as JSON text (Arrow's CSV writer
+    refuses nested types); NULL stays an empty field, a MAP becomes a JSON object."""
+    import pyarrow as pa
+
+    if not any(pa.types.is_nested(f.type) for f in batch.schema):
+        return batch
+    columns = []
+    for column, fld in zip(batch.columns, batch.schema, strict=True):
+        if pa.types.is_nested(fld.type):
+            column = pa.array([None if v is None else json.dumps(_json_value(v), default=str,
+                                                                  ensure_ascii=False)
+                               for v in column.to_pylist(maps_as_pydicts="lossy")], pa.string())
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 def _json_value(value: Any) -> Any:

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gateway.engine import EngineResult
+    from gateway.handles import QueryHandle
+    from gateway.shadow import ShadowRecord
 
 
 class Result:
@@ -25,6 +27,8 @@ class Result:
         engine: the name of the engine that answered (after any fallback).
         notes: facts the engine reported (``skipped_rows``, ``answered_by``, ...).
         shadow: the shadow record when the query was shadowed, else None.
+        query_id: the id :meth:`gateway.Gateway.running` and the query hooks show,
+            and :meth:`gateway.Gateway.cancel` takes.
     """
 
     def __init__(
@@ -34,10 +38,13 @@ class Result:
         started: float,
         on_finish: Callable[[int, float], None] | None = None,
         on_error: Callable[[GatewayError, float], None] | None = None,
+        handle: QueryHandle | None = None,
     ):
         self.engine = engine
         self.notes: dict[str, Any] = dict(inner.notes)
-        self.shadow: Any = None
+        self.shadow: ShadowRecord | None = None
+        self._handle = handle
+        self.query_id: int | None = handle.query_id if handle is not None else None
         self._inner = inner
         self._started = started
         self._finished_at: float | None = None
@@ -68,19 +75,29 @@ class Result:
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         reader = self._inner.reader
+        handle = self._handle
         try:
             while True:
+                if handle is not None:
+                    handle.check()
                 try:
                     batch = reader.read_next_batch()
                 except StopIteration:
                     break
                 self._rows += batch.num_rows
+                if handle is not None:
+                    handle.rows = self._rows
                 yield batch
         except GatewayError as exc:
-            self._fail(exc)
-            raise
+            err = handle.translate(exc) if handle is not None else exc
+            self._fail(err)
+            if err is exc:
+                raise
+            raise err from exc
         except Exception as exc:
             err = QueryError(str(exc), engine=self.engine)
+            if handle is not None:
+                err = handle.translate(err)
             self._fail(err)
             raise err from exc
         self._finish()
@@ -88,14 +105,46 @@ class Result:
     def _finish(self) -> None:
         if self._finished_at is None:
             self._finished_at = time.perf_counter()
+            if self._handle is not None:
+                self._handle.finish()
             if self._on_finish is not None:
                 self._on_finish(self._rows, self.elapsed)
 
     def _fail(self, exc: GatewayError) -> None:
         if self._finished_at is None:
             self._finished_at = time.perf_counter()
+            if self._handle is not None:
+                self._handle.finish()
             if self._on_error is not None:
                 self._on_error(exc, self.elapsed)
+
+    def cancel(self) -> bool:
+        """Stop this query (from any thread); reading it then raises :class:`Cancelled`.
+
+        Returns:
+            False when the query had already finished.
+        """
+        if self._handle is None or self.finished:
+            return False
+        return self._handle.cancel()
+
+    @property
+    def update_count(self) -> int | None:
+        """Rows a DML statement changed, where the engine reports them, else None.
+
+        Engines report it in their notes (``update_count``), or answer DML with
+        one integer column named ``Count`` (DuckDB): that answer is read to sum it.
+        """
+        import pyarrow as pa
+
+        if "update_count" in self.notes:
+            return int(self.notes["update_count"])
+        schema = self.schema
+        if len(schema) != 1 or schema[0].name.lower() != "count" \
+                or not pa.types.is_integer(schema[0].type):
+            return None
+        column = self.to_arrow().column(0)
+        return int(sum(v for v in column.to_pylist() if v is not None))
 
     def reader(self) -> pa.RecordBatchReader:
         """The rows as a stream of record batches (once)."""
@@ -126,8 +175,13 @@ class Result:
         close = getattr(self._inner.reader, "close", None)
         if close is not None:
             close()
-        if self._finished_at is None and self._consumed:
-            self._finish()
+        if self._finished_at is None:
+            if self._consumed:
+                self._finish()
+            else:  # never read: the query ends here, without a finished event
+                self._finished_at = time.perf_counter()
+                if self._handle is not None:
+                    self._handle.finish()
 
     def __enter__(self) -> Result:
         return self

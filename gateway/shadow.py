@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from gateway.config import GatewayConfig
     from gateway.core import Gateway
     from gateway.result import Result
+    from gateway.session import Session
 
 DEFAULT_STORE = os.path.join(".arrowgate", "shadow")
 _OPT_OUT = re.compile(r"--\s*arrowgate:.*\bshadow\s*=\s*(off|false|no|0)\b", re.IGNORECASE)
@@ -270,20 +271,23 @@ class _Reference(threading.Thread):
         self.second: pa.Table | BaseException | None = None
         self.seconds: float | None = None
         self.peak: int | None = None
+        self.session: Session | None = None
 
     def _once(self) -> tuple[pa.Table | BaseException, float, int | None]:
         try:
-            self.gw.engine(self.engine)  # starting the engine is not part of its latency
+            # starting the engine is not part of its latency
+            self.session = self.gw.session(self.engine)
         except BaseException as exc:
             return exc, 0.0, None
         started = time.perf_counter()
         try:
-            result = self.gw.execute(self.sql, engine=self.engine, parameters=self.parameters,
-                                     shadow=False)
+            result = self.session.execute(self.sql, self.parameters, shadow=False)
             table = result.to_arrow()
             return table, time.perf_counter() - started, result.notes.get("peak_memory_bytes")
         except BaseException as exc:
             return exc, time.perf_counter() - started, None
+        finally:
+            self.session.close()
 
     def run(self) -> None:
         self.first, self.seconds, self.peak = self._once()
@@ -291,10 +295,9 @@ class _Reference(threading.Thread):
             self.second = self._once()[0]
 
     def cancel(self) -> None:
-        try:
-            self.gw.engine(self.engine).cancel()
-        except Exception:
-            pass  # cancelling is best effort; the thread is a daemon
+        """Cancel the reference's query only; other queries on its engine keep running."""
+        if self.session is not None:
+            self.session.cancel()
 
 
 def run_shadowed(
@@ -308,6 +311,7 @@ def run_shadowed(
     name: str | None = None,
     concurrent: bool = True,
     store: bool = True,
+    session: Session | None = None,
 ) -> tuple[Result | None, BaseException | None, ShadowRecord]:
     """Run ``sql`` on ``primary`` and ``reference`` and judge the answers.
 
@@ -316,17 +320,17 @@ def run_shadowed(
         None, and the record (appended to the store when ``store``).
     """
     record = ShadowRecord(sql=sql, primary=primary, reference=reference, name=name)
-    reason = skip_reason(sql, settings)
+    reason = skip_reason(sql, settings, gw.dialect(primary))
     if reason is not None:
         record.status, record.skip_reason = "skipped", reason
-        result, error = _run_primary(gw, sql, primary, parameters, record)
+        result, error = _run_primary(gw, sql, primary, parameters, record, session)
         _save(record, settings, store)
         record._done.set()
         return result, error, record
     ref = _Reference(gw, reference, sql, parameters, settings.noise)
     if concurrent:
         ref.start()
-    result, error = _run_primary(gw, sql, primary, parameters, record)
+    result, error = _run_primary(gw, sql, primary, parameters, record, session)
     if not concurrent:
         ref.start()
     primary_outcome: pa.Table | BaseException = error if error is not None else \
@@ -372,12 +376,13 @@ def _judge(record: ShadowRecord, ref: _Reference, primary_outcome: pa.Table | Ba
     record.status = "compared"
 
 
-def _run_primary(gw: Gateway, sql: str, engine: str, parameters: Any,
-                 record: ShadowRecord) -> tuple[Result | None, BaseException | None]:
+def _run_primary(gw: Gateway, sql: str, engine: str, parameters: Any, record: ShadowRecord,
+                 session: Session | None = None) -> tuple[Result | None, BaseException | None]:
     gw.engine(engine)  # starting the engine is not part of its latency
     started = time.perf_counter()
     try:
-        result = gw.execute(sql, engine=engine, parameters=parameters, shadow=False)
+        result = session.execute(sql, parameters, shadow=False) if session is not None else \
+            gw.execute(sql, engine=engine, parameters=parameters, shadow=False)
         table = result.to_arrow()
     except GatewayError as exc:
         record.primary_ms = (time.perf_counter() - started) * 1000
@@ -400,11 +405,12 @@ def _save(record: ShadowRecord, settings: ShadowSettings, store: bool) -> None:
 
 
 def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
-                   shadow: str | bool | None) -> Result | None:
+                   shadow: str | bool | None, session: Session | None = None) -> Result | None:
     """What :meth:`Gateway.execute` calls first: the shadowed result, or None to run plainly.
 
     ``shadow``: a reference engine name, False (never shadow), or None (the
-    configuration's ``[shadow]`` section decides).
+    configuration's ``[shadow]`` section decides). ``session``: the primary
+    runs in it (the reference always runs in a session of its own).
     """
     configured: ShadowSettings | None = getattr(gw, "shadow_settings", None)
     primary = gw.engine_config(engine).name
@@ -422,7 +428,7 @@ def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
     else:
         return None
     result, error, record = run_shadowed(gw, sql, primary, settings.reference, settings,
-                                         parameters=parameters)
+                                         parameters=parameters, session=session)
     if error is not None:
         if isinstance(error, GatewayError):
             error.shadow = record  # type: ignore[attr-defined]

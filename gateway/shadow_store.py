@@ -2,7 +2,9 @@
 
 A folder of Parquet files, one per append, written under a temporary name and
 renamed, so several processes append without locks and a reader never sees
-half a file.
+half a file. A record's message and evidence pass through
+:func:`gateway.masking.mask` first: evidence quotes the answers' values, and an
+answer can hold a secret the gateway knows.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.errors import GatewayError
+from gateway.masking import mask
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -100,7 +103,8 @@ def _records_table(records: list[ShadowRecord]) -> pa.Table:
 
     rows = [r.to_dict() for r in records]
     for row in rows:
-        row["evidence"] = json.dumps(row["evidence"], default=str)
+        row["evidence"] = mask(json.dumps(mask(row["evidence"]), default=str))
+        row["message"] = mask(row["message"])
     schema = pa.schema([
         ("id", pa.string()), ("time", pa.string()), ("name", pa.string()), ("sql", pa.string()),
         ("primary", pa.string()), ("reference", pa.string()), ("status", pa.string()),

@@ -7,6 +7,8 @@ the same SQL text (``SELECT ... FROM trips``) runs on every engine.
 from __future__ import annotations
 
 import glob as globmod
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +70,34 @@ class Source:
         if any(ch in pattern for ch in "*?["):
             return sorted(globmod.glob(pattern, recursive=True))
         return [pattern] if Path(pattern).is_file() else []
+
+
+def not_regular(source: Source) -> tuple[str, str] | None:
+    """The first path of ``source`` that is neither a regular file nor a folder, and what it
+    is (``a named pipe (FIFO)``, ``a character device``, ...), or None.
+
+    Reading a FIFO or a device never ends (``/dev/zero``) or waits for a writer,
+    and DuckDB reads every source while it binds any query, ``SELECT 1`` included.
+    """
+    paths = [source.path] if not source.is_glob else []
+    paths += source.files()
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # a missing path has its own error
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            return path, _file_kind(mode)
+    return None
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def infer_format(path: str) -> str | None:

@@ -193,3 +193,13 @@ def test_a_shadow_section_does_not_shadow_benchmark_runs(tmp_path):
     report = run_benchmark([GatewayEngine("fast", config, plugins=["tests.planted_bugs"])],
                            [Q1], rounds=1, warmup=0)
     assert report.queries[0].timings["fast"].median < 1.0
+
+
+def test_every_benchmark_rotates_and_summarises_alike():
+    from gateway.bench import Spread, rotated
+
+    assert [rotated(["a", "b", "c"], r) for r in range(4)] == [
+        ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+    s = Spread([3.0, 1.0, 2.0])
+    assert (s.median, s.low, s.high) == (2.0, 1.0, 3.0)
+    assert s.ratio(Spread([1.0])) == 2.0 and s.ratio(None) is None and s.ratio(Spread([0.0])) is None

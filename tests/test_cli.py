@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import subprocess
@@ -150,11 +151,18 @@ def test_sources_lists_files(cli):
     assert "trips" in run.out and "zones" in run.out
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+def _all_commands() -> dict[str, argparse.ArgumentParser]:
+    """The core commands and those the installed plugins register."""
+    return next(a for a in build_parser()._actions if a.dest == "command").choices
+
+
+def test_the_core_commands_come_first():
+    assert list(_all_commands())[:len(COMMANDS)] == COMMANDS
+
+
+@pytest.mark.parametrize("command", list(_all_commands()))
 def test_every_command_has_help_with_an_example(command):
-    parser = build_parser()
-    subparsers = next(a for a in parser._actions if a.dest == "command")
-    text = subparsers.choices[command].format_help()
+    text = _all_commands()[command].format_help()
     assert "example" in text
     assert "exit codes" in text
 

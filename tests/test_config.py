@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gateway
-from gateway.config import EngineConfig, redact
+from gateway.config import EngineConfig
 from tests.conftest import DATA
 
 
@@ -21,7 +21,7 @@ MISTAKES = {
         "engnes", "unknown key", "allowed at the top level"),
     "unknown_engine_key": (
         '[engines.d]\ntype = "duckdb"\nthreads = 2\n',
-        "engines.d.threads", "unknown key", "read_only, settings"),
+        "engines.d.threads", "unknown key", "read_only, secrets, settings"),
     "unknown_engine_type": (
         '[engines.d]\ntype = "oracle"\n',
         "engines.d.type", "unknown engine type 'oracle'", "installed engine types: "),
@@ -54,6 +54,28 @@ MISTAKES = {
         '[engines.scan]\ntype = "csv"\nfallback = "scan"\n',
         "engines.scan.fallback", "fallback names the engine itself", "none besides this one"),
     "invalid_toml": ('[engines.d\ntype = "duckdb"\n', None, "not valid TOML", "line"),
+    "engine_name_with_a_trailing_newline": (
+        '[engines."d\\n"]\ntype = "duckdb"\n',
+        "engines.'d\\n'", "an engine name must be letters, digits and underscores",
+        "--engine"),
+    "source_name_with_a_trailing_newline": (
+        f'[engines.d]\ntype = "duckdb"\n[sources."t\\n"]\npath = "{DATA}/trips.csv"\n',
+        "sources.'t\\n'", "a source name must be letters", "table name"),
+    "negative_timeout": (
+        '[engines.d]\ntype = "duckdb"\ntimeout = -5\n',
+        "engines.d.timeout", "-5 is out of range", "allowed: a number greater than 0"),
+    "zero_timeout": (
+        '[engines.d]\ntype = "duckdb"\nisolation = "process"\ntimeout = 0\n',
+        "engines.d.timeout", "0 is out of range", "allowed: a number greater than 0"),
+    "negative_csv_threads": (
+        '[engines.c]\ntype = "csv"\nthreads = -3\n',
+        "engines.c.threads", "-3 is out of range", "allowed: 0 or more"),
+    "zero_csv_chunk_bytes": (
+        '[engines.c]\ntype = "csv"\nchunk_bytes = 0\n',
+        "engines.c.chunk_bytes", "0 is out of range", "allowed: 1 or more"),
+    "negative_lake_retries": (
+        '[engines.l]\ntype = "ducklake"\ncatalog = "sqlite:x.db"\nmax_retry_count = -1\n',
+        "engines.l.max_retry_count", "-1 is out of range", "allowed: 0 or more"),
 }
 
 
@@ -134,4 +156,36 @@ def test_secrets_are_masked_when_printed():
     shown = str(cfg.printable_options())
     assert "hunter2" not in shown
     assert "host=db" in shown and "port=5432" in shown and "postgresql://me:***@db/x" in shown
-    assert redact("Server=x;PWD=s3cret;Database=y") == "Server=x;PWD=***;Database=y"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "fifo_in_glob", "fifo_in_folder"])
+def test_a_source_that_is_not_a_regular_file_is_a_config_error(kind, tmp_path):
+    import os
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "ok.csv").write_text("x\n1\n")
+    fifo = folder / "pipe.csv"
+    os.mkfifo(fifo)
+    path, what = {"fifo": (str(fifo), "a named pipe (FIFO)"),
+                  "device": ("/dev/zero", "a character device"),
+                  "fifo_in_glob": (str(folder / "*.csv"), "a named pipe (FIFO)"),
+                  "fifo_in_folder": (str(folder), "a named pipe (FIFO)")}[kind]
+    config = {"engines": {"d": {"type": "duckdb"}},
+              "sources": {"t": {"path": path, "format": "csv"}}}
+    with pytest.raises(gateway.ConfigError) as info:
+        gateway.connect(config)
+    assert info.value.key == "sources.t.path"
+    shown = "/dev/zero" if kind == "device" else str(fifo)
+    assert f"{shown} is {what}" in info.value.message
+
+
+def test_every_numeric_engine_option_declares_its_range():
+    from gateway.plugins import build_plugin_manager, engine_types
+
+    unbounded = [f"{type_name}.{key}"
+                 for type_name, cls in engine_types(build_plugin_manager()).items()
+                 for key, opt in cls.options.items()
+                 if (int in opt.types or float in opt.types) and not opt.choices
+                 and opt.minimum is None and opt.exclusive_minimum is None]
+    assert not unbounded, "give these options a minimum: " + ", ".join(unbounded)

@@ -10,7 +10,6 @@ import pytest
 import gateway
 from gateway_ducklake.catalog import (
     CatalogSpec,
-    mask_mssql_password,
     mssql_odbc_string,
     parse_libpq,
     parse_mssql,
@@ -62,7 +61,8 @@ def test_mssql_strings_with_braces():
                     "password": "x;y=}z", "encrypt": "yes"}
     with pytest.raises(gateway.ConfigError, match="never closed"):
         parse_mssql("Server=h;Password={abc")
-    assert mask_mssql_password("Server=h;PWD=abc;Database=d") == "Server=h;PWD=***;Database=d"
+    assert CatalogSpec.parse("mssql:Server=h;PWD=abc;Database=d").printable() == \
+        "mssql:Server=h;PWD=***;Database=d"
 
 
 def test_mssql_odbc_connection_string():
@@ -187,3 +187,32 @@ def test_lake_check_refuses_other_engines_and_kinds(tmp_path, cli):
     assert kind.code == 2 and "does not read duckdb catalogs" in kind.err
     missing = cli("--config", config, "lake", "check", "nope")
     assert missing.code == 2 and "no engine named 'nope'" in missing.err
+
+
+def test_the_attach_string_never_holds_the_password():
+    for catalog in ("postgres:dbname=l host=h user=u password='it\\'s a secret' sslmode=require",
+                    "postgresql://u:it%27s%20a%20secret@h:5433/l?sslmode=require",
+                    "postgres:postgresql://u:it%27s%20a%20secret@h/l"):
+        spec = CatalogSpec.parse(catalog)
+        assert "secret" not in spec.attach_target, catalog
+        assert spec.secret_sql() == \
+            "CREATE OR REPLACE SECRET (TYPE postgres, PASSWORD 'it''s a secret')"
+        keys = parse_libpq(spec.attach_target.removeprefix("postgres:"))
+        assert keys["host"] == "h" and keys["user"] == "u" and keys["dbname"] == "l"
+        assert keys.get("sslmode", "require") == "require"
+    plain = CatalogSpec.parse("postgres:dbname=l host=h")
+    assert plain.attach_target == "postgres:dbname=l host=h" and plain.secret_sql() is None
+
+
+def test_uris_with_several_hosts_and_parameters():
+    assert parse_libpq("postgresql://u@h1:5432,[::1]:5433/db?sslmode=verify-full&application_name=ag") \
+        == {"user": "u", "host": "h1,::1", "port": "5432,5433", "dbname": "db",
+            "sslmode": "verify-full", "application_name": "ag"}
+
+
+def test_sslpassword_in_a_catalog_is_refused():
+    section = {"type": "ducklake", "catalog": "postgres:dbname=l host=h sslpassword=kp1234"}
+    with gateway.connect({"engines": {"lake": section}}) as gw, \
+            pytest.raises(gateway.ConfigError) as info:
+        gw.execute("SELECT 1")
+    assert "sslpassword" in info.value.message and "kp1234" not in str(info.value)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway_ducklake.bench import BenchReport, RoundResult, fresh_lake
+from gateway.errors import QueryError
+from gateway_ducklake.bench import BenchReport, RoundResult, fresh_lake, run_round
 from gateway_ducklake.phases import PHASE_NAMES, Shape, _evolution_plan
 from tests.lakes import pg_lake, sqlite_lake
 
@@ -114,3 +115,12 @@ def test_a_phase_whose_answers_differ_gets_no_figure():
     assert report.summary("b", "flush_inlined") is None and report.total("b") is None
     _, body = report.table()
     assert body[0][2] == "diverged"
+
+
+def test_a_failed_round_reports_the_workers_error(tmp_path):
+    # a catalog server that refuses connections: the engine cannot start in the worker
+    section = {"type": "ducklake", "catalog": "postgres:host=127.0.0.1 port=1 dbname=none",
+               "data_path": f"{tmp_path}/data/"}
+    with pytest.raises(QueryError, match=r"lakebench on pg failed: .+"):
+        run_round("pg", section, Shape(tables=1, schemas=1, columns=1, rows=1,
+                                       commits=0, schema_changes=0))

@@ -134,6 +134,19 @@ def test_shadow_report_without_records_fails_clearly(cli, project):
     assert r.code == 1 and "no shadow records in nowhere" in r.err
 
 
+def test_shadow_report_is_a_subcommand_even_beside_a_folder_named_report(cli, project):
+    (project / "report").mkdir()
+    (project / "report" / "agree.sql").write_text(AGREE)
+    # the old special case ran a folder named report instead of summarizing the store
+    assert "no shadow records" in cli("shadow", "report").err
+    assert cli("shadow", "--reference", "duck1", "run", "report").code == 0
+    r = cli("shadow", "--store", "elsewhere", "report")  # an option before the action
+    assert r.code == 1 and "no shadow records in elsewhere" in r.err
+    with pytest.raises(SystemExit) as refused:  # argparse's own usage error
+        cli("shadow", "report", "q")
+    assert refused.value.code == 2
+
+
 def test_query_shadow_prints_verdict_and_ratio_under_the_answer(cli, project):
     r = cli("query", "--shadow", "duck1", "SELECT count(*) AS n FROM trips")
     assert r.code == 0, r.err

@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_QUERY, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 EPILOG = """\
-exit codes: 0 ok, 1 query failed, 2 usage or configuration error
+exit codes: 0 ok, 1 query failed or output not written, 2 usage or
+configuration error, 130 interrupted
 
 The configuration is read from --config, else $ARROWGATE_CONFIG, else
 ./arrowgate.toml; without any, one in-memory DuckDB engine named "duckdb".
@@ -35,6 +36,27 @@ def add_command(sub: Any, name: str, *, help: str, description: str,
         + "\n".join(f"  {e}" for e in examples),
     )
     return parser
+
+
+def add_action(sub: Any, command: str, name: str, *, help: str, description: str,
+               summary: str, examples: list[str]) -> argparse.ArgumentParser:
+    """Add an action (``arrowgate COMMAND NAME``) to a command another module added.
+
+    This is how a plugin extends a core command (the duckdb plugin adds
+    ``engines install``). ``summary``, a paragraph, joins the command's own
+    description, and ``examples`` its examples.
+
+    Raises:
+        KeyError: no command is named ``command``.
+    """
+    parent: argparse.ArgumentParser = sub.choices[command]
+    actions = next((a for a in parent._actions if isinstance(a, argparse._SubParsersAction)),
+                   None) or parent.add_subparsers(dest="action", metavar="ACTION")
+    parent.description = f"{parent.description}\n\n{summary}"
+    parent.epilog = ((parent.epilog or "").replace("\nexample:\n", "\nexamples:\n")
+                     + "".join(f"\n  {e}" for e in examples))
+    child: argparse.ArgumentParser = actions.add_parser(name, help=help, description=description)
+    return child
 
 
 def open_gateway(args: argparse.Namespace) -> Gateway:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from gateway.commands import EXIT_OK, EXIT_QUERY, UsageError, add_command
+from gateway.output import write_text_file
 
 
 def register(sub: Any) -> None:
@@ -97,13 +98,10 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     text = report.to_markdown()
     sys.stdout.write(text)
-    try:
-        if args.markdown:
-            Path(args.markdown).write_text(text, encoding="utf-8")
-        if args.json:
-            report.write_json(args.json)
-    except OSError as exc:
-        raise UsageError(f"cannot write the report: {exc}") from None
+    if args.markdown:
+        write_text_file(args.markdown, text)
+    if args.json:
+        write_text_file(args.json, json.dumps(report.to_dict(), indent=2) + "\n")
     if args.chart:
         for p in report.write_chart(args.chart):
             print(f"chart: {p}", file=sys.stderr)

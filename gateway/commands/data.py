@@ -57,16 +57,10 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.rows < 0:
         raise UsageError("--rows must be 0 or more")
-    tmp = f"{args.out}.partial"
-    try:
-        with open(tmp, "wb") as out:
-            write_taxi(out, args.rows, seed=args.seed)
-        os.replace(tmp, args.out)
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    from gateway.output import output_file
+
+    with output_file(args.out) as out:
+        write_taxi(out, args.rows, seed=args.seed)
     print(f"wrote {args.rows} rows to {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB)",
           file=sys.stderr)
     return EXIT_OK

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from typing import IO, Any
+from typing import Any
 
 from gateway.commands import EXIT_OK, UsageError, add_command, open_gateway
+from gateway.errors import not_utf8
 from gateway.output import BINARY_FORMATS, FORMATS
 
 
@@ -45,14 +45,14 @@ def read_sql(args: argparse.Namespace) -> str:
         raise UsageError("give the SQL either as an argument or with -f, not both")
     if args.file is not None:
         try:
-            with open(args.file, encoding="utf-8") as fh:
-                sql = fh.read()
+            with open(args.file, "rb") as fh:
+                sql = _decoded(fh.read(), args.file)
         except OSError as exc:
             raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
     elif args.sql is not None:
         sql = args.sql
     elif not sys.stdin.isatty():
-        sql = sys.stdin.read()
+        sql = _decoded(sys.stdin.buffer.read(), "standard input")
     else:
         raise UsageError("no SQL given: pass it as an argument, with -f FILE, or on stdin")
     if not sql.strip():
@@ -60,8 +60,15 @@ def read_sql(args: argparse.Namespace) -> str:
     return sql
 
 
+def _decoded(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{where}: {not_utf8(data, exc)}") from None
+
+
 def run(args: argparse.Namespace) -> int:
-    from gateway.output import write
+    from gateway.output import output_file, write
 
     sql = read_sql(args)
     if args.format in BINARY_FORMATS and args.output is None and sys.stdout.isatty():
@@ -70,8 +77,12 @@ def run(args: argparse.Namespace) -> int:
     with open_gateway(args) as gw:
         result = gw.execute(sql, engine=args.engine, parameters=args.param,
                             shadow=args.shadow)
-        with Output(args.output) as out:
-            write(result.reader(), args.format, out, max_rows=args.max_rows)
+        if args.output is None:
+            write(result.reader(), args.format, sys.stdout.buffer, max_rows=args.max_rows)
+            sys.stdout.buffer.flush()
+        else:
+            with output_file(args.output) as out:
+                write(result.reader(), args.format, out, max_rows=args.max_rows)
         if args.format == "table" or args.output is not None:
             print(summary_line(result), file=sys.stderr)
         if result.shadow is not None:
@@ -90,28 +101,3 @@ def summary_line(result: Any) -> str:
     if result.notes.get("skipped_rows"):
         line += f"; {result.notes['skipped_rows']} malformed rows skipped"
     return line
-
-
-class Output:
-    """stdout's binary buffer, or a file opened for writing (removed if writing fails)."""
-
-    def __init__(self, path: str | None):
-        self.path = path
-        self.fh: IO[bytes] | None = None
-
-    def __enter__(self) -> IO[bytes]:
-        if self.path is None:
-            return sys.stdout.buffer
-        try:
-            self.fh = open(self.path, "wb")
-        except OSError as exc:
-            raise UsageError(f"cannot write {self.path}: {exc.strerror}") from None
-        return self.fh
-
-    def __exit__(self, exc_type: Any, *rest: Any) -> None:
-        if self.fh is not None:
-            self.fh.close()
-            if exc_type is not None and self.path is not None:
-                os.unlink(self.path)
-        else:
-            sys.stdout.buffer.flush()

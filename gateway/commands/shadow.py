@@ -6,7 +6,8 @@ compete), prints one line per query, writes ``--json``, ``--junit`` and
 ``--markdown`` reports, appends the records to the shadow store, and exits 1
 when any answer diverges or any latency ratio passes ``--max-ratio``.
 
-``arrowgate shadow report`` summarizes the store.
+``arrowgate shadow report`` (an action of its own) summarizes the store; ``shadow run PATH...``
+spells out the default action.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import UserDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,8 +40,6 @@ def register(sub: Any) -> None:
             "arrowgate shadow report --store .arrowgate/shadow",
         ],
     )
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help=".sql files or folders of them; or 'report' to summarize the store")
     p.add_argument("--primary", metavar="ENGINE", help="the engine under test "
                    "(default: [shadow] primary, else the default engine)")
     p.add_argument("--reference", metavar="ENGINE",
@@ -61,16 +61,51 @@ def register(sub: Any) -> None:
     p.add_argument("--store", metavar="DIR",
                    help="the shadow store folder (default: [shadow] store, .arrowgate/shadow)")
     p.add_argument("--no-store", action="store_true", help="do not append records to the store")
-    p.add_argument("--top", type=int, default=10, metavar="N",
-                   help="report: how many worst offenders to list (default 10)")
-    p.set_defaults(run=run)
+    actions = p.add_subparsers(action=_RunByDefault, dest="action", required=True,
+                               metavar="PATH... | report",
+                               help="the corpus to run, or 'report' to summarize the store "
+                               "('run PATH...' runs a corpus folder named report)")
+    corpus = actions.add_parser("run", help="run the corpus under PATH... (the default)")
+    corpus.add_argument("paths", nargs="+", metavar="PATH", help=".sql files or folders of them")
+    corpus.set_defaults(run=run)
+    # SUPPRESS: --store and --json given before 'report' are kept, not reset
+    report = actions.add_parser("report", argument_default=argparse.SUPPRESS,
+                                help="summarize the records kept in the shadow store",
+                                description="Summarize the shadow store: records by category, "
+                                "latency ratios per query (worst first), recent divergences.")
+    report.add_argument("--store", metavar="DIR",
+                        help="the shadow store folder (default: [shadow] store, .arrowgate/shadow)")
+    report.add_argument("--json", metavar="FILE", help="write the summary as JSON to FILE")
+    report.add_argument("--top", type=int, default=10, metavar="N",
+                        help="how many worst offenders to list (default 10)")
+    report.set_defaults(run=run_report)
+
+
+class _RunByDefault(argparse._SubParsersAction):
+    """``shadow``'s actions, where a first word that names none is a PATH of ``run``.
+
+    (argparse has no default subcommand: its choices check would refuse the
+    word before :meth:`__call__` could take it as a path.)
+    """
+
+    class _AnyWord(UserDict):
+        def __contains__(self, word: object) -> bool:
+            return True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = self._AnyWord()
+        choices.data = self._name_parser_map  # the actions themselves, seen through _AnyWord
+        self.choices = choices  # type: ignore[assignment]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if not dict.__contains__(self._name_parser_map, values[0]):
+            values = ["run", *values]
+        super().__call__(parser, namespace, values, option_string)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.paths[0] == "report" and not Path("report").exists():
-        if len(args.paths) > 1:
-            raise UsageError("'shadow report' takes no paths; use --store DIR")
-        return run_report(args)
     if args.max_ratio is not None and args.max_ratio <= 0:
         raise UsageError("--max-ratio must be a positive number")
     if args.min_ms < 0:
@@ -268,10 +303,9 @@ def _round(x: float | None) -> float | None:
 
 
 def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    from gateway.output import write_text_file
+
+    write_text_file(path, text)
 
 
 def run_report(args: argparse.Namespace) -> int:

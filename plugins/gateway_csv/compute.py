@@ -16,21 +16,11 @@ import pyarrow as pa
 from sqlglot import exp
 
 from gateway.errors import QueryError
+from gateway.startup import LazyModule
 from gateway_csv.query import key, unsupported
 
-
-class _LazyCompute:
-    """pyarrow.compute, imported on first use: it costs ~100 ms, and the fused
-    aggregations without ORDER BY never need it (``arrowgate query`` startup)."""
-
-    def __getattr__(self, name: str) -> Any:
-        import pyarrow.compute
-
-        globals()["pc"] = pyarrow.compute
-        return getattr(pyarrow.compute, name)
-
-
-pc: Any = _LazyCompute()
+# imported on first use: the fused aggregations never need it (see gateway.startup)
+pc: Any = LazyModule("pyarrow.compute")
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 

@@ -30,8 +30,9 @@ class CsvEngine(Engine):
     supports_catalog = True
 
     options: ClassVar[dict[str, Option]] = {
-        "threads": Option((int,), default=0, help="scanner threads; 0 means one per core"),
-        "chunk_bytes": Option((int,), default=8 << 20,
+        "threads": Option((int,), default=0, minimum=0,
+                          help="scanner threads; 0 means one per core"),
+        "chunk_bytes": Option((int,), default=8 << 20, minimum=1,
                               help="bytes of file per scanned chunk (default 8 MiB)"),
         "fallback": Option((str,), default=None,
                            help="an engine that answers the queries this one reports as "
@@ -43,10 +44,6 @@ class CsvEngine(Engine):
         self._pool: ThreadPoolExecutor | None = None
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._lock = threading.Lock()
-        if self.config["chunk_bytes"] < 1:
-            from gateway.errors import ConfigError
-
-            raise ConfigError("chunk_bytes must be at least 1", key=f"engines.{name}.chunk_bytes")
 
     def connect(self) -> None:
         threads = self.config["threads"] or os.cpu_count() or 1

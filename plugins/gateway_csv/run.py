@@ -15,6 +15,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from gateway.errors import QueryError, Unsupported
+from gateway.startup import sort_functions
 from gateway_csv.compute import Frame, broadcast, pc
 from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
 from gateway_csv.query import (
@@ -394,7 +395,7 @@ def finish(query: Query, frame: Frame) -> pa.Table:
         outputs = [table.column(i).combine_chunks() for i in range(table.num_columns)]
     if query.order:
         order_arrays = [order_array(o, names, outputs, frame) for o, _, _ in query.order]
-        call, _ = _sorting()
+        call, _ = sort_functions()
         table = call("take", [table, sort_indices(order_arrays, query.order)])
     return _limit(table, query)
 
@@ -435,7 +436,7 @@ def order_array(node: exp.Expression, names: list[str], outputs: list[pa.Array],
 
 def sort_indices(arrays: list[pa.Array], order: list[tuple[exp.Expression, bool, bool]]) -> pa.Array:
     """Row order for ORDER BY with per-key NULLS FIRST/LAST (DuckDB's default: NULLS LAST)."""
-    call, sort_options = _sorting()
+    call, sort_options = sort_functions()
     columns: dict[str, pa.Array] = {}
     sort_keys: list[tuple[str, str]] = []
     for i, (arr, (_, desc, nulls_first)) in enumerate(zip(arrays, order, strict=True)):
@@ -449,24 +450,6 @@ def sort_indices(arrays: list[pa.Array], order: list[tuple[exp.Expression, bool,
             sort_keys.append((f"nan{i}", direction))
         sort_keys.append((f"v{i}", direction))
     return call("sort_indices", [pa.table(columns)], sort_options(sort_keys))
-
-
-def _sorting() -> tuple[Any, Any]:
-    """``call_function`` and ``SortOptions`` from the module that defines them.
-
-    (``Table.take`` would import ``pyarrow.compute`` too, so ORDER BY calls
-    ``take`` through ``call_function`` as well.)
-
-    ``pyarrow.compute`` re-exports both, but importing it builds a Python
-    wrapper for every compute function: about 100 ms here, against about 25 ms
-    for ``pyarrow._compute`` alone, and an aggregation's ORDER BY (Q04) is the
-    only compute a fused query needs, so ``arrowgate query`` should not pay it.
-    """
-    try:
-        from pyarrow._compute import SortOptions, call_function
-    except ImportError:  # a pyarrow that moved them: the public names still work
-        from pyarrow.compute import SortOptions, call_function
-    return call_function, SortOptions
 
 
 def plain_batches(scanners: list[Scanner], query: Query) -> Generator[pa.Table, None, None]:

@@ -11,17 +11,23 @@ tracks the query's progress on every 2048-row fetch: a sorted 1M-row answer
 took 1.43x the module's time with it on, 1.07x with it off. Each connection
 switches it off again before the engine's setup, where a ``settings`` entry
 can still switch it on.
+
+adbc-driver-manager answers Ctrl-C during a call by cancelling the statement
+from its own native SIGINT handler, so Python never sees the signal; a
+cancellation nobody asked for (through :meth:`AdbcSession.cancel` or a query
+handle) is therefore turned back into the KeyboardInterrupt it was.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from gateway.engine import EngineResult, EngineSession
 from gateway.errors import EngineConnectionError
 from gateway_duckdb.install import ENTRYPOINT
 from gateway_duckdb.translate import translate
@@ -45,9 +51,16 @@ class AdbcSession:
     Args:
         library: the ``_duckdb*.so`` (or any library exporting ``duckdb_adbc_init``).
         database: a DuckDB database file, or ``:memory:``.
-        setup: statements run on every new connection (extension loads,
-            settings, source views, the engine's ``setup_sql``).
+        setup: statements run once, on the first connection (extension loads,
+            secrets, settings, source views, the engine's ``setup_sql``): what
+            they create belongs to the database, which every connection
+            shares. A secret's text in particular must not run again once a
+            SQL user may have switched on DuckDB's query log.
         engine: the engine's name, for errors.
+        per_connection: statements run on every further connection (settings
+            and the search path, which belong to a connection). Re-running the
+            source views there made concurrent queries fail with a catalog
+            write-write conflict.
 
     Raises:
         EngineConnectionError: the library cannot be loaded or the database opened.
@@ -55,15 +68,17 @@ class AdbcSession:
     """
 
     def __init__(self, library: Path, database: str, setup: Sequence[str], engine: str,
-                 read_only: bool = False):
+                 read_only: bool = False, per_connection: Sequence[str] = ()):
         import adbc_driver_manager
         import adbc_driver_manager.dbapi as dbapi
 
         self.engine = engine
         self._setup = list(setup)
+        self._per_connection = list(per_connection)
         self._lock = threading.Lock()
         self._idle: list[Any] = []
         self._running: set[Any] = set()
+        self._cancelled: set[Any] = set()  # cursors cancel() was asked to stop
         db_kwargs: dict[str, str] = {}
         if database != ":memory:":
             db_kwargs["path"] = database
@@ -75,10 +90,10 @@ class AdbcSession:
         except adbc_driver_manager.Error as exc:
             raise EngineConnectionError(f"cannot open {database!r} with {library}: {exc}",
                                         engine=engine) from None
-        self._setup_connection(self._first)
+        self._setup_connection(self._first, self._setup)
         self._idle.append(self._first)
 
-    def _setup_connection(self, con: Any) -> None:
+    def _setup_connection(self, con: Any, setup: Sequence[str]) -> None:
         import adbc_driver_manager
 
         cur = con.cursor()
@@ -89,10 +104,12 @@ class AdbcSession:
                 except adbc_driver_manager.Error as exc:
                     raise EngineConnectionError(f"cannot configure the connection ({stmt}): "
                                                 f"{_message(exc)}", engine=self.engine) from None
-            for i, stmt in enumerate(self._setup):
+            for i, stmt in enumerate(setup):
                 try:
                     cur.execute(stmt)
                 except adbc_driver_manager.Error as exc:
+                    if _interrupted(exc):  # Ctrl-C while connecting (see the module's notes)
+                        raise KeyboardInterrupt from None
                     raise SetupFailed(i, _message(exc)) from None
         finally:
             cur.close()
@@ -105,7 +122,11 @@ class AdbcSession:
                 return self._idle.pop()
             first = self._first
         con = first.adbc_clone()
-        self._setup_connection(con)
+        try:
+            self._setup_connection(con, self._per_connection)
+        except BaseException:
+            con.close()
+            raise
         return con
 
     def _give_back(self, con: Any) -> None:
@@ -117,41 +138,28 @@ class AdbcSession:
 
     def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader:
         """Run one statement; the reader streams its answer (errors already translated)."""
-        import adbc_driver_manager
-
         con = self._take()
         cur = con.cursor()
         self._running.add(cur)
-        try:
-            if parameters is not None:
-                cur.execute(sql, parameters=list(parameters))
-            else:
-                cur.execute(sql)
-            reader = cur.fetch_record_batch()
-        except adbc_driver_manager.Error as exc:
-            self._release(con, cur)
-            raise translate(_as_duck(exc), self.engine) from None
-        return pa.RecordBatchReader.from_batches(reader.schema,
-                                                 self._stream(reader, con, cur))
-
-    def _stream(self, reader: pa.RecordBatchReader, con: Any, cur: Any) -> Iterator[pa.RecordBatch]:
-        try:
-            yield from reader
-        except Exception as exc:
-            raise translate(_as_duck(exc), self.engine) from None
-        finally:
-            self._release(con, cur)
+        return run_on_cursor(cur, sql, parameters, self.engine, lambda: self._release(con, cur),
+                             asked=lambda: cur in self._cancelled)
 
     def _release(self, con: Any, cur: Any) -> None:
         self._running.discard(cur)
+        self._cancelled.discard(cur)
         try:
             cur.close()
         except Exception:  # closing after the database went away
             pass
         self._give_back(con)
 
+    def open(self, engine: Any) -> AdbcConnectionSession:
+        """A session: a connection of its own, taken from the pool until the session closes."""
+        return AdbcConnectionSession(engine, self, self._take())
+
     def cancel(self) -> None:
         for cur in list(self._running):
+            self._cancelled.add(cur)
             try:
                 cur.adbc_cancel()
             except Exception:  # already finished
@@ -173,6 +181,92 @@ class AdbcSession:
                 pass
 
 
+class AdbcConnectionSession(EngineSession):
+    """A session on one pooled ADBC connection: its settings, temp tables and transactions
+    last until it closes; cancelling stops this connection's statement only."""
+
+    def __init__(self, engine: Any, pool: AdbcSession, con: Any):
+        super().__init__(engine)
+        self._pool = pool
+        self._con: Any = con
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None, handle: Any) -> EngineResult:
+
+        if self._con is None:
+            raise EngineConnectionError("the session is closed", engine=self._pool.engine)
+        cur = self._con.cursor()
+        handle.on_cancel(cur.adbc_cancel)
+        self._pool._running.add(cur)  # so the engine's cancel() reaches it too
+        notes = self.engine.result_notes() if self.engine is not None else {}
+        return EngineResult(run_on_cursor(cur, sql, parameters, self._pool.engine,
+                                          lambda: self._done(cur),
+                                          asked=lambda: handle.cancelled
+                                          or cur in self._pool._cancelled), notes)
+
+    def _done(self, cur: Any) -> None:
+        self._pool._running.discard(cur)
+        self._pool._cancelled.discard(cur)
+        try:
+            cur.close()
+        except Exception:  # closing after the database went away
+            pass
+
+    def close(self) -> None:
+        con, self._con = self._con, None
+        if con is None:
+            return
+        try:  # a transaction left open must not leak into the next session
+            cur = con.cursor()
+            cur.execute("ROLLBACK")
+            cur.close()
+        except Exception:  # no transaction was open
+            pass
+        self._pool._give_back(con)
+
+
+def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None, engine: str,
+                  done: Callable[[], None], asked: Callable[[], bool]) -> pa.RecordBatchReader:
+    """Run ``sql`` on an ADBC cursor; the reader streams the answer and calls ``done()``
+    at its end (or at once, when the statement fails). ``asked()`` tells whether a
+    cancel was asked for, so that an unasked one is the Ctrl-C it was."""
+    import adbc_driver_manager
+
+    try:
+        if parameters is not None:
+            cur.execute(sql, parameters=list(parameters))
+        else:
+            cur.execute(sql)
+        reader = cur.fetch_record_batch()
+    except adbc_driver_manager.Error as exc:
+        error = _error(exc, asked(), engine)
+        done()
+        raise error from None
+    return pa.RecordBatchReader.from_batches(reader.schema,
+                                             _stream(reader, engine, done, asked))
+
+
+def _stream(reader: pa.RecordBatchReader, engine: str, done: Callable[[], None],
+            asked: Callable[[], bool]) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from reader
+    except Exception as exc:
+        raise _error(exc, asked(), engine) from None
+    finally:
+        done()
+
+
+def _error(exc: BaseException, asked: bool, engine: str) -> BaseException:
+    """The gateway error for a driver error; KeyboardInterrupt for an unasked cancel."""
+    if not asked and _interrupted(exc):
+        return KeyboardInterrupt()
+    return translate(_as_duck(exc), engine)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether the driver stopped the statement: cancelled, or DuckDB's interrupt."""
+    return "CANCELLED" in str(exc)[:20] or "INTERRUPT" in _message(exc).upper()
+
+
 def _message(exc: BaseException) -> str:
     # adbc-driver-manager prefixes the driver's message with the ADBC status name
     text = str(exc)
@@ -188,6 +282,6 @@ class _DriverError(Exception):
 
 def _as_duck(exc: BaseException) -> BaseException:
     message = _message(exc)
-    if "CANCELLED" in str(exc)[:20] or "INTERRUPT" in message.upper():
+    if _interrupted(exc):
         return type("InterruptException", (_DriverError,), {})(message)
     return _DriverError(message)

@@ -14,8 +14,13 @@ Where the engine runs is chosen by its options:
 
 Every path runs the same setup after connecting: LOAD of the extensions the
 engine needs (:attr:`DuckDBEngine.required_extensions` plus the
-``extensions`` option), the ``settings``, the source views, then
-:meth:`DuckDBEngine.setup_sql`. A subclass (the ``ducklake`` engine) adds
+``extensions`` option), the ``secrets``, the ``settings``, the source views, then
+:meth:`DuckDBEngine.setup_sql`.
+
+Credentials go in ``secrets``, created as in-memory DuckDB secrets, which
+``duckdb_secrets()`` shows redacted. A setting is readable by any SQL user
+(``current_setting()``), so a ``settings`` key that names a credential is
+refused. A subclass (the ``ducklake`` engine) adds
 extensions and ATTACH statements through those two.
 """
 
@@ -29,8 +34,19 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from gateway.engine import CatalogColumn, Engine, EngineResult, Option
+from gateway.engine import (
+    SESSION_STATE,
+    CatalogColumn,
+    Engine,
+    EngineResult,
+    EngineSession,
+    Option,
+    SchemaRef,
+    TableRef,
+    like_matcher,
+)
 from gateway.errors import ConfigError, GatewayError, QueryError
+from gateway.masking import is_secret_key
 from gateway_duckdb.mount import SOURCES_CATALOG, literal, mount_statements, quote_ident
 from gateway_duckdb.translate import translate
 
@@ -39,12 +55,16 @@ if TYPE_CHECKING:
 
 __all__ = ["DuckDBEngine", "translate"]
 
-_SETTING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SETTING_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _SEARCH_PATH = f"SET search_path = 'main,{SOURCES_CATALOG}.main'"
 
 
 class Session(Protocol):
-    """What every execution path offers the engine."""
+    """What every execution path offers the engine.
+
+    A path that can give a session its own connection (the module's cursor,
+    an ADBC connection) also has ``open(engine) -> EngineSession``.
+    """
 
     def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader: ...
     def cancel(self) -> None: ...
@@ -61,6 +81,9 @@ class DuckDBEngine(Engine):
     supports_cancel = True
     supports_write = True
     supports_catalog = True
+    supports_transactions = True
+    dialect = "duckdb"
+    session_state = SESSION_STATE
 
     options: ClassVar[dict[str, Option]] = {
         "database": Option((str,), default=":memory:",
@@ -68,6 +91,9 @@ class DuckDBEngine(Engine):
         "read_only": Option((bool,), default=False, help="open the database read-only"),
         "settings": Option((dict,), default={},
                            help="DuckDB settings applied with SET, e.g. { threads = 2 }"),
+        "secrets": Option((dict,), default={}, secret=True,
+                          help="DuckDB secrets created in memory at connect, e.g. "
+                               '{ web = { type = "http", bearer_token = "${TOKEN}" } }'),
         "version": Option((str,), help='a DuckDB release to run, e.g. "1.5.5" (installed into '
                           "the arrowgate cache on first use)"),
         "path": Option((str,), help="a custom DuckDB build: a wheel, a folder holding the duckdb "
@@ -78,8 +104,9 @@ class DuckDBEngine(Engine):
                             "or hang without taking the gateway down"),
         "extensions": Option((list,), default=[],
                              help='extensions to load, e.g. ["ducklake", "postgres_scanner"]'),
-        "timeout": Option((int, float), help="seconds a query may run in a worker process or "
-                          "CLI before it is stopped"),
+        "timeout": Option((int, float), exclusive_minimum=0,
+                          help="seconds a query may run in a worker process or CLI before it "
+                               "is stopped"),
     }
 
     #: Extensions every instance of this engine type loads (subclasses add theirs).
@@ -92,6 +119,12 @@ class DuckDBEngine(Engine):
         for key in self.config["settings"]:
             if not _SETTING_NAME.match(key):
                 raise ConfigError("not a DuckDB setting name", key=f"engines.{name}.settings.{key}")
+            if is_secret_key(key):
+                raise ConfigError(
+                    "a credential in settings is readable by every SQL user "
+                    f"(SELECT current_setting('{key}'))", key=f"engines.{name}.settings.{key}",
+                    hint='give it as a secret: secrets = { NAME = { type = "...", ... } }')
+        self._check_secrets()
         chosen = [k for k in ("version", "path", "cli") if self.config.get(k)]
         if len(chosen) > 1:
             raise ConfigError(f"{' and '.join(chosen)} cannot be combined",
@@ -100,6 +133,14 @@ class DuckDBEngine(Engine):
                               "(path) or a binary (cli)")
         if self.config.get("cli"):
             self.supports_parameters = False  # type: ignore[misc]  # see capabilities()
+            # each query is a process of its own: nothing lasts between statements
+            self.session_state = frozenset()  # type: ignore[misc]
+            self.supports_transactions = False  # type: ignore[misc]
+        elif self.config["isolation"] == "process" and self.config["database"] != ":memory:" \
+                and not self.config["read_only"]:
+            # a read-write database file admits one worker: sessions share it and keep nothing
+            self.session_state = frozenset()  # type: ignore[misc]
+            self.supports_transactions = False  # type: ignore[misc]
         if self.config.get("cli") and self.config["isolation"] == "process":
             raise ConfigError("a CLI engine already runs in a process of its own",
                               key=f"engines.{name}.isolation", hint="remove isolation")
@@ -115,6 +156,33 @@ class DuckDBEngine(Engine):
         except ConfigError as exc:
             raise ConfigError(exc.message, key=f"engines.{name}.extensions", engine=name,
                               hint=exc.hint) from None
+
+    def _check_secrets(self) -> None:
+        for name, params in self.config["secrets"].items():
+            key = f"engines.{self.name}.secrets.{name}"
+            if not _SETTING_NAME.match(name):
+                raise ConfigError("not a DuckDB secret name", key=key,
+                                  hint="letters, digits and underscores")
+            if not isinstance(params, dict) or not _SETTING_NAME.match(str(params.get("type"))):
+                raise ConfigError("must be a table with at least type = \"...\"", key=key,
+                                  hint='e.g. { type = "http", bearer_token = "${TOKEN}" }')
+            for param in params:
+                if not _SETTING_NAME.match(param):
+                    raise ConfigError("not a secret parameter name", key=f"{key}.{param}")
+
+    def secret_statements(self) -> list[str]:
+        """``CREATE OR REPLACE SECRET`` for each entry of ``secrets`` (temporary: in memory).
+
+        Run once per database, right after the extensions load, never on a later
+        connection (see :class:`gateway_duckdb.adbc_session.AdbcSession`); a
+        subclass adds the secrets its ATTACH statements need.
+        """
+        stmts = []
+        for name, params in self.config["secrets"].items():
+            body = ", ".join(f"{k.upper()} {v if k == 'type' else literal(v)}"
+                             for k, v in params.items())
+            stmts.append(f"CREATE OR REPLACE TEMPORARY SECRET {quote_ident(name)} ({body})")
+        return stmts
 
     @classmethod
     def capabilities(cls, options: Any = None) -> list[str]:
@@ -184,14 +252,16 @@ class DuckDBEngine(Engine):
 
         library, ext_files = self._resolve()
         setup = [f"LOAD {literal(str(ext_files[e]))}" for e in self.extensions]
+        secrets = self.secret_statements()
         settings = [f"SET {k} = {literal(v)}" for k, v in self.config["settings"].items()]
         mounts = mount_statements(self.sources)
         extra = [s.strip().rstrip(";") for s in self.setup_sql()]
-        setup += settings + mounts + extra
+        setup += secrets + settings + mounts + extra
         try:
             self._session = self._open(library, setup, settings)
         except SetupFailed as exc:
-            raise self._setup_error(exc, len(self.extensions), settings, mounts) from None
+            raise self._setup_error(exc, len(self.extensions), len(secrets), settings,
+                                    mounts) from None
 
     def _resolve(self) -> tuple[Path | None, dict[str, Path]]:
         """The library to load (None: the installed module or a CLI) and extension files."""
@@ -268,18 +338,26 @@ class DuckDBEngine(Engine):
             from gateway_duckdb.adbc_session import AdbcSession
 
             return AdbcSession(library, database, [*setup, _SEARCH_PATH], self.name,
-                               read_only=read_only)
+                               read_only=read_only, per_connection=[*settings, _SEARCH_PATH])
         from gateway_duckdb.python_session import PythonSession
 
         return PythonSession(database, setup, settings, self.name, read_only=read_only)
 
-    def _setup_error(self, exc: Any, n_ext: int, settings: list[str],
+    def _setup_error(self, exc: Any, n_ext: int, n_secrets: int, settings: list[str],
                      mounts: list[str]) -> GatewayError:
         i = exc.index
         if i < n_ext:
             return ConfigError(f"cannot load the extension {self.extensions[i]}: {exc.message}",
                                key=f"engines.{self.name}.extensions", engine=self.name)
         i -= n_ext
+        if i < n_secrets:
+            names = list(self.config["secrets"])  # then a subclass's own secrets
+            key = f"engines.{self.name}" + (f".secrets.{names[i]}" if i < len(names) else "")
+            return ConfigError(f"cannot create the secret: {exc.message.splitlines()[0]}",
+                               key=key, engine=self.name,
+                               hint="see DuckDB's secret types: SELECT * FROM "
+                                    "duckdb_secret_types()")
+        i -= n_secrets
         if i < len(settings):
             key = list(self.config["settings"])[i]
             return ConfigError(exc.message.splitlines()[0],
@@ -287,8 +365,11 @@ class DuckDBEngine(Engine):
                                hint="see DuckDB's list: SELECT * FROM duckdb_settings()")
         i -= len(settings)
         if i < len(mounts):
-            return QueryError(f"cannot mount the sources: {exc.message}", engine=self.name,
-                              hint="check the [sources] paths and CSV options")
+            # mounts[0] attaches the sources catalog; mounts[k] is the view of source k - 1
+            source = list(self.sources.values())[i - 1] if i else None
+            what = f"the source {source.name} ({source.path})" if source else "the sources"
+            return QueryError(f"cannot mount {what}: {exc.message.splitlines()[0]}",
+                              engine=self.name, hint="check the [sources] paths and CSV options")
         return QueryError(f"the engine's setup failed: {exc.message}", engine=self.name)
 
     def close(self) -> None:
@@ -308,28 +389,109 @@ class DuckDBEngine(Engine):
             raise EngineConnectionError("the engine is closed", engine=self.name)
         return self._session
 
+    def result_notes(self) -> dict[str, Any]:
+        return {"duckdb_version": self.resolved_version} if self.resolved_version else {}
+
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
         reader = self._running_session().execute(sql, parameters)
-        notes = {"duckdb_version": self.resolved_version} if self.resolved_version else {}
-        return EngineResult(reader, notes)
+        return EngineResult(reader, self.result_notes())
+
+    def open_session(self, one_shot: bool = False) -> EngineSession:
+        """A cursor, an ADBC connection or a worker of its own (see docs/sessions.md).
+
+        A subclass that overrides :meth:`execute` (to rewrite SQL or answers)
+        gets the stateless session, which runs every statement through it.
+        """
+        path = self._running_session()
+        opener = getattr(path, "open", None)
+        if type(self).execute is not DuckDBEngine.execute:
+            opener = None
+        if one_shot and self.config["isolation"] == "process":
+            opener = None  # one-shot queries share the engine's worker, as they always did
+        session: EngineSession | None = opener(self) if opener is not None else None
+        return session if session is not None else super().open_session(one_shot)
+
+    # -- the catalog tree: one catalog query per level ------------------------------------
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
+        table = self._running_session().execute(sql, None).read_all()
+        return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
+
+    def catalogs(self) -> list[str]:
+        return [r[0] for r in self._rows(
+            "SELECT database_name FROM duckdb_databases() "
+            "WHERE database_name NOT IN ('system', 'temp') "
+            "ORDER BY database_name <> current_database(), "
+            f"database_name = {literal(SOURCES_CATALOG)}, database_name")]
+
+    def schemas(self, catalog: str | None = None, pattern: str | None = None) -> list[SchemaRef]:
+        where = _filters(("database_name", catalog, False), ("schema_name", pattern, True))
+        return [SchemaRef(*r) for r in self._rows(
+            "SELECT database_name, schema_name FROM duckdb_schemas() "
+            "WHERE database_name NOT IN ('system', 'temp') "
+            "AND schema_name NOT IN ('information_schema', 'pg_catalog')"
+            f"{where} ORDER BY 1, 2")]
+
+    def tables(self, catalog: str | None = None, schema: str | None = None,
+               pattern: str | None = None, types: Sequence[str] | None = None) -> list[TableRef]:
+        where = _filters(("database_name", catalog, False), ("schema_name", schema, False),
+                         ("name", pattern, True))
+        if types is not None:
+            where += " AND kind IN (" + ", ".join(literal(t) for t in types) + ")"
+        return [TableRef(*r) for r in self._rows(
+            "SELECT database_name, schema_name, name, kind FROM ("
+            "SELECT database_name, schema_name, table_name AS name, 'TABLE' AS kind "
+            "FROM duckdb_tables() UNION ALL "
+            "SELECT database_name, schema_name, view_name, 'VIEW' FROM duckdb_views() "
+            "WHERE NOT internal) "
+            "WHERE database_name NOT IN ('system', 'temp')"
+            f"{where} ORDER BY 1, 2, 3")]
+
+    def columns(self, table: str, catalog: str | None = None, schema: str | None = None,
+                pattern: str | None = None) -> list[CatalogColumn]:
+        found = self.tables(catalog, schema, _like_literal(table))
+        if not found:
+            return []
+        ref = found[0]
+        qualified = ".".join(quote_ident(p) for p in (ref.catalog, ref.schema, ref.table))
+        arrow_schema = self._running_session().execute(
+            f"SELECT * FROM {qualified} LIMIT 0", None).read_all().schema
+        match = like_matcher(pattern)
+        return [CatalogColumn(ref.schema, ref.table, f.name, f.type, f.nullable, ref.table_type,
+                              ref.catalog) for f in arrow_schema if match(f.name)]
 
     def catalog(self) -> list[CatalogColumn]:
-        session = self._running_session()
-        tables = session.execute(
-            "SELECT table_catalog, table_schema, table_name, table_type "
-            "FROM information_schema.tables "
-            "WHERE table_catalog NOT IN ('system', 'temp') "
-            "ORDER BY table_catalog <> current_database(), 1, 2, 3", None).read_all()
-        columns: list[CatalogColumn] = []
-        for db, schema, table, kind in zip(*(c.to_pylist() for c in tables.columns),
-                                           strict=True):
-            qualified = ".".join(quote_ident(p) for p in (db, schema, table))
-            arrow_schema = session.execute(f"SELECT * FROM {qualified} LIMIT 0", None).read_all().schema
-            shown_schema = "main" if db == SOURCES_CATALOG else schema
-            for fld in arrow_schema:
-                columns.append(CatalogColumn(shown_schema, table, fld.name, fld.type,
-                                             fld.nullable, "VIEW" if kind == "VIEW" else "TABLE"))
-        return columns
+        """Every column, from one ``duckdb_columns()`` query; each distinct column type is
+        turned into its Arrow type once (``SELECT NULL::type``), not each table."""
+        rows = self._rows(
+            "SELECT c.database_name, c.schema_name, c.table_name, c.column_name, c.data_type, "
+            "c.is_nullable, CASE WHEN v.view_name IS NULL THEN 'TABLE' ELSE 'VIEW' END "
+            "FROM duckdb_columns() c LEFT JOIN duckdb_views() v "
+            "ON v.database_name = c.database_name AND v.schema_name = c.schema_name "
+            "AND v.view_name = c.table_name "
+            "WHERE c.database_name NOT IN ('system', 'temp') AND NOT c.internal "
+            "ORDER BY c.database_name <> current_database(), 1, 2, 3, c.column_index")
+        types: dict[str, pa.DataType] = {}
+        for data_type in {r[4] for r in rows}:
+            types[data_type] = self._running_session().execute(
+                f"SELECT NULL::{data_type} AS c LIMIT 0", None).read_all().schema[0].type
+        return [CatalogColumn(schema, table, column, types[data_type], bool(nullable), kind, db)
+                for db, schema, table, column, data_type, nullable, kind in rows]
+
+
+def _like_literal(name: str) -> str:
+    """A LIKE pattern matching exactly ``name``."""
+    return name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _filters(*conditions: tuple[str, str | None, bool]) -> str:
+    """`` AND column = 'x'`` / `` AND column LIKE 'p' ESCAPE '\\'`` for each non-None value."""
+    out = ""
+    for column, value, is_pattern in conditions:
+        if value is None or (is_pattern and value == "%"):
+            continue
+        out += (f" AND {column} LIKE {literal(value)} ESCAPE '\\'" if is_pattern
+                else f" AND {column} = {literal(value)}")
+    return out
 
 
 def _installed_library(engine: str) -> Path:

@@ -42,7 +42,7 @@ from gateway.errors import ConfigError
 #: The file written last into a finished folder; a folder without it is not an install.
 MARKER = ".arrowgate-install.json"
 ENTRYPOINT = "duckdb_adbc_init"
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_VERSION = re.compile(r"\A\d+\.\d+\.\d+\Z")
 
 
 @dataclass(frozen=True)

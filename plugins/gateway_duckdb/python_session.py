@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from gateway.engine import EnginePrepared, EngineResult, EngineSession, is_read
 from gateway.errors import EngineConnectionError
 from gateway_duckdb.adbc_session import SetupFailed
 from gateway_duckdb.mount import SOURCES_CATALOG, literal
@@ -70,28 +71,15 @@ class PythonSession:
         return cur
 
     def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader:
-        import duckdb
-
         cur = self._cursor()
         self._running.add(cur)
-        try:
-            rel = cur.sql(sql, params=list(parameters) if parameters is not None else None)
-            if rel is None:
-                self._release(cur)
-                return pa.RecordBatchReader.from_batches(pa.schema([]), [])
-            reader = arrow_reader(rel)
-        except duckdb.Error as exc:
-            self._release(cur)
-            raise translate(exc, self.engine) from None
-        return pa.RecordBatchReader.from_batches(reader.schema, self._stream(reader, cur))
+        return run_on_cursor(cur, sql, parameters, self.engine, lambda: self._release(cur))
 
-    def _stream(self, reader: pa.RecordBatchReader, cur: Any) -> Iterator[pa.RecordBatch]:
-        try:
-            yield from reader
-        except Exception as exc:
-            raise translate(exc, self.engine) from None
-        finally:
-            self._release(cur)
+    def open(self, engine: Any) -> CursorSession:
+        """A session: a cursor of its own, kept until the session closes."""
+        cur = self._cursor()
+        self._running.add(cur)  # so cancel() reaches the sessions' queries too
+        return CursorSession(engine, cur, self.engine, on_close=self._running.discard)
 
     def _release(self, cur: Any) -> None:
         self._running.discard(cur)
@@ -112,6 +100,83 @@ class PythonSession:
             con, self._con = self._con, None
         if con is not None:
             con.close()
+
+
+def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None, engine: str,
+                  done: Any = None) -> pa.RecordBatchReader:
+    """Run ``sql`` on ``cur``; the reader streams the answer and calls ``done()`` at its end."""
+    import duckdb
+
+    try:
+        rel = cur.sql(sql, params=list(parameters) if parameters is not None else None)
+        if rel is None:
+            if done is not None:
+                done()
+            return pa.RecordBatchReader.from_batches(pa.schema([]), [])
+        reader = arrow_reader(rel)
+    except duckdb.Error as exc:
+        if done is not None:
+            done()
+        raise translate(exc, engine) from None
+    return pa.RecordBatchReader.from_batches(reader.schema, _stream(reader, engine, done))
+
+
+def _stream(reader: pa.RecordBatchReader, engine: str, done: Any) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from reader
+    except Exception as exc:
+        raise translate(exc, engine) from None
+    finally:
+        if done is not None:
+            done()
+
+
+class CursorSession(EngineSession):
+    """A session of the in-process DuckDB: one cursor, so SET, USE, temp tables and
+    transactions last until it closes; cancelling interrupts this cursor only."""
+
+    def __init__(self, engine: Any, cursor: Any, name: str, on_close: Any = None):
+        super().__init__(engine)
+        self._cur = cursor
+        self._name = name
+        self._on_close = on_close
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None, handle: Any) -> EngineResult:
+        handle.on_cancel(self._cur.interrupt)
+        notes = self.engine.result_notes() if self.engine is not None else {}
+        return EngineResult(run_on_cursor(self._cur, sql, parameters, self._name), notes)
+
+    def prepare(self, sql: str) -> Any:
+        return _CursorPrepared(self, sql)
+
+    def close(self) -> None:
+        if self._on_close is not None:
+            self._on_close(self._cur)
+        try:
+            self._cur.close()
+        except Exception:  # closing twice, or after the database went away
+            pass
+
+
+class _CursorPrepared(EnginePrepared):
+    """DuckDB's Python API re-prepares per call; the schema comes from a LIMIT 0 run."""
+
+    session: CursorSession
+
+    def _probe_schema(self) -> pa.Schema:
+        import duckdb
+
+        if not is_read(self.sql, "duckdb"):
+            return pa.schema([])
+        n = len(self.parameter_schema)
+        body = self.sql.strip().rstrip(";")
+        cur = self.session._cur
+        try:
+            rel = cur.sql(f"SELECT * FROM ({body}) AS arrowgate_prepared LIMIT 0",
+                          params=[None] * n if n else None)
+            return rel.to_arrow_table().schema
+        except duckdb.Error as exc:
+            raise translate(exc, self.session._name) from None
 
 
 def arrow_reader(rel: Any) -> pa.RecordBatchReader:

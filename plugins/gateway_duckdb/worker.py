@@ -30,6 +30,7 @@ from typing import IO, Any
 import pyarrow as pa
 
 from gateway import errors
+from gateway.engine import EngineResult, EngineSession
 from gateway.errors import Cancelled, EngineConnectionError, GatewayError, QueryTimeout
 from gateway_duckdb.adbc_session import SetupFailed
 from gateway_duckdb.protocol import (
@@ -63,6 +64,8 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
                 segments = SegmentWriter(inp, out, request["spool"])
                 try:
                     session = _open_session(request)
+                    if request.get("pinned"):
+                        session = _Pinned(session, request["engine"])
                 except (GatewayError, SetupFailed) as exc:
                     write_frame(out, _error_frame(exc))
                     continue
@@ -107,7 +110,30 @@ def _open_session(request: dict[str, Any]) -> Any:
 
     return AdbcSession(Path(request["library"]), request["database"],
                        [*request["setup"], request["search_path"]], request["engine"],
-                       read_only=request["read_only"])
+                       read_only=request["read_only"],
+                       per_connection=[*request["settings"], request["search_path"]])
+
+
+class _Pinned:
+    """A worker serving one gateway session: every statement on one cursor (or ADBC
+    connection), so temp tables, settings and transactions last between them."""
+
+    def __init__(self, paths: Any, engine: str):
+        self._paths = paths
+        self._engine = engine
+        self._session = paths.open(None)
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader:
+        from gateway.handles import QueryHandle
+
+        # the gateway cancels by stopping this process; the handle is never cancelled here
+        handle = QueryHandle(self._engine, 0, sql)
+        reader: pa.RecordBatchReader = self._session.execute(sql, parameters, handle).reader
+        return reader
+
+    def close(self) -> None:
+        self._session.close()
+        self._paths.close()
 
 
 def main() -> None:
@@ -133,6 +159,7 @@ class WorkerSession:
         engine: the engine's name, for errors.
         timeout: seconds one query may take (to its last row) before the
             worker is killed; None for no limit.
+        pinned: the worker serves one session: every statement on one cursor.
 
     Raises:
         EngineConnectionError: the worker could not start.
@@ -141,12 +168,15 @@ class WorkerSession:
 
     def __init__(self, library: Path, root: Path | None, database: str, setup: Sequence[str],
                  settings: Sequence[str], search_path: str, engine: str,
-                 read_only: bool = False, timeout: float | None = None):
+                 read_only: bool = False, timeout: float | None = None, pinned: bool = False):
         self.engine = engine
         self.timeout = timeout
+        self._args = (library, root, database, setup, settings, search_path, engine)
+        self._read_only = read_only
         # answers come back in memory files; elsewhere than Linux, in files in this folder
         self._spool = None if memory_files() else tempfile.mkdtemp(prefix="arrowgate-duckdb-")
-        self._open_request = {"op": "open", "library": str(library), "spool": self._spool,
+        self._open_request = {"op": "open", "pinned": pinned, "library": str(library),
+                              "spool": self._spool,
                               "root": str(root) if root is not None else None,
                               "database": database, "setup": list(setup),
                               "settings": list(settings), "search_path": search_path,
@@ -299,6 +329,24 @@ class WorkerSession:
             self._stopped_for = reason
             proc.kill()
 
+    def open(self, engine: Any) -> EngineSession | None:
+        """A session: a worker process of its own, so its state is its own.
+
+        Only where a second process can open the database: in memory (each
+        worker then has a database of its own) or read-only. A read-write
+        database file admits one process, so its sessions share the engine's
+        worker and keep nothing (None: the stateless default).
+        """
+        database = self._args[2]
+        if database != ":memory:" and not self._read_only:
+            return None
+        worker = WorkerSession(*self._args, read_only=self._read_only, timeout=self.timeout,
+                               pinned=True)
+        return WorkerProcessSession(engine, worker)
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
     def cancel(self) -> None:
         """Stop the running query by stopping its worker (the next query starts another)."""
         if self._in_flight:
@@ -332,6 +380,31 @@ class WorkerSession:
                 self._stderr = None
             if self._spool is not None:
                 shutil.rmtree(self._spool, ignore_errors=True)
+
+
+class WorkerProcessSession(EngineSession):
+    """A session on a worker process of its own; cancelling stops that process only.
+
+    Stopping the process (a cancel, a timeout, a crash) loses what the session
+    kept, so the session then refuses further statements instead of quietly
+    starting a fresh worker without them.
+    """
+
+    def __init__(self, engine: Any, worker: WorkerSession):
+        super().__init__(engine)
+        self._worker = worker
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None, handle: Any) -> EngineResult:
+        if not self._worker.alive():
+            raise EngineConnectionError(
+                "this session's worker process was stopped (a cancel, a timeout or a "
+                "crash), and the temp tables, settings and transactions it kept went with it",
+                engine=self._worker.engine, hint="open a new session")
+        handle.on_cancel(self._worker.cancel)
+        return EngineResult(self._worker.execute(sql, parameters), self.engine.result_notes())
+
+    def close(self) -> None:
+        self._worker.close()
 
 
 class _WorkerStream(Iterator[pa.RecordBatch]):

@@ -3,13 +3,15 @@
 Each configured engine is a template: every run gets an empty lake of the
 same kind (a fresh metadata schema in the same PostgreSQL or SQL Server
 database, a fresh SQLite or DuckDB file) and a fresh data path. Every
-(engine, round) runs in a worker process of its own, so one engine's caches
-never help the next and its peak memory (``ru_maxrss``) is its own; the
-catalog server's memory is not counted.
+(engine, round) runs in a worker process of its own (the benchmark's,
+:class:`gateway.contenders.Worker`), so one engine's caches never help the
+next and its peak memory is its own; the catalog server's memory is not
+counted.
 
-Method (``DESIGN.md``): answers first, the order of engines rotates round by
-round, warm-up rounds are not counted, each phase reports the median with the
-min-max range, and ratios compare medians of the same run. A phase whose check
+Method (docs/benchmarks.md, "Method"): answers first, the order of engines
+rotates round by round, warm-up rounds are not counted, each phase reports the
+median with the min-max range, and ratios compare medians of the same run;
+the statistic and the order are :mod:`gateway.bench`'s. A phase whose check
 value (row or file counts) differs from the first engine's gets no figure.
 """
 
@@ -20,17 +22,16 @@ import json
 import os
 import secrets
 import shutil
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.errors import GatewayError, QueryError
+from gateway.bench import Spread, rotated
+from gateway.contenders import Contender, Worker
+from gateway.errors import QueryError
 from gateway_ducklake.catalog import CatalogSpec
 from gateway_ducklake.phases import PHASE_NAMES, PHASES, PhaseContext, Shape, run_phases
 
@@ -44,16 +45,6 @@ class RoundResult:
     peak_rss_mb: float
     #: the machine's 1-minute load average when the run started
     load_average: float | None = None
-
-
-@dataclass
-class PhaseSummary:
-    median: float
-    low: float
-    high: float
-
-    def text(self) -> str:
-        return f"{self.median:.3f} ({self.low:.3f}-{self.high:.3f})"
 
 
 @dataclass
@@ -81,21 +72,17 @@ class BenchReport:
                     out.setdefault(phase, []).append(r.engine)
         return out
 
-    def summary(self, engine: str, phase: str) -> PhaseSummary | None:
+    def summary(self, engine: str, phase: str) -> Spread | None:
         if engine in self.diverged().get(phase, []):
             return None
         values = [r.times[phase] for r in self.counted(engine) if phase in r.times]
-        if not values:
-            return None
-        return PhaseSummary(statistics.median(values), min(values), max(values))
+        return Spread(values) if values else None
 
-    def total(self, engine: str) -> PhaseSummary | None:
+    def total(self, engine: str) -> Spread | None:
         if any(engine in e for e in self.diverged().values()):
             return None
         values = [sum(r.times.values()) for r in self.counted(engine)]
-        if not values:
-            return None
-        return PhaseSummary(statistics.median(values), min(values), max(values))
+        return Spread(values) if values else None
 
     def peak_rss_mb(self, engine: str) -> float:
         return max((r.peak_rss_mb for r in self.results if r.engine == engine), default=0.0)
@@ -105,7 +92,7 @@ class BenchReport:
         loads = [r.load_average for r in self.results if r.load_average is not None]
         return [round(min(loads), 2), round(max(loads), 2)] if loads else None
 
-    def rows(self) -> list[tuple[str, list[PhaseSummary | None]]]:
+    def rows(self) -> list[tuple[str, list[Spread | None]]]:
         titles = {p.name: p.title for p in PHASES}
         out = [(titles[name], [self.summary(e, name) for e in self.engines])
                for name in PHASE_NAMES]
@@ -121,7 +108,7 @@ class BenchReport:
                 base = (self.total(self.engines[0]) if name == "total"
                         else self.summary(self.engines[0], name))
                 phases[name][e] = None if s is None else {
-                    **asdict(s), "ratio": _ratio(s, base)}
+                    "median": s.median, "low": s.low, "high": s.high, "ratio": _ratio(s, base)}
         return {
             "engines": self.engines, "catalogs": self.kinds, "shape": asdict(self.shape),
             "rounds": self.rounds, "warmup": self.warmup, "phases": phases,
@@ -137,7 +124,8 @@ class BenchReport:
         header += [f"{e}/{self.engines[0]}" for e in self.engines[1:]]
         body = []
         for title, sums in self.rows():
-            cells = [title] + [s.text() if s else "diverged" for s in sums]
+            cells = [title] + [f"{s.median:.3f} ({s.low:.3f}-{s.high:.3f})" if s else "diverged"
+                               for s in sums]
             cells += [_ratio_text(s, sums[0]) for s in sums[1:]]
             body.append(cells)
         body.append(["peak RSS (MB)"] + [f"{self.peak_rss_mb(e):.0f}" for e in self.engines]
@@ -152,13 +140,12 @@ class BenchReport:
         return "\n".join(lines) + "\n"
 
 
-def _ratio(s: PhaseSummary, base: PhaseSummary | None) -> float | None:
-    if base is None or base.median <= 0:
-        return None
-    return round(s.median / base.median, 3)
+def _ratio(s: Spread, base: Spread | None) -> float | None:
+    ratio = s.ratio(base)
+    return None if ratio is None else round(ratio, 3)
 
 
-def _ratio_text(s: PhaseSummary | None, base: PhaseSummary | None) -> str:
+def _ratio_text(s: Spread | None, base: Spread | None) -> str:
     if s is None or base is None:
         return "-"
     ratio = _ratio(s, base)
@@ -199,47 +186,61 @@ def _drop_pg_schema(spec: CatalogSpec, schema: str) -> Callable[[], None]:
 
 
 # -- one (engine, round) in a worker process -------------------------------------
-def run_worker(job: dict[str, Any]) -> dict[str, Any]:
-    """Run every phase on one engine in this process (the worker's body)."""
-    import gateway
+@dataclass
+class LakeRound(Contender):
+    """Every phase on one fresh lake, run by the benchmark's worker process.
 
-    name = job["engine"]
-    shape = Shape(**job["shape"])
-    with gateway.connect({"engines": {name: job["section"]}}) as gw:
-        def execute(sql: str) -> list[dict[str, Any]]:
-            rows: list[dict[str, Any]] = gw.execute(sql, engine=name).to_arrow().to_pylist()
-            return rows
+    :meth:`run`'s answer is one row per phase: its seconds (timed around its
+    statements alone) and its check value as JSON. The statement it is given
+    is not used: a round is the phases, in order.
+    """
+
+    name: str
+    section: dict[str, Any]
+    shape: Shape
+
+    def start(self) -> str:
+        import gateway
+
+        self._gw = gateway.connect({"engines": {self.name: self.section}})
+        self._execute("SELECT 1")  # start the engine (load DuckDB, attach) before any clock
+        return self.name
+
+    def _execute(self, sql: str) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self._gw.execute(sql, engine=self.name).to_arrow().to_pylist()
+        return rows
+
+    def run(self, sql: str) -> Any:
+        import pyarrow as pa
 
         def reattach() -> None:
-            gw.engine(name).reattach()  # type: ignore[attr-defined]
+            self._gw.engine(self.name).reattach()
 
-        ctx = PhaseContext(execute, reattach, name, shape)
-        execute("SELECT 1")  # start the engine (load DuckDB, attach) before any clock
-        times, checks = run_phases(ctx, job.get("phases"))
-    return {"times": times, "checks": checks}
+        times, checks = run_phases(PhaseContext(self._execute, reattach, self.name, self.shape))
+        return pa.table({"phase": list(times), "seconds": list(times.values()),
+                         "check": [json.dumps(checks[p]) for p in times]})
+
+    def stop(self) -> None:
+        self._gw.close()
 
 
-def _spawn(job: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    proc = subprocess.Popen([sys.executable, "-m", "gateway_ducklake.bench"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    proc.stdin.write(json.dumps(job))
-    proc.stdin.close()
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    peak_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
+def run_round(name: str, section: dict[str, Any], shape: Shape
+              ) -> tuple[dict[str, float], dict[str, Any], float]:
+    """One round on one engine in a new process: (seconds and check per phase, peak RSS MB).
+
+    Raises:
+        QueryError: the round failed; the message is the worker's error.
+    """
+    worker = Worker(LakeRound(name, section, shape), timeout=None)
     try:
-        answer = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
-    except json.JSONDecodeError:
-        answer = {}
-    if proc.returncode != 0 or "times" not in answer:
-        message = answer.get("error") or err.strip()[-1500:] or f"exit {proc.returncode}"
-        raise QueryError(f"lakebench on {job['engine']} failed: {message}",
-                           engine=job["engine"])
-    return answer, peak_mb
+        run = worker.call("answer", "")
+    finally:
+        worker.stop()
+    if run.error is not None or run.table is None:
+        raise QueryError(f"lakebench on {name} failed: {run.error}", engine=name)
+    phases = run.table.to_pylist()
+    return ({p["phase"]: p["seconds"] for p in phases},
+            {p["phase"]: json.loads(p["check"]) for p in phases}, (run.peak or 0) / 2**20)
 
 
 def run_bench(engines: dict[str, dict[str, Any]], shape: Shape, *, rounds: int = 5,
@@ -266,8 +267,7 @@ def run_bench(engines: dict[str, dict[str, Any]], shape: Shape, *, rounds: int =
     folder.mkdir(parents=True, exist_ok=True)
     try:
         for r in range(warmup + rounds):
-            order = names[r % len(names):] + names[:r % len(names)]
-            for name in order:
+            for name in rotated(names, r):
                 token = f"{r}_{secrets.token_hex(3)}"
                 section, cleanup = fresh_lake(name, engines[name], folder, token, base_dir)
                 label = "warm-up" if r < warmup else f"round {r - warmup + 1}/{rounds}"
@@ -276,8 +276,7 @@ def run_bench(engines: dict[str, dict[str, Any]], shape: Shape, *, rounds: int =
                     progress(f"{label}: {name} ({kinds[name]}), load average {load:.2f}")
                 started = time.monotonic()
                 try:
-                    answer, peak = _spawn({"engine": name, "section": section,
-                                           "shape": asdict(shape)})
+                    times, checks, peak = run_round(name, section, shape)
                 finally:
                     with contextlib.suppress(Exception):
                         cleanup()
@@ -285,25 +284,9 @@ def run_bench(engines: dict[str, dict[str, Any]], shape: Shape, *, rounds: int =
                 if progress:
                     progress(f"{label}: {name} done in {time.monotonic() - started:.0f} s, "
                              f"peak RSS {peak:.0f} MB")
-                report.results.append(RoundResult(name, r, answer["times"], answer["checks"],
-                                                  peak, load))
+                report.results.append(RoundResult(name, r, times, checks, peak, load))
     finally:
         if own:
             shutil.rmtree(folder, ignore_errors=True)
     return report
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Worker entry point: a job as JSON on stdin, the result as one JSON line on stdout."""
-    job = json.loads(sys.stdin.read())
-    try:
-        result = run_worker(job)
-    except GatewayError as exc:
-        print(json.dumps({"error": str(exc)}))
-        return 1
-    print(json.dumps(result))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

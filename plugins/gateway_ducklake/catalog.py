@@ -5,6 +5,12 @@ a file path, ``mssql:`` an ADO-style SQL Server connection string
 (``Server=host,1433;Database=lake;User Id=app;Password=...``). Missing libpq
 keys (host, user, password) come from the usual ``PG*`` environment
 variables, which libpq reads itself; nothing here ever prints a password.
+
+A PostgreSQL password never goes into the ATTACH string, which any SQL user
+reads back with ``SELECT path FROM duckdb_databases()``: :meth:`CatalogSpec.
+attach_target` leaves it out and :meth:`CatalogSpec.secret_sql` hands it to
+the postgres scanner as an in-memory DuckDB secret (shown redacted by
+``duckdb_secrets()``).
 """
 
 from __future__ import annotations
@@ -14,8 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.config import redact
 from gateway.errors import ConfigError
+from gateway.masking import mask, remember
 
 KINDS = ("postgres", "sqlite", "duckdb", "mssql")
 #: Extra DuckDB extensions each catalog kind needs beside ``ducklake``.
@@ -26,7 +32,6 @@ KIND_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "mssql": (),
 }
 _ALIASES = {"postgresql": "postgres", "pg": "postgres", "sqlserver": "mssql", "sqlite3": "sqlite"}
-_MSSQL_PASSWORD = re.compile(r"(?i)((?:^|;)\s*(?:password|pwd)\s*=\s*)(\{(?:[^}]|\}\})*\}|[^;]*)")
 
 
 @dataclass(frozen=True)
@@ -48,11 +53,13 @@ class CatalogSpec:
         Raises:
             ConfigError: no kind, an unknown kind, or an empty target.
         """
+        if value.strip().startswith(_PG_URI_SCHEMES):  # a bare URI names its own kind
+            value = "postgres:" + value.strip()
         kind, sep, target = value.partition(":")
         kind = _ALIASES.get(kind.strip().lower(), kind.strip().lower())
         if not sep or kind not in KINDS:
             raise ConfigError(
-                f"cannot tell where the catalog lives from {redact(value)!r}", key=key,
+                f"cannot tell where the catalog lives from {mask(value)!r}", key=key,
                 hint='write "postgres:dbname=... host=...", "sqlite:PATH", "duckdb:PATH" '
                      'or "mssql:Server=...;Database=..."')
         target = target.strip()
@@ -66,12 +73,37 @@ class CatalogSpec:
             if not path.is_absolute() and base_dir is not None:
                 path = base_dir / path
             target = str(path)
-        return cls(kind, target)
+        spec = cls(kind, target)
+        remember(*spec.secrets())
+        return spec
 
     @property
     def attach_target(self) -> str:
-        """What follows ``ducklake:`` in DuckDB's ATTACH (the plain path for a DuckDB file)."""
-        return self.target if self.kind == "duckdb" else f"{self.kind}:{self.target}"
+        """What follows ``ducklake:`` in DuckDB's ATTACH (the plain path for a DuckDB file).
+
+        A PostgreSQL catalog's password is left out (see :meth:`secret_sql`).
+        """
+        if self.kind == "duckdb":
+            return self.target
+        if self.kind == "postgres" and "password" in parse_libpq(self.target):
+            keys = {k: v for k, v in parse_libpq(self.target).items() if k != "password"}
+            return "postgres:" + libpq_string(keys)
+        return f"{self.kind}:{self.target}"
+
+    def secret_sql(self) -> str | None:
+        """The ``CREATE SECRET`` that gives the postgres scanner the catalog's password, or None.
+
+        The unnamed postgres secret is the one the scanner merges into every
+        connection string it opens; ``OR REPLACE`` lets each new connection of
+        the same database run it again.
+        """
+        if self.kind != "postgres":
+            return None
+        password = parse_libpq(self.target).get("password")
+        if not password:
+            return None
+        return "CREATE OR REPLACE SECRET (TYPE postgres, PASSWORD '{}')".format(
+            password.replace("'", "''"))
 
     @property
     def extensions(self) -> tuple[str, ...]:
@@ -79,12 +111,10 @@ class CatalogSpec:
 
     def printable(self) -> str:
         """The catalog with any password masked."""
-        if self.kind == "mssql":
-            return f"mssql:{mask_mssql_password(self.target)}"
-        return f"{self.kind}:{redact(self.target)}"
+        return f"{self.kind}:{mask(self.target)}"
 
     def secrets(self) -> list[str]:
-        """The secret values inside the target, to scrub from messages that echo it."""
+        """The passwords inside the target (registered with :func:`gateway.masking.remember`)."""
         found: list[str] = []
         if self.kind == "postgres":
             found += [v for k, v in parse_libpq(self.target).items() if k == "password" and v]
@@ -94,15 +124,53 @@ class CatalogSpec:
         return found
 
 
-def scrub(message: str, secrets: list[str]) -> str:
-    """``message`` with every secret value replaced by ``***`` (and known patterns masked)."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        message = message.replace(secret, "***")
-    return str(redact(message))
-
-
 # -- PostgreSQL ------------------------------------------------------------
 _LIBPQ_PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)")
+_PG_URI_SCHEMES = ("postgresql://", "postgres://")
+
+
+def libpq_string(keys: dict[str, str]) -> str:
+    """A libpq keyword string from its keys, quoting values that need it."""
+    def value(v: str) -> str:
+        if v and not any(ch in v for ch in " \t\n'\\"):
+            return v
+        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    return " ".join(f"{k}={value(v)}" for k, v in keys.items())
+
+
+def _parse_uri(uri: str) -> dict[str, str]:
+    """The keys of a ``postgresql://`` URI: userinfo, every host and port, the database and
+    the query parameters (libpq's URI form, several hosts included)."""
+    from urllib.parse import parse_qsl, unquote
+
+    rest = uri.split("://", 1)[1]
+    rest, _, query = rest.partition("?")
+    netloc, _, path = rest.partition("/")
+    userinfo, at, hostlist = netloc.rpartition("@")
+    out: dict[str, str] = {}
+    if at:
+        user, colon, password = userinfo.partition(":")
+        out["user"] = unquote(user)
+        if colon:
+            out["password"] = unquote(password)
+    hosts, ports = [], []
+    for item in hostlist.split(","):
+        if item.startswith("["):  # [IPv6 address]:port
+            host, _, port = item[1:].partition("]")
+            port = port.removeprefix(":")
+        else:
+            host, _, port = item.partition(":")
+        hosts.append(unquote(host))
+        ports.append(port)
+    if any(hosts):
+        out["host"] = ",".join(hosts)
+    if any(ports):
+        out["port"] = ",".join(ports)
+    if path:
+        out["dbname"] = unquote(path)
+    out.update((k.lower(), v) for k, v in parse_qsl(query, keep_blank_values=True))
+    return {k: v for k, v in out.items() if v or k == "password"}
 
 
 def parse_libpq(dsn: str) -> dict[str, str]:
@@ -111,16 +179,8 @@ def parse_libpq(dsn: str) -> dict[str, str]:
     Raises:
         ConfigError: a keyword string that libpq would reject.
     """
-    if dsn.startswith(("postgresql://", "postgres://")):
-        from urllib.parse import unquote, urlsplit
-
-        parts = urlsplit(dsn)
-        out = {k: v for k, v in (
-            ("host", parts.hostname or ""), ("port", str(parts.port or "")),
-            ("user", unquote(parts.username or "")), ("password", unquote(parts.password or "")),
-            ("dbname", unquote(parts.path.lstrip("/"))),
-        ) if v}
-        return out
+    if dsn.startswith(_PG_URI_SCHEMES):
+        return _parse_uri(dsn)
     out = {}
     pos = 0
     while pos < len(dsn):
@@ -128,7 +188,7 @@ def parse_libpq(dsn: str) -> dict[str, str]:
             break
         match = _LIBPQ_PAIR.match(dsn, pos)
         if match is None:
-            raise ConfigError(f"not a libpq connection string near {redact(dsn[pos:pos + 20])!r}",
+            raise ConfigError(f"not a libpq connection string near {mask(dsn[pos:pos + 20])!r}",
                               hint="write key=value pairs separated by spaces: dbname=lake host=...")
         value = match.group(2)
         if value.startswith("'"):
@@ -175,10 +235,6 @@ def parse_mssql(conn: str) -> dict[str, str]:
             out[key] = conn[pos:end].strip()
             pos = end + 1
     return out
-
-
-def mask_mssql_password(conn: str) -> str:
-    return _MSSQL_PASSWORD.sub(lambda m: f"{m.group(1)}***", conn)
 
 
 #: ADO keys and the ODBC keys pyodbc's drivers understand for them.

@@ -16,14 +16,16 @@ from typing import Any, ClassVar
 
 from gateway.engine import EngineResult, Option
 from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
+from gateway.masking import mask_text
 from gateway_duckdb.engine import DuckDBEngine
 from gateway_duckdb.mount import literal, quote_ident
-from gateway_ducklake.catalog import CatalogSpec, scrub
+from gateway_ducklake.catalog import CatalogSpec, parse_libpq
 
-#: DuckDB releases whose extensions exist offline, newest first (see DESIGN.md).
+#: DuckDB releases whose extensions exist offline, newest first (docs/ducklake.md,
+#: "How it runs").
 #: The catalog format each one writes is in ``gateway_ducklake.health.CATALOG_FORMATS``.
-_INHERITED = ("settings", "isolation", "timeout", "extensions")
-_ATTACH_OPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INHERITED = ("settings", "secrets", "isolation", "timeout", "extensions")
+_ATTACH_OPTION = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def default_version(kind: str) -> str:
@@ -75,13 +77,13 @@ class DuckLakeEngine(DuckDBEngine):
                                  "bundled ducklake; for SQL Server the mssql and mssql_ducklake "
                                  "files"),
         "metadata_schema": Option((str,), help="the schema holding the catalog tables"),
-        "data_inlining_row_limit": Option((int,), help="inserts of fewer rows are kept in the "
+        "data_inlining_row_limit": Option((int,), minimum=0, help="inserts of fewer rows are kept in the "
                                           "catalog until flushed (0: always write Parquet)"),
         "encrypted": Option((bool,), help="encrypt the Parquet files the lake writes"),
         "read_only": Option((bool,), default=False, help="attach the lake read-only"),
         "automatic_migration": Option((bool,), default=False,
                                       help="upgrade a catalog written by an older DuckLake"),
-        "max_retry_count": Option((int,), help="commit retries on a conflict with another "
+        "max_retry_count": Option((int,), minimum=0, help="commit retries on a conflict with another "
                                   "writer (DuckLake's default: 10)"),
         "attach_options": Option((dict,), default={},
                                  help="further DuckLake ATTACH options, e.g. "
@@ -91,6 +93,14 @@ class DuckLakeEngine(DuckDBEngine):
 
     def __init__(self, name: str, options: Any, sources: Any):
         self.spec = CatalogSpec.parse(options["catalog"], key=f"engines.{name}.catalog")
+        if self.spec.kind == "postgres" and "sslpassword" in parse_libpq(self.spec.target):
+            raise ConfigError(
+                "sslpassword cannot be passed safely: the postgres scanner takes only the "
+                "password from a DuckDB secret, and anything left in the catalog string is "
+                "readable by every SQL user (duckdb_databases())",
+                key=f"engines.{name}.catalog", engine=name,
+                hint="use a client key file without a passphrase (sslkey=...), readable only "
+                     "by the gateway's user")
         self.extension_files = self._extension_files(name, options)
         version = options.get("duckdb") or default_version(self.spec.kind)
         config = dict(options)
@@ -163,7 +173,8 @@ class DuckLakeEngine(DuckDBEngine):
 
     # -- setup -----------------------------------------------------------------------
     def attach_sql(self) -> str:
-        """The ATTACH statement (it holds the catalog's secrets: never print it)."""
+        """The ATTACH statement; a PostgreSQL password is in a secret instead
+        (:meth:`secret_statements`)."""
         opts: dict[str, Any] = {}
         if self.config.get("data_path"):
             opts["DATA_PATH"] = os.path.expanduser(self.config["data_path"])
@@ -181,6 +192,11 @@ class DuckLakeEngine(DuckDBEngine):
         options = f" ({', '.join(parts)})" if parts else ""
         return (f"ATTACH IF NOT EXISTS {literal('ducklake:' + self.spec.attach_target)} "
                 f"AS {quote_ident(self.name)}{options}")
+
+    def secret_statements(self) -> list[str]:
+        """The engine's ``secrets``, and the catalog's password for the postgres scanner."""
+        secret = self.spec.secret_sql()
+        return [*super().secret_statements(), *([secret] if secret else [])]
 
     def setup_sql(self) -> list[str]:
         stmts = [f"LOAD {literal(str(p))}" for p in self.extension_files]
@@ -217,8 +233,8 @@ class DuckLakeEngine(DuckDBEngine):
 
     # -- errors --------------------------------------------------------------------------
     def _explain(self, exc: GatewayError) -> GatewayError:
-        """The error with secrets scrubbed and, for known DuckLake failures, what to do."""
-        message = scrub(exc.message, self.spec.secrets())
+        """The error with secrets masked and, for known DuckLake failures, what to do."""
+        message = mask_text(exc.message)
         message = message.replace(f"ducklake:{self.spec.attach_target}", self.spec.printable())
         lower = message.lower()
         where = self.spec.printable()
@@ -241,16 +257,16 @@ class DuckLakeEngine(DuckDBEngine):
                 engine=self.name,
                 hint="check the password: in the catalog string, through ${VAR}, or in "
                      "PGPASSWORD / ~/.pgpass for PostgreSQL")
+        if "does not exist" in lower and "database" in lower and self.spec.kind == "postgres":
+            return EngineConnectionError(
+                f"the catalog database does not exist: {_first_line(message)}",
+                engine=self.name, hint="create it first (createdb NAME), or fix dbname=")
         if "unable to connect" in lower or "connection refused" in lower \
                 or "could not translate host" in lower or "timeout expired" in lower:
             return EngineConnectionError(
                 f"cannot reach the catalog database: {_first_line(message)}", engine=self.name,
                 hint="check host= and port=, and that the server is running and accepts "
                      "connections from here")
-        if "does not exist" in lower and "database" in lower and self.spec.kind == "postgres":
-            return EngineConnectionError(
-                f"the catalog database does not exist: {_first_line(message)}",
-                engine=self.name, hint="create it first (createdb NAME), or fix dbname=")
         if "data_path is not set" in lower:
             return ConfigError(
                 f"the lake has no data path: {_first_line(message)}",

@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
-from gateway_ducklake.catalog import CatalogSpec, mssql_odbc_string, scrub
+from gateway.masking import mask_text
+from gateway_ducklake.catalog import CatalogSpec, mssql_odbc_string
 
 #: The catalog format each DuckDB release line writes (and the newest it reads).
 CATALOG_FORMATS = {"1.4": "0.3", "1.5": "1.0"}
@@ -196,7 +197,6 @@ def connect_catalog(spec: CatalogSpec, engine: str, *, odbc_driver: str | None =
         ConfigError: the catalog kind has no health check, or its driver is not installed.
         EngineConnectionError: the database refused or could not be reached.
     """
-    secrets = spec.secrets()
     if spec.kind == "postgres":
         try:
             import adbc_driver_postgresql.dbapi as pgdb
@@ -208,7 +208,7 @@ def connect_catalog(spec: CatalogSpec, engine: str, *, odbc_driver: str | None =
         except Exception as exc:
             raise EngineConnectionError(
                 f"cannot connect to the PostgreSQL catalog {spec.printable()}: "
-                + scrub(str(exc).strip(), secrets), engine=engine,
+                + mask_text(str(exc).strip()), engine=engine,
                 hint=_pg_hint(str(exc))) from None
     if spec.kind == "mssql":
         try:
@@ -223,7 +223,7 @@ def connect_catalog(spec: CatalogSpec, engine: str, *, odbc_driver: str | None =
         except pyodbc.Error as exc:
             raise EngineConnectionError(
                 f"cannot connect to the SQL Server catalog {spec.printable()}: "
-                + scrub(str(exc), secrets), engine=engine,
+                + mask_text(str(exc)), engine=engine,
                 hint="check Server=, the login and that the ODBC driver is registered "
                      "(odbcinst -q -d)") from None
     if spec.kind == "sqlite":
@@ -384,8 +384,7 @@ def _closing_cursor(con: Any) -> Iterator[Any]:
 
 
 def _translate(exc: Exception, spec: CatalogSpec, engine: str) -> GatewayError:
-    message = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc),
-                    spec.secrets())
+    message = mask_text(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
     lower = message.lower()
     if "ducklake_" in lower and ("does not exist" in lower or "no such table" in lower
                                  or "invalid object name" in lower):

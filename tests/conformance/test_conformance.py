@@ -72,3 +72,51 @@ def test_query_error_is_translated(engine_under_test):
         gw.execute("SELECT no_such_column FROM trips").to_arrow()
     assert info.value.engine == eut.name
     assert "no_such_column" in str(info.value)
+
+
+def test_catalog_tree_level_by_level_with_patterns(engine_under_test):
+    eut, gw = engine_under_test
+    engine = gw.engine(eut.name)
+    if not engine.supports_catalog:
+        with pytest.raises(gateway.Unsupported):
+            gw.catalogs(eut.name)
+        return
+    catalogs = gw.catalogs(eut.name)
+    assert catalogs
+    tables = gw.tables(eut.name, pattern="tr%")
+    trips = [t for t in tables if t.table == "trips"]
+    assert trips, tables
+    assert not [t for t in tables if not t.table.startswith("tr")]
+    ref = trips[0]
+    assert ref.catalog in catalogs
+    schemas = gw.schemas(eut.name, catalog=ref.catalog)
+    assert (ref.catalog, ref.schema) in {(s.catalog, s.schema) for s in schemas}
+    assert not gw.schemas(eut.name, catalog=ref.catalog, pattern="no\\_such%")
+    assert gw.tables(eut.name, catalog=ref.catalog, schema=ref.schema, pattern="zone_") \
+        == [] or all(t.table.startswith("zone") for t in
+                     gw.tables(eut.name, catalog=ref.catalog, schema=ref.schema,
+                               pattern="zone_"))
+    assert [t.table for t in gw.tables(eut.name, catalog=ref.catalog, schema=ref.schema,
+                                       pattern="zone%")] == ["zones"]
+    columns = gw.columns(eut.name, table="zones", catalog=ref.catalog, schema=ref.schema)
+    assert [c.column for c in columns][:1] and "borough" in [c.column for c in columns]
+    assert all(c.catalog == ref.catalog and c.table == "zones" for c in columns)
+    only = gw.columns(eut.name, table="zones", catalog=ref.catalog, schema=ref.schema,
+                      pattern="bor%")
+    assert [c.column for c in only] == ["borough"]
+    assert pa.types.is_string(only[0].type)
+
+
+def test_session_and_prepared_statement(engine_under_test):
+    eut, gw = engine_under_test
+    with gw.session(eut.name) as session:
+        prepared = session.prepare("SELECT trip_id, cab_type FROM trips")
+        assert prepared.schema.names == ["trip_id", "cab_type"]
+        assert prepared.execute().to_arrow().num_rows == 400
+        assert session.execute("SELECT count(*) AS n FROM zones").to_arrow() \
+            .column(0)[0].as_py() > 0
+        if gw.engine(eut.name).supports_parameters:
+            by_type = session.prepare("SELECT count(*) AS n FROM trips WHERE cab_type = ?")
+            assert len(by_type.parameter_schema) == 1
+            answer = by_type.execute(pa.table({"t": ["green", "yellow"]})).to_arrow()
+            assert answer.column(0).to_pylist() == [113, 254]

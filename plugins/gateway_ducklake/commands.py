@@ -1,4 +1,6 @@
-"""``arrowgate lakebench``: the DuckLake catalog benchmark across ducklake engines."""
+"""The ducklake plugin's commands: ``arrowgate lake check ENGINE`` (the health of a
+DuckLake engine's catalog database) and ``arrowgate lakebench`` (the catalog benchmark
+across ducklake engines)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,79 @@ from pathlib import Path
 from typing import Any
 
 from gateway.commands import EXIT_OK, EXIT_QUERY, UsageError, add_command, print_rows
+from gateway.output import write_text_file
 
 
 def register(sub: Any) -> None:
+    register_lake(sub)
+    register_lakebench(sub)
+
+
+def register_lake(sub: Any) -> None:
+    lake = add_command(
+        sub, "lake", help="inspect a DuckLake engine's catalog",
+        description="Commands for ducklake engines. `check` connects to the catalog database "
+                    "itself (PostgreSQL through ADBC, SQL Server through pyodbc, SQLite) and "
+                    "reports the catalog's format version, tables, snapshots, files waiting for "
+                    "cleanup, inlined data not yet flushed, and the server settings that matter "
+                    "for a catalog.",
+        examples=["arrowgate lake check lake", "arrowgate lake check lake --format json",
+                  "arrowgate lake check lake --strict   # exit 1 on any warning"],
+    )
+    actions = lake.add_subparsers(dest="lake_command", metavar="ACTION")
+    check = actions.add_parser("check", help="report on the catalog database of one engine")
+    check.add_argument("engine", metavar="ENGINE", help="a configured engine of type ducklake")
+    check.add_argument("--format", choices=("table", "json"), default="table",
+                       help="output format (default: table)")
+    check.add_argument("--strict", action="store_true",
+                       help="exit 1 when any finding is a warning")
+    check.add_argument("--odbc-driver", metavar="NAME",
+                       help="the ODBC driver for a SQL Server catalog "
+                            "(default: ODBC Driver 18 for SQL Server)")
+    check.set_defaults(run=run_check)
+    lake.set_defaults(run=_no_action)
+
+
+def _no_action(args: argparse.Namespace) -> int:
+    raise UsageError("name an action: arrowgate lake check ENGINE")
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from gateway.config import find_config_path, load_config
+    from gateway.plugins import build_plugin_manager, engine_types
+
+    types = engine_types(build_plugin_manager())
+    config = load_config(find_config_path(args.config), types)
+    cfg = config.engines.get(args.engine)
+    if cfg is None:
+        raise UsageError(f"no engine named {args.engine!r}; configured: "
+                         + ", ".join(config.engines))
+    if cfg.type != "ducklake":
+        lakes = [n for n, c in config.engines.items() if c.type == "ducklake"]
+        raise UsageError(f"engine {args.engine!r} is of type {cfg.type}, not ducklake; "
+                         + ("ducklake engines: " + ", ".join(lakes) if lakes
+                            else "the configuration has no ducklake engine"))
+    from gateway_ducklake.catalog import CatalogSpec
+    from gateway_ducklake.health import check_catalog
+
+    spec = CatalogSpec.parse(cfg.options["catalog"], key=f"engines.{cfg.name}.catalog",
+                             base_dir=config.base_dir)
+    report = check_catalog(spec, cfg.name, schema=cfg.options.get("metadata_schema"),
+                           duckdb_version=types[cfg.type].describe_version(cfg.options),
+                           odbc_driver=args.odbc_driver)
+    if args.format == "json":
+        json.dump(report.to_dict(), sys.stdout, indent=2)
+        print()
+    else:
+        print(f"catalog of {report.engine}: {report.catalog}")
+        print_rows(["check", "value", "status", "advice"],
+                   [[f.name, f.value, f.status, f.advice] for f in report.findings])
+    if report.warnings:
+        print(f"{len(report.warnings)} warning(s)", file=sys.stderr)
+    return EXIT_QUERY if args.strict and report.warnings else EXIT_OK
+
+
+def register_lakebench(sub: Any) -> None:
     b = add_command(
         sub, "lakebench", help="compare DuckLake catalogs (PostgreSQL, SQLite, DuckDB, SQL Server)",
         description="Run the catalog benchmark (the shape of the SQL Server catalog's "
@@ -48,10 +120,10 @@ def register(sub: Any) -> None:
                    help="where catalog files and data go (default: a temp folder, removed)")
     b.add_argument("--json", metavar="FILE", help="write every measurement as JSON")
     b.add_argument("--markdown", metavar="FILE", help="write the table as Markdown")
-    b.set_defaults(run=run)
+    b.set_defaults(run=run_lakebench)
 
 
-def run(args: argparse.Namespace) -> int:
+def run_lakebench(args: argparse.Namespace) -> int:
     from gateway.config import find_config_path, load_config
     from gateway.plugins import build_plugin_manager, engine_types
 
@@ -94,10 +166,9 @@ def run(args: argparse.Namespace) -> int:
           f"{args.rounds} rounds (+{args.warmup} warm-up); seconds, median (min-max)")
     print_rows(header, body)
     if args.markdown:
-        Path(args.markdown).write_text(report.markdown(), encoding="utf-8")
+        write_text_file(args.markdown, report.markdown())
     if args.json:
-        Path(args.json).write_text(json.dumps(report.to_dict(), indent=2) + "\n",
-                                   encoding="utf-8")
+        write_text_file(args.json, json.dumps(report.to_dict(), indent=2) + "\n")
     diverged = report.diverged()
     if diverged:
         for phase, engines in diverged.items():

@@ -1,0 +1,281 @@
+"""Sessions and prepared statements: state that lasts from one statement to the next.
+
+``gw.session(engine)`` pins one connection of one engine. What it keeps
+(``SET``, ``USE``, temporary tables, transactions) depends on the engine
+(:attr:`gateway.engine.Engine.session_state`, shown as ``session.keeps``);
+a statement that needs state the engine cannot keep is refused with
+:class:`~gateway.errors.Unsupported`, never silently reset.
+
+Thread safety: a :class:`~gateway.Gateway` is shared by any number of
+threads, and each thread opens its own sessions. A :class:`Session` (and its
+prepared statements) is used by one thread at a time: a second statement
+started while the first is still executing fails with "the session is busy".
+``session.cancel()`` and ``result.cancel()`` may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from gateway.engine import EngineResult, state_needed
+from gateway.errors import GatewayError, QueryError, Unsupported
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from gateway.core import Gateway
+    from gateway.engine import EnginePrepared, EngineSession
+    from gateway.handles import QueryHandle
+    from gateway.result import Result
+
+_session_ids = itertools.count(1)
+
+
+class Session:
+    """One connection of one engine and the state it keeps. Use it as a context manager.
+
+    Attributes:
+        id: unique in the process; :meth:`gateway.Gateway.running` shows it.
+        engine: the engine's name.
+        keeps: the kinds of state this session keeps (``settings``, ``use``,
+            ``temp_tables``, ``transactions``).
+    """
+
+    def __init__(self, gw: Gateway, engine: str | None = None, *, one_shot: bool = False):
+        eng = gw.engine(engine)
+        self.gw = gw
+        self.engine = eng.name
+        self.id = next(_session_ids)
+        self.keeps: frozenset[str] = eng.session_state
+        self._engine_session: EngineSession = eng.open_session(one_shot=one_shot)
+        self._one_shot = one_shot
+        self._busy = threading.Lock()
+        self._current: Result | None = None
+        #: the handle of the statement being started or read, for cancel()
+        self._handle: QueryHandle | None = None
+        self._closed = False
+
+    # -- statements -------------------------------------------------------------------
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None, *,
+                timeout: float | None = None, shadow: str | bool | None = None) -> Result:
+        """Run one statement in this session and return its streaming answer.
+
+        An answer of this session that is still being read is closed first:
+        a connection streams one answer at a time.
+
+        Args:
+            sql: the statement, in the engine's dialect.
+            parameters: positional values for ``?`` / ``$1`` placeholders, or None.
+            timeout: seconds before this query is cancelled with
+                :class:`~gateway.errors.QueryTimeout`; None takes the engine's
+                ``timeout`` option.
+            shadow: as :meth:`gateway.Gateway.execute`; the reference runs
+                outside this session.
+
+        Raises:
+            gateway.errors.Unsupported: the statement needs session state
+                this engine does not keep.
+            gateway.errors.GatewayError: the statement failed.
+        """
+        self._check_state(sql)
+        if isinstance(shadow, str) or (shadow is None and self.gw.shadow_settings is not None):
+            from gateway.shadow import shadow_execute
+
+            shadowed = shadow_execute(self.gw, sql, self.engine, parameters, shadow, session=self)
+            if shadowed is not None:
+                return shadowed
+        return self._run(sql, parameters, timeout,
+                         lambda handle, run_sql: self._engine_session.execute(
+                             run_sql, parameters, handle))
+
+    def prepare(self, sql: str) -> PreparedStatement:
+        """Plan ``sql`` once to run it many times.
+
+        Raises:
+            gateway.errors.Unsupported: the engine takes no parameters and ``sql`` has some.
+            gateway.errors.QueryError: the statement does not plan.
+        """
+        self._check_state(sql)
+        with self._using():
+            try:
+                prepared = self._engine_session.prepare(self.gw.rewrite(sql, self.engine))
+            except GatewayError:
+                raise
+            except Exception as exc:
+                raise QueryError(f"cannot prepare the statement: {exc}",
+                                 engine=self.engine) from exc
+        return PreparedStatement(self, sql, prepared)
+
+    def cancel(self) -> None:
+        """Cancel this session's running query, if any (from any thread)."""
+        handle = self._handle
+        if handle is not None:
+            handle.cancel()
+
+    def close(self) -> None:
+        """Cancel what runs and release the connection. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self.cancel()
+        current = self._current
+        if current is not None and not current.finished:
+            current.close()
+        self._engine_session.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- the path every statement takes -----------------------------------------------------
+    def _check_state(self, sql: str) -> None:
+        needed = state_needed(sql)
+        if needed is not None and needed[0] not in self.keeps:
+            cfg = self.gw.engine_config(self.engine)
+            keepers = [name for name, c in self.gw.config.engines.items()
+                       if needed[0] in self.gw.engine_types[c.type].session_state]
+            raise Unsupported(
+                f"{needed[1]} would not persist: {cfg.type} engines keep no "
+                f"{needed[0].replace('_', ' ')} between statements",
+                engine=self.engine,
+                hint=("engines that keep it: " + ", ".join(keepers)) if keepers else
+                "run the statement and the query that needs it as one statement")
+
+    def _using(self) -> Any:
+        session = self
+
+        class _Use:
+            def __enter__(self) -> None:
+                if session._closed:
+                    raise GatewayError("the session is closed", engine=session.engine)
+                if not session._busy.acquire(blocking=False):
+                    raise GatewayError("the session is busy with another statement",
+                                       engine=session.engine,
+                                       hint="a session runs one statement at a time; "
+                                            "open a session per thread")
+
+            def __exit__(self, *exc: object) -> None:
+                session._busy.release()
+
+        return _Use()
+
+    def _run(self, sql: str, parameters: Any, timeout: float | None,
+             start: Any) -> Result:
+        with self._using():
+            previous = self._current
+            if previous is not None and not previous.finished:
+                previous.close()
+            result = self.gw._run(self, sql, parameters, timeout, start)
+            self._current = result
+        return result
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id} engine={self.engine!r}{' closed' if self._closed else ''}>"
+
+
+class PreparedStatement:
+    """A statement planned once in a :class:`Session`, run with different parameters.
+
+    Attributes:
+        sql: the statement as the caller wrote it.
+    """
+
+    def __init__(self, session: Session, sql: str, prepared: EnginePrepared):
+        self.session = session
+        self.sql = sql
+        self._prepared = prepared
+        self._closed = False
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The result schema, found without running the query wherever the engine can."""
+        with self.session._using():
+            return self._prepared.schema
+
+    @property
+    def parameter_schema(self) -> pa.Schema:
+        """One field per placeholder (``$1``, ...); ``null`` type where the engine cannot tell."""
+        return self._prepared.parameter_schema
+
+    def execute(self, parameters: Sequence[Any] | pa.RecordBatch | pa.Table | None = None, *,
+                timeout: float | None = None) -> Result:
+        """Run the statement with one row of parameters, or with every row of a batch or table.
+
+        With many rows the answers come back one after the other in one
+        :class:`~gateway.result.Result` (for DML, its ``update_count`` is the total).
+
+        Raises:
+            gateway.errors.QueryError: the number of values does not match the
+                placeholders, or a value does not fit its parameter.
+        """
+        import pyarrow as pa
+
+        if self._closed:
+            raise GatewayError("the prepared statement is closed", engine=self.session.engine)
+        if isinstance(parameters, (pa.RecordBatch, pa.Table)):
+            rows = self._rows_of(parameters)
+            return self.session._run(self.sql, None, timeout,
+                                     lambda handle, _sql: self._many(rows, handle))
+        values = None if parameters is None else list(parameters)
+        self._check_count(0 if values is None else len(values))
+        return self.session._run(self.sql, values, timeout,
+                                 lambda handle, _sql: self._prepared.execute(values, handle))
+
+    def _rows_of(self, table: pa.RecordBatch | pa.Table) -> list[list[Any]]:
+        self._check_count(table.num_columns, "columns")
+        columns = [c.to_pylist() for c in table.columns]
+        return [list(row) for row in zip(*columns, strict=True)]
+
+    def _check_count(self, given: int, what: str = "values") -> None:
+        wanted = len(self._prepared.parameter_schema)
+        if given != wanted:
+            raise QueryError(f"the statement takes {wanted} parameter"
+                             f"{'' if wanted == 1 else 's'}; {given} {what} were given",
+                             engine=self.session.engine,
+                             hint="pass one value per placeholder, in order")
+
+    def _many(self, rows: list[list[Any]], handle: QueryHandle) -> EngineResult:
+        import pyarrow as pa
+
+        if not rows:
+            return EngineResult(pa.RecordBatchReader.from_batches(self._prepared.schema, []))
+        first = self._prepared.execute(rows[0], handle)
+        rest = rows[1:]
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            yield from first.reader
+            for i, row in enumerate(rest, start=2):
+                handle.check()
+                try:
+                    answer = self._prepared.execute(row, handle)
+                except GatewayError as exc:
+                    raise type(exc)(f"parameter row {i}: {exc.message}", engine=exc.engine,
+                                    hint=exc.hint) from None
+                for batch in answer.reader:
+                    if batch.schema != first.schema:
+                        batch = batch.cast(first.schema)
+                    yield batch
+
+        return EngineResult(pa.RecordBatchReader.from_batches(first.schema, batches()),
+                            dict(first.notes))
+
+    def close(self) -> None:
+        """Release the plan. Safe to call twice."""
+        if not self._closed:
+            self._closed = True
+            self._prepared.close()
+
+    def __enter__(self) -> PreparedStatement:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,79 @@
+"""What a short-lived ``arrowgate`` process does to start and stop sooner.
+
+Every such trick in the project lives here, each with the saving it measured
+on a one-row ``arrowgate query`` (docs/benchmarks.md, "Startup on a tiny
+file": 2026-11-30, 2 cores, load average 1-7). Together they took the command
+from 812-817 ms to what importing its dependencies costs; a trick whose
+saving is no longer worth its strangeness should be removed here, whole.
+
+- :func:`tune_collector`: the cyclic garbage collector ran 86 times while
+  sqlglot and pyarrow import their thousands of classes: 22-39 ms.
+- :func:`exit_now`: the interpreter's teardown of every imported module frees
+  memory the exit frees anyway: 60-100 ms, 130-250 ms with numpy loaded.
+- :class:`LazyModule`: ``pyarrow.compute`` builds a Python wrapper for each
+  of its ~300 functions when imported (70-100 ms by ``-X importtime``); the
+  csv engine's fused aggregations never call it.
+- :func:`sort_functions`: an ORDER BY on an aggregation (Q04) needs only
+  ``call_function`` and ``SortOptions``, which ``pyarrow._compute`` defines
+  (21-27 ms to import, against the 70-100 ms above).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import sys
+import threading
+from types import ModuleType
+from typing import Any, NoReturn
+
+
+def tune_collector() -> None:
+    """Raise the first GC generation's threshold (it still runs on long commands)."""
+    gc.set_threshold(100_000, *gc.get_threshold()[1:])
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit with ``code`` without tearing the interpreter's modules down.
+
+    Exit handlers still run and output is flushed first. While a thread other
+    than this one is alive (a background shadow run), the exit is the normal one.
+    """
+    if threading.active_count() > 1:
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()  # finalizers, temporary folders, logging: what exit would run
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # the reader left, or the stream is closed
+            pass
+    os._exit(code)
+
+
+class LazyModule:
+    """A module imported on its first attribute access: ``pc = LazyModule("pyarrow.compute")``."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._module: ModuleType | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._module is None:
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
+
+
+def sort_functions() -> tuple[Any, Any]:
+    """``(call_function, SortOptions)``, from ``pyarrow._compute`` when it defines them.
+
+    (``Table.take`` imports ``pyarrow.compute`` too, so a sort calls ``take``
+    through ``call_function`` as well.)
+    """
+    try:
+        from pyarrow._compute import SortOptions, call_function
+    except ImportError:  # a pyarrow that moved them: the public names still work
+        from pyarrow.compute import SortOptions, call_function
+    return call_function, SortOptions

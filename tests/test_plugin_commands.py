@@ -1,0 +1,94 @@
+"""Commands from plugins: the ``arrowgate_register_commands`` hook and the commands moved to it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import gateway
+from gateway.cli import build_parser
+from gateway.commands import EXIT_OK, add_action, add_command
+from tests.conftest import run_arrowgate
+
+
+class Greeter:
+    """An outside plugin adding a command of its own and an action to a core command."""
+
+    @gateway.hookimpl
+    def arrowgate_register_commands(self, subparsers):
+        hello = add_command(subparsers, "hello", help="say hello",
+                            description="Say hello to someone.", examples=["arrowgate hello you"])
+        hello.add_argument("who")
+        hello.set_defaults(run=lambda args: print(f"hello {args.who}") or EXIT_OK)
+        # called after the core commands, so a plugin can extend one of them
+        count = add_action(subparsers, "sources", "count", help="count the sources",
+                           description="Print how many sources are configured.",
+                           summary="`arrowgate sources count` prints how many there are.",
+                           examples=["arrowgate sources count"])
+        count.set_defaults(run=lambda args: print("many") or EXIT_OK)
+
+
+def commands(parser):
+    return next(a for a in parser._actions if a.dest == "command").choices
+
+
+def test_arrowgate_register_commands(capsys):
+    parser = build_parser(plugins=[Greeter()])
+    args = parser.parse_args(["hello", "world"])
+    assert args.run(args) == EXIT_OK
+    args = parser.parse_args(["sources", "count"])
+    assert args.run(args) == EXIT_OK
+    assert capsys.readouterr().out == "hello world\nmany\n"
+    sources = commands(parser)["sources"].format_help()
+    assert "arrowgate sources count` prints" in sources
+    assert "examples:\n  arrowgate --config examples/quickstart/arrowgate.toml sources\n" \
+        "  arrowgate sources count" in sources
+    assert "example" in commands(parser)["hello"].format_help()
+
+
+def test_the_built_in_plugins_register_their_commands_through_the_hook(monkeypatch):
+    everything = commands(build_parser())
+    assert {"lake", "lakebench"} <= set(everything)
+    assert "engines install" in everything["engines"].format_help()
+    monkeypatch.setenv("ARROWGATE_PLUGINS", "csv")
+    core_only = commands(build_parser())
+    assert "lake" not in core_only and "lakebench" not in core_only
+    assert "engines install" not in core_only["engines"].format_help()
+    assert {"query", "engines", "sources", "data", "shadow", "bench"} <= set(core_only)
+
+
+def test_a_plugin_that_cannot_load_is_a_configuration_error_not_a_traceback():
+    done = run_arrowgate("--help", env={"ARROWGATE_PLUGINS": "no_such_plugin"})
+    assert done.returncode == 2
+    assert done.stderr.startswith("configuration error:") and "no_such_plugin" in done.stderr
+
+
+def test_help_imports_no_engine_driver_or_heavy_library():
+    code = ("import sys, gateway.cli\n"
+            "gateway.cli.build_parser().format_help()\n"
+            "print(sorted(m for m in ('duckdb', 'pyarrow', 'sqlglot', 'adbc_driver_manager',"
+            " 'gateway_ducklake.health', 'gateway_ducklake.bench', 'gateway_duckdb.install')"
+            " if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_plugin_taking_a_command_name_already_taken_is_a_configuration_error():
+    class Clash:
+        @gateway.hookimpl
+        def arrowgate_register_commands(self, subparsers):
+            add_command(subparsers, "query", help="mine", description="Mine.", examples=["x"])
+
+    class NoSuchCommand:
+        @gateway.hookimpl
+        def arrowgate_register_commands(self, subparsers):
+            add_action(subparsers, "nothing", "x", help="", description="", summary="",
+                       examples=[])
+
+    for plugin, message in [(Clash(), "conflicting subparser: query"),
+                            (NoSuchCommand(), "'nothing'")]:
+        with pytest.raises(gateway.ConfigError, match=message):
+            build_parser(plugins=[plugin])
