@@ -40,7 +40,7 @@ from gateway.errors import ConfigError, GatewayError
 from gateway.startup import exit_now, tune_collector
 
 #: The core subcommand modules, in the order ``--help`` lists them (plugins' follow).
-COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench", "fuzz", "serve"]
+COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench", "fuzz", "serve", "tui"]
 
 
 def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
@@ -100,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if interrupted.is_set():  # an engine turned Ctrl-C into its own error
                 print("interrupted", file=sys.stderr)
                 return EXIT_INTERRUPTED
-            label = "error" if exc.kind == GatewayError.kind else f"{exc.kind} error"
+            label = "error" if exc.kind == GatewayError.kind else \
+                f"{exc.kind.replace('_', ' ')} error"
             print(f"{label}: {exc}", file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:

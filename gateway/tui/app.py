@@ -1,0 +1,246 @@
+"""The console's app: the catalog sidebar, one tab per buffer, and the app-wide keys."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane
+
+from gateway.errors import GatewayError
+from gateway.tui.components.catalog_tree import CatalogTree
+from gateway.tui.components.query_tab import QueryTab
+from gateway.tui.console import ConsoleCore
+from gateway.tui.messages import NameChosen, QuerySubmitted
+from gateway.tui.store import Buffer, ConsoleStore, HistoryEntry
+
+
+class ArrowgateApp(App[None]):
+    """``arrowgate tui``: one statement on an engine, shadowed on another, side by side."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "arrowgate"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit"),
+        Binding("f1", "help", "Help"),
+        Binding("ctrl+n", "new_tab", "New tab"),
+        Binding("ctrl+w", "close_tab", "Close tab", show=False),
+        Binding("ctrl+k", "next_tab", "Next tab", show=False),
+        Binding("ctrl+b", "toggle_catalog", "Catalog"),
+        Binding("f8", "history", "History"),
+        Binding("ctrl+e", "export", "Export"),
+        Binding("f2", "focus_editor", "Focus editor", show=False),
+        Binding("f6", "focus_catalog", "Focus catalog", show=False),
+        Binding("f7", "focus_results", "Focus results", show=False),
+        Binding("escape,ctrl+c", "cancel", "Cancel query", priority=True, show=False),
+    ]
+
+    def __init__(self, core: ConsoleCore, *, engine: str | None = None,
+                 reference: str | None = None, persist: bool = True) -> None:
+        """``persist`` False: start from one empty buffer and never save buffers (headless)."""
+        super().__init__()
+        self.persist = persist
+        self.core = core
+        self.store = ConsoleStore(core.state_dir)
+        self.engine = engine
+        self.reference = reference
+        self._tab_ids = itertools.count(1)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            yield CatalogTree(self.core, id="catalog")
+            yield TabbedContent(id="tabs")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        buffers = (self.store.load_buffers() if self.persist else []) or [Buffer()]
+        for buffer in buffers:
+            if self.engine is not None:
+                buffer.engine = self.engine
+            if self.reference is not None:
+                buffer.reference = self.reference
+            await self.add_tab(buffer)
+        self.set_interval(5.0, self.save_buffers)
+        self.action_focus_editor()
+
+    # -- tabs ------------------------------------------------------------------
+    @property
+    def tabs(self) -> list[QueryTab]:
+        return list(self.query(QueryTab))
+
+    @property
+    def active_tab(self) -> QueryTab | None:
+        pane = self.query_one(TabbedContent).active_pane
+        return pane.query_one(QueryTab) if pane is not None else None
+
+    async def add_tab(self, buffer: Buffer) -> QueryTab:
+        n = next(self._tab_ids)
+        tab = QueryTab(self.core, self.store, buffer, self.completion_names)
+        tabs = self.query_one(TabbedContent)
+        await tabs.add_pane(TabPane(f"query {n}", tab, id=f"tab-{n}"))
+        tabs.active = f"tab-{n}"
+        return tab
+
+    def completion_names(self) -> list[str]:
+        return sorted(self.query_one(CatalogTree).names)
+
+    async def action_new_tab(self) -> None:
+        tab = await self.add_tab(Buffer(engine=self.engine, reference=self.reference))
+        tab.editor.focus()
+
+    async def action_close_tab(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        pane = tabs.active_pane
+        if pane is None or len(self.tabs) == 1:
+            return
+        pane.query_one(QueryTab).close()
+        await tabs.remove_pane(str(pane.id))
+        self.save_buffers()
+
+    def action_next_tab(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        ids = [str(p.id) for p in tabs.query(TabPane)]
+        if ids:
+            tabs.active = ids[(ids.index(tabs.active) + 1) % len(ids)]
+
+    def save_buffers(self) -> None:
+        if not self.persist:
+            return
+        try:
+            self.store.save_buffers([tab.snapshot() for tab in self.tabs])
+        except OSError as exc:
+            self.notify(f"buffers not saved: {exc}", severity="warning")
+
+    @on(QuerySubmitted)
+    def _submitted(self) -> None:
+        self.save_buffers()
+
+    async def action_quit(self) -> None:
+        self.save_buffers()
+        for tab in self.tabs:
+            tab.close()
+        self.exit()
+
+    # -- app-wide actions ------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel":  # escape and ctrl+c keep their usual meaning when nothing runs
+            tab = self.active_tab
+            return tab is not None and tab.running
+        return True
+
+    def action_cancel(self) -> None:
+        tab = self.active_tab
+        if tab is not None:
+            tab.action_cancel()
+
+    def action_toggle_catalog(self) -> None:
+        catalog = self.query_one(CatalogTree)
+        catalog.display = not catalog.display
+
+    def action_focus_editor(self) -> None:
+        tab = self.active_tab
+        if tab is not None:
+            tab.editor.focus()
+
+    def action_focus_catalog(self) -> None:
+        catalog = self.query_one(CatalogTree)
+        catalog.display = True
+        catalog.focus()
+
+    def action_focus_results(self) -> None:
+        tab = self.active_tab
+        if tab is not None and tab.grid.table is not None:
+            tab.grid.table.focus()
+
+    def action_help(self) -> None:
+        from gateway.tui.components.help_screen import HelpScreen
+
+        groups = [("app", list(self.BINDINGS)), ("tab", list(QueryTab.BINDINGS)),
+                  ("catalog", list(CatalogTree.BINDINGS))]
+        self.push_screen(HelpScreen(groups))  # type: ignore[arg-type]
+
+    def action_history(self) -> None:
+        from gateway.tui.components.history_screen import HistoryScreen
+
+        self.push_screen(HistoryScreen(self.store), self._rerun)
+
+    def _rerun(self, entry: HistoryEntry | None) -> None:
+        tab = self.active_tab
+        if entry is None or tab is None:
+            return
+        tab.editor.text = entry.sql
+        if entry.engine in self.core.engines:
+            tab.picker.pick(engine=entry.engine, reference=entry.reference or "")
+        tab.post_message(QuerySubmitted(entry.sql))
+
+    @on(NameChosen)
+    def _insert_name(self, event: NameChosen) -> None:
+        tab = self.active_tab
+        if tab is not None:
+            tab.editor.insert(event.text)
+
+    # -- export ---------------------------------------------------------------
+    def action_export(self) -> None:
+        from gateway.tui.components.export_screen import ExportScreen
+
+        tab = self.active_tab
+        if tab is None or tab.answer is None:
+            self.notify("nothing to export: run a statement first", severity="warning")
+            return
+        table = tab.answer.table
+
+        def export(target: str | None) -> None:
+            if target:
+                self._export(table, target)
+
+        self.push_screen(ExportScreen(), export)
+
+    @work(thread=True, group="export")
+    def _export(self, table: Any, target: str) -> None:
+        import io
+
+        from gateway.output import write
+        from gateway.tui.components.export_screen import CLIPBOARD, export_format
+
+        fmt = export_format(target)
+        assert fmt is not None
+        try:
+            if fmt == CLIPBOARD:
+                out = io.BytesIO()
+                write(table.to_reader(), "csv", out)
+                self.call_from_thread(self.copy_to_clipboard, out.getvalue().decode())
+                self.call_from_thread(self.notify, f"{table.num_rows:,} rows copied as CSV")
+                return
+            with open(target, "wb") as fh:
+                rows = write(table.to_reader(), fmt, fh)
+        except (OSError, GatewayError, ValueError) as exc:
+            self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
+            return
+        self.call_from_thread(self.notify, f"{rows:,} rows written to {target} ({fmt})")
+
+    # -- command palette --------------------------------------------------------
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for title, help_text, action in (
+            ("New tab", "open a new buffer", self.action_new_tab),
+            ("Close tab", "close the current buffer", self.action_close_tab),
+            ("History", "search and re-run earlier statements", self.action_history),
+            ("Export", "write the answer to CSV, Parquet, JSON or Arrow", self.action_export),
+            ("Toggle catalog", "show or hide the data catalog", self.action_toggle_catalog),
+            ("Keys", "every key binding", self.action_help),
+        ):
+            yield SystemCommand(title, help_text, action)
+        tab = self.active_tab
+        if tab is not None:
+            yield SystemCommand("Run statement", "the selection or the statement under the "
+                                "cursor", tab.action_run_statement)
+            yield SystemCommand("Run all", "every statement of the buffer", tab.action_run_all)
+            yield SystemCommand("Format", "pretty-print the buffer (sqlglot)", tab.action_format)
+            yield SystemCommand("Reference answer", "switch the grid to the reference's answer",
+                                tab.action_toggle_reference)

@@ -1,0 +1,43 @@
+"""The engine and the shadow reference of one tab."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Label, Select
+
+NO_REFERENCE = "(none)"
+
+
+class EnginePicker(Horizontal):
+    """Two selects: the engine that answers, and the one that shadows it (or none)."""
+
+    def __init__(self, engines: list[str], engine: str, reference: str | None) -> None:
+        super().__init__()
+        self.engines = engines
+        self._engine = engine
+        self._reference = reference
+
+    def compose(self) -> ComposeResult:
+        yield Label("engine", classes="picker-label")
+        yield Select([(e, e) for e in self.engines], value=self._engine, allow_blank=False,
+                     id="engine", compact=True)
+        yield Label("shadow on", classes="picker-label")
+        yield Select([(NO_REFERENCE, NO_REFERENCE)] + [(e, e) for e in self.engines],
+                     value=self._reference or NO_REFERENCE, allow_blank=False, id="reference",
+                     compact=True)
+
+    @property
+    def engine(self) -> str:
+        return str(self.query_one("#engine", Select).value)
+
+    @property
+    def reference(self) -> str | None:
+        value = self.query_one("#reference", Select).value
+        return None if value == NO_REFERENCE else str(value)
+
+    def pick(self, engine: str | None = None, reference: str | None = None) -> None:
+        if engine is not None:
+            self.query_one("#engine", Select).value = engine
+        if reference is not None:
+            self.query_one("#reference", Select).value = reference or NO_REFERENCE

@@ -1,0 +1,104 @@
+"""The SQL text in the editor: statements by position, formatting, completion words."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a buffer: its text and where it starts and ends (offsets)."""
+
+    text: str
+    start: int
+    end: int
+
+
+def statements(text: str) -> list[Statement]:
+    """The buffer's statements, split on the semicolons sqlglot's tokenizer sees.
+
+    Semicolons inside strings and comments do not split; text that does not
+    tokenize (an unclosed quote) is one statement.
+    """
+    from sqlglot.tokens import Tokenizer, TokenType
+
+    try:
+        tokens = Tokenizer().tokenize(text)
+    except Exception:
+        return [Statement(text.strip(), 0, len(text))] if text.strip() else []
+    cuts = [t.start for t in tokens if t.token_type == TokenType.SEMICOLON]
+    out = []
+    start = 0
+    for cut in [*cuts, len(text)]:
+        piece = text[start:cut]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            out.append(Statement(piece.strip(), start + lead, start + len(piece.rstrip())))
+        start = cut + 1
+    return out
+
+
+def statement_at(text: str, offset: int) -> str:
+    """The statement the cursor (a character offset) is in or just after; "" when none."""
+    found = statements(text)
+    if not found:
+        return ""
+    before = [s for s in found if s.start <= offset]
+    return (before[-1] if before else found[0]).text
+
+
+def offset_of(text: str, row: int, column: int) -> int:
+    """The character offset of a (row, column) location in ``text``."""
+    lines = text.split("\n")
+    return sum(len(line) + 1 for line in lines[:row]) + column
+
+
+def format_sql(sql: str, dialect: str) -> str:
+    """``sql`` pretty-printed by sqlglot; unchanged when it does not parse.
+
+    Comments are kept; statements stay separated by semicolons.
+    """
+    import sqlglot
+
+    try:
+        parsed = sqlglot.parse(sql, read=dialect)
+    except Exception:
+        return sql
+    parts = [p.sql(dialect=dialect, pretty=True) for p in parsed if p is not None]
+    return ";\n\n".join(parts) + (";" if sql.rstrip().endswith(";") else "") if parts else sql
+
+
+@functools.cache
+def keywords() -> tuple[str, ...]:
+    """SQL keywords as sqlglot's tokenizer knows them (words only)."""
+    from sqlglot.tokens import Tokenizer
+
+    return tuple(sorted({k for k in Tokenizer.KEYWORDS if k.replace(" ", "").isalpha()}))
+
+
+@functools.cache
+def functions() -> tuple[str, ...]:
+    """Function names sqlglot can parse."""
+    from sqlglot import exp
+
+    return tuple(sorted({name.lower() for name in exp.FUNCTION_BY_NAME
+                         if name.replace("_", "").isalnum()}))
+
+
+def complete(prefix: str, names: list[str]) -> list[tuple[tuple[str, str], str]]:
+    """Completions for ``prefix``: catalog and engine names first, then functions, keywords.
+
+    Each is ``((label, kind), text to insert)``, as textual-textarea's completer expects.
+    """
+    low = prefix.lower()
+    if not low:
+        return []
+    out: list[tuple[tuple[str, str], str]] = []
+    seen: set[str] = set()
+    for kind, words in (("name", names), ("fn", functions()), ("kw", keywords())):
+        for word in words:
+            if word.lower().startswith(low) and word.lower() not in seen:
+                seen.add(word.lower())
+                out.append(((word, kind), word))
+    return out[:50]
