@@ -91,3 +91,14 @@ def test_a_session_scan_stops_when_its_query_handle_is_cancelled(tmp_path):
             reader.read_all()
         with pytest.raises(Cancelled):
             session.execute("SELECT count(*) FROM t", None, handle)
+
+
+
+def test_an_error_names_columns_briefly_even_when_a_header_is_huge():
+    # a 100 MB one-line file with no line end was read as a 100 MB header, and the
+    # "no column named" hint then printed all of it
+    from gateway_csv.query import column_list
+
+    shown = column_list(["y" * 100_000_000, *(f"c{i}" for i in range(30))])
+    assert len(shown) < 400
+    assert "(100000000 characters)" in shown and shown.endswith("... and 11 more")

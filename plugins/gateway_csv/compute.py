@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from gateway.errors import QueryError, Unsupported
 from gateway.startup import LazyModule
-from gateway_csv.query import ENGINES_FOR_MORE, key, unsupported
+from gateway_csv.query import ENGINES_FOR_MORE, column_list, key, unsupported
 
 # imported on first use: the fused aggregations never need it (see gateway.startup)
 pc: Any = LazyModule("pyarrow.compute")
@@ -90,8 +90,8 @@ class Frame:
         if self.strict:
             raise QueryError(f"column {node.name!r} must appear in the GROUP BY clause or be "
                              "used in an aggregate function")
-        raise QueryError(f"no column named {node.name!r}",
-                         hint="columns: " + ", ".join(self.columns))
+        raise QueryError(f"no column named {node.name[:60]!r}",
+                         hint="columns: " + column_list(self.columns))
 
 
 def broadcast(value: Value, length: int) -> pa.Array:

@@ -247,9 +247,24 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
             if name in column_names:
                 query.columns.add(name)
             elif name not in aliases and layout is not None:
-                raise QueryError(f"no column named {col.name!r} in {query.table}",
-                                 hint="columns: " + ", ".join(names))
+                raise QueryError(f"no column named {_short(col.name)!r} in {query.table}",
+                                 hint="columns: " + column_list(names))
     return query
+
+
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[:width] + f"... ({len(name)} characters)"
+
+
+def column_list(names: Any, most: int = 20) -> str:
+    """Column names for a message: each cut to 60 characters, at most ``most`` of them.
+
+    A file whose header line is 100 MB long (one huge field) otherwise put all
+    of it into every error message.
+    """
+    names = list(names)
+    shown = ", ".join(_short(n) for n in names[:most])
+    return shown + (f", ... and {len(names) - most} more" if len(names) > most else "")
 
 
 # ---------------------------------------------------------------- pushdown
