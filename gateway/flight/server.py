@@ -71,6 +71,8 @@ class FlightSqlServer(flight.FlightServerBase):
     """
 
     def __init__(self, gw: Gateway, settings: ServeSettings):
+        if not settings.any_file:
+            _sources_only(gw)
         self.backend = Backend(gw)
         self.settings = settings
         self.auth = Authenticator(settings)
@@ -631,3 +633,16 @@ def _schema_bytes(schema: pa.Schema) -> bytes:
 
 def _json(value: Any) -> bytes:
     return json.dumps(value, default=str).encode()
+
+
+def _sources_only(gw: Gateway) -> None:
+    """Leave remote SQL users only the configured sources on every engine that has the
+    ``files`` option (``duckdb``, ``csv``); ``[serve] any_file = true`` leaves them as
+    configured.
+
+    Engines start on their first query, so setting the option here, before
+    serving, is in time.
+    """
+    for cfg in gw.config.engines.values():
+        if "files" in gw.engine_types[cfg.type].options and cfg.options.get("files") == "any":
+            cfg.options["files"] = "sources"

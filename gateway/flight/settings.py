@@ -62,6 +62,9 @@ SERVE_OPTIONS: dict[str, Option] = {
                            help="seconds before idle sessions, tokens and handles are dropped"),
     "shutdown_grace": Option((int, float), 10,
                              help="seconds running streams get to finish on SIGTERM"),
+    "any_file": Option((bool,), False,
+                       help="let SQL users read any file the gateway can (default: only the "
+                            "configured sources, on every duckdb engine)"),
     "users": Option((dict,), {}, help="[serve.users.NAME] sections"),
 }
 
@@ -156,6 +159,7 @@ class ServeSettings:
     max_request_bytes: int = 16 * 1024 * 1024
     session_idle: float = 3600.0
     shutdown_grace: float = 10.0
+    any_file: bool = False
     users: Mapping[str, User] = field(default_factory=dict)
 
     @property

@@ -42,6 +42,9 @@ class CsvEngine(Engine):
         "fallback": Option((str,), default=None,
                            help="an engine that answers the queries this one reports as "
                                 "unsupported"),
+        "files": Option((str,), default="any", choices=("any", "sources"),
+                        help='"sources": queries read only the configured sources, never a '
+                             "path named in SQL; arrowgate serve sets it"),
     }
 
     def __init__(self, name: str, options: Any, sources: Any):
@@ -78,6 +81,10 @@ class CsvEngine(Engine):
                                  hint="sources: " + (", ".join(self.sources) or "none; declare "
                                                      "[sources.NAME] in the config or query "
                                                      "a file path in quotes"))
+        if self.config.get("files") == "sources":
+            raise QueryError(f"reading {name!r} is not allowed: this engine reads only the "
+                             "configured sources", engine=self.name, kind="permission",
+                             hint="declare the file as a source")
         path = Path(name).expanduser()
         if path.is_dir():
             raise QueryError(f"{name} is a folder, not a CSV file",

@@ -26,6 +26,7 @@ extensions and ATTACH statements through those two.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -102,6 +103,10 @@ class DuckDBEngine(Engine):
         "isolation": Option((str,), default="in_process", choices=("in_process", "process"),
                             help='"process" runs the engine in a worker process that may crash '
                             "or hang without taking the gateway down"),
+        "files": Option((str,), default="any", choices=("any", "sources"),
+                        help='"sources": SQL may read and write only the configured sources '
+                             "(DuckDB's enable_external_access = false, after mounting them); "
+                             "arrowgate serve sets it"),
         "extensions": Option((list,), default=[],
                              help='extensions to load, e.g. ["ducklake", "postgres_scanner"]'),
         "timeout": Option((int, float), exclusive_minimum=0,
@@ -203,6 +208,34 @@ class DuckDBEngine(Engine):
         """
         return []
 
+    def lockdown_sql(self) -> list[str]:
+        """With ``files = "sources"``: the statements, run last in the setup, that leave SQL
+        users only the sources' files and folders.
+
+        DuckDB checks every file a query opens against ``allowed_paths`` and
+        ``allowed_directories`` once ``enable_external_access`` is false, and
+        refuses to switch it back on or widen those lists while the database
+        runs; mounting first is what lets the source views be created.
+        """
+        if self.config.get("files") != "sources":
+            return []
+        paths, folders = [], []
+        for source in self.sources.values():
+            if source.is_folder:
+                folders.append(source.path.rstrip("/") + "/")
+            elif source.is_glob:
+                base = source.path.split("*")[0].split("?")[0].split("[")[0]
+                folders.append(os.path.dirname(base).rstrip("/") + "/")
+            else:
+                paths.append(source.path)
+        if self.config.get("cli"):
+            # the binary hands its answers over through these (cli_session.py)
+            paths += ["/dev/stdout"]
+            folders += ["/dev/fd/"]
+        return [f"SET allowed_paths = {literal(paths)}",
+                f"SET allowed_directories = {literal(folders)}",
+                "SET enable_external_access = false"]
+
     # -- listing, without importing duckdb -------------------------------------
     @classmethod
     def describe_version(cls, options: Any) -> str | None:
@@ -256,7 +289,7 @@ class DuckDBEngine(Engine):
         settings = [f"SET {k} = {literal(v)}" for k, v in self.config["settings"].items()]
         mounts = mount_statements(self.sources)
         extra = [s.strip().rstrip(";") for s in self.setup_sql()]
-        setup += secrets + settings + mounts + extra
+        setup += secrets + settings + mounts + extra + self.lockdown_sql()
         try:
             self._session = self._open(library, setup, settings)
         except SetupFailed as exc:

@@ -1,0 +1,112 @@
+"""``files = "sources"``: SQL reaches the configured sources and nothing else, on every path.
+
+``arrowgate serve`` sets it on every duckdb engine, so a remote user cannot read
+``/etc/passwd`` or write files through the gateway.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import adbc_driver_flightsql.dbapi as dbapi
+import pytest
+
+import gateway
+from tests.duckdb_support import V155, cli_binary, use_shared_home
+from tests.flight_support import serving
+
+DATA = Path(__file__).resolve().parent.parent / "examples" / "data"
+
+PATHS = {
+    "in_process": {},
+    "adbc": {"version": V155},
+    "worker": {"isolation": "process"},
+    "cli": {"cli": "duckdb-cli"},
+}
+
+
+def _outside(tmp_path: Path) -> list[str]:
+    """Statements that reach past the sources: a system file, a file beside a source, a write."""
+    beside = tmp_path / "data" / "secret.csv"
+    return [
+        "SELECT * FROM read_csv_auto('/etc/passwd')",
+        f"SELECT * FROM read_csv_auto('{beside}')",
+        f"COPY (SELECT 1 AS x) TO '{tmp_path / 'out.csv'}'",
+        f"ATTACH '{tmp_path / 'other.duckdb'}' AS other",
+    ]
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> dict[str, Any]:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    shutil.copy(DATA / "trips.csv", folder / "trips.csv")
+    (folder / "secret.csv").write_text("password\nhunter2\n")
+    zones = tmp_path / "zones"
+    zones.mkdir()
+    shutil.copy(DATA / "zones.csv", zones / "part1.csv")
+    return {"trips": {"path": str(folder / "trips.csv")},
+            "zones": {"path": str(zones)}}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_every_duckdb_path_refuses_files_outside_the_sources(
+        path: str, sources: dict[str, Any], tmp_path: Path,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    section: dict[str, Any] = {"type": "duckdb", "files": "sources", **PATHS[path]}
+    if path in ("adbc", "cli"):
+        use_shared_home(tmp_path_factory)
+    if path == "cli":
+        section["cli"] = cli_binary()
+    with gateway.connect({"engines": {"d": section}, "sources": sources}) as gw:
+        assert gw.execute("SELECT count(*) AS n FROM trips").to_arrow()["n"][0].as_py() == 400
+        assert gw.execute("SELECT count(*) AS n FROM zones").to_arrow()["n"][0].as_py() > 0
+        for sql in _outside(tmp_path):
+            with pytest.raises(gateway.GatewayError, match="(?i)permission|disabled"):
+                gw.execute(sql).to_arrow()
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_any_is_the_default_for_local_use(sources: dict[str, Any], tmp_path: Path) -> None:
+    with gateway.connect({"engines": {"d": {"type": "duckdb"}}, "sources": sources}) as gw:
+        beside = tmp_path / "data" / "secret.csv"
+        assert gw.execute(f"SELECT * FROM read_csv_auto('{beside}')").to_arrow().num_rows == 1
+
+
+def test_the_csv_engine_cannot_reach_past_the_sources_through_its_fallback(
+        sources: dict[str, Any], tmp_path: Path) -> None:
+    config = {"engines": {"scan": {"type": "csv", "fallback": "duck", "files": "sources"},
+                          "duck": {"type": "duckdb", "files": "sources"}},
+              "sources": sources}
+    with gateway.connect(config) as gw:
+        assert gw.execute("SELECT count(*) AS n FROM trips", engine="scan").to_arrow() \
+            .column(0)[0].as_py() == 400
+        for sql in ("SELECT * FROM read_csv_auto('/etc/passwd')", "SELECT * FROM '/etc/passwd'",
+                    "SELECT * FROM read_parquet('/etc/passwd')"):
+            with pytest.raises(gateway.GatewayError, match="(?i)not allowed|permission|disab"):
+                gw.execute(sql, engine="scan").to_arrow()
+
+
+def test_the_flight_service_keeps_remote_users_to_the_sources(
+        sources: dict[str, Any], tmp_path: Path) -> None:
+    config = {"default_engine": "duck", "engines": {"duck": {"type": "duckdb"}},
+              "sources": sources}
+    with serving(config) as server, dbapi.connect(server.location, autocommit=True) as conn, \
+            conn.cursor() as cur:
+        cur.execute("SELECT count(*) AS n FROM trips")
+        assert cur.fetchall() == [(400,)]
+        with pytest.raises(Exception, match="(?i)permission|disabled"):
+            cur.execute("SELECT * FROM read_csv_auto('/etc/passwd')")
+            cur.fetchall()
+
+
+def test_any_file_leaves_the_service_open_when_asked(sources: dict[str, Any]) -> None:
+    config = {"default_engine": "duck", "engines": {"duck": {"type": "duckdb"}},
+              "sources": sources, "serve": {"any_file": True}}
+    with serving(config) as server, dbapi.connect(server.location, autocommit=True) as conn, \
+            conn.cursor() as cur:
+        cur.execute("SELECT count(*) AS n FROM read_csv_auto('/etc/passwd', header = false, "
+                    "sep = '|')")
+        assert cur.fetchall()[0][0] > 0
