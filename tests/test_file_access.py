@@ -64,7 +64,7 @@ def test_every_duckdb_path_refuses_files_outside_the_sources(
         assert gw.execute("SELECT count(*) AS n FROM trips").to_arrow()["n"][0].as_py() == 400
         assert gw.execute("SELECT count(*) AS n FROM zones").to_arrow()["n"][0].as_py() > 0
         for sql in _outside(tmp_path):
-            with pytest.raises(gateway.GatewayError, match="(?i)permission|disabled"):
+            with pytest.raises(gateway.GatewayError, match=r"(?i)permission|disabled"):
                 gw.execute(sql).to_arrow()
     assert not (tmp_path / "out.csv").exists()
 
@@ -85,7 +85,7 @@ def test_the_csv_engine_cannot_reach_past_the_sources_through_its_fallback(
             .column(0)[0].as_py() == 400
         for sql in ("SELECT * FROM read_csv_auto('/etc/passwd')", "SELECT * FROM '/etc/passwd'",
                     "SELECT * FROM read_parquet('/etc/passwd')"):
-            with pytest.raises(gateway.GatewayError, match="(?i)not allowed|permission|disab"):
+            with pytest.raises(gateway.GatewayError, match=r"(?i)not allowed|permission|disab"):
                 gw.execute(sql, engine="scan").to_arrow()
 
 
@@ -97,7 +97,7 @@ def test_the_flight_service_keeps_remote_users_to_the_sources(
             conn.cursor() as cur:
         cur.execute("SELECT count(*) AS n FROM trips")
         assert cur.fetchall() == [(400,)]
-        with pytest.raises(Exception, match="(?i)permission|disabled"):
+        with pytest.raises(Exception, match=r"(?i)permission|disabled"):
             cur.execute("SELECT * FROM read_csv_auto('/etc/passwd')")
             cur.fetchall()
 
