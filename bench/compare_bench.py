@@ -1,30 +1,71 @@
 #!/usr/bin/env python3
-"""How fast the comparator judges two large answers (docs/shadow.md, "Speed").
+"""How fast the comparator judges two large answers, against DuckDB's EXCEPT ALL (docs/shadow.md).
 
     .venv/bin/python bench/compare_bench.py --rows 10000000
 
 Builds one answer of ROWS rows (id, string, double, small int) in DuckDB, and
-variants of it, then times ``compare_tables`` on each pair once per round and
-prints the median and min-max of the rounds, and the process's peak RSS.
+variants of it, then, round by round with the order alternated, times
+``compare_tables`` on each pair and the anchor: DuckDB's own ``EXCEPT ALL``
+both ways (exact, no tolerance, no order check) over the same Arrow tables.
+Prints the median and min-max of the rounds; the most the RSS grew during any
+call (the warm-up included, sampled every 5 ms: memory an earlier call left in
+the allocator is not counted again, so it is a lower bound); the process's peak
+RSS; and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
+import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import duckdb
 
 from gateway.compare import compare_tables
 
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE
+
+
+def measured(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    """``fn()``, its seconds, and the peak RSS above the start while it ran (MiB)."""
+    start, peak, done = _rss(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.005):
+            peak[0] = max(peak[0], _rss())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    began = time.perf_counter()
+    try:
+        result = fn()
+    finally:
+        seconds = time.perf_counter() - began
+        done.set()
+        sampler.join()
+    return result, seconds, max(peak[0], _rss()) / 2**20 - start / 2**20
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     con = duckdb.connect()
     answer = con.sql(f"SELECT i AS id, (i % 1000)::VARCHAR AS s, i * 1.5 AS f, i % 7 AS g "
                      f"FROM range({args.rows}) t(i)").to_arrow_table()
@@ -42,18 +83,42 @@ def main() -> None:
         ("every float off by 1e-12 relative (within tolerance)", nudged, answer, None),
     ]
     print(f"{args.rows} rows, {answer.nbytes / 2**20:.0f} MiB per answer, "
-          f"median of {args.rounds} rounds\n")
-    print("| case | verdict | median s (min-max) |\n|---|---|---|")
+          f"median of {args.rounds} rounds (min-max), one warm-up\n")
+    print("| case | verdict | compare s | compare MiB | EXCEPT ALL both ways s | EXCEPT ALL "
+          "MiB | EXCEPT ALL rows | ratio |\n|---|---|---|---|---|---|---|---|")
     for name, primary, reference, sql in cases:
-        times, category = [], ""
-        for _ in range(args.rounds):
-            started = time.perf_counter()
-            category = compare_tables(primary, reference, sql=sql).category
-            times.append(time.perf_counter() - started)
-        print(f"| {name} | {category} | {statistics.median(times):.2f} "
-              f"({min(times):.2f}-{max(times):.2f}) |", flush=True)
+        anchor = duckdb.connect()
+        anchor.register("p", primary)
+        anchor.register("r", reference)
+
+        def judge(p: Any = primary, r: Any = reference, q: str | None = sql) -> str:
+            return compare_tables(p, r, sql=q).category
+
+        def except_all(a: Any = anchor) -> int:
+            return sum(a.execute(f"SELECT count(*) FROM (SELECT * FROM {x} EXCEPT ALL "
+                                 f"SELECT * FROM {y})").fetchall()[0][0]
+                       for x, y in (("p", "r"), ("r", "p")))
+
+        runs: dict[str, list[tuple[Any, float, float]]] = {"compare": [], "except": []}
+        memory = {"compare": 0.0, "except": 0.0}
+        contenders: list[tuple[str, Callable[[], Any]]] = [("compare", judge), ("except", except_all)]
+        for i in range(args.rounds + 1):
+            for label, fn in contenders[i % 2:] + contenders[:i % 2]:
+                run = measured(fn)
+                memory[label] = max(memory[label], run[2])  # the warm-up's growth counts
+                if i:
+                    runs[label].append(run)
+        category, rows = runs["compare"][0][0], runs["except"][0][0]
+        c_s = [r[1] for r in runs["compare"]]
+        e_s = [r[1] for r in runs["except"]]
+        ratios = [c / e for c, e in zip(c_s, e_s, strict=True)]
+        print(f"| {name} | {category} | {spread(c_s)} | {memory['compare']:.0f}"
+              f" | {spread(e_s)} | {memory['except']:.0f} | {rows} | "
+              f"{spread(ratios)} |", flush=True)
+        anchor.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
     print(f"\npeak RSS of the whole process (answers included): {peak:.0f} MiB")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from gateway.errors import ConfigError, GatewayError
 from gateway.startup import exit_now, tune_collector
 
 #: The core subcommand modules, in the order ``--help`` lists them (plugins' follow).
-COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench"]
+COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench", "fuzz", "serve"]
 
 
 def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:

@@ -21,9 +21,12 @@ Categories, in the order they are decided:
     the primary's order differs. Rows tied on the ORDER BY keys may come in
     any order.
 ``error``
-    one side failed, or both failed with different error classes.
+    one side failed, or both failed with different error kinds.
 ``nondeterministic``
-    the reference disagreed with itself (see :func:`compare_with_noise`).
+    the SQL leaves the answer undetermined (:mod:`gateway.nondeterminism`:
+    volatile functions, a LIMIT no total order fixes, a sample) and nothing
+    it determines differs; the evidence says what was verified. Also: the
+    reference disagreed with itself (see :func:`compare_with_noise`).
 
 How: both answers are normalized column by column in Arrow (numbers of mixed
 types to float64, timestamps to one unit in UTC, strings to large_string,
@@ -43,6 +46,8 @@ from gateway.query_shape import QueryShape
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from gateway.nondeterminism import Nondeterminism
 
 CATEGORIES = ("match", "schema", "row_count", "missing_rows", "extra_rows", "values",
               "order", "error", "nondeterministic")
@@ -169,12 +174,55 @@ def compare_tables(
     """
     opts = (options or CompareOptions()).for_sql(sql)
     shape = QueryShape.of(sql, opts.dialect)
-    schema_verdict, p, r = _align(primary, reference, shape, opts)
+    schema_verdict, p, r, rules = _align(primary, reference, shape, opts)
     if schema_verdict is not None:
         return schema_verdict
+    from gateway.nondeterminism import Nondeterminism
     from gateway.row_pairing import RowPairing
 
-    return RowPairing(p, r, shape, opts, primary.column_names).judge()
+    found = Nondeterminism.of(sql, opts.dialect)
+    names = primary.column_names
+    volatile = found.columns_in(names)
+    if volatile:
+        keep = [i for i in range(p.num_columns) if i not in volatile]
+        p, r, shape = _drop_columns(p, keep), _drop_columns(r, keep), _shape_without(shape, keep)
+        rules, names = [rules[i] for i in keep], [names[i] for i in keep]
+    verdict = RowPairing(p, r, shape, opts, names, rules, cut=found.cut).judge()
+    return _allow_for(found, [primary.column_names[i] for i in volatile], verdict)
+
+
+def _drop_columns(table: pa.Table, keep: list[int]) -> pa.Table:
+    return table.select(keep).rename_columns([f"c{i}" for i in range(len(keep))])
+
+
+def _shape_without(shape: QueryShape, keep: list[int]) -> QueryShape:
+    """``shape`` for an answer reduced to the columns at ``keep``."""
+    from gateway.query_shape import OrderTerm
+
+    position = {old: new for new, old in enumerate(keep)}
+    order = [OrderTerm(position.get(t.column) if t.column is not None and t.column >= 0
+                       else t.column, t.text) for t in shape.order]
+    groups = [shape.group_keys[i] for i in keep] if shape.group_keys else []
+    return dataclasses.replace(shape, order=order, group_keys=groups)
+
+
+def _allow_for(found: Nondeterminism, volatile: list[str], verdict: Verdict) -> Verdict:
+    """The verdict once what the SQL leaves undetermined is taken into account."""
+    evidence = verdict.evidence
+    if volatile:
+        evidence.update(volatile_columns=volatile, volatile_functions=found.functions)
+    if found.rows_undetermined is not None:
+        if verdict.ok and not volatile:
+            return verdict
+        return Verdict("nondeterministic", f"{found.rows_undetermined}, so only the schema is "
+                       f"checked ({'the answers differ' if not verdict.ok else 'the rest agrees'})",
+                       {"verified": ["schema"], "reason": found.rows_undetermined,
+                        "volatile_columns": volatile, "comparison": verdict.to_dict()})
+    if volatile and verdict.ok:
+        return Verdict("nondeterministic", f"{', '.join(volatile)} come from "
+                       f"{', '.join(sorted(set(found.functions)))} and are not compared; "
+                       "the rest agrees", evidence)
+    return verdict
 
 
 def compare_outcomes(
@@ -186,8 +234,11 @@ def compare_outcomes(
 ) -> Verdict:
     """Like :func:`compare_tables`, where either side may be the exception it raised.
 
-    Both failing with the same error class is a match (the engines agree the
-    query is wrong); one failing, or both with different classes, is ``error``.
+    Both failing with the same error kind (``gateway.errors.KINDS``: syntax,
+    unknown_object, type...; the class's own kind where the engine did not
+    classify it) is a match: the engines agree the query is wrong, and why.
+    One failing, or both with different kinds, is ``error``. Both messages
+    are kept in the evidence.
     """
     p_err = isinstance(primary, BaseException)
     r_err = isinstance(reference, BaseException)
@@ -197,10 +248,13 @@ def compare_outcomes(
             "reference_error": _describe_error(reference) if r_err else None,
         }
         if p_err and r_err:
-            if error_class(primary) == error_class(reference):
-                return Verdict("match", f"both failed with {error_class(primary)}", evidence)
-            return Verdict("error", f"both failed, differently: primary {error_class(primary)}"
-                           f", reference {error_class(reference)}", evidence)
+            assert isinstance(primary, BaseException) and isinstance(reference, BaseException)
+            kp, kr = error_kind(primary), error_kind(reference)
+            if kp == kr:
+                return Verdict("match", f"both failed with a {kp} error", evidence)
+            return Verdict("error", f"both failed, differently: primary {kp} "
+                           f"({error_class(primary)}), reference {kr} ({error_class(reference)})",
+                           evidence)
         if p_err:
             assert isinstance(primary, BaseException)
             return Verdict("error", f"primary failed but reference answered: "
@@ -229,7 +283,7 @@ def compare_with_noise(
     the evidence.
     """
     verdict = compare_outcomes(primary, reference, sql=sql, options=options)
-    if reference_again is None or verdict.ok:
+    if reference_again is None or verdict.category in ("match", "nondeterministic"):
         return verdict
     noise = compare_outcomes(reference_again, reference, sql=sql, options=options)
     if noise.ok:
@@ -241,42 +295,72 @@ def compare_with_noise(
 
 
 # -- normalizing the two answers -----------------------------------------------
+#: integers up to this magnitude are exact in a float64; beyond it, only some are
+EXACT_FLOAT_RANGE = 2**53
+
+
 def _kind(t: pa.DataType) -> str:
     import pyarrow as pa
 
     if pa.types.is_dictionary(t):
         return _kind(t.value_type)
-    if pa.types.is_null(t):
-        return "null"
-    if pa.types.is_boolean(t):
-        return "bool"
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_floating(t):
-        return "float"
-    if pa.types.is_decimal(t):
-        return "decimal"
+    checks = (("null", pa.types.is_null), ("bool", pa.types.is_boolean),
+              ("int", pa.types.is_integer), ("float", pa.types.is_floating),
+              ("decimal", pa.types.is_decimal), ("timestamp", pa.types.is_timestamp),
+              ("date", pa.types.is_date), ("time", pa.types.is_time),
+              ("duration", pa.types.is_duration), ("struct", pa.types.is_struct),
+              ("map", pa.types.is_map))
+    for name, check in checks:
+        if check(t):
+            return name
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) \
             or pa.types.is_fixed_size_binary(t):
         return "binary"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    if pa.types.is_date(t):
-        return "date"
-    if pa.types.is_time(t):
-        return "time"
-    if pa.types.is_duration(t):
-        return "duration"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) \
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return "list"
     return "other"
 
 
+def contains_float(t: pa.DataType) -> bool:
+    """True when ``t`` is a float type or a nested type with a float inside."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        return contains_float(t.value_type)
+    if pa.types.is_floating(t):
+        return True
+    return any(contains_float(t.field(i).type) for i in range(t.num_fields))
+
+
 _UNIT_RANK = {"s": 0, "ms": 1, "us": 2, "ns": 3}
+#: decimal digits of each integer type's largest value
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def _common_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """Integers and decimals: the decimal holding both exactly (float64 past 38 digits)."""
+    import pyarrow as pa
+
+    def digits(t: pa.DataType) -> tuple[int, int]:
+        if pa.types.is_integer(t):
+            return _INT_DIGITS[t.bit_width] + (t == pa.uint64()), 0
+        return t.precision - t.scale, t.scale
+
+    (ia, sa), (ib, sb) = digits(a), digits(b)
+    scale = max(sa, sb)
+    precision = max(ia, ib) + scale
+    return pa.decimal128(precision, scale) if precision <= 38 else pa.float64()
 
 
 def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.DataType | None:
-    """The type both columns are cast to before comparing, or None when incompatible."""
+    """The type both columns are cast to before comparing, or None when incompatible.
+
+    Nested types (lists of every kind, structs with the same field names, maps)
+    get the common type of their parts, so the equivalences hold at every depth.
+    """
     import pyarrow as pa
 
     ka, kb = _kind(a), _kind(b)
@@ -292,13 +376,13 @@ def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.Dat
         return _common_type(a, a, opts)
     numeric = ("int", "float", "decimal")
     if ka in numeric and kb in numeric:
-        if a == b and ka != "decimal":
-            return a if ka != "float" else pa.float64()
         if not opts.numeric_types_equivalent and a != b:
             return None
         if ka == kb == "int":
-            return pa.decimal128(38, 0) if pa.uint64() in (a, b) else pa.int64()
-        return pa.float64()
+            return a if a == b else (pa.decimal128(38, 0) if pa.uint64() in (a, b) else pa.int64())
+        if "float" in (ka, kb):
+            return pa.float64()
+        return a if a == b else _common_decimal(a, b)
     if ka != kb:
         return None
     if ka in ("string", "binary"):
@@ -322,13 +406,32 @@ def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.Dat
         unit = max(a.unit, b.unit, key=_UNIT_RANK.__getitem__)
         return pa.time64(unit) if ka == "time" and unit in ("us", "ns") else (
             pa.time32(unit) if ka == "time" else pa.duration(unit))
-    if ka == "bool":
-        return a
-    lists = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
-    if a != b and opts.strings_equivalent and any(f(a) for f in lists) \
-            and any(f(b) for f in lists) and a.value_type == b.value_type:
-        return pa.large_list(a.value_type)
+    if ka == "list":
+        if type(a) is not type(b) and not opts.strings_equivalent:
+            return None
+        inner = _common_type(a.value_type, b.value_type, opts)
+        return None if inner is None else pa.large_list(inner)
+    if ka == "struct":
+        names = [a.field(i).name for i in range(a.num_fields)]
+        if names != [b.field(i).name for i in range(b.num_fields)]:
+            return None
+        fields = [_common_type(a.field(i).type, b.field(i).type, opts) for i in range(a.num_fields)]
+        if any(f is None for f in fields):
+            return None
+        return pa.struct([pa.field(n, t) for n, t in zip(names, fields, strict=True)])
+    if ka == "map":
+        key, item = _common_type(a.key_type, b.key_type, opts), \
+            _common_type(a.item_type, b.item_type, opts)
+        return None if key is None or item is None else pa.map_(key, item)
     return a if a == b else None
+
+
+def _holds_int_or_decimal(t: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_integer(t) or pa.types.is_decimal(t):
+        return True
+    return any(_holds_int_or_decimal(t.field(i).type) for i in range(t.num_fields))
 
 
 def _cast(column: Any, target: pa.DataType) -> Any:
@@ -341,27 +444,86 @@ def _cast(column: Any, target: pa.DataType) -> Any:
             and (column.type.tz is None) != (target.tz is None):
         # a naive timestamp read as UTC: same stored value, zone attached
         column = column.cast(pa.timestamp(column.type.unit, tz=target.tz))
+    if pa.types.is_map(column.type):
+        column = _entries_in_key_order(column)
     if column.type == target:
         return column
     if pa.types.is_null(column.type):
         return pa.nulls(len(column), target)
     if pa.types.is_floating(target) and pa.types.is_decimal(column.type):
         return pc.cast(column, target, safe=False)
-    return column.cast(target)
+    try:
+        return column.cast(target)
+    except pa.ArrowInvalid:
+        # integers past 2**53 inside a nested value: rounded to the nearest float (the
+        # one known limit of the equivalences; at the top level they are kept exact)
+        if contains_float(target) and _holds_int_or_decimal(column.type):
+            return pc.cast(column, target, safe=False)
+        raise
+
+
+def _entries_in_key_order(column: Any) -> Any:
+    """A map column with each map's entries sorted by key: a map's entry order means nothing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    maps = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    first, last = maps.offsets[0].as_py(), maps.offsets[-1].as_py()
+    offsets = pc.subtract(maps.offsets, first)
+    keys, items = maps.keys.slice(first, last - first), maps.items.slice(first, last - first)
+    as_list = pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([keys, items],
+                                                                           ["k", "v"]),
+                                       mask=maps.is_null())
+    entries = pc.list_flatten(as_list)
+    order = pc.sort_indices(pa.table({"o": pc.list_parent_indices(as_list),
+                                      "k": entries.field(0)}),
+                            sort_keys=[("o", "ascending"), ("k", "ascending")])
+    entries = entries.take(order)
+    return pa.MapArray.from_arrays(offsets, entries.field(0), entries.field(1), type=maps.type,
+                                   mask=maps.is_null())
+
+
+def _exact_side_fits_float(column: Any) -> bool:
+    """True when every integer or decimal in ``column`` is an exact float64 (|x| <= 2**53)."""
+    import pyarrow.compute as pc
+
+    if column.null_count == len(column):
+        return True
+    bounds = pc.min_max(column)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    return max(abs(low), abs(high)) <= EXACT_FLOAT_RANGE
+
+
+@dataclass
+class ColumnRule:
+    """How one aligned column is compared (read by :mod:`gateway.row_pairing`).
+
+    ``primary_type`` / ``reference_type``: the column's types as the engines
+    returned them. Where a float in the aligned column was an integer or a
+    decimal on one side, the float tolerance applies only while both values
+    are within 2**53; beyond it a float matches only the number it is exactly.
+    ``exact_side``: ``"p"`` or ``"r"`` when that side keeps its integers or
+    decimals (some past 2**53, so not exact as floats) against floats on the other.
+    """
+
+    primary_type: pa.DataType
+    reference_type: pa.DataType
+    exact_side: str | None = None
 
 
 def _align(
     primary: pa.Table, reference: pa.Table, shape: QueryShape, opts: CompareOptions
-) -> tuple[Verdict | None, pa.Table, pa.Table]:
+) -> tuple[Verdict | None, pa.Table, pa.Table, list[ColumnRule]]:
     import pyarrow as pa
 
     evidence: dict[str, Any] = {
         "primary_columns": [f"{f.name}: {f.type}" for f in primary.schema],
         "reference_columns": [f"{f.name}: {f.type}" for f in reference.schema],
     }
+    rules: list[ColumnRule] = []
     if primary.num_columns != reference.num_columns:
         return Verdict("schema", f"primary has {primary.num_columns} columns, reference has "
-                       f"{reference.num_columns}", evidence), primary, reference
+                       f"{reference.num_columns}", evidence), primary, reference, rules
     names_p, names_r = primary.column_names, reference.column_names
     for i, (np_, nr) in enumerate(zip(names_p, names_r, strict=True)):
         if opts.ignore_engine_chosen_names and i < len(shape.engine_named) \
@@ -370,23 +532,35 @@ def _align(
         same = np_.lower() == nr.lower() if opts.case_insensitive_names else np_ == nr
         if not same:
             return Verdict("schema", f"column {i + 1} is named {np_!r} on primary but {nr!r} on "
-                           "reference", evidence), primary, reference
-    p_cols, r_cols, types = [], [], []
+                           "reference", evidence), primary, reference, rules
+    p_cols, r_cols = [], []
     for i in range(primary.num_columns):
         tp, tr = primary.schema.field(i).type, reference.schema.field(i).type
         common = _common_type(tp, tr, opts)
         if common is None:
             return Verdict("schema", f"column {names_r[i]!r} is {tp} on primary but {tr} on "
-                           "reference", evidence), primary, reference
+                           "reference", evidence), primary, reference, rules
+        rule = ColumnRule(tp, tr)
+        p_target = r_target = common
+        if pa.types.is_floating(common) and _kind(tp) != _kind(tr) and "null" not in (
+                _kind(tp), _kind(tr)):
+            exact = "p" if not pa.types.is_floating(tp) else "r"
+            column = primary.column(i) if exact == "p" else reference.column(i)
+            if not _exact_side_fits_float(column):
+                rule.exact_side = exact
+                kept = tp if exact == "p" else tr
+                if pa.types.is_integer(kept) and kept != pa.uint64():
+                    kept = pa.int64()
+                p_target, r_target = (kept, common) if exact == "p" else (common, kept)
         try:
-            p_cols.append(_cast(primary.column(i), common))
-            r_cols.append(_cast(reference.column(i), common))
+            p_cols.append(_cast(primary.column(i), p_target))
+            r_cols.append(_cast(reference.column(i), r_target))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             return Verdict("schema", f"column {names_r[i]!r}: cannot compare {tp} with {tr} "
-                           f"({exc})", evidence), primary, reference
-        types.append(common)
+                           f"({exc})", evidence), primary, reference, rules
+        rules.append(rule)
     names = [f"c{i}" for i in range(primary.num_columns)]
-    return None, pa.table(p_cols, names=names), pa.table(r_cols, names=names)
+    return None, pa.table(p_cols, names=names), pa.table(r_cols, names=names), rules
 
 
 def error_class(exc: BaseException) -> str:
@@ -398,10 +572,16 @@ def error_class(exc: BaseException) -> str:
     return str(getattr(exc, "error_class", None) or type(exc).__name__)
 
 
+def error_kind(exc: BaseException) -> str:
+    """What kind of failure ``exc`` is: its ``kind`` (``gateway.errors``), else its class name."""
+    kind = getattr(exc, "kind", None)
+    return kind if isinstance(kind, str) else error_class(exc)
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{error_class(exc)}: {text[0] if text else ''}"
 
 
 def _describe_error(exc: BaseException) -> dict[str, Any]:
-    return {"class": error_class(exc), "message": str(exc)}
+    return {"class": error_class(exc), "kind": error_kind(exc), "message": str(exc)}

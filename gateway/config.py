@@ -26,7 +26,7 @@ from gateway.sources import SOURCE_OPTIONS, Source, infer_format, not_regular
 
 DEFAULT_FILE = "arrowgate.toml"
 DEFAULT_ENGINE_NAME = "duckdb"
-TOP_LEVEL_KEYS = ("default_engine", "engines", "sources", "shadow")
+TOP_LEVEL_KEYS = ("default_engine", "engines", "sources", "shadow", "serve")
 
 _ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -60,6 +60,8 @@ class GatewayConfig:
     sources: dict[str, Source]
     default_engine: str
     shadow: dict[str, Any] = field(default_factory=dict)
+    #: The unchecked ``[serve]`` section; ``arrowgate serve`` checks it (gateway.flight.settings).
+    serve: dict[str, Any] = field(default_factory=dict)
     #: The folder relative paths are resolved against.
     base_dir: Path = field(default_factory=Path.cwd)
 
@@ -168,8 +170,12 @@ def _check(
     if not isinstance(shadow, Mapping):
         raise fail("shadow", "must be a table")
 
+    serve = raw.get("serve", {})
+    if not isinstance(serve, Mapping):
+        raise fail("serve", "must be a table")
+
     return GatewayConfig(path=label, engines=engines, sources=sources, default_engine=default,
-                         shadow=dict(shadow), base_dir=base)
+                         shadow=dict(shadow), serve=dict(serve), base_dir=base)
 
 
 def _check_engine(name: str, section: Any, fail: Any,
@@ -212,6 +218,15 @@ def _check_source(name: str, section: Any, fail: Any, base: Path) -> Source:
         else:
             raise fail(f"{prefix}.format", f"cannot tell the format of {raw_path!r}",
                        'set format = "csv" or "parquet"')
+    encoding = options.get("encoding")
+    if encoding is not None:
+        import codecs
+
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise fail(f"{prefix}.encoding", f"no text encoding is named {encoding!r}",
+                       "e.g. utf-8, latin-1, utf-16, shift_jis") from None
     source = Source(name=name, path=path, format=fmt,
                     options={k: v for k, v in options.items() if v is not None})
     if not source.is_glob and not Path(path).exists():

@@ -193,7 +193,7 @@ class Gateway:
         if isinstance(shadow, str) or (shadow is None and self.shadow_settings is not None):
             from gateway.shadow import shadow_execute
 
-            shadowed = shadow_execute(self, sql, engine, parameters, shadow)
+            shadowed = shadow_execute(self, sql, engine, parameters, shadow, timeout=timeout)
             if shadowed is not None:
                 return shadowed
         session = Session(self, engine, one_shot=True)

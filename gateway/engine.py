@@ -61,9 +61,10 @@ class Option:
 #: Options every engine type accepts, checked by the gateway (an engine type may
 #: declare its own entry of the same name to change the help or the default).
 COMMON_OPTIONS: Mapping[str, Option] = {
-    "timeout": Option((int, float), help="seconds a query may run before it is cancelled "
+    "timeout": Option((int, float), exclusive_minimum=0,
+                      help="seconds a query may run before it is cancelled "
                       "and fails with QueryTimeout (default: no limit)"),
-    "connect_timeout": Option((int, float), default=30.0,
+    "connect_timeout": Option((int, float), default=30.0, exclusive_minimum=0,
                               help="seconds the engine may take to start before its queries "
                                    "fail (other engines are never held up)"),
 }

@@ -11,6 +11,22 @@ from __future__ import annotations
 
 from gateway.masking import mask_text
 
+#: What went wrong, as an engine classifies its native error (``GatewayError.kind``). The
+#: shadow comparator counts two failures as agreeing only when their kinds are the same.
+KINDS = (
+    "syntax",            # the SQL cannot be parsed, or uses a clause where it is not allowed
+    "unknown_object",    # a table, column, function, file or schema that does not exist
+    "type",              # a value or argument of the wrong type, or a failed conversion
+    "division_by_zero",
+    "out_of_range",      # overflow, or a value outside its type's range
+    "constraint",        # a key, NOT NULL or CHECK constraint, or a write conflict
+    "permission",        # not allowed: read-only, access denied
+    "timeout",
+    "unsupported",       # the engine has no implementation of the construct
+    "resource",          # out of memory, disk or another resource
+    "internal",          # the engine's own bug or assertion
+)
+
 
 class GatewayError(Exception):
     """Base of every error arrowgate raises on purpose.
@@ -19,13 +35,20 @@ class GatewayError(Exception):
         engine: the name of the engine involved, or None.
         message: what went wrong, in the engine's or the gateway's words.
         hint: what the user can do about it, or None.
+        kind: one of :data:`KINDS` where the engine classified its native error;
+            otherwise the class's own kind (``query``, ``connection``...).
     """
 
     #: Process exit code the CLI uses for this kind of error.
     exit_code = 1
     kind = "error"
 
-    def __init__(self, message: str, *, engine: str | None = None, hint: str | None = None):
+    def __init__(self, message: str, *, engine: str | None = None, hint: str | None = None,
+                 kind: str | None = None):
+        if kind is not None:
+            if kind not in KINDS:
+                raise ValueError(f"unknown error kind {kind!r}; one of {', '.join(KINDS)}")
+            self.kind = kind
         self.message = message
         self.engine = engine
         self.hint = hint
@@ -126,6 +149,7 @@ def not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
 
 
 __all__ = [
+    "KINDS",
     "Cancelled",
     "ConfigError",
     "EngineConnectionError",

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from gateway.engine import Engine
     from gateway.errors import GatewayError
     from gateway.events import QueryEvent
+    from gateway.shadow_record import ShadowRecord
 
 hookspec = pluggy.HookspecMarker("arrowgate")
 
@@ -123,6 +124,24 @@ def arrowgate_register_commands(subparsers: argparse._SubParsersAction[Any]) -> 
 
     Returns nothing; all implementations are called (plugins registered later
     first). Two plugins adding the same command name is an argparse error.
+    """
+
+
+@hookspec
+def arrowgate_shadow_finished(record: ShadowRecord) -> None:
+    """Observe a shadow record becoming final.
+
+    Called once per record (compared or skipped), after it is appended to the
+    shadow store and after its done-callbacks, in the thread that completes
+    it: the caller's, on the last read of a shadowed answer, or the verdict
+    thread with ``background = true``.
+
+    Args:
+        record: the final :class:`gateway.shadow_record.ShadowRecord`
+            (``record.query_id`` ties it to the query's other events).
+
+    Returns nothing; all implementations are called. An exception raised here
+    is reported as a warning and does not reach the caller.
     """
 
 

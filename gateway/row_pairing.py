@@ -7,9 +7,10 @@ columns in comparable types. Steps, cheapest first:
 2. otherwise rows are spread over hash buckets; buckets whose sum of row hashes
    and row count agree hold the same rows on both sides and drop out (two
    aggregates with few groups: one parallel scan per side);
-3. the rest is paired on its key columns (the GROUP BY keys, else the non-float
-   columns; ``row_number()`` within a key for duplicates) with a hash join, or,
-   when most rows differ and the keys line up, by position after sorting;
+3. the rest is paired on its key columns (the GROUP BY keys, else the columns
+   that are neither floats nor decimals; ``row_number()`` within a key for
+   duplicates) with a hash join, or, when most rows differ and the keys line
+   up, by position after sorting;
 4. the rows without an equal partner (table ``d``) decide the category.
 """
 
@@ -18,13 +19,16 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import math
+import threading
 from typing import TYPE_CHECKING, Any
 
-from gateway.compare import CompareOptions, Verdict
+from gateway.compare import EXACT_FLOAT_RANGE, ColumnRule, CompareOptions, Verdict, contains_float
 from gateway.query_shape import OrderTerm, QueryShape
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from gateway.nondeterminism import Cut
 
 #: answers up to this many rows are paired directly, without hashing first
 _SMALL = 20_000
@@ -36,16 +40,24 @@ class RowPairing:
     """Pairs the rows of two aligned answers in DuckDB and classifies the differences."""
 
     def __init__(self, p: pa.Table, r: pa.Table, shape: QueryShape, opts: CompareOptions,
-                 names: list[str]):
+                 names: list[str], rules: list[ColumnRule] | None = None,
+                 cut: Cut | None = None):
         import pyarrow as pa
 
+        self.cut = cut
         self.p, self.r, self.shape, self.opts, self.names = p, r, shape, opts, names
         self.cols = p.column_names
-        self.floats = [pa.types.is_floating(t) for t in p.schema.types]
+        self.rules = rules or [ColumnRule(a, b) for a, b in zip(p.schema.types, r.schema.types,
+                                                               strict=True)]
+        self.floats = [contains_float(a) or contains_float(b)
+                       for a, b in zip(p.schema.types, r.schema.types, strict=True)]
         if shape.group_keys and len(shape.group_keys) == len(self.cols):
             self.keys = [c for c, k in zip(self.cols, shape.group_keys, strict=True) if k]
         else:
-            self.keys = [c for c, f in zip(self.cols, self.floats, strict=True) if not f]
+            # floats and decimals are measures (sums, prices), not what identifies a row
+            measures = [f or pa.types.is_decimal(t)
+                        for f, t in zip(self.floats, p.schema.types, strict=True)]
+            self.keys = [c for c, m in zip(self.cols, measures, strict=True) if not m]
         self.values = [c for c in self.cols if c not in self.keys]
         self.evidence: dict[str, Any] = {
             "primary_rows": p.num_rows, "reference_rows": r.num_rows,
@@ -57,28 +69,36 @@ class RowPairing:
 
     def _same(self, col: str, a: str, b: str) -> str:
         """SQL that is true when cell ``a.col`` agrees with ``b.col``."""
+        i = int(col[1:])
         x, y = f"{a}.{col}", f"{b}.{col}"
-        if not self.floats[int(col[1:])]:
-            return f"({x} IS NOT DISTINCT FROM {y})"
-        o = self.opts
-        nan = f"(isnan({x}) AND isnan({y}))" if o.nan_equals_nan else "false"
-        zero = "" if o.signed_zero_equal else \
-            f" AND (({x} <> 0) OR (signbit({x}) = signbit({y})))"
-        close = (f"(NOT isnan({x}) AND NOT isnan({y}) AND ({x} = {y} OR abs({x} - {y}) <= "
-                 f"{o.abs_tol!r} + {o.rel_tol!r} * greatest(abs({x}), abs({y}))){zero})")
-        return f"(({x} IS NULL AND {y} IS NULL) OR ({x} IS NOT NULL AND {y} IS NOT NULL AND " \
-               f"({nan} OR {close})))"
+        rule = self.rules[i]
+        if rule.exact_side is not None:
+            exact, inexact = (x, y) if rule.exact_side == "p" else (y, x)
+            return _nullable(x, y, _exact_vs_float(exact, inexact, self.opts))
+        return cell_same(self.p.schema.types[i], rule.primary_type, rule.reference_type, x, y,
+                         self.opts)
 
     def judge(self) -> Verdict:
-        import duckdb
-
-        con = duckdb.connect()
+        if not self.cols:
+            return self._judge_row_counts()
+        if self.opts.nan_equals_nan and self.opts.signed_zero_equal and self.p.equals(self.r):
+            return self._order_or_match(same_positions=True)
+        con = _connection(max(self.p.num_rows, self.r.num_rows) > _SMALL)
+        self.con = con
         try:
             con.register("p_in", self.p)
             con.register("r_in", self.r)
             return self._judge(con)
         finally:
             con.close()
+
+    def _judge_row_counts(self) -> Verdict:
+        """Answers without columns to compare: only their row counts can differ."""
+        n_p, n_r = self.p.num_rows, self.r.num_rows
+        if n_p == n_r:
+            return Verdict("match", f"{n_p} rows agree", self.evidence)
+        category = "missing_rows" if n_p < n_r else "extra_rows"
+        return Verdict(category, f"primary returned {n_p} rows, reference {n_r}", self.evidence)
 
     def _judge(self, con: Any) -> Verdict:
         n_p, n_r = self.p.num_rows, self.r.num_rows
@@ -88,8 +108,8 @@ class RowPairing:
         if not exact:
             # DuckDB hashes -0.0 like 0.0 and every NaN alike: when those must differ,
             # no row may cancel by hash, and every row is paired.
-            con.execute("CREATE VIEW p_d AS SELECT * FROM p_in")
-            con.execute("CREATE VIEW r_d AS SELECT * FROM r_in")
+            con.execute("CREATE TEMP VIEW p_d AS SELECT * FROM p_in")
+            con.execute("CREATE TEMP VIEW r_d AS SELECT * FROM r_in")
             return self._pair(con)
         if max(n_p, n_r) <= _SMALL:
             self._cancel_equal_rows(con, "p_in", "r_in")
@@ -116,7 +136,7 @@ class RowPairing:
             return self._pair(con)
         # Most rows differ (floats a little off everywhere, a narrowed type): nothing cancels.
         for name in ("p", "r"):
-            con.execute(f"CREATE VIEW {name}_d AS SELECT * FROM {name}_in")
+            con.execute(f"CREATE TEMP VIEW {name}_d AS SELECT * FROM {name}_in")
         if n_p == n_r and self._pair_by_position(con):
             return self._classify(con)
         return self._pair(con)
@@ -190,13 +210,10 @@ class RowPairing:
             "count(*) FILTER (WHERE in_p AND in_r) FROM d").fetchall()[0]
         if not (extra or missing or changed):
             return self._order_or_match()
-        if n_p == n_r and self._only_ties_at_the_limit(con):
-            self.evidence["tied_at_limit"] = missing + changed
-            verdict = self._order_or_match()
-            if verdict.ok:
-                verdict.message += (f"; {missing + changed} rows tied on the ORDER BY keys at the "
-                                    "LIMIT differ, which the ORDER BY allows")
-            return verdict
+        if n_p == n_r and self.cut is not None:
+            verdict = self._within_the_cut(con, missing + changed)
+            if verdict is not None:
+                return verdict
         self.evidence.update(missing_count=missing, extra_count=extra, changed_count=changed)
         n = self.opts.sample_size
         if missing:
@@ -225,27 +242,59 @@ class RowPairing:
                       f"{_short(first['reference'])} on reference" + (f" at {key}" if key else ""))
         return Verdict("values", f"{total} of {n_r} rows differ{detail}", self.evidence)
 
-    def _only_ties_at_the_limit(self, con: Any) -> bool:
-        """ORDER BY ... LIMIT n: do the answers differ only in rows tied with the last one?
+    def _within_the_cut(self, con: Any, differing: int) -> Verdict | None:
+        """Same row count under a LIMIT no total order fixes: differences the SQL allows.
+
+        With an ORDER BY whose keys are in the answer, rows strictly inside the cut
+        are fixed; only rows tied on the ORDER BY keys with the first row (after an
+        OFFSET) or the last one may differ. Without it, any rows may be kept, unless
+        the reference's answer is shorter than the LIMIT (then nothing was cut).
+        Returns None when the differences are not of that kind.
+        """
+        cut = self.cut
+        assert cut is not None
+        tied = [self._resolve(t) for t in self.shape.order] if cut.ordered else []
+        if tied and all(c is not None for c in tied):
+            if not self._only_ties_at_the_edges(con, [c for c in tied if c is not None]):
+                return None
+            verdict = self._order_or_match()
+            if not verdict.ok:
+                return verdict
+            self.evidence.update(tied_at_cut=differing,
+                                 verified=["schema", "row_count", "rows_inside_the_cut", "order"])
+            return Verdict("nondeterministic", f"{differing} rows tied on the ORDER BY keys at the "
+                           "edge of the LIMIT differ, which the ORDER BY allows; the rows inside "
+                           "the cut, the row count and the order agree", self.evidence)
+        if cut.limit is not None and not cut.offset and self.r.num_rows < cut.limit:
+            return None
+        self.evidence.update(differing_rows=differing, verified=["schema", "row_count"])
+        return Verdict("nondeterministic", f"LIMIT without an ORDER BY that fixes its rows: the "
+                       f"engines kept different rows ({differing} of {self.r.num_rows}); the row "
+                       "count and the schema agree", self.evidence)
+
+    def _only_ties_at_the_edges(self, con: Any, tied: list[str]) -> bool:
+        """Do the answers differ only in rows tied with the last row (or the first, after OFFSET)?
 
         Rows whose ORDER BY keys equal the last row's compete for the last places; which of
         them an engine keeps is its own choice.
         """
-        if not self.shape.has_limit or not self.shape.order or self.r.num_rows == 0:
+        assert self.cut is not None
+        if self.r.num_rows == 0:
             return False
-        cols = [self._resolve(t) for t in self.shape.order]
-        if any(c is None for c in cols):
-            return False
-        last = self.r.slice(self.r.num_rows - 1, 1).to_pylist()[0]
-        tied = [c for c in cols if c is not None]
+        edges = [self.r.num_rows - 1] + ([0] if self.cut.offset else [])
+        rows = [self.r.slice(i, 1).to_pylist()[0] for i in edges]
+        params: list[Any] = []
 
-        def at_boundary(side: str) -> str:
-            return " AND ".join(f"{side}{c} IS NOT DISTINCT FROM ${i + 1}"
-                                for i, c in enumerate(tied))
+        def at_edge(side: str) -> str:
+            options = []
+            for row in rows:
+                options.append(" AND ".join(f"{side}{c} IS NOT DISTINCT FROM ${len(params) + i + 1}"
+                                            for i, c in enumerate(tied)))
+                params.extend(row[c] for c in tied)
+            return "(" + " OR ".join(f"({o})" for o in options) + ")"
 
-        outside = con.execute(
-            f"SELECT count(*) FROM d WHERE NOT ((NOT in_p OR ({at_boundary('p_')})) "
-            f"AND (NOT in_r OR ({at_boundary('r_')})))", [last[c] for c in tied]).fetchall()[0][0]
+        inside = f"NOT ((NOT in_p OR {at_edge('p_')}) AND (NOT in_r OR {at_edge('r_')}))"
+        outside = con.execute(f"SELECT count(*) FROM d WHERE {inside}", params).fetchall()[0][0]
         return bool(outside == 0)
 
     def _sample(self, con: Any, side: str, where: str, n: int) -> list[dict[str, Any]]:
@@ -284,7 +333,11 @@ class RowPairing:
                             "reference": rrow[col]})
         return out[:n]
 
-    def _order_or_match(self) -> Verdict:
+    def _order_or_match(self, same_positions: bool = False) -> Verdict:
+        """``match``, or ``order`` when the ORDER BY keys differ at some position.
+
+        ``same_positions``: the answers are known to be equal row for row.
+        """
         n = self.p.num_rows
         shape = self.shape
         if not shape.order:
@@ -305,7 +358,7 @@ class RowPairing:
                                "are not in the answer)", self.evidence)
         if n < 2:
             return Verdict("match", f"{n} rows agree", self.evidence)
-        pos = self._first_position_differing(checked)
+        pos = None if same_positions else self._first_position_differing(checked)
         if pos is None:
             return Verdict("match", f"{n} rows agree, in the order the ORDER BY requires",
                            self.evidence)
@@ -319,29 +372,13 @@ class RowPairing:
                        f"{', '.join(t.text for t in shape.order) or '(all columns)'}", self.evidence)
 
     def _first_position_differing(self, cols: list[str]) -> int | None:
-        """The first row position where the two answers' ``cols`` disagree (Arrow compute)."""
+        """The first row position where the two answers' ``cols`` disagree."""
         import pyarrow.compute as pc
 
-        same = None
-        for c in cols:
-            a, b = self.p.column(c), self.r.column(c)
-            both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-            if self.floats[int(c[1:])]:
-                o = self.opts
-                tol = pc.add(pc.multiply(pc.max_element_wise(pc.abs(a), pc.abs(b)), o.rel_tol),
-                             o.abs_tol)
-                eq = pc.or_(pc.equal(a, b), pc.less_equal(pc.abs(pc.subtract(a, b)), tol))
-                if o.nan_equals_nan:
-                    eq = pc.or_(eq, pc.and_(pc.is_nan(a), pc.is_nan(b)))
-                if not o.signed_zero_equal:
-                    sign = pc.equal(pc.greater(pc.divide(1.0, a), 0), pc.greater(pc.divide(1.0, b), 0))
-                    eq = pc.and_(eq, pc.or_(pc.not_equal(a, 0), sign))
-            else:
-                eq = pc.equal(a, b)
-            col_same = pc.or_(pc.fill_null(eq, False), both_null)
-            same = col_same if same is None else pc.and_(same, col_same)
-        assert same is not None
-        index = pc.index(same, False).as_py()
+        differs = " OR ".join(f"NOT {self._same(c, 'p', 'r')}" for c in cols)
+        bad = self.con.sql(f"SELECT {differs} AS bad FROM p_in p POSITIONAL JOIN r_in r"
+                               ).to_arrow_table().column(0)
+        index = pc.index(bad, True).as_py()
         return None if index is None or index < 0 else int(index)
 
     def _row(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -354,6 +391,123 @@ class RowPairing:
             return self.cols[term.column] if term.column < len(self.cols) else None
         matches = [i for i, name in enumerate(self.names) if name.lower() == term.text.lower()]
         return self.cols[matches[0]] if len(matches) == 1 else None
+
+
+_database: Any = None
+_database_lock = threading.Lock()
+
+
+def _connection(large: bool) -> Any:
+    """A DuckDB connection with temporary tables of its own, closed after one comparison.
+
+    Small answers get a cursor on one shared in-memory database: opening a database
+    costs ~100 times more than a cursor on a busy machine, and the fuzzer and shadow
+    mode compare many small answers. Large ones get a database of their own, whose
+    memory goes back when it closes (a shared one kept 200-350 MiB after comparing two
+    2M-row answers, a closed one 70 MiB).
+    """
+    global _database
+    import duckdb
+
+    if large:
+        return duckdb.connect()
+    with _database_lock:
+        if _database is None:
+            _database = duckdb.connect()
+        return _database.cursor()
+
+
+# -- cell equality in SQL -----------------------------------------------------------
+def cell_same(t: pa.DataType, tp: pa.DataType, tr: pa.DataType, x: str, y: str,
+              opts: CompareOptions, depth: int = 0) -> str:
+    """SQL true when cells ``x`` and ``y`` of aligned type ``t`` agree, at any depth.
+
+    ``tp`` / ``tr`` are the types the engines returned at this position: where
+    one was an integer or a decimal, the float tolerance holds only within 2**53.
+    Lists are compared element by element, structs field by field, maps entry
+    by entry in key order, each with the same options.
+    """
+    import pyarrow as pa
+
+    tp, tr = _plain(tp), _plain(tr)
+    if not contains_float(t):
+        return f"({x} IS NOT DISTINCT FROM {y})"
+    if pa.types.is_floating(t):
+        bounded = any(pa.types.is_integer(s) or pa.types.is_decimal(s) for s in (tp, tr))
+        return _nullable(x, y, _float_same(x, y, opts, bounded))
+    if pa.types.is_map(t):
+        entries = pa.large_list(pa.struct([("key", t.key_type), ("value", t.item_type)]))
+        return cell_same(entries, _entries(tp), _entries(tr), f"list_sort(map_entries({x}))",
+                         f"list_sort(map_entries({y}))", opts, depth)
+    if pa.types.is_struct(t):
+        parts = []
+        for i in range(t.num_fields):
+            name = t.field(i).name.replace("'", "''")
+            parts.append(cell_same(t.field(i).type, _part(tp, i), _part(tr, i),
+                                   f"struct_extract({x}, '{name}')",
+                                   f"struct_extract({y}, '{name}')", opts, depth))
+        return _nullable(x, y, "(" + " AND ".join(parts) + ")")
+    v = f"z{depth}__"
+    inner = cell_same(t.value_type, _part(tp, 0), _part(tr, 0), f"{v}[1]", f"{v}[2]", opts,
+                      depth + 1)
+    return _nullable(x, y, f"(len({x}) = len({y}) AND coalesce(list_bool_and(list_transform("
+                     f"list_zip({x}, {y}), lambda {v}: {inner})), true))")
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    import pyarrow as pa
+
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def _part(t: pa.DataType, i: int) -> pa.DataType:
+    """The type of part ``i`` of nested type ``t`` (null when ``t`` is the null type)."""
+    import pyarrow as pa
+
+    t = _plain(t)
+    return t.field(i).type if i < t.num_fields else pa.null()
+
+
+def _entries(t: pa.DataType) -> pa.DataType:
+    import pyarrow as pa
+
+    t = _plain(t)
+    if not pa.types.is_map(t):
+        return pa.null()
+    return pa.large_list(pa.struct([("key", t.key_type), ("value", t.item_type)]))
+
+
+def _nullable(x: str, y: str, both_present: str) -> str:
+    return f"(({x} IS NULL AND {y} IS NULL) OR ({x} IS NOT NULL AND {y} IS NOT NULL AND " \
+           f"{both_present}))"
+
+
+def _float_same(x: str, y: str, o: CompareOptions, bounded: bool) -> str:
+    """Two non-null floats agree: NaN by option, infinities only with themselves."""
+    nan = f"(isnan({x}) AND isnan({y}))" if o.nan_equals_nan else "false"
+    zero = "" if o.signed_zero_equal else \
+        f" AND (({x} <> 0) OR (signbit({x}) = signbit({y})))"
+    near = f"isfinite({x}) AND isfinite({y})"
+    if bounded:
+        near += f" AND abs({x}) <= {EXACT_FLOAT_RANGE} AND abs({y}) <= {EXACT_FLOAT_RANGE}"
+    close = (f"(NOT isnan({x}) AND NOT isnan({y}) AND ({x} = {y} OR ({near} AND abs({x} - {y}) "
+             f"<= {o.abs_tol!r} + {o.rel_tol!r} * greatest(abs({x}), abs({y})))){zero})")
+    return f"({nan} OR {close})"
+
+
+def _exact_vs_float(e: str, f: str, o: CompareOptions) -> str:
+    """An integer or decimal ``e`` (some past 2**53) against a float ``f``, both non-null.
+
+    They agree when ``f`` is exactly the number ``e``, or when both lie within 2**53
+    and the float tolerance holds.
+    """
+    exact = (f"(CASE WHEN isfinite({f}) AND abs({f}) < 1e38 AND {f} = round({f}) "
+             f"THEN {f}::HUGEINT = {e}::HUGEINT AND {e} = trunc({e}) ELSE false END)")
+    ed = f"{e}::DOUBLE"
+    near = (f"(isfinite({f}) AND abs({e}) <= {EXACT_FLOAT_RANGE} AND abs({f}) <= "
+            f"{EXACT_FLOAT_RANGE} AND abs({ed} - {f}) <= {o.abs_tol!r} + {o.rel_tol!r} * "
+            f"greatest(abs({ed}), abs({f})))")
+    return f"({exact} OR {near})"
 
 
 # -- evidence ---------------------------------------------------------------------

@@ -84,7 +84,8 @@ class Session:
         if isinstance(shadow, str) or (shadow is None and self.gw.shadow_settings is not None):
             from gateway.shadow import shadow_execute
 
-            shadowed = shadow_execute(self.gw, sql, self.engine, parameters, shadow, session=self)
+            shadowed = shadow_execute(self.gw, sql, self.engine, parameters, shadow, session=self,
+                                      timeout=timeout)
             if shadowed is not None:
                 return shadowed
         return self._run(sql, parameters, timeout,

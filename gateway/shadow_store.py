@@ -1,16 +1,24 @@
 """The shadow store: where shadow records are appended and what ``shadow report`` reads.
 
-A folder of Parquet files, one per append, written under a temporary name and
-renamed, so several processes append without locks and a reader never sees
-half a file. A record's message and evidence pass through
+One Parquet dataset: a folder of Parquet files read as one table. Records
+are appended in batches (:meth:`ShadowStore.add` buffers them per process and
+writes one file per flush); every file is written under a hidden temporary
+name and renamed into place, so any number of threads and processes append
+without locks, and a writer killed mid-write leaves only a hidden temporary
+file that readers never see. Folders written one file per query (before
+batching) read the same way. A record's message and evidence pass through
 :func:`gateway.masking.mask` first: evidence quotes the answers' values, and an
 answer can hold a secret the gateway knows.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import fcntl
 import json
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -22,52 +30,80 @@ from gateway.masking import mask
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from gateway.shadow import ShadowRecord
+    from gateway.shadow_record import ShadowRecord
 
 
 _COLUMNS = ("id", "time", "name", "sql", "primary", "reference", "status", "category", "message",
             "evidence", "skip_reason", "primary_ms", "reference_ms", "ratio", "primary_rows",
             "reference_rows", "primary_peak_mb", "reference_peak_mb", "noise_checked",
-            "answered_by")
+            "answered_by", "downgraded", "query_id")
+#: a buffer is written when it holds this many records, or its oldest is this old
+FLUSH_RECORDS = 100
+FLUSH_SECONDS = 5.0
+#: past this many files, a flush merges them (one process at a time)
+COMPACT_FILES = 64
+#: a temporary file older than this was left by a writer that died
+STALE_SECONDS = 3600.0
 
 
 class ShadowStore:
-    """A folder of Parquet files, one per append, read as one table.
+    """A Parquet dataset folder of shadow records.
 
-    Each append writes a new file under a temporary name and renames it, so
-    several processes can append at once without locks, and a reader never
-    sees half a file. :meth:`compact` merges the files.
+    :meth:`append` writes one file now; :meth:`add` buffers records and
+    writes one file per :data:`FLUSH_RECORDS` records or
+    :data:`FLUSH_SECONDS` seconds (and at exit, and before this process
+    reads the store). :meth:`compact` merges the files.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
 
     def append(self, records: list[ShadowRecord]) -> None:
-        """Append records.
+        """Write ``records`` as one new file, now.
 
         Raises:
             GatewayError: the folder cannot be written.
         """
         if not records:
             return
+        self._write(_records_table(records), "")
+        if len(self.files()) > COMPACT_FILES:
+            self.compact(wait=False)
+
+    def add(self, record: ShadowRecord) -> None:
+        """Buffer ``record``; it is written with the next flush of this process's buffer."""
+        _buffer(self.path).add(record)
+
+    def flush(self) -> None:
+        """Write what this process has buffered for this store.
+
+        Raises:
+            GatewayError: the folder cannot be written (the records stay buffered).
+        """
+        _buffer(self.path).flush()
+
+    def _write(self, table: pa.Table, tag: str) -> Path:
         import pyarrow.parquet as pq
 
-        table = _records_table(records)
+        stem = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:8]}{tag}"
+        tmp = self.path / f".{stem}.tmp"
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            stem = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            tmp = self.path / f".{stem}.tmp"
             pq.write_table(table, tmp)
-            os.replace(tmp, self.path / f"{stem}.parquet")
+            final = self.path / f"{stem}.parquet"
+            os.replace(tmp, final)
         except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
             raise GatewayError(f"cannot write the shadow store {self.path}: {exc.strerror}",
                                hint="set [shadow] store to a writable folder, or false") from None
+        return final
 
     def files(self) -> list[Path]:
-        return sorted(self.path.glob("*.parquet")) if self.path.is_dir() else []
+        return sorted(self.path.glob("[!.]*.parquet")) if self.path.is_dir() else []
 
     def read(self) -> pa.Table:
-        """Every record, oldest first.
+        """Every record, oldest first (this process's buffered records are flushed first).
 
         Raises:
             GatewayError: the store does not exist or holds no record.
@@ -75,27 +111,129 @@ class ShadowStore:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        files = self.files()
-        if not files:
+        _flush_if_buffered(self.path)
+        while True:
+            try:
+                tables = [pq.read_table(f) for f in self.files()]
+                break
+            except FileNotFoundError:
+                continue  # a compaction merged it since the listing: list again
+        if not tables:
             raise GatewayError(f"no shadow records in {self.path}",
                                hint="run queries in shadow mode first, or pass --store")
-        tables = [pq.read_table(f) for f in files]
-        return pa.concat_tables(tables, promote_options="default").sort_by("time")
+        return _unique(pa.concat_tables(tables, promote_options="default")).sort_by("time")
 
-    def compact(self) -> None:
-        """Merge every file into one."""
-        files = self.files()
-        if len(files) < 2:
-            return
-        import pyarrow.parquet as pq
+    def compact(self, wait: bool = True) -> None:
+        """Merge every file into one, and remove temporary files writers left behind.
 
-        table = self.read()
-        stem = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-compacted"
-        tmp = self.path / f".{stem}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.path / f"{stem}.parquet")
-        for f in files:
-            f.unlink()
+        One process compacts at a time (``wait=False``: skip when another
+        is). Records appended meanwhile are in files of their own and stay.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".compact.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                return
+            for tmp in self.path.glob(".*.tmp"):
+                try:
+                    if time.time() - tmp.stat().st_mtime > STALE_SECONDS:
+                        tmp.unlink()
+                except FileNotFoundError:
+                    pass
+            files = self.files()
+            if len(files) < 2:
+                return
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = _unique(pa.concat_tables([pq.read_table(f) for f in files],
+                                             promote_options="default")).sort_by("time")
+            self._write(table, "-compacted")
+            for f in files:  # a crash before the last unlink leaves duplicates: reads skip them
+                f.unlink(missing_ok=True)
+
+
+def _unique(table: pa.Table) -> pa.Table:
+    """``table`` without repeated record ids (left by a compaction that died half-way)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pc.count_distinct(table.column("id")).as_py() == table.num_rows:
+        return table
+    first = (table.append_column("_row", pa.array(range(table.num_rows), pa.int64()))
+             .group_by("id", use_threads=False).aggregate([("_row", "min")]))
+    return table.take(pc.sort_indices(first.column("_row_min")))
+
+
+class _Buffer:
+    """One process's records waiting to be written to one store."""
+
+    def __init__(self, store: ShadowStore):
+        self.store = store
+        self.records: list[ShadowRecord] = []
+        self.lock = threading.Lock()
+        self.timer: threading.Timer | None = None
+
+    def add(self, record: ShadowRecord) -> None:
+        with self.lock:
+            self.records.append(record)
+            full = len(self.records) >= FLUSH_RECORDS
+            if not full and self.timer is None:
+                self.timer = threading.Timer(FLUSH_SECONDS, self._flush_quietly)
+                self.timer.daemon = True
+                self.timer.start()
+        if full:
+            self._flush_quietly()
+
+    def flush(self) -> None:
+        with self.lock:
+            records, self.records = self.records, []
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            try:
+                self.store.append(records)
+            except GatewayError:
+                self.records = records + self.records
+                raise
+
+    def _flush_quietly(self) -> None:
+        import warnings
+
+        try:
+            self.flush()
+        except GatewayError as exc:
+            warnings.warn(f"shadow records not stored yet: {exc.message} ({exc.hint})",
+                          RuntimeWarning, stacklevel=2)
+
+
+_buffers: dict[Path, _Buffer] = {}
+_buffers_lock = threading.Lock()
+
+
+def _buffer(path: Path) -> _Buffer:
+    key = path.absolute()
+    with _buffers_lock:
+        buf = _buffers.get(key)
+        if buf is None:
+            buf = _buffers[key] = _Buffer(ShadowStore(key))
+        return buf
+
+
+def _flush_if_buffered(path: Path) -> None:
+    with _buffers_lock:
+        buf = _buffers.get(path.absolute())
+    if buf is not None:
+        buf.flush()
+
+
+@atexit.register
+def _flush_all() -> None:
+    with _buffers_lock:
+        buffers = list(_buffers.values())
+    for buf in buffers:
+        buf._flush_quietly()
 
 
 def _records_table(records: list[ShadowRecord]) -> pa.Table:
@@ -113,7 +251,7 @@ def _records_table(records: list[ShadowRecord]) -> pa.Table:
         ("reference_ms", pa.float64()), ("ratio", pa.float64()), ("primary_rows", pa.int64()),
         ("reference_rows", pa.int64()), ("primary_peak_mb", pa.float64()),
         ("reference_peak_mb", pa.float64()), ("noise_checked", pa.bool_()),
-        ("answered_by", pa.string()),
+        ("answered_by", pa.string()), ("downgraded", pa.bool_()), ("query_id", pa.int64()),
     ])
     return pa.Table.from_pylist([{c: row[c] for c in _COLUMNS} for row in rows], schema=schema)
 

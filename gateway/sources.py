@@ -28,7 +28,10 @@ SOURCE_OPTIONS: dict[str, Option] = {
     "null": Option((str, list), help="string(s) read as NULL"),
     "columns": Option((dict,), help="column name -> SQL type, overriding sniffed types"),
     "timestamp_format": Option((str,), help="strftime format of timestamp columns"),
-    "encoding": Option((str,), choices=("utf-8",), help="text encoding (utf-8, BOM allowed)"),
+    "encoding": Option((str,), help="text encoding of a CSV file: utf-8 (default, BOM "
+                       "allowed), latin-1, utf-16, or any encoding Python knows"),
+    "compression": Option((str,), choices=("auto", "none", "gzip", "zstd"),
+                          help="compression of a CSV file; auto looks at the file's first bytes"),
     "on_error": Option((str,), choices=("error", "skip"), default="error",
                        help="what to do with a malformed row"),
 }

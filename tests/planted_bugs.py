@@ -35,7 +35,28 @@ BUGS = {
     "column_renamed": "schema",
     "float_perturbed": "values",
     "error_swallowed": "error",
+    "order_by_ignored_under_limit": "values",
+    "round_group_key": "row_count",
+    "null_groups_dropped": "missing_rows",
+    "sum_overflow_wraps": "values",
 }
+
+#: a table the fuzzer finds every bug in (tests/test_fuzz.py, bench/fuzz_bench.py): unique
+#: ids, small groups with NULLs, halves (for ROUND), strings, and 64-bit integers near the top
+#: of their range
+FUZZ_TABLE_SQL = """
+SELECT i AS id,
+       CASE WHEN i % 5 = 0 THEN NULL ELSE i % 4 END AS g,
+       CASE WHEN i % 7 = 0 THEN NULL ELSE ((i % 9) * 0.5 - 1)::DOUBLE END AS x,
+       CASE WHEN i % 6 = 0 THEN NULL ELSE chr((97 + i % 5)::INTEGER) END AS s,
+       CASE WHEN i % 3 = 0 THEN 9223372036854775000 - i WHEN i % 3 = 1 THEN NULL
+            ELSE i * 1000000000 END::BIGINT AS big
+FROM range(40) t(i)
+"""
+
+#: the bugs rewriting the SQL (the others change the answer)
+_SQL_BUGS = ("order_by_ignored", "round_half_even", "limit_off_by_one",
+             "order_by_ignored_under_limit", "round_group_key", "null_groups_dropped")
 
 
 class PlantedBugEngine(DuckDBEngine):
@@ -65,11 +86,21 @@ class PlantedBugEngine(DuckDBEngine):
 
 def _rewrite(sql: str, bug: str) -> str:
     """The SQL-level bugs: what a faulty planner would run instead."""
-    if bug not in ("order_by_ignored", "round_half_even", "limit_off_by_one"):
+    if bug not in _SQL_BUGS:
         return sql
     tree = sqlglot.parse_one(sql, read="duckdb")
-    if bug == "order_by_ignored":
+    if bug == "order_by_ignored" or (bug == "order_by_ignored_under_limit"
+                                     and tree.args.get("limit") is not None):
         tree.set("order", None)
+    group = tree.args.get("group")
+    if bug == "round_group_key" and group is not None:
+        # groups by the value under ROUND instead of the rounded key
+        group.set("expressions", [g.this if isinstance(g, exp.Round) else g
+                                  for g in group.expressions])
+    if bug == "null_groups_dropped" and group is not None:
+        for key in group.expressions:
+            if not (isinstance(key, exp.Literal) and key.is_int):
+                tree = tree.where(exp.Not(this=exp.Is(this=key.copy(), expression=exp.Null())))
     if bug == "round_half_even":
         for node in list(tree.find_all(exp.Round)):
             digits = node.args.get("decimals") or exp.Literal.number(0)
@@ -92,6 +123,13 @@ def _mangle(table: pa.Table, bug: str) -> pa.Table:
     if bug == "integer_overflow_wraps":
         cols = [pc.cast(c, pa.int32(), safe=False).cast(c.type) if pa.types.is_integer(c.type)
                 else c for c in table.columns]
+        return pa.table(cols, names=table.column_names)
+    if bug == "sum_overflow_wraps":
+        # integers wider than 64 bits (DuckDB's HUGEINT sums) wrapped to 64 bits
+        cols = [pa.array([None if v is None else (int(v) + 2**63) % 2**64 - 2**63
+                          for v in c.to_pylist()], pa.int64())
+                if pa.types.is_decimal(c.type) and c.type.scale == 0 else c
+                for c in table.columns]
         return pa.table(cols, names=table.column_names)
     if bug == "column_renamed" and table.num_columns:
         return table.rename_columns([*table.column_names[:-1], table.column_names[-1] + "_1"])

@@ -189,3 +189,29 @@ def test_every_numeric_engine_option_declares_its_range():
                  if (int in opt.types or float in opt.types) and not opt.choices
                  and opt.minimum is None and opt.exclusive_minimum is None]
     assert not unbounded, "give these options a minimum: " + ", ".join(unbounded)
+
+
+def test_a_source_takes_an_encoding_and_a_compression_every_engine_reads(tmp_path):
+    import gzip
+
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("a;b\ncaf\u00e9;1\n".encode("latin-1"))
+    packed = tmp_path / "packed.csv.gz"
+    packed.write_bytes(gzip.compress(b"x,y\n1,2\n3,4\n"))
+    config = {"engines": {"c": {"type": "csv"}, "d": {"type": "duckdb"}},
+              "sources": {"l": {"path": str(latin), "encoding": "latin-1"},
+                          "z": {"path": str(packed), "format": "csv", "compression": "gzip"}}}
+    with gateway.connect(config) as gw:
+        for engine in ("c", "d"):
+            assert gw.execute("SELECT a FROM l", engine=engine).to_arrow() \
+                .column(0).to_pylist() == ["caf\u00e9"]
+            assert gw.execute("SELECT sum(y) AS s FROM z", engine=engine).to_arrow() \
+                .column(0).to_pylist() == [6]
+
+
+def test_an_unknown_encoding_is_a_config_error(tmp_path):
+    data = tmp_path / "x.csv"
+    data.write_text("a\n1\n")
+    with pytest.raises(gateway.ConfigError, match=r"sources\.x\.encoding: no text encoding"):
+        gateway.connect({"engines": {"d": {"type": "duckdb"}},
+                         "sources": {"x": {"path": str(data), "encoding": "klingon"}}})

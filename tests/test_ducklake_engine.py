@@ -174,7 +174,8 @@ WRITER = textwrap.dedent("""
             try:
                 gw.execute(job["sql"].format(i=i, w=job["writer"])).to_arrow()
             except gateway.GatewayError as exc:
-                errors.append({"kind": type(exc).__name__, "message": str(exc)})
+                errors.append({"kind": type(exc).__name__, "message": str(exc),
+                               "error_kind": getattr(exc, "kind", "")})
     print(json.dumps(errors), flush=True)
 """)
 
@@ -227,7 +228,7 @@ def test_a_conflict_that_exhausts_retries_is_a_clear_error(postgres, tmp_path):
     failed = [e for per in errors for e in per]
     assert failed, "two writers updating one table 15 times each never conflicted"
     for e in failed:
-        assert e["kind"] == "QueryError"
+        assert e["kind"] == "QueryError" and e["error_kind"] == "constraint"
         assert "conflicted with another writer" in e["message"]
         assert "max_retry_count = 0" in e["message"]
     with gateway.connect({"engines": {"lake": section}}) as gw:

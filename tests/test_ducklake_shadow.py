@@ -26,7 +26,9 @@ def test_postgres_and_sqlite_catalogs_answer_alike(postgres, tmp_path, monkeypat
     with gateway.connect({"engines": sections}) as gw:
         records = []
         for sql in cases:
-            records.append(gw.execute(sql, engine="pg", shadow="lite").shadow)
+            result = gw.execute(sql, engine="pg", shadow="lite")
+            result.to_arrow()  # the record is final once the answer is read
+            records.append(result.shadow)
         for sql in LAKE_QUERIES:
             # each lake is named after its engine; the same text asks each about itself
             pg = gw.execute(sql.format(lake="pg"), engine="pg").to_arrow()

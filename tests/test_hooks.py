@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,33 @@ def test_arrowgate_engine_types():
     with gateway.connect({"engines": {"e": {"type": "echo"}}}, plugins=[Registers()]) as gw:
         assert gw.execute("hello").to_arrow().to_pylist() == [{"sql": "hello"}]
         assert "echo" in gw.engine_types and "duckdb" in gw.engine_types
+
+
+def test_arrowgate_shadow_finished(tmp_path):
+    """Fired once per record: compared in the caller's last read, in the background, skipped."""
+    finished = []
+
+    class Watcher:
+        @gateway.hookimpl
+        def arrowgate_shadow_finished(self, record):
+            finished.append((record.status, record.category, record.done()))
+
+    config = {"engines": {"a": {"type": "duckdb"}, "b": {"type": "duckdb"}},
+              "shadow": {"reference": "b", "primary": "a", "store": str(tmp_path / "store")}}
+    with gateway.connect(config, plugins=[Watcher()]) as gw:
+        result = gw.execute("SELECT * FROM range(100000)", engine="a")
+        assert finished == []  # not before the answer is read
+        result.to_arrow()
+        assert finished == [("compared", "match", True)]
+        gw.execute("CREATE TABLE t AS SELECT 1 AS x", engine="a").to_arrow()
+        assert finished[1] == ("skipped", None, True)
+    background = {**config, "shadow": {**config["shadow"], "background": True}}
+    with gateway.connect(background, plugins=[Watcher()]) as gw:
+        result = gw.execute("SELECT 42 AS x", engine="a")
+        result.to_arrow()
+        assert result.shadow.wait(30)
+    deadline = time.monotonic() + 10
+    while len(finished) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the hook runs after the record is marked done
+    assert finished == [("compared", "match", True), ("skipped", None, True),
+                        ("compared", "match", True)]

@@ -163,7 +163,8 @@ def test_query_shadow_prints_verdict_and_ratio_under_the_answer(cli, project):
 
 def test_noise_flag_turns_a_random_query_into_nondeterministic_not_failure(cli, project):
     (project / "q" / "random.sql").write_text("-- name: dice\nSELECT random() AS r;\n")
-    assert cli("shadow", "--reference", "duck1", "--no-store", "q").code == 1
+    # random() is found in the SQL: nondeterministic, not a failure, even without --noise
+    assert cli("shadow", "--reference", "duck1", "--no-store", "q").code == 0
     r = cli("shadow", "--reference", "duck1", "--noise", "--no-store", "--json", "r.json",
             "--junit", "r.xml", "q")
     assert r.code == 0, r.out

@@ -44,7 +44,7 @@ def find_placeholders(sql: str, dialect: str | None) -> tuple[list[_Placeholder]
     try:
         tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
     except Exception as exc:  # sqlglot's TokenError: an unclosed string or comment
-        raise QueryError(f"cannot read the statement: {exc}") from None
+        raise QueryError(f"cannot read the statement: {exc}", kind="syntax") from None
     found: list[_Placeholder] = []
     names: list[str] = []
     positional = numbered = 0
@@ -181,7 +181,8 @@ class SqlRewriter:
                                    f"engine that speaks {self.transpile_from}") from None
         except ParseError as exc:
             raise QueryError(f"cannot parse the statement as {self.transpile_from} SQL: "
-                             f"{str(exc).splitlines()[0]}", engine=self.engine) from None
+                             f"{str(exc).splitlines()[0]}", engine=self.engine,
+                             kind="syntax") from None
         if len(out) != 1:
             raise QueryError(f"one statement at a time ({len(out)} given)", engine=self.engine)
         return out[0]

@@ -187,7 +187,10 @@ class AdbcEngine(Engine):
                                          hint="the database went away; check that it runs")
         if text.startswith("NOT_IMPLEMENTED"):
             return Unsupported(message, engine=self.name)
-        return QueryError(message, engine=self.name)
+        from gateway.drivers.error_kinds import error_kind
+
+        return QueryError(message, engine=self.name,
+                          kind=error_kind(getattr(exc, "sqlstate", None), message))
 
     def close(self) -> None:
         pool, self._pool = self._pool, None

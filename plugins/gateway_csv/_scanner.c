@@ -26,16 +26,22 @@
 
 #include "_mapfile.h"
 
+#ifndef _WIN32
+#include <setjmp.h>
+#include <signal.h>
+#endif
+
 enum { K_STR = 0, K_INT = 1, K_FLOAT = 2, K_TS = 3, K_BOOL = 4, K_DATE = 5, K_TSTZ = 6 };
 enum { OP_EQ = 0, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL };
 enum { F_IDENT = 0, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND };
 enum { A_COUNT_STAR = 0, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX };
-enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE };
+enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE, E_CHANGED };
 
-static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote"};
+static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote", "changed"};
 
 #define RELEASE_EVERY (8u << 20)
-#define MAX_SLOTS 64
+#define MAX_SLOTS 2048 /* columns one scan reads */
+#define MAX_KEYS 64    /* group keys, and aggregates, of one scan */
 
 /* ------------------------------------------------------------------ File */
 
@@ -563,6 +569,7 @@ typedef struct {
 typedef struct {
     char delim;
     int quote, escape;
+    int comment; /* a line starting with it is skipped; -1 for none */
     int ncols;
     int skip_bad;
     int nnull;
@@ -608,8 +615,9 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
     memset(p, 0, sizeof *p);
     int delim;
     PyObject *nulls;
-    if (!PyArg_ParseTuple(dialect, "iiiipO!", &delim, &p->quote, &p->escape, &p->ncols, &p->skip_bad,
-                          &PyTuple_Type, &nulls))
+    p->comment = -1;
+    if (!PyArg_ParseTuple(dialect, "iiiipO!|i", &delim, &p->quote, &p->escape, &p->ncols, &p->skip_bad,
+                          &PyTuple_Type, &nulls, &p->comment))
         return -1;
     p->delim = (char)delim;
     p->nnull = (int)PyTuple_GET_SIZE(nulls);
@@ -618,7 +626,7 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
     for (int i = 0; i < p->nnull; i++)
         if (bytes_dup(PyTuple_GET_ITEM(nulls, i), &p->nulls[i], &p->null_lens[i])) return -1;
     if (!PyTuple_Check(slots) || PyTuple_GET_SIZE(slots) > MAX_SLOTS) {
-        PyErr_SetString(PyExc_ValueError, "slots must be a tuple of at most 64 (col, kind)");
+        PyErr_SetString(PyExc_ValueError, "slots must be a tuple of at most 2048 (col, kind)");
         return -1;
     }
     p->nslots = (int)PyTuple_GET_SIZE(slots);
@@ -672,9 +680,9 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     int nkeys, naggs;
-    int key_kinds[MAX_SLOTS];
-    int agg_fns[MAX_SLOTS];
-    int agg_kinds[MAX_SLOTS];
+    int key_kinds[MAX_KEYS];
+    int agg_fns[MAX_KEYS];
+    int agg_kinds[MAX_KEYS];
     size_t cap, ngroups, gcap;
     uint32_t *index; /* group number + 1, 0 = empty */
     uint64_t *hashes;
@@ -1322,8 +1330,14 @@ static void run_scan(Scan *sc) {
     while (p < end && p - base < sc->boundary) {
         if (sc->limit >= 0 && sc->rows_out >= sc->limit) break;
         const char *row = p;
-        if (*p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n')) {
-            p += *p == '\n' ? 1 : 2; /* blank lines are skipped, as DuckDB does */
+        if (sc->plan->ncols != 1 && (*p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n'))) {
+            /* blank lines are skipped, as DuckDB does, except in a file of one
+             * column, where they are rows holding NULL */
+            p += *p == '\n' ? 1 : 2;
+            continue;
+        }
+        if ((unsigned char)*p == sc->plan->comment) {
+            p = next_line(p, end);
             continue;
         }
         int col;
@@ -1355,6 +1369,66 @@ static void run_scan(Scan *sc) {
     mapfile_release(base, released - base, sc->end);
 }
 
+/* A file truncated while it is mapped turns reads of the lost pages into
+ * SIGBUS, which would kill the whole process. While a thread scans, its
+ * handler jumps back into scan() (guarded_scan), which reports the file as
+ * changed; a SIGBUS anywhere else goes to the handler that was there before. */
+#ifndef _WIN32
+static __thread sigjmp_buf *scan_jump; /* set while this thread reads a mapping */
+static struct sigaction previous_bus;
+
+static void on_sigbus(int sig, siginfo_t *info, void *context) {
+    sigjmp_buf *jump = scan_jump;
+    if (jump) {
+        scan_jump = NULL;
+        siglongjmp(*jump, 1);
+    }
+    /* not a scan's fault: the previous handler sees it when the access repeats */
+    sigaction(SIGBUS, &previous_bus, NULL);
+}
+
+/* Installs on_sigbus unless it is already there (faulthandler, for one,
+ * may have replaced it since the last scan); called with the GIL held. */
+static void guard_install(void) {
+    struct sigaction now;
+    if (sigaction(SIGBUS, NULL, &now) != 0) return;
+    if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_sigbus) return;
+    struct sigaction mine;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_sigaction = on_sigbus;
+    mine.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&mine.sa_mask);
+    if (sigaction(SIGBUS, &mine, &previous_bus) != 0) return;
+}
+#endif
+
+static void guarded_scan(Scan *sc, const MapFile *map) {
+#ifndef _WIN32
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 1) == 0) {
+        scan_jump = &jump;
+        run_scan(sc);
+        scan_jump = NULL;
+    } else {
+        sc->err = E_CHANGED;
+        sc->err_offset = sc->start;
+        sc->err_col = -1;
+        sc->end = sc->start;
+        return;
+    }
+    /* a file cut short inside its last page reads as zeros, not SIGBUS */
+    struct stat st;
+    if (fstat(map->fd, &st) == 0 && (int64_t)st.st_size < map->size) {
+        sc->err = E_CHANGED;
+        sc->err_offset = sc->start;
+        sc->err_col = -1;
+    }
+#else
+    (void)map;
+    run_scan(sc);
+#endif
+}
+
 static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
 
 /* scan(file, start, boundary, dialect, slots, filters, keys, aggs, limit)
@@ -1382,7 +1456,7 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
     for (int i = 0; i < plan.naggs; i++)
         if (plan.aggs[i].fn != A_COUNT_STAR && (plan.aggs[i].slot < 0 || plan.aggs[i].slot >= plan.nslots))
             goto badslot;
-    if (plan.nkeys > MAX_SLOTS || plan.naggs > MAX_SLOTS) goto badslot;
+    if (plan.nkeys > MAX_KEYS || plan.naggs > MAX_KEYS) goto badslot;
 
     Scan *sc = calloc(1, sizeof(Scan));
     if (!sc) {
@@ -1414,8 +1488,11 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
     }
     f->busy++;
     if (f->map.data) {
+#ifndef _WIN32
+        guard_install();
+#endif
         Py_BEGIN_ALLOW_THREADS
-        run_scan(sc);
+        guarded_scan(sc, &f->map);
         Py_END_ALLOW_THREADS
     } else {
         sc->end = 0;

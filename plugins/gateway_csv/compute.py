@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
-from gateway.errors import QueryError
+from gateway.errors import QueryError, Unsupported
 from gateway.startup import LazyModule
-from gateway_csv.query import key, unsupported
+from gateway_csv.query import ENGINES_FOR_MORE, key, unsupported
 
 # imported on first use: the fused aggregations never need it (see gateway.startup)
 pc: Any = LazyModule("pyarrow.compute")
@@ -59,10 +59,13 @@ class Frame:
     def evaluate(self, node: exp.Expression) -> Value:
         try:
             return self._eval(node)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        except pa.ArrowException as exc:
+            # Arrow refusing a kernel or an input is the csv engine's limit, not a
+            # verdict on the query: Unsupported, so the fallback engine is tried
             message = str(exc).split("\n")[0]
-            raise QueryError(f"cannot evaluate {node.sql(dialect='duckdb')[:80]}: {message}") \
-                from None
+            raise Unsupported(f"the csv engine cannot evaluate "
+                              f"{node.sql(dialect='duckdb')[:80]}: {message}",
+                              engines=ENGINES_FOR_MORE) from None
 
     def array(self, node: exp.Expression) -> pa.Array:
         """The expression as an array of the frame's length (scalars broadcast)."""
@@ -107,9 +110,14 @@ def literal(node: exp.Literal) -> pa.Scalar:
         return pa.scalar(node.this, pa.string())
     text = node.this
     try:
-        return pa.scalar(int(text), pa.int64())
+        value = int(text)
     except ValueError:
         return pa.scalar(float(text), pa.float64())
+    if -(2**63) <= value < 2**63:
+        return pa.scalar(value, pa.int64())
+    if abs(value) < 10**38:  # DuckDB's HUGEINT, as Arrow holds it
+        return pa.scalar(value, pa.decimal128(38, 0))
+    return pa.scalar(float(value), pa.float64())
 
 
 def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
@@ -117,6 +125,13 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
         return a
     if a == pa.null():
         return b
+    if pa.types.is_decimal(a) or pa.types.is_decimal(b):
+        other = b if pa.types.is_decimal(a) else a
+        if pa.types.is_integer(other) or pa.types.is_decimal(other):
+            return pa.decimal128(38, 0) if a == b or pa.types.is_integer(other) else \
+                pa.float64()
+        if pa.types.is_floating(other):
+            return pa.float64()
     if pa.types.is_integer(a) and pa.types.is_integer(b):
         return pa.int64()
     if (pa.types.is_integer(a) or pa.types.is_floating(a)) and \
@@ -133,7 +148,51 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     return pa.string() if pa.types.is_string(a) or pa.types.is_string(b) else a
 
 
-def coerce(values: list[Value]) -> list[Value]:
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _sql_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    if pa.types.is_integer(t):
+        return "BIGINT"
+    return "DOUBLE" if pa.types.is_floating(t) else str(t).upper()
+
+
+def text_as_numbers(values: list[Value], how: str) -> list[Value]:
+    """Text meeting numbers, as DuckDB binds it: a text constant is cast to the
+    number's type; a text column is cast too where ``how`` is "equal" (=, <>,
+    IN), and refused elsewhere (ordering, arithmetic, CASE, COALESCE).
+
+    Raises:
+        QueryError: a refused mix, or text that is not a number.
+    """
+    numbers = [v.type for v in values if _numeric(v.type)]
+    if not numbers or not any(pa.types.is_string(v.type) for v in values):
+        return values
+    target = numbers[0]
+    for t in numbers[1:]:
+        target = common_type(target, t)
+    out = []
+    for v in values:
+        if pa.types.is_string(v.type):
+            if not isinstance(v, pa.Scalar) and how != "equal":
+                verb = "compare" if how == "compare" else "mix"
+                raise QueryError(f"cannot {verb} values of type VARCHAR and {_sql_type(target)}"
+                                 " - an explicit cast is required",
+                                 hint="write CAST(x AS BIGINT) or CAST(y AS VARCHAR)")
+            try:
+                v = v.cast(target)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise QueryError(f"could not convert text to {_sql_type(target)}",
+                                 hint="a value of the text side is not a number") from None
+        out.append(v)
+    return out
+
+
+def coerce(values: list[Value], how: str = "mix") -> list[Value]:
+    values = text_as_numbers(values, how)
     target = pa.null()
     for v in values:
         target = common_type(target, v.type)
@@ -141,7 +200,8 @@ def coerce(values: list[Value]) -> list[Value]:
 
 
 def _binary_cmp(frame: Frame, node: exp.Expression) -> Value:
-    left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
+    how = "equal" if isinstance(node, exp.EQ | exp.NEQ) else "compare"
+    left, right = coerce([frame._eval(node.this), frame._eval(node.expression)], how)
     plain = getattr(pc, _CMP[type(node)])(left, right)
     if not pa.types.is_floating(left.type):
         return plain
@@ -191,12 +251,12 @@ def _is(frame: Frame, node: exp.Expression) -> Value:
 def _in(frame: Frame, node: exp.In) -> Value:
     if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
         raise unsupported(node, "IN with a subquery")
-    needle = frame._eval(node.this)
-    items = [frame._eval(e) for e in node.expressions]
+    needle, *items = text_as_numbers([frame._eval(node.this),
+                                      *(frame._eval(e) for e in node.expressions)], "equal")
     if not all(isinstance(i, pa.Scalar) for i in items):
         result: Value | None = None
         for item in items:
-            a, b = coerce([needle, item])
+            a, b = coerce([needle, item], "equal")
             eq = pc.equal(a, b)
             result = eq if result is None else pc.or_kleene(result, eq)
         assert result is not None
@@ -218,7 +278,7 @@ def _in(frame: Frame, node: exp.In) -> Value:
 
 def _between(frame: Frame, node: exp.Between) -> Value:
     value, low, high = coerce([frame._eval(node.this), frame._eval(node.args["low"]),
-                               frame._eval(node.args["high"])])
+                               frame._eval(node.args["high"])], "compare")
     return pc.and_kleene(pc.greater_equal(value, low), pc.less_equal(value, high))
 
 
@@ -231,7 +291,9 @@ def _like(frame: Frame, node: exp.Expression) -> Value:
         return pa.scalar(None, pa.bool_())
     if not pattern.is_valid:
         return pa.nulls(frame.length, pa.bool_())
-    return pc.match_like(value, pattern.as_py(), ignore_case=isinstance(node, exp.ILike))
+    matched = pc.match_like(value, pattern.as_py(), ignore_case=isinstance(node, exp.ILike))
+    # sqlglot parses `x NOT LIKE p` as Like(negate=True), not as Not(Like)
+    return pc.invert(matched) if node.args.get("negate") else matched
 
 
 def _arith(fn: str) -> Callable[[Frame, exp.Expression], Value]:

@@ -5,20 +5,25 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gateway.engine import CatalogColumn, Engine, EngineResult, Option
+from gateway.engine import CatalogColumn, Engine, EngineResult, EngineSession, Option
 from gateway.errors import EngineConnectionError, GatewayError, QueryError, Unsupported
 from gateway.sources import Source
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.handles import QueryHandle
     from gateway_csv.layout import Layout
     from gateway_csv.scan import Scanner
+
+
+#: polled between scan chunks: true (or raising) stops the query
+Stop = Callable[[], "bool | None"]
 
 
 class CsvEngine(Engine):
@@ -49,30 +54,12 @@ class CsvEngine(Engine):
         threads = self.config["threads"] or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="csv-scan")
         # Starting the engine pays for the planner (sqlglot's DuckDB dialect,
-        # pyarrow) and for sniffing the configured sources, as DuckDB pays for
-        # binding its source views, so a first query's latency is its own.
+        # pyarrow), so a first query's latency is its own. Sources are sniffed
+        # by the first query that reads them: one bad file fails its own
+        # queries, never the engine's start.
         from gateway_csv import query, run  # noqa: F401
 
         query.parse("SELECT 1")
-        self._sniff_sources()
-
-    def _sniff_sources(self) -> None:
-        from gateway_csv import _scanner
-
-        for source in self.sources.values():
-            files = source.files() if source.format == "csv" else []
-            if not files:
-                continue
-            try:  # the first file only, as DuckDB binds a glob's view on its first file
-                file = _scanner.File(files[0])
-            except OSError:
-                continue  # the query that reads it reports the error
-            try:
-                self.layout(files[0], file, dict(source.options))
-            except GatewayError:
-                pass  # likewise: a bad file fails the queries that read it, not the engine
-            finally:
-                file.close()
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -130,24 +117,33 @@ class CsvEngine(Engine):
             self._layouts[cache_key] = layout
         return layout
 
-    def _open(self, name: str, is_path: bool) -> list[Scanner]:
-        from gateway_csv import _scanner
+    def _open(self, name: str, is_path: bool, stop: Stop | None) -> list[Scanner]:
+        from gateway_csv.opening import open_csv
         from gateway_csv.scan import Scanner
 
         _, files, options = self._files(name, is_path)
+        for path in files:
+            folders = Path(path).parent.parts
+            keys = [f for f in folders if "=" in f and not f.startswith("=")]
+            if keys:
+                # DuckDB adds a column per key=value folder (hive partitioning)
+                raise Unsupported(f"{path} lies in hive partition folders ({', '.join(keys)}); "
+                                  "the csv engine does not add their columns",
+                                  engines=("duckdb",))
         if self._pool is None:
             raise EngineConnectionError("the engine is closed", engine=self.name)
         scanners = []
         try:
             for path in files:
                 try:
-                    file = _scanner.File(path)
+                    file = open_csv(path, options)
                 except IsADirectoryError:
                     raise QueryError(f"{path} is a folder, not a CSV file") from None
                 except OSError as exc:
                     raise QueryError(f"cannot open {path}: {exc.strerror}") from None
                 scanners.append(Scanner(path, file, self.layout(path, file, options),
-                                        self._pool, self.config["chunk_bytes"], self.name))
+                                        self._pool, self.config["chunk_bytes"], self.name,
+                                        stop))
             first = scanners[0].layout
             for s in scanners[1:]:
                 if [n.lower() for n in s.layout.names] != [n.lower() for n in first.names]:
@@ -161,16 +157,38 @@ class CsvEngine(Engine):
         return scanners
 
     # -- queries ---------------------------------------------------------
-    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
+    def open_session(self, one_shot: bool = False) -> EngineSession:
+        return _StoppableSession(self)
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None, *,
+                stop: Stop | None = None) -> EngineResult:
+        """Run one SELECT (see :class:`gateway.engine.Engine`).
+
+        Args:
+            stop: polled between chunks of every scan of this query, including
+                the chunks read while the result streams; a true answer raises
+                :class:`gateway.errors.Cancelled`, and it may raise itself (pass
+                ``QueryHandle.check``).
+        """
+        import pyarrow as pa
+
         try:
-            return self._execute(sql, parameters)
+            try:
+                return self._execute(sql, parameters, stop)
+            except RecursionError:
+                raise Unsupported("the csv engine cannot plan an expression nested this deeply",
+                                  engines=("duckdb",)) from None
+            except pa.ArrowException as exc:
+                raise Unsupported("the csv engine cannot run this query: "
+                                  + str(exc).splitlines()[0], engines=("duckdb",)) from None
         except GatewayError as exc:
             if exc.engine is None:
                 exc.engine = self.name
                 exc.args = (str(exc),)
             raise
 
-    def _execute(self, sql: str, parameters: Sequence[Any] | None) -> EngineResult:
+    def _execute(self, sql: str, parameters: Sequence[Any] | None, stop: Stop | None) \
+            -> EngineResult:
         if parameters is not None:
             raise Unsupported("query parameters are not supported by the csv engine",
                               engines=("duckdb",))
@@ -191,7 +209,7 @@ class CsvEngine(Engine):
             result = finish(query, Frame({}, 1))
             return EngineResult(pa.RecordBatchReader.from_batches(result.schema,
                                                                   result.to_batches()))
-        scanners = self._open(*table)
+        scanners = self._open(*table, stop)
         try:
             return self._answer(select, table, scanners)
         except BaseException:
@@ -234,7 +252,7 @@ class CsvEngine(Engine):
         return EngineResult(reader, notes)
 
     def catalog(self) -> list[CatalogColumn]:
-        from gateway_csv import _scanner
+        from gateway_csv.opening import open_csv
         from gateway_csv.run import arrow_type
 
         columns: list[CatalogColumn] = []
@@ -242,7 +260,7 @@ class CsvEngine(Engine):
             if source.format != "csv":
                 continue
             _, files, options = self._source_files(source)
-            file = _scanner.File(files[0])
+            file = open_csv(files[0], options)
             try:
                 layout = self.layout(files[0], file, options)
             finally:
@@ -250,6 +268,17 @@ class CsvEngine(Engine):
             for col, kind in zip(layout.names, layout.kinds, strict=True):
                 columns.append(CatalogColumn("main", name, col, arrow_type(kind)))
         return columns
+
+
+class _StoppableSession(EngineSession):
+    """A stateless session whose scans poll the query's handle between chunks, so a
+    cancel or a timeout stops the query within a chunk."""
+
+    engine: CsvEngine
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None,
+                handle: QueryHandle) -> EngineResult:
+        return self.engine.execute(sql, parameters, stop=handle.check)
 
 
 def _stream(tables: Generator[pa.Table, None, None], first: pa.Table,

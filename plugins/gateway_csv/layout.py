@@ -19,40 +19,61 @@ from typing import Any
 
 from gateway.errors import ConfigError, QueryError
 
-# Kinds shared with _scanner.c
-STR, INT, FLOAT, TS, BOOL, DATE, TSTZ = range(7)
+# Kinds shared with _scanner.c, then kinds the scanner reads as text and Arrow
+# converts: HUGE (integers past 64 bits, DuckDB's HUGEINT, as decimal128(38, 0))
+# and TIME (time64[us])
+STR, INT, FLOAT, TS, BOOL, DATE, TSTZ, HUGE, TIME = range(9)
 
 KIND_NAMES = {STR: "VARCHAR", INT: "BIGINT", FLOAT: "DOUBLE", TS: "TIMESTAMP", BOOL: "BOOLEAN",
-              DATE: "DATE", TSTZ: "TIMESTAMP WITH TIME ZONE"}
+              DATE: "DATE", TSTZ: "TIMESTAMP WITH TIME ZONE", HUGE: "HUGEINT", TIME: "TIME"}
 #: SQL type names accepted in a source's ``columns`` override.
 TYPE_KINDS = {
     "VARCHAR": STR, "TEXT": STR, "STRING": STR, "CHAR": STR,
     "BIGINT": INT, "INTEGER": INT, "INT": INT, "INT8": INT, "INT4": INT, "LONG": INT,
-    "SMALLINT": INT, "TINYINT": INT,
+    "SMALLINT": INT, "TINYINT": INT, "HUGEINT": HUGE, "INT128": HUGE,
     "DOUBLE": FLOAT, "FLOAT": FLOAT, "REAL": FLOAT, "FLOAT8": FLOAT, "NUMERIC": FLOAT,
     "DECIMAL": FLOAT,
     "TIMESTAMP": TS, "DATETIME": TS,
     "TIMESTAMPTZ": TSTZ, "TIMESTAMP WITH TIME ZONE": TSTZ,
-    "DATE": DATE, "BOOLEAN": BOOL, "BOOL": BOOL,
+    "DATE": DATE, "BOOLEAN": BOOL, "BOOL": BOOL, "TIME": TIME,
 }
 
 SAMPLE_ROWS = 20_480
 SAMPLE_BYTES = 512 << 10
 DELIMITERS = (",", "|", ";", "\t")
+QUOTES = ('"', "'")
+#: DuckDB's date formats (ISO is read natively), in the order that reproduces its
+#: choice when several fit: 01-02-2000 is 1 February
+DATE_FORMATS = tuple(f.replace("-", sep) for sep in "-/." for f in
+                     ("%d-%m-%Y", "%d-%m-%y", "%m-%d-%Y", "%m-%d-%y", "%Y-%m-%d", "%y-%m-%d"))
+#: DuckDB's timestamp formats (its list, with each date separator)
+TIMESTAMP_FORMATS = tuple(f.replace("-", sep) for sep in "-/." for f in (
+    "%d-%m-%Y %H:%M:%S", "%d-%m-%y %H:%M:%S", "%m-%d-%Y %I:%M:%S %p", "%m-%d-%y %I:%M:%S %p",
+    "%Y-%m-%d %H:%M:%S", "%y-%m-%d %H:%M:%S"))
 
-_INT = r"[+-]?\d+"
-_FLOAT = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf|infinity)"
+# Each pattern matches a value in at most one way (no two quantifiers compete
+# for the same characters), and _column_kind joins them per line in an atomic
+# group under a possessive star, so a failing sample is rejected in one pass:
+# no backtracking across lines, time linear in the sample.
+# a leading + keeps a value text, as in DuckDB's sniffer
+_INT = r"-?\d+"
+_FLOAT = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|-?(?:nan|infinity|inf)"
 _DATE = r"\d{4}-\d\d-\d\d"
 _TIME = r"[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?"
 _PATTERNS = [
-    (BOOL, re.compile(r"(?:true|false)", re.I)),
+    (BOOL, re.compile(r"(?:true|false|t|f)", re.I)),
     (INT, re.compile(_INT)),
     (FLOAT, re.compile(_FLOAT, re.I)),
+    (TIME, re.compile(r"\d\d:\d\d(?::\d\d(?:\.\d+)?)?")),
     (DATE, re.compile(_DATE)),
     (TS, re.compile(_DATE + r"(?:" + _TIME + r")?")),
     (TSTZ, re.compile(_DATE + _TIME + r"(?:Z|[+-]\d\d(?::?\d\d)?)?")),
 ]
+_COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
 _LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0\d")
+_OTHER_DATE = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ \t]*+)")
+_OTHER_TIMESTAMP = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4} \d{1,2}:\d\d:\d\d"
+                              r"(?: [AaPp][Mm])?[ \t]*+)")
 
 
 @dataclass
@@ -69,6 +90,11 @@ class Layout:
         skip_bad: skip malformed rows (``on_error = "skip"``) instead of failing.
         timestamp_format: strftime format of timestamp columns (read as text by the
             scanner, converted afterwards), or None.
+        formats: column index -> the strptime format of a DATE or TIMESTAMP column
+            the sniffer found written another way than ISO (read as text, converted
+            afterwards).
+        skipped_lines: rows before the header that the sniffer skipped (a preamble).
+        comment: lines starting with it are skipped ("" for none).
     """
 
     names: list[str]
@@ -81,6 +107,9 @@ class Layout:
     nulls: tuple[str, ...] = ("",)
     skip_bad: bool = False
     timestamp_format: str | None = None
+    formats: dict[int, str] = field(default_factory=dict)
+    skipped_lines: int = 0
+    comment: str = ""
     lower_names: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -97,12 +126,13 @@ class Layout:
         """The dialect tuple _scanner.scan takes."""
         return (ord(self.delimiter), ord(self.quote) if self.quote else -1,
                 ord(self.escape) if self.escape else -1, self.ncols, self.skip_bad,
-                tuple(n.encode() for n in self.nulls))
+                tuple(n.encode() for n in self.nulls), ord(self.comment) if self.comment else -1)
 
     def scan_kind(self, index: int) -> int:
         """The kind the scanner reads a column as (text when a custom format converts it later)."""
         kind = self.kinds[index]
-        if self.timestamp_format and kind in (TS, TSTZ):
+        if kind in (HUGE, TIME) or index in self.formats or \
+                (self.timestamp_format and kind in (TS, TSTZ)):
             return STR
         return kind
 
@@ -118,32 +148,94 @@ def _split_lines(text: str, delimiter: str, quote: str, escape: str) -> list[lis
     else:
         kwargs["quoting"] = csv.QUOTE_NONE
     rows: list[list[str | None]] = []
-    for row in csv.reader(io.StringIO(text, newline=""), **kwargs):
-        if row:
-            rows.append(list(row))
-        if len(rows) > SAMPLE_ROWS:
-            break
+    if csv.field_size_limit() < SAMPLE_BYTES:
+        csv.field_size_limit(SAMPLE_BYTES)  # a field may fill the sample (default: 128 KiB)
+    reader = csv.reader(io.StringIO(text, newline=""), **kwargs)
+    try:
+        for row in reader:
+            if row:
+                rows.append(list(row))
+            if len(rows) > SAMPLE_ROWS:
+                break
+    except csv.Error:
+        pass  # a field past the size limit: sniff on the rows before it
     return rows
 
 
 def _column_kind(values: list[str]) -> int:
-    """The narrowest kind every value fits (checked with one regex over the joined sample)."""
+    return _column_type(values)[0]
+
+
+def _column_type(values: list[str]) -> tuple[int, str | None]:
+    """(the narrowest kind every value fits, its strptime format when not ISO).
+
+    Each kind is checked with one regex over the joined sample; dates and
+    times are then checked value by value with the scanner's own parser, so an
+    impossible date (2024-02-30) keeps its column text, as in DuckDB.
+    """
     if not values:
-        return STR
+        return STR, None
     joined = "\n".join(values)
     if joined.count("\n") != len(values) - 1:
-        return STR  # a value holds a newline
+        return STR, None  # a value holds a newline
     for kind, pattern in _PATTERNS:
-        line = f"[ \t]*(?:{pattern.pattern})[ \t]*"
-        if not re.fullmatch(f"(?:{line}\n)*{line}", joined, pattern.flags):
+        line = f"(?>[ \t]*+(?:{pattern.pattern})[ \t]*+)"
+        if not re.fullmatch(f"(?:{line}\n)*+{line}", joined, pattern.flags):
             continue
         if kind in (INT, FLOAT) and _LEADING_ZERO.search(joined):
-            return STR
-        if kind == INT and re.search(r"\d{19}", joined) and \
-                any(not -(2**63) <= int(v) < 2**63 for v in values if len(v) > 18):
-            return FLOAT
-        return kind
-    return STR
+            return STR, None
+        if kind == INT and re.search(r"\d{19}", joined):
+            return _wide_int_kind(values), None
+        if kind in (DATE, TS, TSTZ, TIME) and not _all_parse(kind, values):
+            continue
+        return kind, None
+    for kind, shape, formats in ((DATE, _OTHER_DATE, DATE_FORMATS),
+                                 (TS, _OTHER_TIMESTAMP, TIMESTAMP_FORMATS)):
+        if re.fullmatch(f"(?:{shape.pattern}\n)*+{shape.pattern}", joined):
+            for fmt in formats:
+                if _all_match(fmt, values):
+                    return kind, fmt
+    return STR, None
+
+
+def _all_parse(kind: int, values: list[str]) -> bool:
+    import datetime
+
+    from gateway_csv import _scanner
+
+    try:
+        for v in values:
+            if kind == TIME:
+                datetime.time.fromisoformat(v.strip())
+            else:
+                _scanner.parse_value(kind, v.encode())
+    except ValueError:
+        return False
+    return True
+
+
+def _all_match(fmt: str, values: list[str]) -> bool:
+    import datetime
+
+    try:
+        for v in values:
+            datetime.datetime.strptime(v.strip(), fmt)
+    except ValueError:
+        return False
+    return True
+
+
+def _wide_int_kind(values: list[str]) -> int:
+    """BIGINT, HUGEINT past 64 bits, DOUBLE past 38 digits (decimal128(38, 0)'s limit).
+
+    DuckDB keeps integers up to 2**127 exact as HUGEINT; Arrow's exact type for
+    them is decimal128(38, 0), so the 39-digit integers DuckDB still holds as
+    HUGEINT are DOUBLE here (documented in docs/csv.md).
+    """
+    numbers = [int(v) for v in values]
+    if all(-(2**63) <= n < 2**63 for n in numbers):
+        return INT
+    return HUGE if all(abs(n) < 10**38 for n in numbers) else FLOAT
 
 
 def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) -> Layout:
@@ -165,58 +257,57 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         head = head[:cut + 1] if cut > 0 else head
     # invalid UTF-8 is reported by the scanner, with its line and column
     text = head[bom:].decode("utf-8", errors="replace")
-    if not text.strip():
-        raise QueryError(f"{path}: the file is empty, so it has no columns to query",
-                         hint="write a header line, or point the source at another file")
-    quote = options.get("quote", '"')
-    escape = options.get("escape", quote)
-    for key, value in (("delimiter", options.get("delimiter")), ("quote", quote),
-                       ("escape", escape)):
+    given_quote = options.get("quote")
+    for key, value in (("delimiter", options.get("delimiter")), ("quote", given_quote),
+                       ("escape", options.get("escape"))):
         if value is not None and len(value) > 1:
             raise ConfigError(f"the {key} must be one character, not {value!r}", key=key)
     nulls = options.get("null", "")
     null_set = (nulls,) if isinstance(nulls, str) else tuple(nulls)
+    skip_bad = options.get("on_error") == "skip"
+    if not text.strip():
+        # DuckDB reads an empty file as one VARCHAR column and no rows
+        return Layout(names=["column0"], kinds=[STR], header=False, data_start=len(head),
+                      nulls=null_set, skip_bad=skip_bad)
 
-    delimiter = options.get("delimiter")
-    if delimiter is None:
-        best: tuple[float, str] | None = None
-        probe = text[:65536]
-        for cand in DELIMITERS:
-            rows = _split_lines(probe, cand, quote, escape)[:200]
-            if not rows:
-                continue
-            widths = [len(r) for r in rows]
-            common = max(set(widths), key=widths.count)
-            score = (widths.count(common) / len(widths)) * (common > 1) + (common > 1) * 0.001 * common
-            if best is None or score > best[0]:
-                best = (score, cand)
-        delimiter = best[1] if best else ","
-    rows = _split_lines(text, delimiter, quote, escape)
-    if not rows:
-        raise QueryError(f"{path}: the file is empty, so it has no columns to query")
+    comment = ""
+    delimiter, quote, escape, score = _dialect(text[:65536], options)
+    if _COMMENT_LINE.search(text[:65536]):
+        # lines starting with # are comments when the table is more regular without them
+        uncommented = _COMMENT_LINE.sub("", text)
+        d, q, e, s = _dialect(uncommented[:65536], options)
+        if s > score:
+            comment, delimiter, quote, escape, text = "#", d, q, e, uncommented
+    rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
+    skipped = _preamble(rows)
+    rows = rows[skipped:]
     ncols = max(len(rows[0]), 1)
     first, body = rows[0], [r for r in rows[1:] if len(r) == ncols]
-    kinds = [_column_kind([v for v in col if v not in null_set])
-             for col in (list(zip(*body, strict=True)) if body else [()] * ncols)]
+    kinds, formats = _kinds(body, ncols, null_set)
 
     header = options.get("header")
     if header is None:
-        header = True
-        if body:
+        if not body and ncols == 1 and len(text.splitlines()) > 1:
+            header = True  # the rows are blank lines, NULLs of a text column
+        elif not body:
+            # one line: a header when it is all text ("a,b"), else a row ("42")
+            header = len(rows) == 1 and all(_column_kind([v]) == STR for v in first
+                                            if v not in null_set)
+        elif all(not (v or "").strip() for v in first):
+            header = True  # a header of only delimiters: default names
+        else:
             header = any(kind != STR and first[i] not in null_set
                          and _column_kind([first[i]]) not in _compatible(kind)
                          for i, kind in enumerate(kinds))
             header = header or all(k == STR for k in kinds)
     if header:
         names = _unique_names([(v or "").strip() for v in first], ncols)
+        if not body:
+            kinds, formats = [STR] * ncols, {}
     else:
         width = len(str(ncols - 1))
         names = [f"column{i:0{width}d}" for i in range(ncols)]
-        if body or len(rows) == 1:
-            kinds = [_column_kind([r[i] for r in rows if len(r) == ncols and r[i] not in null_set])
-                     for i in range(ncols)]
-    if header and len(rows) == 1:
-        kinds = [STR] * ncols
+        kinds, formats = _kinds([r for r in rows if len(r) == ncols], ncols, null_set)
 
     overrides = options.get("columns") or {}
     lower = {n.lower(): i for i, n in enumerate(names)}
@@ -230,16 +321,88 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                               key=f"columns.{col}",
                               hint="types: " + ", ".join(sorted(set(KIND_NAMES.values()))))
         kinds[lower[col.lower()]] = kind
+        formats.pop(lower[col.lower()], None)
 
-    data_start = bom + (_first_row_length(head[bom:], delimiter, quote) if header else 0)
+    try:
+        data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment)
+    except QueryError:
+        if options.get("quote") is not None or not quote:
+            raise
+        # a sniffed quote that never closes: read the file unquoted, as DuckDB does
+        return sniff(head, {**options, "quote": ""}, path=path, complete=complete)
     return Layout(names=names, kinds=kinds, delimiter=delimiter, quote=quote or "",
                   escape=escape or "", header=bool(header), data_start=data_start,
-                  nulls=null_set, skip_bad=options.get("on_error") == "skip",
-                  timestamp_format=options.get("timestamp_format"))
+                  nulls=null_set, skip_bad=skip_bad,
+                  timestamp_format=options.get("timestamp_format"), formats=formats,
+                  skipped_lines=skipped, comment=comment)
+
+
+def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str, str, float]:
+    """(delimiter, quote, escape, score): the given ones, else the candidates whose
+    rows have the most consistent field count (the first wins a tie)."""
+    delimiter, quote, escape = options.get("delimiter"), options.get("quote"), \
+        options.get("escape")
+    best: tuple[float, str, str, str] | None = None
+    for cand in (delimiter,) if delimiter is not None else DELIMITERS:
+        for q in (quote,) if quote is not None else QUOTES:
+            opens = bool(q) and re.search(f"(?:^|[{re.escape(cand)}\n]){re.escape(q)}", probe)
+            if quote is None and q != QUOTES[0] and not opens:
+                continue  # another quote is only a candidate where it opens fields
+            escapes = (escape,) if escape is not None else \
+                (q, "\\") if q and "\\" + q in probe else (q,)
+            for e in escapes:
+                rows = _split_lines(probe, cand, q, e)[:200]
+                if not rows:
+                    continue
+                widths = [len(r) for r in rows]
+                common = max(set(widths), key=widths.count)
+                score = (widths.count(common) / len(widths)) * (common > 1) + \
+                    (common > 1) * 0.001 * common
+                # on a tie, a quote that opens fields beats one that never does, and
+                # a backslash written before quotes is their escape
+                if opens:
+                    score += 1e-6
+                if e == "\\" != q:
+                    score += 1e-7
+                if best is None or score > best[0]:
+                    best = (score, cand, q, e)
+    if best is None:
+        q = quote if quote is not None else '"'
+        return delimiter or ",", q, escape if escape is not None else q, 0.0
+    return best[1], best[2], best[3], best[0]
+
+
+def _preamble(rows: list[list[str | None]]) -> int:
+    """How many leading rows are narrower than the table after them (a title, notes)."""
+    widths = [len(r) for r in rows[:200]]
+    common = max(set(widths), key=lambda w: (widths.count(w), w))
+    if common < 2 or widths[0] >= common:
+        return 0
+    if widths[0] == common - 1 and all(not r[-1] for r in rows[1:200] if len(r) == common):
+        return 0  # a header, and rows ending in a delimiter
+    skip = widths.index(common)
+    return skip if all(w < common for w in widths[:skip]) else 0
+
+
+def _kinds(rows: list[list[str | None]], ncols: int, null_set: tuple[str, ...]) \
+        -> tuple[list[int], dict[int, str]]:
+    """Per column: kinds, and the formats of non-ISO dates and timestamps. DuckDB
+    keeps one format per type and file: the first column of a type sets it, and
+    a later column written in another format stays text."""
+    kinds, formats = [], {}
+    first_format: dict[int, str | None] = {}
+    for i in range(ncols):
+        kind, fmt = _column_type([r[i] for r in rows if r[i] not in null_set])  # type: ignore[misc]
+        if kind in (DATE, TS) and first_format.setdefault(kind, fmt) != fmt:
+            kind, fmt = STR, None
+        kinds.append(kind)
+        if fmt is not None:
+            formats[i] = fmt
+    return kinds, formats
 
 
 def _compatible(kind: int) -> tuple[int, ...]:
-    return {FLOAT: (INT, FLOAT), TS: (DATE, TS), TSTZ: (DATE, TS, TSTZ)}.get(kind, (kind,))
+    return {FLOAT: (INT, FLOAT, HUGE), HUGE: (INT, HUGE), TS: (DATE, TS), TSTZ: (DATE, TS, TSTZ)}.get(kind, (kind,))
 
 
 def _unique_names(raw: list[str], ncols: int) -> list[str]:
@@ -257,14 +420,40 @@ def _unique_names(raw: list[str], ncols: int) -> list[str]:
     return names
 
 
-def _first_row_length(data: bytes, delimiter: str, quote: str) -> int:
-    """Bytes in the first row, including its newline; quotes may hide newlines."""
-    q = quote.encode() if quote else b""
-    in_quote = False
-    for i, byte in enumerate(data):
-        ch = bytes((byte,))
-        if q and ch == q:
-            in_quote = not in_quote
-        elif ch == b"\n" and not in_quote:
-            return i + 1
-    return len(data)
+def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str) -> int:
+    """The byte offset after ``count`` rows and the blank and comment lines before them.
+
+    Raises:
+        QueryError: a quote opened in those rows is never closed.
+    """
+    q = quote.encode()[0] if quote else -1
+    pos, n = 0, len(data)
+    c = comment.encode()[0] if comment else -1
+
+    def skip_blank_and_comments(pos: int) -> int:
+        while pos < n and (data[pos] in b"\r\n" or data[pos] == c):
+            if data[pos] == c:
+                end = data.find(b"\n", pos)
+                pos = n if end < 0 else end
+            pos += 1
+        return pos
+
+    for _ in range(count):
+        pos = skip_blank_and_comments(pos)
+        in_quote = False
+        start = pos
+        while pos < n:
+            byte = data[pos]
+            if byte == q:
+                in_quote = not in_quote
+            elif byte == 10 and not in_quote:
+                break
+            pos += 1
+        if in_quote or b"\n" in data[start:pos]:
+            # a header whose quote runs past its line swallows the rows after it
+            line = data[start:start + 60].decode("utf-8", "replace").splitlines()[0]
+            raise QueryError(f"{path}: the quote opened in the header line ({line!r}) is not "
+                             "closed on that line", hint="fix the file, or set quote on the source "
+                                            "(quote = \"\" when fields are not quoted)")
+        pos += 1
+    return min(pos, n)

@@ -39,6 +39,8 @@ _REFUSED = {
 
 
 ENGINES_FOR_MORE = ("duckdb",)
+#: columns one scan reads (MAX_SLOTS in _scanner.c)
+MAX_COLUMNS = 2048
 
 
 def unsupported(node: exp.Expression, what: str | None = None) -> Unsupported:
@@ -402,7 +404,7 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
         filters.extend(pushed)
     order = sorted(wanted)
     slot_of = {col: i for i, col in enumerate(order)}
-    if len(order) > 64 or len(key_columns) > 64 or len(agg_columns) > 64:
+    if len(order) > MAX_COLUMNS or len(key_columns) > 64 or len(agg_columns) > 64:
         return None
     return FusedAggregate(
         slots=tuple((col, layout.scan_kind(col)) for col in order),
@@ -430,9 +432,10 @@ def column_plan(query: Query, layout: Layout) -> tuple[tuple[tuple[int, int], ..
             rest.append(cond)
         else:
             pushed.extend(got)
-    order = sorted(wanted)[:64]
-    if len(wanted) > 64:
-        raise unsupported(exp.Star(), "queries reading more than 64 columns of one file")
+    order = sorted(wanted)
+    if len(wanted) > MAX_COLUMNS:
+        raise unsupported(exp.Star(), f"queries reading more than {MAX_COLUMNS} columns of one "
+                                      "file")
     slot_of = {col: i for i, col in enumerate(order)}
     return (tuple((col, layout.scan_kind(col)) for col in order),
             tuple((slot_of[c], op, ct, v) for c, op, ct, v in pushed), rest, order)

@@ -17,7 +17,7 @@ from sqlglot import exp
 from gateway.errors import QueryError, Unsupported
 from gateway.startup import sort_functions
 from gateway_csv.compute import Frame, broadcast, pc
-from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
+from gateway_csv.layout import BOOL, DATE, FLOAT, HUGE, INT, STR, TIME, TS, TSTZ, Layout
 from gateway_csv.query import (
     A_AVG,
     A_COUNT,
@@ -36,7 +36,7 @@ from gateway_csv.scan import Plan, Scanner
 
 _ARROW_TYPES = {STR: pa.string(), INT: pa.int64(), FLOAT: pa.float64(),
                 TS: pa.timestamp("us"), TSTZ: pa.timestamp("us", tz="UTC"), BOOL: pa.bool_(),
-                DATE: pa.date32()}
+                DATE: pa.date32(), HUGE: pa.decimal128(38, 0), TIME: pa.time64("us")}
 
 
 def arrow_type(kind: int) -> pa.DataType:
@@ -71,14 +71,28 @@ def scan_columns(scanners: list[Scanner], query: Query, limit: int = -1) \
 
 
 def _convert(arr: pa.Array, layout: Layout, col: int, path: str) -> pa.Array:
-    fmt = layout.timestamp_format
+    """A column the scanner read as text, as its sniffed or declared type."""
+    kind = layout.kinds[col]
+    fmt = layout.formats.get(col) or layout.timestamp_format
     try:
-        out = pc.strptime(arr, format=fmt, unit="us", error_is_null=False)
-    except pa.ArrowInvalid as exc:
-        raise QueryError(f"{path}: column {layout.names[col]!r}: a value does not match the "
-                         f"timestamp_format {fmt!r} ({str(exc).splitlines()[0]})",
-                         hint="fix the source's timestamp_format") from None
-    return out.cast(arrow_type(layout.kinds[col])) if layout.kinds[col] == TSTZ else out
+        if kind == HUGE:
+            return pc.utf8_trim(arr, characters=" \t").cast(arrow_type(HUGE))
+        if kind == TIME:
+            # Arrow casts no text to time64: read it as a time of 1970-01-01
+            day = pc.binary_join_element_wise("1970-01-01 ", pc.utf8_trim(arr, characters=" \t"),
+                                              "")
+            return day.cast(pa.timestamp("us")).cast(pa.int64()).cast(arrow_type(TIME))
+        out = pc.strptime(pc.utf8_trim(arr, characters=" \t"), format=fmt, unit="us",
+                          error_is_null=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        what = {HUGE: "an integer of at most 38 digits", TIME: "a time (HH:MM:SS)"}.get(
+            kind, f"a value of the format {fmt!r}")
+        raise QueryError(f"{path}: column {layout.names[col]!r}: a value is not {what} "
+                         f"({str(exc).splitlines()[0]})",
+                         hint='declare the column\'s type in the source\'s "columns" table'
+                         if kind != TS or not layout.timestamp_format else
+                         "fix the source's timestamp_format") from None
+    return out if kind == TS else out.cast(arrow_type(kind))
 
 
 def filtered(frame: Frame, rest: list[exp.Expression]) -> Frame:

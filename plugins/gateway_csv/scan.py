@@ -11,18 +11,18 @@ chunk is aligned, and only accepted chunks' errors and skip counts count.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import QueryError
+from gateway.errors import Cancelled, QueryError
 from gateway_csv import _scanner
 from gateway_csv.layout import KIND_NAMES, Layout
 
 DEFAULT_CHUNK_BYTES = 8 << 20
 _ERRORS = {
-    "ragged": "the row does not have {ncols} fields",
+    "ragged": "the row has {found}; {expected}",
     "unterminated_quote": "a quoted field is not closed before the end of the file",
     "after_quote": "text follows the closing quote of a field",
     "type": "the value does not fit the column's type {type}",
@@ -61,11 +61,16 @@ class Scanner:
         pool: the thread pool chunks run on.
         chunk_bytes: the target chunk size; tests force tiny chunks.
         engine: the engine's name, for errors raised while a result streams.
+        stop: called before each chunk is used: a true answer ends the scan with
+            :class:`gateway.errors.Cancelled`; it may also raise its own error
+            (``QueryHandle.check`` raises Cancelled or QueryTimeout).
     """
 
     def __init__(self, path: str, file: Any, layout: Layout, pool: ThreadPoolExecutor,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, engine: str | None = None):
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, engine: str | None = None,
+                 stop: Callable[[], bool | None] | None = None):
         self.path = path
+        self.stop = stop
         self.engine = engine
         self.file = file
         self.layout = layout
@@ -120,6 +125,8 @@ class Scanner:
         expected = chunks[0].start
         try:
             for i, chunk in enumerate(chunks):
+                if self.stop is not None and self.stop():
+                    raise Cancelled("the query was cancelled", engine=self.engine)
                 while next_submit < len(chunks) and next_submit < i + ahead:
                     pending.append(self.pool.submit(self._scan, chunks[next_submit], plan, limit))
                     next_submit += 1
@@ -147,19 +154,48 @@ class Scanner:
                     rest.exception()
 
     def error(self, kind: str, offset: int, column: int) -> QueryError:
+        if kind == "changed":
+            return QueryError(f"{self.path}: the file changed during the scan (it was "
+                              "truncated or rewritten while being read)",
+                              hint="run the query again once the file is no longer being "
+                                   "written", engine=self.engine)
         layout = self.layout
         line = self._line_of(offset)
         what = _ERRORS.get(kind, kind).format(
-            ncols=layout.ncols,
+            found=_fields(self._fields_at(offset)) if kind == "ragged" else "",
+            expected=(f"the header has {layout.ncols}" if layout.header else
+                      f"the first row has {layout.ncols}"),
             type=KIND_NAMES[layout.kinds[column]] if 0 <= column < layout.ncols else "")
         where = f"{self.path}: line {line}, byte {offset}"
-        if 0 <= column < layout.ncols:
+        if 0 <= column < layout.ncols and kind != "ragged":
             where += f", column {layout.names[column]!r}"
-        hint = ('set on_error = "skip" on the source to skip malformed rows'
-                if kind != "type" else
-                'declare the column\'s type in the source\'s "columns" table, '
-                'or set on_error = "skip"')
+        if kind == "type":
+            hint = ('declare the column\'s type in the source\'s "columns" table, '
+                    'or set on_error = "skip"')
+        elif kind in ("ragged", "after_quote", "unterminated_quote"):
+            hint = (f"the sniffer chose delimiter {layout.delimiter!r} and quote "
+                    f"{layout.quote!r}" + (" and took the first line as the header"
+                                           if layout.header else "")
+                    + "; set delimiter, quote or header on the source if that is wrong, "
+                      'or on_error = "skip" to skip malformed rows')
+        else:
+            hint = 'set on_error = "skip" on the source to skip malformed rows'
         return QueryError(f"{where}: {what}", hint=hint, engine=self.engine)
+
+    def _fields_at(self, offset: int) -> int:
+        """How many fields the row at ``offset`` has (quotes respected)."""
+        import csv
+        import io
+
+        layout = self.layout
+        text = self.file.pread(offset, 1 << 20).decode("utf-8", "replace")
+        quoting = {"quotechar": layout.quote} if layout.quote else {"quoting": csv.QUOTE_NONE}
+        try:
+            row = next(csv.reader(io.StringIO(text, newline=""), delimiter=layout.delimiter,
+                                  strict=False, **quoting), [])
+        except csv.Error:  # a quoted field past the csv module's size limit
+            return text.split("\n", 1)[0].count(layout.delimiter) + 1
+        return len(row)
 
     def _line_of(self, offset: int) -> int:
         """1-based physical line number of a byte offset."""
@@ -171,3 +207,7 @@ class Scanner:
             lines += block.count(b"\n")
             pos += len(block)
         return lines
+
+
+def _fields(n: int) -> str:
+    return f"{n} field" if n == 1 else f"{n} fields"

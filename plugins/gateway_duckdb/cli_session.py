@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from gateway.errors import Cancelled, ConfigError, QueryError, QueryTimeout, Unsupported
 from gateway_duckdb.mount import literal
+from gateway_duckdb.translate import error_kind
 
 #: Types Parquet would change: sent as text, rebuilt from the DESCRIBE answer.
 _AS_TEXT = {"HUGEINT": pa.decimal128(38, 0), "UHUGEINT": pa.decimal128(38, 0),
@@ -160,7 +161,7 @@ class CliSession:
                 f"{self.binary} exited with code {proc.returncode}"
             if "INTERRUPT" in message.upper():
                 raise Cancelled("the query was cancelled", engine=self.engine)
-            raise QueryError(message, engine=self.engine)
+            raise QueryError(message, engine=self.engine, kind=error_kind(message))
         if not is_query:
             return pa.table({})
         types = list(csv.reader(io.StringIO(out.decode())))

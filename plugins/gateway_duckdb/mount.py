@@ -18,6 +18,8 @@ _CSV_OPTION_NAMES = {
     "null": "nullstr",
     "timestamp_format": "timestampformat",
     "columns": "columns",
+    "encoding": "encoding",
+    "compression": "compression",
 }
 
 

@@ -47,7 +47,8 @@ def _error_frame(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, SetupFailed):
         return {"error": "SetupFailed", "message": exc.message, "index": exc.index}
     if isinstance(exc, GatewayError):
-        return {"error": type(exc).__name__, "message": exc.message, "hint": exc.hint}
+        return {"error": type(exc).__name__, "message": exc.message, "hint": exc.hint,
+                "kind": exc.kind}
     return {"error": "QueryError", "message": f"{type(exc).__name__}: {exc}"}
 
 
@@ -483,7 +484,10 @@ def _rebuild(reply: dict[str, Any], engine: str) -> GatewayError:
     cls = getattr(errors, reply["error"], None)
     if not (isinstance(cls, type) and issubclass(cls, GatewayError)) or cls is errors.ConfigError:
         cls = errors.QueryError
-    return cls(reply["message"], engine=engine, hint=reply.get("hint"))
+    error = cls(reply["message"], engine=engine, hint=reply.get("hint"))
+    if reply.get("kind") in errors.KINDS:
+        error.kind = reply["kind"]
+    return error
 
 
 if __name__ == "__main__":

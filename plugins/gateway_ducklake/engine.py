@@ -285,6 +285,7 @@ class DuckLakeEngine(DuckDBEngine):
                 "the commit conflicted with another writer of the lake and DuckLake's retries "
                 f"({'max_retry_count = ' + str(retries) if retries is not None else 'default 10'})"
                 " ran out; nothing of this statement was committed", engine=self.name,
+                kind="constraint",
                 hint="run the statement again; raise max_retry_count if writers often collide")
         exc.message = message
         exc.args = (str(exc),)

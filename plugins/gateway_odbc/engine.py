@@ -213,7 +213,9 @@ class OdbcEngine(Engine):
                                 engine=self.name)
         if state == "HY008" or state == "57014" or "canceling statement" in lower:
             return Cancelled("the query was cancelled", engine=self.name)
-        return QueryError(message, engine=self.name)
+        from gateway.drivers.error_kinds import error_kind
+
+        return QueryError(message, engine=self.name, kind=error_kind(state, message))
 
     # -- queries ---------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:

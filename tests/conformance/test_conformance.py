@@ -66,6 +66,30 @@ def test_parameters(engine_under_test):
     assert gw.execute(sql, parameters=["green"]).to_arrow().column(0)[0].as_py() == 113
 
 
+#: failing queries and the kind every engine must give their error (gateway.errors.KINDS)
+ERROR_KINDS = {
+    "error_kind_syntax": ("SELEC trip_id FROM trips", "syntax"),
+    "error_kind_unknown_column": ("SELECT no_such_column FROM trips", "unknown_object"),
+    "error_kind_unknown_table": ("SELECT * FROM no_such_table", "unknown_object"),
+    "error_kind_conversion": ("SELECT CAST(cab_type AS INTEGER) AS x FROM trips", "type"),
+    "error_kind_out_of_range": ("SELECT CAST(trip_id + 1000 AS TINYINT) AS x FROM trips",
+                                "out_of_range"),
+}
+
+
+@pytest.mark.parametrize("case", list(ERROR_KINDS))
+def test_error_kind(case, engine_under_test, request):
+    eut, gw = engine_under_test
+    gap = eut.gaps.get(case)
+    if gap is not None:
+        request.applymarker(pytest.mark.xfail(reason=f"{gap.kind}: {gap.reason}",
+                                              raises=gap.raises, strict=True))
+    sql, kind = ERROR_KINDS[case]
+    with pytest.raises(gateway.GatewayError) as info:
+        gw.execute(sql).to_arrow()
+    assert info.value.kind == kind, str(info.value)
+
+
 def test_query_error_is_translated(engine_under_test):
     eut, gw = engine_under_test
     with pytest.raises(gateway.GatewayError) as info:

@@ -1,0 +1,157 @@
+"""The core API the Flight SQL service uses, in one module.
+
+Everything the service asks of the gateway goes through :class:`Backend`, so
+the rest of ``gateway.flight`` never reaches into the core: one-shot queries
+(``gw.execute``), sessions and their prepared statements, per-query cancel and
+timeouts, and the catalog tree loaded level by level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gateway.errors import Unsupported
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from gateway.core import Gateway
+    from gateway.engine import CatalogColumn, TableRef
+    from gateway.result import Result
+    from gateway.session import PreparedStatement, Session
+
+
+@dataclass
+class Prepared:
+    """A statement prepared on one engine, and the session it owns (if it owns one)."""
+
+    statement: PreparedStatement
+    engine: str
+    owned: Session | None = None
+
+    @property
+    def sql(self) -> str:
+        return self.statement.sql
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.statement.schema
+
+    @property
+    def parameter_schema(self) -> pa.Schema:
+        return self.statement.parameter_schema
+
+    def execute(self, parameters: Sequence[Any] | pa.Table | None,
+                timeout: float | None) -> Result:
+        """Run with one row of parameters, or every row of a table (answers one after another)."""
+        return self.statement.execute(parameters, timeout=timeout)
+
+    def close(self) -> None:
+        self.statement.close()
+        if self.owned is not None:
+            self.owned.close()
+
+
+class Backend:
+    """The gateway, as the service sees it."""
+
+    def __init__(self, gw: Gateway):
+        self.gw = gw
+
+    @property
+    def engines(self) -> list[str]:
+        return list(self.gw.config.engines)
+
+    @property
+    def default_engine(self) -> str:
+        return self.gw.default_engine
+
+    def describe(self, engine: str) -> dict[str, Any]:
+        """An engine's type and capabilities, for the ``engines`` action."""
+        cfg = self.gw.engine_config(engine)
+        cls = self.gw.engine_types[cfg.type]
+        return {"name": cfg.name, "type": cfg.type, "dialect": cls.dialect,
+                "capabilities": cls.capabilities(cfg.options),
+                "default": cfg.name == self.default_engine}
+
+    def writes(self, engine: str) -> bool:
+        """Whether the engine accepts statements that change data."""
+        return "write" in self.describe(engine)["capabilities"]
+
+    def dialect(self, engine: str) -> str:
+        return self.gw.dialect(engine)
+
+    def has_transactions(self, engine: str) -> bool:
+        """Whether the engine's sessions keep transactions (this starts the engine)."""
+        return bool(self.gw.engine(engine).supports_transactions)
+
+    # -- statements --------------------------------------------------------------
+    def execute(self, sql: str, engine: str, session: Session | None, timeout: float | None,
+                shadow: str | None = None) -> Result:
+        """Run a statement in ``session``, or once on ``engine`` when there is none.
+
+        ``shadow`` names a reference engine; None lets the ``[shadow]`` section decide.
+        """
+        limit = timeout or None
+        if session is not None:
+            return session.execute(sql, timeout=limit, shadow=shadow)
+        return self.gw.execute(sql, engine=engine, shadow=shadow, timeout=limit)
+
+    def session(self, engine: str) -> Session:
+        """A session pinned to one connection of ``engine``."""
+        return self.gw.session(engine)
+
+    def prepare(self, sql: str, engine: str, session: Session | None) -> Prepared:
+        """Prepare in ``session``, or in a session of the statement's own when there is none."""
+        owned = None if session is not None else self.gw.session(engine)
+        try:
+            statement = (session or owned).prepare(sql)  # type: ignore[union-attr]
+        except BaseException:
+            if owned is not None:
+                owned.close()
+            raise
+        return Prepared(statement, engine, owned)
+
+    def statement_kind(self, sql: str, engine: str) -> str:
+        """``read`` for a query, else what the statement is (``INSERT``, ``unrecognized``)."""
+        from gateway.shadow import statement_kind
+
+        return statement_kind(sql, self.dialect(engine))
+
+    @staticmethod
+    def update_count(result: Result) -> int:
+        """Rows a write changed; -1 when the engine does not say."""
+        count = result.update_count
+        result.close()
+        return -1 if count is None else count
+
+    # -- the catalog tree ------------------------------------------------------------
+    def schema_names(self, engine: str, pattern: str | None) -> list[str]:
+        """The engine's schema names (its catalogs' schemas together; a LIKE pattern)."""
+        return sorted({ref.schema for ref in self._tree(engine, "schemas", None, pattern)})
+
+    def tables(self, engine: str, schema: str | None, pattern: str | None,
+               types: Sequence[str] | None) -> list[TableRef]:
+        return self._tree(engine, "tables", None, schema, pattern, list(types) if types else None)
+
+    def columns(self, engine: str) -> list[CatalogColumn]:
+        """Every column of every table, in one listing (for answers that need table schemas)."""
+        return self._tree(engine, "catalog")
+
+    def _tree(self, engine: str, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self.gw, method)(engine, *args)
+        except Unsupported:
+            return []
+
+    # -- shadow ---------------------------------------------------------------------
+    def shadow_summary(self) -> dict[str, Any]:
+        """What ``arrowgate shadow report`` shows, from the configured store."""
+        settings = self.gw.shadow_settings
+        if settings is None or settings.store is None:
+            return {"configured": False}
+        from gateway.shadow_store import ShadowStore, summarize
+
+        return {"configured": True, **summarize(ShadowStore(settings.store).read())}

@@ -1,0 +1,633 @@
+"""The Flight SQL service: a thin ``FlightServerBase`` that hands every request to the core.
+
+Each Flight method decodes the Flight SQL command it carries
+(:mod:`gateway.flight.messages`) and dispatches on its type; the answers come
+from :class:`gateway.flight.backend.Backend`. A query runs when its FlightInfo
+is asked for, and its DoGet streams the engine's batches as they come
+(``GeneratorStream``), so no answer is ever held whole in the server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from gateway.errors import GatewayError
+from gateway.flight import catalog, messages, querylog, sqlinfo
+from gateway.flight.auth import Authenticator, AuthMiddlewareFactory, NoopAuthHandler
+from gateway.flight.backend import Backend
+from gateway.flight.errors import kind, to_flight
+from gateway.flight.sessions import (
+    OPTIONS,
+    SessionMiddlewareFactory,
+    SessionStore,
+    session_for,
+)
+from gateway.flight.settings import ANONYMOUS, ServeSettings, User
+from gateway.flight.statements import PreparedStatements, Queries, Query
+from gateway.flight.transactions import Transactions
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+    from gateway.flight.sessions import Session as FlightSession
+    from gateway.result import Result
+    from gateway.session import Session
+
+M = messages
+
+#: The actions ListActions reports: Flight SQL's, Flight's, then the gateway's own.
+ACTIONS = [
+    ("CreatePreparedStatement", "prepare a statement: its handle, answer and parameter schemas"),
+    ("ClosePreparedStatement", "release a prepared statement"),
+    ("CancelFlightInfo", "cancel the query a FlightInfo describes"),
+    ("CancelQuery", "cancel the query a FlightInfo describes (before Flight SQL 13)"),
+    ("SetSessionOptions", "choose the engine ('engine' or 'catalog') and the shadow "
+                          "reference ('reference') for this session"),
+    ("GetSessionOptions", "the options of this session"),
+    ("CloseSession", "forget this session"),
+    ("BeginTransaction", "begin a transaction on the session's engine, where it has them"),
+    ("EndTransaction", "commit or roll back a transaction"),
+    ("engines", "the engines you may use, with their types and capabilities (JSON)"),
+    ("health", "whether the service is up, and how busy (JSON)"),
+    ("running-queries", "your running queries (everyone's without users configured) (JSON)"),
+    ("shadow-summary", "the shadow store's summary, as `arrowgate shadow report` shows it (JSON)"),
+    ("shadow-verdict", "the shadow verdict of one of your queries; body: its query id (JSON)"),
+]
+
+
+class FlightSqlServer(flight.FlightServerBase):
+    """Serves one gateway over Flight SQL; use it as a context manager.
+
+    Args:
+        gw: the gateway; the server does not close it.
+        settings: the checked ``[serve]`` section.
+    """
+
+    def __init__(self, gw: Gateway, settings: ServeSettings):
+        self.backend = Backend(gw)
+        self.settings = settings
+        self.auth = Authenticator(settings)
+        self.sessions = SessionStore(settings.session_idle)
+        self.queries = Queries(settings)
+        self.prepared = PreparedStatements(settings.session_idle)
+        self.transactions = Transactions(settings.session_idle)
+        self.draining = False
+        tls = []
+        if settings.tls_cert is not None and settings.tls_key is not None:
+            tls = [flight.CertKeyPair(settings.tls_cert.read_bytes(),
+                                      settings.tls_key.read_bytes())]
+        super().__init__(
+            f"{settings.scheme}://{settings.host}:{settings.port}",
+            auth_handler=NoopAuthHandler(), tls_certificates=tls or None,
+            middleware={"auth": AuthMiddlewareFactory(self.auth),
+                        "session": SessionMiddlewareFactory()})
+        self._stop = threading.Event()
+        self._sweeper = threading.Thread(target=self._sweep, name="arrowgate-flight-sweeper",
+                                         daemon=True)
+        self._sweeper.start()
+
+    @property
+    def location(self) -> str:
+        host = "localhost" if self.settings.host in ("127.0.0.1", "::1") else self.settings.host
+        return f"{self.settings.scheme}://{host}:{self.port}"
+
+    # -- who is calling ------------------------------------------------------
+    def _user(self, context: Any) -> User:
+        middleware = context.get_middleware("auth")
+        return middleware.user if middleware is not None else ANONYMOUS
+
+    def _session(self, context: Any, create: bool) -> FlightSession | None:
+        return session_for(self.sessions, context.get_middleware("session"),
+                           self._user(context).name, create)
+
+    def _engine(self, context: Any, user: User) -> str:
+        """The engine the caller's statements run on; refused if the user may not use it."""
+        session = self._session(context, create=False)
+        engine = session.engine if session is not None and session.engine else None
+        if engine is None:
+            engine = self.backend.default_engine
+            if not user.may_use(engine):
+                engine = next(iter(self._engines_of(user)), engine)
+        if not user.may_use(engine):
+            raise flight.FlightUnauthorizedError(
+                f"user {user.name!r} may not use engine {engine!r}; allowed: "
+                + (", ".join(self._engines_of(user)) or "none"))
+        return engine
+
+    def _engines_of(self, user: User) -> list[str]:
+        return [e for e in self.backend.engines if user.may_use(e)]
+
+    def _check_statement(self, user: User, engine: str, sql: str) -> None:
+        if len(sql.encode()) > self.settings.max_request_bytes:
+            raise pa.ArrowInvalid(f"the statement is longer than the service's limit of "
+                                  f"{self.settings.max_request_bytes} bytes")
+        if user.read_only:
+            statement = self.backend.statement_kind(sql, engine)
+            if statement != "read":
+                raise flight.FlightUnauthorizedError(
+                    f"user {user.name!r} is read-only, and this is not a query ({statement})")
+
+    def _check_size(self, data: bytes, what: str) -> None:
+        if len(data) > self.settings.max_request_bytes:
+            raise pa.ArrowInvalid(f"the {what} is {len(data)} bytes, over the service's limit "
+                                  f"of {self.settings.max_request_bytes} (max_request_bytes)")
+
+    def _command(self, data: bytes, what: str) -> Any:
+        self._check_size(data, what)
+        try:
+            return M.unpack_command(data)
+        except M.MalformedMessage as exc:
+            raise pa.ArrowInvalid(f"{exc}: send a Flight SQL command") from None
+
+    # -- GetFlightInfo / GetSchema / DoGet -----------------------------------
+    def get_flight_info(self, context: Any, descriptor: flight.FlightDescriptor) -> Any:
+        command = self._command(descriptor.command or b"", "command")
+        user = self._user(context)
+        if isinstance(command, (M.CommandStatementQuery, M.CommandPreparedStatementQuery)):
+            query = self._run(context, user, command) \
+                if isinstance(command, M.CommandStatementQuery) else \
+                self._run_prepared(context, user, command.prepared_statement_handle)
+            return self._info(descriptor, query.schema,
+                              M.pack(M.TicketStatementQuery(statement_handle=query.handle)),
+                              _json({"query_id": query.query_id}))
+        schema = self._metadata_schema(command)
+        if schema is None:
+            raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} is not a GetFlightInfo command: "
+                                  "send it with DoPut")
+        return self._info(descriptor, schema, descriptor.command)
+
+    def get_schema(self, context: Any, descriptor: flight.FlightDescriptor) -> Any:
+        command = self._command(descriptor.command or b"", "command")
+        user = self._user(context)
+        if isinstance(command, M.CommandStatementQuery):
+            engine = self._engine(context, user)
+            self._check_statement(user, engine, command.query)
+            prepared = self._call(self.backend.prepare, command.query, engine,
+                                  self._core_session(context, engine))
+            try:
+                return flight.SchemaResult(self._call(getattr, prepared, "schema"))
+            finally:
+                prepared.close()
+        if isinstance(command, M.CommandPreparedStatementQuery):
+            entry = self.prepared.get(command.prepared_statement_handle, user.name)
+            return flight.SchemaResult(self._call(getattr, entry.prepared, "schema"))
+        schema = self._metadata_schema(command)
+        if schema is None:
+            raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} has no schema")
+        return flight.SchemaResult(schema)
+
+    def do_get(self, context: Any, ticket: flight.Ticket) -> Any:
+        command = self._command(ticket.ticket, "ticket")
+        user = self._user(context)
+        if isinstance(command, M.TicketStatementQuery):
+            return self._stream(context, self.queries.claim(command.statement_handle, user.name))
+        table = self._metadata(context, user, command)
+        if table is None:
+            raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} is not a ticket this service issues")
+        return flight.RecordBatchStream(table)
+
+    @staticmethod
+    def _info(descriptor: flight.FlightDescriptor, schema: pa.Schema, ticket: bytes,
+              metadata: bytes = b"") -> Any:
+        """A FlightInfo whose one endpoint is this service; ``metadata`` names the query."""
+        return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1,
+                                 app_metadata=metadata)
+
+    # -- metadata ------------------------------------------------------------
+    @staticmethod
+    def _metadata_schema(command: Any) -> pa.Schema | None:
+        if isinstance(command, M.CommandGetTables):
+            return catalog.TABLES_WITH_SCHEMA if command.include_schema else catalog.TABLES
+        return {
+            M.CommandGetSqlInfo: sqlinfo.SCHEMA,
+            M.CommandGetCatalogs: catalog.CATALOGS,
+            M.CommandGetDbSchemas: catalog.DB_SCHEMAS,
+            M.CommandGetTableTypes: catalog.TABLE_TYPES,
+            M.CommandGetPrimaryKeys: catalog.PRIMARY_KEYS,
+            M.CommandGetExportedKeys: catalog.FOREIGN_KEYS,
+            M.CommandGetImportedKeys: catalog.FOREIGN_KEYS,
+            M.CommandGetCrossReference: catalog.FOREIGN_KEYS,
+            M.CommandGetXdbcTypeInfo: catalog.XDBC_TYPE_INFO,
+        }.get(type(command))
+
+    def _metadata(self, context: Any, user: User, command: Any) -> pa.Table | None:
+        engines = self._engines_of(user)
+        backend = self.backend
+        if isinstance(command, M.CommandGetSqlInfo):
+            engine = self._engine(context, user)
+            answers = sqlinfo.infos(
+                read_only=user.read_only or not any(self.backend.writes(e) for e in engines),
+                writable=any(self.backend.writes(e) for e in engines),
+                statement_length=self.settings.max_request_bytes,
+                handle_timeout_ms=int(self.settings.session_idle * 1000),
+                transactions=self._call(self.backend.has_transactions, engine),
+                dialect=self.backend.dialect(engine))
+            return sqlinfo.table(answers, command.info)
+        if isinstance(command, M.CommandGetCatalogs):
+            return catalog.catalogs(engines)
+        if isinstance(command, M.CommandGetDbSchemas):
+            return catalog.db_schemas(
+                engines, self._tree(backend.schema_names), _optional(command, "catalog"),
+                _optional(command, "db_schema_filter_pattern"))
+        if isinstance(command, M.CommandGetTables):
+            return catalog.tables(
+                engines, self._tree(backend.tables), self._tree(backend.columns),
+                _optional(command, "catalog"),
+                _optional(command, "db_schema_filter_pattern"),
+                _optional(command, "table_name_filter_pattern"),
+                command.table_types, command.include_schema)
+        if isinstance(command, M.CommandGetTableTypes):
+            return catalog.table_types()
+        schema = self._metadata_schema(command)
+        return None if schema is None else catalog.empty(schema)
+
+    def _tree(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        """A catalog-tree call of the backend, its errors translated."""
+        return lambda *args: self._call(method, *args)
+
+    # -- running statements --------------------------------------------------
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call the core, translating its errors into Flight errors."""
+        try:
+            return fn(*args)
+        except GatewayError as exc:
+            raise to_flight(exc) from None
+
+    def _admit(self, user: User) -> None:
+        if self.draining:
+            raise flight.FlightUnavailableError("the service is shutting down")
+        self.queries.admit(user.name)
+
+    def _core_session(self, context: Any, engine: str) -> Session | None:
+        """The core session of a caller that returns its cookie, on ``engine``; else None.
+
+        Without a cookie every statement runs once, in a session of its own.
+        """
+        middleware = context.get_middleware("session")
+        if middleware is None or middleware.cookie is None:
+            return None
+        session = self._session(context, create=True)
+        if session is None or not session.by_cookie:
+            return None
+        return self._call(session.core_session, engine, self.backend.session)
+
+    def _target(self, context: Any, user: User, request: Any) -> tuple[str, Session | None]:
+        """The engine and core session a statement runs in: its transaction's, else the caller's."""
+        if request.HasField("transaction_id"):
+            transaction = self.transactions.get(request.transaction_id, user.name)
+            return transaction.engine, transaction.session
+        engine = self._engine(context, user)
+        return engine, self._core_session(context, engine)
+
+    def _run(self, context: Any, user: User, command: Any) -> Query:
+        sql = command.query
+        engine, core = self._target(context, user, command)
+        self._check_statement(user, engine, sql)
+        self._admit(user)
+        session = self._session(context, create=False)
+        reference = session.reference if session is not None else None
+        return self._start(user, engine, sql, lambda: self.backend.execute(
+            sql, engine, core, self.settings.query_timeout, shadow=reference))
+
+    def _run_prepared(self, context: Any, user: User, handle: bytes) -> Query:
+        entry = self.prepared.get(handle, user.name)
+        prepared = entry.prepared
+        self._check_statement(user, prepared.engine, prepared.sql)
+        self._admit(user)
+        return self._start(user, prepared.engine, prepared.sql, lambda: prepared.execute(
+            entry.parameters, self.settings.query_timeout))
+
+    def _start(self, user: User, engine: str, sql: str, run: Callable[[], Result]) -> Query:
+        started = time.monotonic()
+        try:
+            result = run()
+        except GatewayError as exc:
+            querylog.record(query_id=None, user=user.name, engine=engine, sql=sql, rows=0,
+                            nbytes=0, started=started, outcome=exc.kind)
+            raise to_flight(exc) from None
+        query = Query(user.name, engine, sql, result, shadow=result.shadow)
+        if not _QUERY.match(sql):
+            # DDL and DML run to the end now: clients often never fetch their answer
+            self._call(result.to_arrow)
+            query.holds_slot = False
+        self.queries.add(query)
+        return query
+
+    def _stream(self, context: Any, query: Query) -> Any:
+        settings = self.settings
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            try:
+                for batch in query.first.reader():
+                    if query.cancelled or context.is_cancelled():
+                        query.first.cancel()
+                        query.outcome = "cancelled"
+                        raise flight.FlightCancelledError("the query was cancelled")
+                    query.rows += batch.num_rows
+                    query.bytes += batch.nbytes
+                    _check_limits(query, settings)
+                    yield batch
+                query.outcome = "ok"
+            except GatewayError as exc:
+                query.outcome = exc.kind
+                raise to_flight(exc) from None
+            except GeneratorExit:
+                query.outcome = "disconnected"
+                raise
+            except BaseException as exc:
+                if query.outcome in ("waiting", "ok"):
+                    query.outcome = kind(exc)
+                raise
+            finally:
+                self.queries.finish(query)
+                querylog.log_query(query)
+
+        query.outcome = "streaming"
+        return flight.GeneratorStream(query.schema, batches())
+
+    # -- DoPut -----------------------------------------------------------------
+    def do_put(self, context: Any, descriptor: flight.FlightDescriptor, reader: Any,
+               writer: Any) -> None:
+        command = self._command(descriptor.command or b"", "command")
+        user = self._user(context)
+        if isinstance(command, M.CommandStatementUpdate):
+            engine, core = self._target(context, user, command)
+            self._check_statement(user, engine, command.query)
+            self._admit(user)
+            count = self._update(user, engine, command.query, lambda: self.backend.execute(
+                command.query, engine, core, self.settings.query_timeout))
+        elif isinstance(command, M.CommandPreparedStatementQuery):
+            entry = self.prepared.get(command.prepared_statement_handle, user.name)
+            entry.parameters = self._parameters(reader)
+            return
+        elif isinstance(command, M.CommandPreparedStatementUpdate):
+            entry = self.prepared.get(command.prepared_statement_handle, user.name)
+            prepared = entry.prepared
+            self._check_statement(user, prepared.engine, prepared.sql)
+            self._admit(user)
+            parameters = self._parameters(reader) or entry.parameters
+            count = self._update(user, prepared.engine, prepared.sql, lambda: prepared.execute(
+                parameters, self.settings.query_timeout))
+        else:
+            raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} is not a DoPut command")
+        writer.write(pa.py_buffer(M.DoPutUpdateResult(record_count=count).SerializeToString()))
+
+    def _update(self, user: User, engine: str, sql: str, run: Callable[[], Result]) -> int:
+        """Run a write; the rows it changed, or -1 when the engine does not say."""
+        total, started, outcome, query_id = -1, time.monotonic(), "ok", None
+        try:
+            result = run()
+            query_id = result.query_id
+            total = self.backend.update_count(result)
+        except GatewayError as exc:
+            outcome = exc.kind
+            raise to_flight(exc) from None
+        finally:
+            querylog.record(query_id=query_id, user=user.name, engine=engine, sql=sql,
+                            rows=max(total, 0), nbytes=0, started=started, outcome=outcome)
+        return total
+
+    def _parameters(self, reader: Any) -> pa.Table | None:
+        """The parameter rows a DoPut uploads (None: no rows), refused past ``max_request_bytes``."""
+        batches, size = [], 0
+        while True:
+            try:
+                chunk = reader.read_chunk()
+            except StopIteration:
+                break
+            if chunk.data is None:
+                continue
+            size += chunk.data.nbytes
+            if size > self.settings.max_request_bytes:
+                raise pa.ArrowInvalid(f"the parameters uploaded pass the service's limit of "
+                                      f"{self.settings.max_request_bytes} bytes")
+            batches.append(chunk.data)
+        if not sum(b.num_rows for b in batches):
+            return None
+        return pa.Table.from_batches(batches)
+
+    # -- DoAction ----------------------------------------------------------------
+    def list_actions(self, context: Any) -> list[tuple[str, str]]:
+        return ACTIONS
+
+    def do_action(self, context: Any, action: flight.Action) -> list[bytes]:
+        body = action.body.to_pybytes() if action.body is not None else b""
+        self._check_size(body, "action body")
+        handler = getattr(self, "_action_" + action.type.replace("-", "_"), None)
+        if handler is None or action.type not in dict(ACTIONS):
+            raise pa.ArrowNotImplementedError(
+                f"unknown action {action.type!r}: ListActions names the ones this service has")
+        try:
+            return [bytes(r) for r in handler(context, self._user(context), body)]
+        except M.MalformedMessage as exc:
+            raise pa.ArrowInvalid(f"{action.type}: {exc}") from None
+
+    def _action_CreatePreparedStatement(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        request = M.unpack(M.ActionCreatePreparedStatementRequest, body)
+        engine, core = self._target(context, user, request)
+        self._check_statement(user, engine, request.query)
+        prepared = self._call(self.backend.prepare, request.query, engine, core)
+        try:
+            schema = self._call(getattr, prepared, "schema")
+        except BaseException:
+            prepared.close()
+            raise
+        handle = self.prepared.add(user.name, prepared)
+        return [M.pack(M.ActionCreatePreparedStatementResult(
+            prepared_statement_handle=handle,
+            dataset_schema=_schema_bytes(schema),
+            parameter_schema=_schema_bytes(prepared.parameter_schema)))]
+
+    def _action_ClosePreparedStatement(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        request = M.unpack(M.ActionClosePreparedStatementRequest, body)
+        self.prepared.close(request.prepared_statement_handle, user.name)
+        return []
+
+    def _cancel(self, user: User, info_bytes: bytes) -> bool | None:
+        """Cancel the query a serialized FlightInfo names: True, False (finished), None (unknown)."""
+        try:
+            info = flight.FlightInfo.deserialize(info_bytes)
+            ticket = info.endpoints[0].ticket.ticket
+            handle = M.unpack_command(ticket).statement_handle
+        except (pa.ArrowException, IndexError, AttributeError, M.MalformedMessage):
+            raise pa.ArrowInvalid("the request does not carry a FlightInfo of this service") \
+                from None
+        query = self.queries.find(handle, user.name)
+        if query is None:
+            return None
+        self._cancel_query(query)
+        return True
+
+    def _cancel_query(self, query: Query) -> None:
+        """Stop a query: its stream ends with CANCELLED, or its unread ticket is dropped."""
+        query.cancelled = True
+        query.first.cancel()
+        if not query.streaming:
+            query.outcome = "cancelled"
+            self.queries.finish(query)
+            querylog.log_query(query)
+
+    def _action_CancelFlightInfo(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        request = M.parse(M.CancelFlightInfoRequest, body)
+        done = self._cancel(user, request.info)
+        status = "CANCEL_STATUS_CANCELLED" if done else "CANCEL_STATUS_NOT_CANCELLABLE"
+        return [M.CancelFlightInfoResult(status=M.CANCEL_STATUS[status]).SerializeToString()]
+
+    def _action_CancelQuery(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        request = M.unpack(M.ActionCancelQueryRequest, body)
+        done = self._cancel(user, request.info)
+        result = M.ActionCancelQueryResult.CANCEL_RESULT_CANCELLED if done else \
+            M.ActionCancelQueryResult.CANCEL_RESULT_NOT_CANCELLABLE
+        return [M.pack(M.ActionCancelQueryResult(result=result))]
+
+    def _action_SetSessionOptions(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        request = M.parse(M.SetSessionOptionsRequest, body)
+        session = self._session(context, create=True)
+        assert session is not None
+        result = M.SetSessionOptionsResult()
+        errors = M.SetSessionOptionsResult.ErrorValue
+        for name, value in request.session_options.items():
+            key = "engine" if name == "catalog" else name
+            which = value.WhichOneof("option_value")
+            text = value.string_value if which == "string_value" else None
+            if key not in OPTIONS:
+                result.errors[name].value = errors.Value("INVALID_NAME")
+            elif which is not None and text is None:
+                result.errors[name].value = errors.Value("INVALID_VALUE")
+            elif not text:
+                setattr(session, key, None)
+            elif text not in self.backend.engines or not user.may_use(text):
+                result.errors[name].value = errors.Value("INVALID_VALUE")
+            else:
+                setattr(session, key, text)
+        return [result.SerializeToString()]
+
+    def _action_GetSessionOptions(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        M.parse(M.GetSessionOptionsRequest, body)
+        session = self._session(context, create=True)
+        assert session is not None
+        result = M.GetSessionOptionsResult()
+        options = {"engine": self._engine(context, user), **session.options()}
+        for name, value in options.items():
+            result.session_options[name].string_value = value
+        return [result.SerializeToString()]
+
+    def _action_CloseSession(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        M.parse(M.CloseSessionRequest, body)
+        session = self._session(context, create=False)
+        if session is not None:
+            self.sessions.close(session)
+        return [M.CloseSessionResult(status=M.CloseSessionResult.CLOSED).SerializeToString()]
+
+    def _action_BeginTransaction(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        M.unpack(M.ActionBeginTransactionRequest, body)
+        engine = self._engine(context, user)
+        if not self._call(self.backend.has_transactions, engine):
+            raise pa.ArrowNotImplementedError(
+                f"engine {engine!r} has no transactions: run statements one by one "
+                "(autocommit)")
+        session = self._call(self.backend.session, engine)
+        transaction_id = self._call(self.transactions.begin, user.name, engine, session)
+        return [M.pack(M.ActionBeginTransactionResult(transaction_id=transaction_id))]
+
+    def _action_EndTransaction(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        request = M.unpack(M.ActionEndTransactionRequest, body)
+        ends = M.ActionEndTransactionRequest
+        if request.action not in (ends.END_TRANSACTION_COMMIT, ends.END_TRANSACTION_ROLLBACK):
+            raise pa.ArrowInvalid("EndTransaction: the action must be COMMIT or ROLLBACK")
+        self._call(self.transactions.end, request.transaction_id, user.name,
+                   request.action == ends.END_TRANSACTION_COMMIT)
+        return []
+
+    def _action_engines(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        return [_json([self.backend.describe(e) for e in self._engines_of(user)])]
+
+    def _action_health(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        return [_json({"status": "draining" if self.draining else "ok",
+                       "running_queries": len(self.queries.running()),
+                       "sessions": len(self.sessions)})]
+
+    def _action_running_queries(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        everyone = not self.settings.auth
+        return [_json([q.describe() for q in self.queries.running()
+                       if everyone or q.user == user.name])]
+
+    def _action_shadow_summary(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        return [_json(self.backend.shadow_summary())]
+
+    def _action_shadow_verdict(self, context: Any, user: User, body: bytes) -> list[bytes]:
+        try:
+            query_id = int(body.decode())
+        except ValueError:
+            raise pa.ArrowInvalid("the body must be a query id (a decimal number)") from None
+        query = self.queries.finished(query_id, user.name)
+        if query is None:
+            found = [q for q in self.queries.running()
+                     if q.query_id == query_id and q.user == user.name]
+            query = found[0] if found else None
+        if query is None:
+            raise KeyError(f"no query {query_id} of yours is known to this service")
+        return [_json({"query_id": query_id, "shadow": querylog.verdict(query.shadow)})]
+
+    # -- lifecycle -------------------------------------------------------------
+    def _sweep(self) -> None:
+        interval = max(0.05, min(5.0, self.settings.session_idle / 4))
+        while not self._stop.wait(interval):
+            for query in self.queries.expire():
+                querylog.log_query(query)
+            self.prepared.expire()
+            self.transactions.expire()
+            self.sessions.expire()
+            self.auth.expire()
+
+    def drain(self, grace: float) -> None:
+        """Refuse new queries, give running streams ``grace`` seconds, then cancel the rest."""
+        self.draining = True
+        deadline = time.monotonic() + grace
+        while self.queries.running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for query in self.queries.running():
+            self._cancel_query(query)
+
+    def shutdown(self) -> None:
+        """Stop serving, then release every prepared statement and session."""
+        self._stop.set()
+        super().shutdown()
+        self.prepared.close_all()
+        self.transactions.close_all()
+        self.sessions.close_all()
+
+
+#: Statements that surely return rows; any other is run to its end before its ticket is issued.
+_QUERY = re.compile(r"\s*(\(|select\b|with\b|from\b|values\b|table\b|show\b|describe\b|"
+                    r"summarize\b|pragma\b|explain\b)", re.IGNORECASE)
+
+
+def _check_limits(query: Query, settings: ServeSettings) -> None:
+    if settings.max_rows and query.rows > settings.max_rows:
+        query.outcome = "limit"
+        raise pa.ArrowInvalid(f"the answer has more than the service's limit of "
+                              f"{settings.max_rows} rows (max_rows): add a LIMIT")
+    if settings.max_bytes and query.bytes > settings.max_bytes:
+        query.outcome = "limit"
+        raise pa.ArrowInvalid(f"the answer is larger than the service's limit of "
+                              f"{settings.max_bytes} bytes (max_bytes): select less")
+
+
+def _optional(message: Any, name: str) -> str | None:
+    return getattr(message, name) if message.HasField(name) else None
+
+
+def _schema_bytes(schema: pa.Schema) -> bytes:
+    return schema.serialize().to_pybytes() if len(schema) else b""
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, default=str).encode()

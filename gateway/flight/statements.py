@@ -1,0 +1,208 @@
+"""Queries between GetFlightInfo and the end of their DoGet, and prepared statements.
+
+A query runs from the moment a client asks for its FlightInfo; its ticket
+names it until the stream ends, the client cancels it, or it waits unread
+longer than ``session_idle``. Each running query holds one slot of the
+service's and of its user's concurrency limit. Handles are random, and a
+handle only works for the user it was issued to: anyone else is told it does
+not exist.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.flight as flight
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from gateway.flight.backend import Prepared
+    from gateway.flight.settings import ServeSettings
+    from gateway.result import Result
+
+_local_ids = itertools.count(1)
+
+
+@dataclass
+class Query:
+    """One statement the service is running for a client; ``first`` is its answer."""
+
+    user: str
+    engine: str
+    sql: str
+    first: Result
+    handle: bytes = field(default_factory=lambda: secrets.token_bytes(16))
+    created: float = field(default_factory=time.monotonic)
+    started_at: float = field(default_factory=time.time)
+    rows: int = 0
+    bytes: int = 0
+    streaming: bool = False
+    #: whether it counts against the concurrency limits: a write's answer (a count)
+    #: is read at once, and its ticket then waits without holding a slot
+    holds_slot: bool = True
+    cancelled: bool = False
+    outcome: str = "waiting"
+    shadow: Any = None
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.first.schema
+
+    @property
+    def query_id(self) -> int:
+        """The core's id of the query (its hooks and ``gw.running()`` show the same)."""
+        if self.first.query_id is None:  # an answer from outside a query handle
+            self.first.query_id = -next(_local_ids)
+        return self.first.query_id
+
+    def describe(self) -> dict[str, Any]:
+        return {"query_id": self.query_id, "user": self.user, "engine": self.engine,
+                "sql": self.sql, "started": self.started_at, "rows": self.rows,
+                "streaming": self.streaming}
+
+
+class Queries:
+    """The running queries, with the concurrency limits."""
+
+    def __init__(self, settings: ServeSettings):
+        self.settings = settings
+        self._by_handle: dict[bytes, Query] = {}
+        self._lock = threading.Lock()
+        self._finished: dict[int, Query] = {}  # the last verdicts, by query id
+
+    def admit(self, user: str) -> None:
+        """Check that ``user`` may start one more query now.
+
+        Raises:
+            flight.FlightUnavailableError: a concurrency limit is reached.
+        """
+        with self._lock:
+            self._check_room(user)
+
+    def _check_room(self, user: str) -> None:
+        running = [q for q in self._by_handle.values() if q.holds_slot]
+        if len(running) >= self.settings.max_queries:
+            raise flight.FlightUnavailableError(
+                f"the service is running its limit of {self.settings.max_queries} queries: "
+                "try again when one has finished")
+        mine = sum(1 for q in running if q.user == user)
+        if self.settings.auth and mine >= self.settings.max_queries_per_user:
+            raise flight.FlightUnavailableError(
+                f"you are running your limit of {self.settings.max_queries_per_user} queries: "
+                "read or cancel one first")
+
+    def add(self, query: Query) -> None:
+        with self._lock:
+            try:
+                self._check_room(query.user)
+            except flight.FlightError:
+                query.first.close()
+                raise
+            self._by_handle[query.handle] = query
+
+    def claim(self, handle: bytes, user: str) -> Query:
+        """The query a ticket names, marked as being streamed (a ticket is read once).
+
+        Raises:
+            KeyError: no such query for this user (never issued, read, expired or cancelled).
+        """
+        with self._lock:
+            query = self._by_handle.get(handle)
+            if query is None or query.user != user or query.streaming:
+                raise KeyError("no such query: the ticket was never issued, was read already, "
+                               "or expired; run the statement again")
+            query.streaming = True
+            return query
+
+    def find(self, handle: bytes, user: str) -> Query | None:
+        with self._lock:
+            query = self._by_handle.get(handle)
+            return query if query is not None and query.user == user else None
+
+    def finish(self, query: Query) -> None:
+        """Release the query's slot and close its answer (safe to call twice)."""
+        with self._lock:
+            self._by_handle.pop(query.handle, None)
+            self._finished[query.query_id] = query
+            while len(self._finished) > 1000:
+                del self._finished[next(iter(self._finished))]
+        query.first.close()
+
+    def finished(self, query_id: int, user: str) -> Query | None:
+        with self._lock:
+            query = self._finished.get(query_id)
+        return query if query is not None and query.user == user else None
+
+    def running(self) -> list[Query]:
+        """The queries holding a slot: running, or streaming their answer."""
+        with self._lock:
+            return [q for q in self._by_handle.values() if q.holds_slot]
+
+    def expire(self) -> list[Query]:
+        """Drop queries whose ticket was never redeemed within ``session_idle``."""
+        cutoff = time.monotonic() - self.settings.session_idle
+        with self._lock:
+            stale = [q for q in self._by_handle.values() if not q.streaming and q.created < cutoff]
+        for query in stale:
+            query.outcome = "expired"
+            self.finish(query)
+        return stale
+
+
+@dataclass
+class PreparedEntry:
+    """A prepared statement, and the parameter rows last bound to it."""
+
+    user: str
+    prepared: Prepared
+    parameters: pa.Table | None = None
+    used: float = field(default_factory=time.monotonic)
+
+
+class PreparedStatements:
+    """Prepared statements by handle."""
+
+    def __init__(self, idle: float):
+        self.idle = idle
+        self._by_handle: dict[bytes, PreparedEntry] = {}
+        self._lock = threading.Lock()
+
+    def add(self, user: str, prepared: Prepared) -> bytes:
+        handle = secrets.token_bytes(16)
+        with self._lock:
+            self._by_handle[handle] = PreparedEntry(user, prepared)
+        return handle
+
+    def get(self, handle: bytes, user: str) -> PreparedEntry:
+        """Raises KeyError: no such prepared statement for this user."""
+        with self._lock:
+            entry = self._by_handle.get(handle)
+            if entry is None or entry.user != user:
+                raise KeyError("no such prepared statement: it was closed or expired; "
+                               "prepare the statement again")
+            entry.used = time.monotonic()
+            return entry
+
+    def close(self, handle: bytes, user: str) -> None:
+        entry = self.get(handle, user)
+        with self._lock:
+            self._by_handle.pop(handle, None)
+        entry.prepared.close()
+
+    def expire(self, idle: float | None = None) -> None:
+        """Close prepared statements unused for ``idle`` seconds (default: ``session_idle``)."""
+        cutoff = time.monotonic() - (self.idle if idle is None else idle)
+        with self._lock:
+            stale = [h for h, e in self._by_handle.items() if e.used <= cutoff]
+            entries = [self._by_handle.pop(h) for h in stale]
+        for entry in entries:
+            entry.prepared.close()
+
+    def close_all(self) -> None:
+        self.expire(idle=-1.0)

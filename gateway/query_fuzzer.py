@@ -1,0 +1,217 @@
+"""Differential fuzzing: random queries on two engines, every divergence shrunk and kept.
+
+``DifferentialFuzzer(gw, primary, reference, source).run(seconds=60)`` reads
+the source's columns and a sample of its values from the reference, then
+repeatedly draws a query (:mod:`gateway.query_generator`), runs it on both
+engines one after the other and judges the two outcomes with the shadow
+comparator (:func:`gateway.compare.compare_outcomes`). A divergence (any
+category but ``match`` and ``nondeterministic``) is shrunk
+(:mod:`gateway.query_reduction`) to a minimal query that still diverges the
+same way, and written as a corpus file (``-- name:`` header and one
+statement) that ``arrowgate shadow`` and the tests read as they are.
+
+Queries the primary refuses as unsupported are counted and skipped: they are
+outside its subset, not wrong answers. SQLancer (its oracles found hundreds of
+bugs in DuckDB and SQLite) and SQLsmith are the models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway.compare import CompareOptions, Verdict, compare_outcomes
+from gateway.errors import GatewayError, Unsupported
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+
+    from gateway.core import Gateway
+
+#: divergences of one category shrunk at most this often (later ones are only counted)
+SHRUNK_PER_CATEGORY = 3
+
+
+@dataclass
+class Finding:
+    """One divergence the fuzzer found.
+
+    Attributes:
+        category: the comparator's verdict on the shrunk query.
+        message: the verdict's message on the shrunk query.
+        sql: the query as generated.
+        shrunk: the minimal query that still diverges the same way.
+        after_queries: queries run before it was found (itself included).
+        after_seconds: seconds from the start until it was found.
+        shrink_seconds: seconds spent shrinking it.
+        path: the corpus file it was written to, or None.
+    """
+
+    category: str
+    message: str
+    sql: str
+    shrunk: str
+    after_queries: int
+    after_seconds: float
+    shrink_seconds: float
+    path: str | None = None
+
+
+@dataclass
+class FuzzReport:
+    """What one run did and found."""
+
+    primary: str
+    reference: str
+    source: str
+    seed: int
+    queries: int = 0
+    unsupported: int = 0
+    seconds: float = 0.0
+    #: divergences of a category already shrunk SHRUNK_PER_CATEGORY times
+    repeats: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def per_minute(self) -> float:
+        return 60.0 * self.queries / self.seconds if self.seconds else 0.0
+
+
+class DifferentialFuzzer:
+    """Runs random queries over one source on a primary and a reference engine.
+
+    Args:
+        gw: the gateway both engines belong to.
+        primary: the engine under test.
+        reference: the engine taken as right.
+        source: the table the queries read (a configured source's name).
+        seed: the random seed; the same seed draws the same queries.
+        options: the comparator's options (its ``dialect`` is the SQL's).
+    """
+
+    def __init__(self, gw: Gateway, primary: str, reference: str, source: str, *, seed: int = 0,
+                 options: CompareOptions | None = None):
+        self.gw, self.primary, self.reference, self.source = gw, primary, reference, source
+        self.seed = seed
+        self.options = options or CompareOptions()
+
+    def columns(self) -> list[Any]:
+        """The source's columns with a sample of their values, read from the reference."""
+        from sqlglot import exp
+
+        from gateway.query_generator import Column
+
+        table = exp.Table(this=exp.to_identifier(self.source, quoted=True))
+        sample = self.gw.execute(f"SELECT * FROM {table.sql(self.options.dialect)} LIMIT 1000",
+                                 engine=self.reference, shadow=False).to_arrow()
+        return Column.from_arrow(sample)
+
+    def judge(self, sql: str) -> Verdict:
+        """Both engines' outcomes for ``sql``, compared."""
+        return compare_outcomes(self._outcome(sql, self.primary),
+                                self._outcome(sql, self.reference), sql=sql,
+                                options=self.options)
+
+    def _outcome(self, sql: str, engine: str) -> Any:
+        try:
+            return self.gw.execute(sql, engine=engine, shadow=False).to_arrow()
+        except GatewayError as exc:
+            return exc
+
+    def run(self, *, seconds: float, max_queries: int | None = None,
+            max_findings: int | None = None, out_dir: str | Path | None = None,
+            on_finding: Callable[[Finding], None] | None = None) -> FuzzReport:
+        """Fuzz for ``seconds`` (or ``max_queries``, or until ``max_findings``).
+
+        Returns:
+            the report; each finding's corpus file is in ``out_dir`` when given.
+        """
+        from gateway.query_generator import QueryGenerator
+
+        report = FuzzReport(self.primary, self.reference, self.source, self.seed)
+        generator = QueryGenerator(self.source, self.columns(), random.Random(self.seed))
+        seen: set[str] = set()
+        shrunk_per_category: dict[str, int] = {}
+        started = time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            if max_queries is not None and report.queries >= max_queries:
+                break
+            tree = generator.query()
+            sql = tree.sql(self.options.dialect)
+            primary = self._outcome(sql, self.primary)
+            report.queries += 1
+            if isinstance(primary, Unsupported) or getattr(primary, "kind", "") == "unsupported":
+                report.unsupported += 1
+                continue
+            verdict = compare_outcomes(primary, self._outcome(sql, self.reference), sql=sql,
+                                       options=self.options)
+            if verdict.category in ("match", "nondeterministic"):
+                continue
+            if shrunk_per_category.get(verdict.category, 0) >= SHRUNK_PER_CATEGORY:
+                report.repeats += 1
+                continue
+            found_at = time.perf_counter() - started
+            finding = self._shrink(tree, verdict, report.queries, found_at)
+            shrunk_per_category[verdict.category] = shrunk_per_category.get(verdict.category, 0) + 1
+            if finding.shrunk in seen:
+                report.repeats += 1
+                continue
+            seen.add(finding.shrunk)
+            if out_dir is not None:
+                finding.path = str(self.write(finding, Path(out_dir)))
+            report.findings.append(finding)
+            if on_finding is not None:
+                on_finding(finding)
+            if max_findings is not None and len(report.findings) >= max_findings:
+                break
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _shrink(self, tree: exp.Expr, verdict: Verdict, queries: int,
+                found_at: float) -> Finding:
+        from gateway.query_reduction import shrink
+
+        dialect = self.options.dialect
+        signature = _signature(verdict)
+        last: dict[str, Verdict] = {}
+
+        def still_fails(candidate: exp.Expr) -> bool:
+            candidate_verdict = self.judge(candidate.sql(dialect))
+            if _signature(candidate_verdict) != signature:
+                return False
+            last["verdict"] = candidate_verdict
+            return True
+
+        started = time.perf_counter()
+        small = shrink(tree, still_fails)
+        final = last.get("verdict", verdict)
+        return Finding(final.category, final.message, tree.sql(dialect), small.sql(dialect),
+                       queries, found_at, time.perf_counter() - started)
+
+    def write(self, finding: Finding, out_dir: Path) -> Path:
+        """Write ``finding`` as a corpus file in ``out_dir``; returns its path."""
+        digest = hashlib.sha1(finding.shrunk.encode()).hexdigest()[:8]
+        name = f"fuzz_{finding.category}_{digest}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / f"{name}.sql"
+        message = " ".join(finding.message.split())
+        path.write_text(
+            f"-- Found by arrowgate fuzz --primary {self.primary} --reference {self.reference} "
+            f"--source {self.source} --seed {self.seed}\n"
+            f"-- after {finding.after_queries} queries ({finding.after_seconds:.1f} s): "
+            f"{finding.category}: {message}\n"
+            f"-- as generated: {finding.sql}\n"
+            f"-- name: {name}\n{finding.shrunk};\n")
+        return path
+
+
+def _signature(verdict: Verdict) -> tuple[str, bool, bool]:
+    """What must stay the same while shrinking: the category and which sides failed."""
+    evidence = verdict.evidence
+    return (verdict.category, bool(evidence.get("primary_error")),
+            bool(evidence.get("reference_error")))

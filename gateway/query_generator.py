@@ -1,0 +1,245 @@
+"""Random SQL queries over one table's columns, built as sqlglot trees (for the fuzzer).
+
+:class:`QueryGenerator` draws SELECT statements from the subset every engine
+of the gateway aims to run: filters (comparisons, ``IS [NOT] NULL``,
+``BETWEEN``, ``IN``, ``LIKE``, ``AND``/``OR``/``NOT``), scalar expressions
+(arithmetic, ``abs``, ``round``, ``coalesce``, ``CASE``, casts), aggregates
+(``count``, ``count(DISTINCT)``, ``sum``, ``min``, ``max``, ``avg``),
+``GROUP BY``, ``HAVING``, ``ORDER BY``, ``LIMIT``, ``DISTINCT``, NULLs and
+edge values (zero, -1, the 32- and 64-bit limits, halves for rounding). The
+same seed draws the same queries. SQLsmith and SQLancer are the models: many
+small random queries, each judged by a second engine.
+
+Columns are described by :class:`Column` (a name and a kind read from the
+Arrow type); literals are drawn from values the table holds and from the edges.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+#: literals at the edges, per kind, mixed with the table's own values
+EDGES: dict[str, list[Any]] = {
+    "int": [0, 1, -1, 2, 2147483647, -2147483648, 9223372036854775807],
+    "float": [0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 1e15, -1.0],
+    "string": ["", "a", "A", " ", "%"],
+}
+
+
+@dataclass
+class Column:
+    """One column of the fuzzed table.
+
+    Attributes:
+        name: as the engines spell it.
+        kind: ``int``, ``float``, ``string``, ``bool``, ``temporal`` or ``other``.
+        values: a sample of the values it holds (literals are drawn from them).
+    """
+
+    name: str
+    kind: str
+    values: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def from_arrow(cls, table: Any) -> list[Column]:
+        """The columns of an Arrow table (a sample of the source), with their values."""
+        import pyarrow as pa
+
+        out = []
+        for f, col in zip(table.schema, table.columns, strict=True):
+            t = f.type
+            kind = ("int" if pa.types.is_integer(t) else
+                    "float" if pa.types.is_floating(t) or pa.types.is_decimal(t) else
+                    "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else
+                    "bool" if pa.types.is_boolean(t) else
+                    "temporal" if pa.types.is_temporal(t) else "other")
+            values = [v for v in col.to_pylist() if v is not None and not isinstance(v, bytes)]
+            out.append(cls(f.name, kind, sorted(set(values), key=repr)[:50]))
+        return out
+
+
+class QueryGenerator:
+    """Draws random SELECT statements over ``table``'s ``columns`` (seeded by ``rng``)."""
+
+    def __init__(self, table: str, columns: list[Column], rng: random.Random):
+        self.table = table
+        self.columns = [c for c in columns if c.kind != "other"]
+        self.rng = rng
+        self.numeric = [c for c in self.columns if c.kind in ("int", "float")]
+        self.ordered = [c for c in self.columns if c.kind != "bool"]
+
+    # -- statements ---------------------------------------------------------------------
+    def query(self) -> exp.Select:
+        """One random statement: a projection, an aggregate, or a grouped aggregate."""
+        shape = self.rng.choices(["plain", "aggregate", "group"], weights=[4, 2, 4])[0]
+        if shape == "group" and self.columns:
+            return self._grouped()
+        if shape == "aggregate":
+            select = exp.select(*self._aliased([self._aggregate()
+                                                for _ in range(self.rng.randint(1, 3))]))
+            return self._filtered(select.from_(self._from()))
+        return self._plain()
+
+    def _plain(self) -> exp.Select:
+        count = self.rng.randint(1, min(4, max(len(self.columns), 1)))
+        projections = [self._scalar() for _ in range(count)]
+        select = exp.select(*self._aliased(projections)).from_(self._from())
+        if self.rng.random() < 0.2:
+            select = select.distinct()
+        select = self._filtered(select)
+        return self._ordered(select, len(projections))
+
+    def _grouped(self) -> exp.Select:
+        keys = [self._group_key() for _ in range(self.rng.randint(1, 2))]
+        aggregates = [self._aggregate() for _ in range(self.rng.randint(1, 3))]
+        select = exp.select(*self._aliased(keys + aggregates)).from_(self._from())
+        select = self._filtered(select)
+        select = select.group_by(*[k.copy() for k in keys])
+        if self.rng.random() < 0.3:
+            select = select.having(self._comparison(self._aggregate(), "int"))
+        return self._ordered(select, len(keys) + len(aggregates))
+
+    def _ordered(self, select: exp.Select, width: int) -> exp.Select:
+        """ORDER BY (every output column, or some) and LIMIT (only under a total order)."""
+        roll = self.rng.random()
+        if roll < 0.45:
+            return select
+        positions = list(range(1, width + 1))
+        total = roll < 0.85
+        if not total:
+            positions = self.rng.sample(positions, self.rng.randint(1, width))
+        self.rng.shuffle(positions)
+        select = select.order_by(*[
+            exp.Ordered(this=exp.Literal.number(p), desc=self.rng.random() < 0.4,
+                        nulls_first=self.rng.random() < 0.5) for p in positions])
+        if total and self.rng.random() < 0.5:
+            select = select.limit(self.rng.choice([1, 2, 3, 5, 10]))
+        return select
+
+    def _filtered(self, select: exp.Select) -> exp.Select:
+        return select.where(self._condition(2)) if self.rng.random() < 0.6 else select
+
+    def _from(self) -> exp.Table:
+        return exp.Table(this=exp.to_identifier(self.table, quoted=True))
+
+    def _aliased(self, expressions: list[exp.Expr]) -> list[exp.Expr]:
+        return [exp.alias_(e, f"c{i}") for i, e in enumerate(expressions)]
+
+    # -- expressions ----------------------------------------------------------------------
+    def _column(self, kinds: tuple[str, ...] | None = None) -> tuple[exp.Expr, str]:
+        pool = [c for c in self.columns if kinds is None or c.kind in kinds] or self.columns
+        col = self.rng.choice(pool)
+        return exp.column(exp.to_identifier(col.name, quoted=True)), col.kind
+
+    def _literal(self, kind: str, column: Column | None = None) -> exp.Expr:
+        if self.rng.random() < 0.05:
+            return exp.Null()
+        pool = list(EDGES.get(kind, []))
+        if column is not None and column.values:
+            pool += column.values * 2
+        if not pool:
+            return exp.Null()
+        value = self.rng.choice(pool)
+        if isinstance(value, bool):
+            return exp.Boolean(this=value)
+        if isinstance(value, (int, float)):
+            literal = exp.Literal.number(repr(float(value)) if isinstance(value, float) else value)
+            return exp.Neg(this=exp.Literal.number(abs(value))) if value < 0 else literal
+        if isinstance(value, str):
+            return exp.Literal.string(value)
+        return exp.Cast(this=exp.Literal.string(str(value)),
+                        to=exp.DataType.build("TIMESTAMP" if " " in str(value) else "DATE"))
+
+    def _scalar(self) -> exp.Expr:
+        """A column, or an expression over columns (its kind stays numeric or string)."""
+        col, kind = self._column()
+        roll = self.rng.random()
+        if kind in ("int", "float") and roll < 0.45:
+            return self._numeric(col, kind)
+        if kind == "string" and roll < 0.25:
+            return self.rng.choice([exp.Upper(this=col), exp.Length(this=col),
+                                    exp.Coalesce(this=col, expressions=[exp.Literal.string("?")])])
+        if roll < 0.3:
+            return exp.Case(ifs=[exp.If(this=self._condition(1), true=col)],
+                            default=exp.Null())
+        if roll < 0.33:
+            return self._failing()
+        return col
+
+    def _numeric(self, col: exp.Expr, kind: str) -> exp.Expr:
+        other, other_kind = self._column(("int", "float"))
+        choices = [
+            exp.Add(this=col, expression=other), exp.Sub(this=col, expression=self._literal(kind)),
+            exp.Mul(this=col, expression=self._literal("int")), exp.Abs(this=col),
+            exp.Coalesce(this=col, expressions=[self._literal(kind)]),
+        ]
+        if kind == "float" or other_kind == "float":
+            source = col if kind == "float" else other
+            choices += [exp.Round(this=source),
+                        exp.Round(this=source, decimals=exp.Literal.number(1))]
+        return self.rng.choice(choices)
+
+    def _failing(self) -> exp.Expr:
+        """An expression that fails on some rows: both engines must fail alike."""
+        strings = [c for c in self.columns if c.kind == "string"]
+        if strings and self.rng.random() < 0.5:
+            text = exp.column(exp.to_identifier(self.rng.choice(strings).name, quoted=True))
+            return exp.Cast(this=text, to=exp.DataType.build("INTEGER"))
+        col, _ = self._column(("int",))
+        return exp.IntDiv(this=col, expression=exp.Literal.number(0))
+
+    def _group_key(self) -> exp.Expr:
+        col, kind = self._column()
+        if kind == "float" and self.rng.random() < 0.5:
+            return exp.Round(this=col) if self.rng.random() < 0.5 else \
+                exp.Round(this=col, decimals=exp.Literal.number(1))
+        return col
+
+    def _aggregate(self) -> exp.Expr:
+        roll = self.rng.random()
+        if roll < 0.2 or not self.columns:
+            return exp.Count(this=exp.Star())
+        if roll < 0.35:
+            col, _ = self._column()
+            return exp.Count(this=exp.Distinct(expressions=[col]) if roll < 0.27 else col)
+        if self.numeric and roll < 0.75:
+            col, _ = self._column(("int", "float"))
+            return self.rng.choice([exp.Sum, exp.Min, exp.Max, exp.Avg])(this=col)
+        col, _ = self._column(tuple(c.kind for c in self.ordered) or None)
+        return self.rng.choice([exp.Min, exp.Max])(this=col)
+
+    def _condition(self, depth: int) -> exp.Expr:
+        roll = self.rng.random()
+        if depth > 0 and roll < 0.3:
+            left, right = self._condition(depth - 1), self._condition(depth - 1)
+            return exp.And(this=left, expression=right) if roll < 0.18 else \
+                exp.Or(this=left, expression=right)
+        if depth > 0 and roll < 0.36:
+            return exp.Not(this=exp.Paren(this=self._condition(depth - 1)))
+        col, kind = self._column()
+        column = next(c for c in self.columns if c.name == col.name)
+        roll = self.rng.random()
+        if roll < 0.15:
+            null = exp.Is(this=col, expression=exp.Null())
+            return null if roll < 0.08 else exp.Not(this=null)
+        if kind == "bool":
+            return col
+        if roll < 0.25 and kind != "string":
+            low, high = self._literal(kind, column), self._literal(kind, column)
+            return exp.Between(this=col, low=low, high=high)
+        if roll < 0.35:
+            return exp.In(this=col, expressions=[self._literal(kind, column)
+                                                 for _ in range(self.rng.randint(1, 3))])
+        if roll < 0.42 and kind == "string":
+            prefix = str(self.rng.choice(column.values or ["a"]))[:1]
+            return exp.Like(this=col, expression=exp.Literal.string(prefix + "%"))
+        return self._comparison(col, kind, column)
+
+    def _comparison(self, left: exp.Expr, kind: str, column: Column | None = None
+                    ) -> exp.Expr:
+        op = self.rng.choice([exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE])
+        return op(this=left, expression=self._literal(kind, column))

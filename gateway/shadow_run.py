@@ -1,0 +1,394 @@
+"""Running a shadowed query: the primary streams to the caller, teed to the comparison.
+
+The reference starts in a thread of its own, beside the primary. The
+primary's batches reach the caller as the engine produces them; each is also
+handed to the comparison (:mod:`gateway.shadow_answer`, bounded by
+``max_compare_bytes``). When the primary's answer ends, the reference gets
+``timeout`` more seconds; then the verdict is computed, in the caller's last
+read (``background = false``) or in a thread (``background = true``), the
+record is stored and delivered (``record.wait()``, done-callbacks, the hook
+``arrowgate_shadow_finished``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from gateway.compare import Verdict, compare_outcomes, compare_with_noise
+from gateway.errors import Cancelled, GatewayError, QueryTimeout
+from gateway.result import Result
+from gateway.shadow_answer import Answer, Budget, digest_verdict
+from gateway.shadow_record import ShadowRecord
+from gateway.shadow_store import ShadowStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from gateway.core import Gateway
+    from gateway.session import Session
+    from gateway.shadow import ShadowSettings
+
+
+class _Reference(threading.Thread):
+    """Runs the reference (once or twice) in a session of its own, streaming its answers
+    into the comparison."""
+
+    def __init__(self, gw: Gateway, name: str, sql: str, parameters: Any,
+                 first: Answer, second: Answer | None):
+        super().__init__(name=f"shadow-{name}", daemon=True)
+        self.gw, self.engine, self.sql, self.parameters = gw, name, sql, parameters
+        self.first, self.second = first, second
+        self.seconds: float | None = None
+        self.peak: int | None = None
+        self._session: Session | None = None
+        self._cancelled = False
+        self._lock = threading.Lock()
+
+    def _once(self, answer: Answer) -> float:
+        try:
+            session = self.gw.session(self.engine)  # starting the engine is not timed
+        except BaseException as exc:
+            answer.finish(None, exc)
+            return 0.0
+        with self._lock:
+            self._session = session
+        started = time.perf_counter()
+        schema = None
+        try:
+            result = session.execute(self.sql, self.parameters, shadow=False)
+            if self._cancelled:  # cancelled while the query was starting
+                result.cancel()
+            schema = result.schema
+            with result:
+                for batch in result.reader():
+                    answer.add(batch)
+            self.peak = result.notes.get("peak_memory_bytes")
+            answer.finish(schema)
+        except BaseException as exc:
+            answer.finish(schema, exc)
+        finally:
+            session.close()
+        return time.perf_counter() - started
+
+    def run(self) -> None:
+        self.seconds = self._once(self.first)
+        if self.second is not None and not self._cancelled:
+            self._once(self.second)
+
+    def cancel(self) -> None:
+        """Cancel the reference's query only; other queries on its engine keep running."""
+        with self._lock:
+            self._cancelled = True
+            session = self._session
+        if session is not None:
+            session.cancel()
+
+
+class _ShadowRun:
+    """One shadowed query: the reference's thread, the primary's answer, the verdict."""
+
+    def __init__(self, gw: Gateway, record: ShadowRecord, settings: ShadowSettings,
+                 parameters: Any, store: bool):
+        self.gw, self.record, self.settings, self.store = gw, record, settings, store
+        self.budget = Budget(settings.max_compare_bytes)
+        self.primary = Answer(self.budget)
+        self.reference = _Reference(
+            gw, record.reference, record.sql, parameters,
+            Answer(self.budget, settings.keep_reference_bytes),
+            Answer(self.budget) if settings.noise else None)
+        self.background = settings.background
+        self._finishing = threading.Lock()
+        self._finished = False
+
+    @property
+    def ended(self) -> bool:
+        """The primary's answer was read to its end, failed, or was abandoned."""
+        return self._finished
+
+    def _claim_finish(self) -> bool:
+        with self._finishing:
+            if self._finished:
+                return False
+            self._finished = True
+            return True
+
+    def primary_ended(self, schema: pa.Schema | None, error: BaseException | None,
+                      started: float, result: Result | None) -> None:
+        """The primary's answer is complete (or failed): judge now, or in a thread."""
+        record = self.record
+        record.primary_ms = (time.perf_counter() - started) * 1000
+        if result is not None:
+            record.primary_rows = self.primary.rows if error is None else None
+            record.primary_peak_mb = _mb(result.notes.get("peak_memory_bytes"))
+        if isinstance(error, Cancelled):
+            self.abandon(self.primary.rows, "cancelled the query")
+            return
+        if isinstance(error, QueryTimeout):  # stopped by its own limit: nothing whole either
+            self.abandon(self.primary.rows, "saw the query stopped by its timeout")
+            return
+        self.primary.finish(schema, error)
+        if not self._claim_finish():
+            return
+        if self.background:
+            threading.Thread(target=self._finish, name=f"shadow-verdict-{record.reference}",
+                             daemon=True).start()
+        else:
+            self._finish()
+
+    def abandon(self, rows: int, what: str = "closed the answer") -> None:
+        """The caller stopped the primary before its end: nothing whole to compare."""
+        if not self._claim_finish():
+            return
+        self.reference.cancel()
+        record = self.record
+        record.status = "skipped"
+        record.skip_reason = (f"the caller {what} after {rows} rows, before its end; "
+                              "there was nothing whole to compare")
+        self.primary.finish(None, GatewayError("closed before its end"))
+        self.primary.release()
+        self._save_and_complete()
+
+    def _finish(self) -> None:
+        try:
+            self._judge()
+        finally:
+            self._save_and_complete()
+
+    def _judge(self) -> None:
+        """Wait for the reference (at most ``timeout``) and put the verdict in the record."""
+        record, settings, ref = self.record, self.settings, self.reference
+        ref.join(settings.timeout)
+        sides = [self.primary, ref.first]
+        if ref.is_alive():
+            ref.cancel()
+            timeout = QueryTimeout(f"no answer within the shadow timeout of {settings.timeout:g} s",
+                                   engine=record.reference)
+            verdict = compare_outcomes(_outcome(self.primary), timeout, sql=record.sql,
+                                       options=settings.compare)
+            again = None
+        else:
+            record.reference_ms = (ref.seconds or 0.0) * 1000
+            record.reference_peak_mb = _mb(ref.peak)
+            if ref.first.error is None:
+                record.reference_rows = ref.first.rows
+            again = ref.second
+            if again is not None:
+                sides.append(again)
+            verdict = self._compare(ref.first, again)
+            record._reference_answer = ref.first.kept()
+        record.noise_checked = again is not None
+        record.downgraded = any(side.downgraded for side in sides)
+        record.category, record.message, record.evidence = \
+            verdict.category, verdict.message, verdict.evidence
+        record.status = "compared"
+        for side in sides:
+            side.release()
+
+    def _compare(self, reference: Answer, again: Answer | None) -> Verdict:
+        primary, sql = self.primary, self.record.sql
+        sides = [primary, reference] + ([again] if again is not None else [])
+        if not any(side.downgraded for side in sides):
+            return compare_with_noise(_outcome(primary), _outcome(reference),
+                                      None if again is None else _outcome(again),
+                                      sql=sql, options=self.settings.compare)
+        if primary.error is not None or reference.error is not None:
+            # a verdict with an error never reads the other side's rows
+            return compare_outcomes(_outcome(primary), _outcome(reference), sql=sql,
+                                    options=self.settings.compare)
+        opts = self.settings.compare.for_sql(sql)
+        verdict = digest_verdict(primary.digest(), reference.digest(), sql=sql, options=opts,
+                                 budget=self.budget)
+        if again is None or verdict.ok:
+            return verdict
+        noise = compare_outcomes(again.error, _outcome(reference), sql=sql, options=opts) \
+            if again.error is not None else \
+            digest_verdict(again.digest(), reference.digest(), sql=sql, options=opts,
+                           budget=self.budget)
+        if noise.ok:
+            return verdict
+        return Verdict("nondeterministic",
+                       f"two runs of the reference disagree ({noise.category}), so the answer "
+                       "is not determined by the data",
+                       {"reference_vs_itself": noise.to_dict(),
+                        "primary_vs_reference": verdict.to_dict()})
+
+    def _save_and_complete(self) -> None:
+        if self.store and self.settings.store:
+            ShadowStore(self.settings.store).add(self.record)  # written with the next flush
+        self.record._complete(lambda r: _notify_finished(self.gw, r))
+
+
+def _outcome(answer: Answer) -> pa.Table | BaseException:
+    """The answer's error, its table, or (downgraded) an empty table of its columns,
+    for verdicts where the other side failed."""
+    if answer.error is not None:
+        return answer.error
+    if answer.downgraded:
+        assert answer.schema is not None
+        return answer.schema.empty_table()
+    return answer.table()
+
+
+def _notify_finished(gw: Gateway, record: ShadowRecord) -> None:
+    try:
+        gw.pm.hook.arrowgate_shadow_finished(record=record)
+    except Exception as exc:
+        warnings.warn(f"a plugin's arrowgate_shadow_finished failed: {exc!r}", RuntimeWarning,
+                      stacklevel=2)
+
+
+class ShadowedResult(Result):
+    """The primary's answer, streaming to the caller while each batch feeds the comparison.
+
+    Reading it to its end completes the record (with ``background = false``
+    the last read waits for the verdict); closing it earlier records the
+    query as skipped and cancels the reference.
+    """
+
+    def __init__(self, primary: Result, run: _ShadowRun, started: float):
+        import pyarrow as pa
+
+        from gateway.engine import EngineResult
+
+        reader = pa.RecordBatchReader.from_batches(primary.schema, self._tee())
+        super().__init__(primary.engine, EngineResult(reader, primary.notes), started)
+        self.notes = primary.notes
+        self.query_id = primary.query_id
+        self._began = started
+        self._primary = primary
+        self._run = run
+        self._claimed = False
+
+    def _tee(self) -> Iterator[pa.RecordBatch]:
+        run, primary = self._run, self._primary
+        try:
+            for batch in primary.reader():
+                run.primary.add(batch)
+                yield batch
+        except GeneratorExit:  # the stream was dropped unfinished
+            run.abandon(run.primary.rows)
+            raise
+        except BaseException as exc:
+            run.primary_ended(primary.schema, exc, self._began, primary)
+            raise
+        run.primary_ended(primary.schema, None, self._began, primary)
+
+    def reader(self) -> pa.RecordBatchReader:
+        self._claimed = True
+        return super().reader()
+
+    def to_arrow(self) -> pa.Table:
+        self._claimed = True
+        return super().to_arrow()
+
+    def cancel(self) -> bool:
+        """Stop the primary's query (the record is then skipped, the reference stopped)."""
+        return self._primary.cancel()
+
+    def _drain(self) -> None:
+        """For :meth:`ShadowRecord.wait` on an answer nobody reads: read it whole, keep it."""
+        if not self._claimed:
+            self.to_arrow()
+
+    def close(self) -> None:
+        if not self._run.ended:
+            self._run.abandon(self.rows)
+        self._primary.close()
+        super().close()
+
+
+def run_shadowed(
+    gw: Gateway,
+    sql: str,
+    primary: str,
+    reference: str,
+    settings: ShadowSettings,
+    *,
+    parameters: Any = None,
+    name: str | None = None,
+    concurrent: bool = True,
+    store: bool = True,
+    session: Session | None = None,
+    timeout: float | None = None,
+) -> tuple[Result | None, BaseException | None, ShadowRecord]:
+    """Run ``sql`` on ``primary`` and ``reference`` and judge the answers.
+
+    Args:
+        concurrent: True: the reference starts with the primary, and the
+            primary's answer streams back to the caller (a
+            :class:`ShadowedResult`, the record final once it is read to its
+            end). False: the primary is read to its end, then the reference
+            runs, and the record is final on return.
+        store: append the record to the store when it is final.
+        session: the primary runs in it (the reference always runs in a
+            session of its own).
+        timeout: the primary's per-query timeout (the reference has the
+            shadow timeout).
+
+    Returns:
+        the primary's result or None, the primary's error or None, and the record.
+    """
+    from gateway.shadow import skip_reason
+
+    record = ShadowRecord(sql=sql, primary=primary, reference=reference, name=name)
+    reason = skip_reason(sql, settings, gw.dialect(primary))
+
+    def run_primary() -> Result:
+        if session is not None:
+            return session.execute(sql, parameters, shadow=False, timeout=timeout)
+        return gw.execute(sql, engine=primary, parameters=parameters, shadow=False,
+                          timeout=timeout)
+
+    if reason is not None:
+        record.status, record.skip_reason = "skipped", reason
+        started = time.perf_counter()
+        result: Result | None = None
+        error: GatewayError | None = None
+        try:
+            result = run_primary()
+            record.query_id = result.query_id
+        except GatewayError as exc:
+            error = exc
+        record.primary_ms = (time.perf_counter() - started) * 1000
+        run = _ShadowRun(gw, record, settings, parameters, store)
+        run._claim_finish()
+        run._save_and_complete()
+        return result, error, record
+    run = _ShadowRun(gw, record, settings, parameters, store)
+    run.background = settings.background and concurrent
+    if concurrent:
+        run.reference.start()
+    gw.engine(primary)  # starting the engine is not part of its latency
+    started = time.perf_counter()
+    try:
+        result = run_primary()
+    except GatewayError as exc:
+        if not concurrent:
+            run.reference.start()
+        run.primary_ended(None, exc, started, None)
+        return None, exc, record
+    record.query_id = result.query_id
+    if result.engine != primary:
+        record.answered_by = result.engine
+    if concurrent:
+        shadowed = ShadowedResult(result, run, started)
+        record._drain = shadowed._drain
+        return shadowed, None, record
+    try:
+        for batch in result.reader():
+            run.primary.add(batch)
+    except GatewayError as exc:
+        run.reference.start()
+        run.primary_ended(result.schema, exc, started, result)
+        return None, exc, record
+    run.reference.start()
+    run.primary_ended(result.schema, None, started, result)
+    return result, None, record
+
+
+def _mb(nbytes: Any) -> float | None:
+    return round(nbytes / 2**20, 1) if isinstance(nbytes, (int, float)) else None

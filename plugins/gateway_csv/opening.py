@@ -1,0 +1,117 @@
+"""Opening a CSV file for the scanner: mapped in place, or decoded once into a temporary copy.
+
+The scanner reads UTF-8 text whose rows end in LF or CRLF, from a memory
+map. A file that is not that (gzip or zstd compressed, in another encoding,
+or with rows ending in a lone CR) is streamed through pyarrow's
+decompressors, Python's incremental decoders and a line-ending rewrite into
+an unlinked temporary file, which is then mapped like any other: memory stays
+bounded, and everything downstream (chunking, sniffing, errors) is unchanged.
+Byte offsets and line numbers in errors then refer to that decoded text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import tempfile
+from typing import Any
+
+from gateway.errors import ConfigError, QueryError
+from gateway_csv import _scanner
+
+COMPRESSIONS = ("auto", "none", "gzip", "zstd")
+_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
+_BLOCK = 1 << 20
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def open_csv(path: str, options: dict[str, Any]) -> Any:
+    """A ``_scanner.File`` holding ``path``'s rows as UTF-8 text ending in LF or CRLF.
+
+    Args:
+        path: the file.
+        options: the source's options; ``compression`` (auto, none, gzip, zstd;
+            auto looks at the first bytes) and ``encoding`` (any name Python's
+            codecs know; utf-8 by default) are read here.
+
+    Raises:
+        OSError: the file cannot be opened.
+        ConfigError: an unknown compression or encoding.
+        QueryError: the file does not decompress or decode.
+    """
+    compression = _compression(path, options.get("compression") or "auto")
+    encoding = _encoding(options.get("encoding") or "utf-8")
+    if compression is None and encoding == "utf-8":
+        file = _scanner.File(path)
+        head = file.pread(0, 64 << 10)
+        if not _LONE_CR.search(head[:-1]):
+            return file
+        file.close()
+    return _decoded_copy(path, compression, encoding)
+
+
+def _compression(path: str, name: str) -> str | None:
+    if name not in COMPRESSIONS:
+        raise ConfigError(f"the csv engine cannot read {name!r} compression",
+                          key="compression", hint="compression: " + ", ".join(COMPRESSIONS))
+    if name != "auto":
+        return None if name == "none" else name
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    for prefix, found in _MAGIC.items():
+        if magic.startswith(prefix):
+            return found
+    return None
+
+
+def _encoding(name: str) -> str:
+    try:
+        codec = codecs.lookup(name)
+    except LookupError:
+        raise ConfigError(f"no text encoding is named {name!r}", key="encoding",
+                          hint="for example utf-8, latin-1, utf-16, shift_jis, cp1252") from None
+    return "utf-8" if codec.name in ("utf-8", "utf-8-sig") else codec.name
+
+
+def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
+    import pyarrow as pa
+
+    fd, name = tempfile.mkstemp(prefix="arrowgate-csv-", suffix=".csv")
+    try:
+        with os.fdopen(fd, "wb") as copy, pa.input_stream(path, compression=compression) as raw:
+            decoder = codecs.getincrementaldecoder(encoding)() if encoding != "utf-8" else None
+            held = b""  # a CR at the end of a block may be the first half of CRLF
+            rewrite: bool | None = None  # lone CRs in the first block: rewrite every ending
+            while True:
+                try:
+                    block = raw.read(_BLOCK)
+                    text = decoder.decode(block, final=not block) if decoder else None
+                except (OSError, pa.ArrowInvalid) as exc:
+                    raise QueryError(f"{path}: the file does not decompress as {compression} "
+                                     f"({exc})", hint="set compression on the source") from None
+                except UnicodeDecodeError as exc:
+                    raise QueryError(f"{path}: the file is not {encoding} text ({exc.reason} "
+                                     f"at byte {exc.start} of a block)",
+                                     hint="set the source's encoding") from None
+                data = held + (text.encode("utf-8") if text is not None else block)
+                if rewrite is None:
+                    rewrite = bool(_LONE_CR.search(data[:-1]))
+                if rewrite:
+                    held = data[-1:] if data.endswith(b"\r") and block else b""
+                    data = data[:-1] if held else data
+                    data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                copy.write(data)
+                if not block:
+                    break
+        file = _scanner.File(name)
+    finally:
+        _remove(name)
+    return file
+
+
+def _remove(name: str) -> None:
+    try:
+        os.unlink(name)  # the mapping keeps the contents alive until it closes
+    except OSError:
+        pass  # Windows: a mapped file cannot be removed; the temp folder's cleaner will

@@ -1,0 +1,147 @@
+"""The csv engine's defects found by hostile probing (issue #11), each pinned by a test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from gateway.errors import QueryError, Unsupported
+from tests.csv_support import assert_same, gateway_for, write
+
+ROOT = Path(__file__).resolve().parent.parent
+CABS = "cab_type,n\nyellow,1\ngreen,2\nYellow,3\n,4\nyel,5\n"
+
+
+def test_not_like_and_not_ilike_negate(tmp_path):
+    path = write(tmp_path, "cabs.csv", CABS)
+    with gateway_for(path) as gw:
+        for sql in ("SELECT count(*) AS n FROM t WHERE cab_type NOT LIKE 'y%'",
+                    "SELECT count(*) AS n FROM t WHERE cab_type NOT ILIKE 'Y%'",
+                    "SELECT n FROM t WHERE cab_type NOT LIKE '%l_w' ORDER BY n",
+                    "SELECT cab_type NOT ILIKE 'yel%' AS x FROM t ORDER BY n"):
+            assert_same(gw, sql)
+        got = gw.execute("SELECT count(*) AS n FROM t WHERE cab_type NOT LIKE 'y%'",
+                         engine="csv").to_arrow()
+        assert got.column("n").to_pylist() == [2]
+
+
+TRUNCATE_MID_SCAN = r"""
+import os, sys
+from gateway.errors import QueryError
+from tests.csv_support import gateway_for
+
+path = sys.argv[1]
+with open(path, "w") as f:
+    f.write("id,name\n")
+    f.writelines(f"{i},name{i}\n" for i in range(100_000))
+with gateway_for(path, chunk_bytes=16 << 10) as gw:
+    reader = gw.execute("SELECT * FROM t", engine="csv").reader()
+    reader.read_next_batch()
+    os.truncate(path, 0)
+    try:
+        reader.read_all()
+    except QueryError as exc:
+        print(exc)
+    else:
+        print("no error")
+"""
+
+
+def test_a_file_truncated_during_a_scan_is_an_error_not_a_crash(tmp_path):
+    # in a child process, so that a SIGBUS cannot take the test run with it
+    run = subprocess.run([sys.executable, "-c", TRUNCATE_MID_SCAN, str(tmp_path / "big.csv")],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "the file changed during the scan" in run.stdout
+
+
+def test_the_scanner_reports_a_truncated_mapping(tmp_path):
+    code = ("import os, sys\n"
+            "from gateway_csv import _scanner\n"
+            "path = sys.argv[1]\n"
+            "open(path, 'w').write(''.join(f'{i},x\\n' for i in range(50_000)))\n"
+            "f = _scanner.File(path)\n"
+            "os.truncate(path, 0)\n"
+            "dialect = (44, 34, 34, 2, False, (b'',))\n"
+            "print(_scanner.scan(f, 0, f.size, dialect, ((0, 1),), (), None, None, -1)[4])\n")
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.csv")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "('changed', 0, -1)"
+
+
+HUGE = ("a,b\n12345678901234567890,1\n12345678901234567891,2\n"
+        "12345678901234567892,3\n12345678901234567892,4\n-99999999999999999999,5\n")
+
+
+def test_integers_past_64_bits_stay_exact_as_duckdb_hugeint(tmp_path):
+    path = write(tmp_path, "huge.csv", HUGE)
+    with gateway_for(path) as gw:
+        for sql in ("SELECT * FROM t",
+                    "SELECT count(DISTINCT a) AS n, sum(a) AS s, min(a) AS lo, max(a) AS hi "
+                    "FROM t",
+                    "SELECT count(*) AS n FROM t WHERE a = 12345678901234567892",
+                    "SELECT b FROM t WHERE a > 12345678901234567890 ORDER BY b",
+                    "SELECT a, count(*) AS n FROM t GROUP BY a ORDER BY a"):
+            assert_same(gw, sql)
+        got = gw.execute("SELECT count(DISTINCT a) AS n FROM t", engine="csv").to_arrow()
+        assert got.column("n").to_pylist() == [4]
+        assert gw.execute("SELECT a FROM t", engine="csv").schema.field("a").type == \
+            pa.decimal128(38, 0)
+
+
+def test_integers_past_38_digits_are_double(tmp_path):
+    path = write(tmp_path, "wider.csv", "a\n1\n" + "9" * 39 + "\n")
+    with gateway_for(path) as gw:
+        got = gw.execute("SELECT a FROM t", engine="csv").to_arrow()
+        assert got.schema.field("a").type == pa.float64()
+
+
+DEEP = [
+    "SELECT " + "(" * 60 + "a" + " + 1)" * 60 + " AS x FROM t",
+    "SELECT count(*) AS n FROM t WHERE " + " OR ".join(f"a = {i}" for i in range(1000)),
+    "SELECT count(*) AS n FROM t WHERE " + " AND ".join(f"a <> {i}" for i in range(5, 1005)),
+    "SELECT " + "".join(f"CASE WHEN a > {i} THEN " for i in range(200)) + "1"
+    + " ELSE 0 END" * 200 + " AS x FROM t",
+    "SELECT hour(d) AS h FROM t",
+    "SELECT strftime(d, '%Z') AS z FROM t",
+]
+
+
+@pytest.mark.parametrize("sql", DEEP, ids=["nested_add", "or_1000", "and_1000", "case_200",
+                                            "hour_of_date", "strftime_zone"])
+def test_what_the_engine_cannot_evaluate_is_unsupported_and_falls_back(tmp_path, sql):
+    path = write(tmp_path, "s.csv", "a,b,d\n1,2,2024-01-01\n3,4,2024-02-01\n")
+    with gateway_for(path) as gw, pytest.raises(Unsupported):
+        gw.execute(sql, engine="csv").to_arrow()
+    with gateway_for(path, fallback="duck") as gw:
+        result = gw.execute(sql, engine="csv")
+        assert result.engine == "duck"
+        assert result.to_arrow() == gw.execute(sql, engine="duck").to_arrow()
+
+
+MIXED = ["SELECT * FROM t WHERE s > 5", "SELECT CASE WHEN n > 1 THEN s ELSE n END AS x FROM t",
+         "SELECT CASE WHEN n > 1 THEN 'x' ELSE 1 END AS x FROM t", "SELECT s = 7 AS x FROM t",
+         "SELECT n > 'a' AS x FROM t", "SELECT coalesce(s, n) AS x FROM t",
+         "SELECT n + s AS x FROM t"]
+
+
+@pytest.mark.parametrize("sql", MIXED)
+def test_text_meeting_numbers_is_refused_like_duckdb(tmp_path, sql):
+    path = write(tmp_path, "sv.csv", "s,n\nabc,1\n7,2\n")
+    with gateway_for(path) as gw:
+        for engine in ("csv", "duck"):
+            with pytest.raises(QueryError):
+                gw.execute(sql, engine=engine).to_arrow()
+
+
+@pytest.mark.parametrize("sql", ["SELECT n = '1' AS x FROM t", "SELECT n + '1' AS x FROM t",
+                                 "SELECT n IN ('1', 2) AS x FROM t", "SELECT s || n AS x FROM t"])
+def test_text_constants_meeting_numbers_are_cast_like_duckdb(tmp_path, sql):
+    path = write(tmp_path, "sv.csv", "s,n\nabc,1\n7,2\n")
+    with gateway_for(path) as gw:
+        assert_same(gw, sql)

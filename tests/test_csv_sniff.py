@@ -1,0 +1,109 @@
+"""The sniffer agrees with DuckDB's read_csv_auto on the small cases of issue #11."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.errors import QueryError, Unsupported
+from tests.csv_support import assert_same, gateway_for, write
+
+CASES = {
+    "one_line_of_numbers": "42\n",
+    "one_line_of_text": "hello\n",
+    "empty": "",
+    "blank_first_line": "\na,b\n1,2\n",
+    "booleans_t_f": "a,b\nT,1\nF,2\n",
+    "booleans_mixed_case": "a\nTRUE\nfalse\nT\nf\n",
+    "impossible_date": "d\n2024-02-30\n2024-01-01\n",
+    "header_of_delimiters": ",,\n1,2,3\n",
+    "preamble_title": "My title\na,b,c\n1,2,3\n4,5,6\n",
+    "comment_lines": "# A few comments\n# I'm a csv file\na;b\n# a comment\n1;3\n6;7\n",
+    "one_column_blank_lines_are_nulls": "col\n1\n2\n\n3\n\n",
+    "one_column_only_blank_lines": "1\n\n\n\n",
+    "plus_signs_stay_text": "a\n+31\n+42\n",
+    "single_quotes": "a,b\n'x,y',1\n'z',2\n",
+    "header_quote_never_closed": '"hello\n world\n',
+    "header_quote_closed_on_another_line": '"Pedro "the"\n"Pedro "the" legend"\n"Pedro "the"\n',
+    "time": "t\n10:00:00\n11:30:01.5\n",
+    "us_dates": "d\n1/2/2016\n12/31/2016\n",
+    "day_first_dates": "d\n13-01-2016\n31-12-2016\n",
+    "dotted_dates": "d\n13.01.2016\n31.12.2016\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_sniffing_matches_duckdb(tmp_path, name):
+    path = write(tmp_path, f"{name}.csv", CASES[name])
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")
+        assert_same(gw, "SELECT count(*) AS n FROM t")
+
+
+def test_an_unclosed_quote_in_the_header_is_an_error_not_an_empty_table(tmp_path):
+    path = write(tmp_path, "h.csv", 'a,"b,c\n1,2,3\n4,5,6\n')
+    with gateway_for(path) as gw:
+        # unset, the quote is sniffed as ' (as DuckDB does): the header reads a, "b, c
+        assert_same(gw, "SELECT * FROM t")
+    with gateway_for(path, quote='"') as gw, pytest.raises(QueryError, match="not closed on that line"):
+        gw.execute("SELECT * FROM t", engine="csv")
+
+
+def test_a_ragged_row_says_how_many_fields_it_has_and_why(tmp_path):
+    path = write(tmp_path, "r.csv", "a,b,c,d,e\n1,2,3,4,5\n1,2,3\n")
+    with gateway_for(path) as gw, pytest.raises(QueryError) as info:
+        gw.execute("SELECT * FROM t", engine="csv").to_arrow()
+    assert "line 3, byte 20: the row has 3 fields; the header has 5" in str(info.value)
+    assert "delimiter ','" in str(info.value.hint)
+    assert "first line as the header" in str(info.value.hint)
+
+
+def test_a_file_in_hive_partition_folders_is_unsupported_not_short_of_columns(tmp_path):
+    folder = tmp_path / "part=a" / "date=2012-01-01"
+    folder.mkdir(parents=True)
+    path = write(folder, "test.csv", "id,value\n1,x\n")
+    with gateway_for(path) as gw:
+        with pytest.raises(Unsupported, match="hive partition"):
+            gw.execute("SELECT * FROM t", engine="csv")
+        assert gw.execute("SELECT * FROM t", engine="duck").to_arrow().num_columns == 4
+    with gateway_for(path, fallback="duck") as gw:
+        assert gw.execute("SELECT * FROM t", engine="csv").to_arrow().num_columns == 4
+
+
+@pytest.mark.parametrize("content", [
+    "ts;t2\n2020-01-01 01:02:03;01-01-2020 01:02:03\n",  # one timestamp format per file
+    "d,t\nNight,2022/01/27 11:04:57 PM\n",  # not among DuckDB's formats
+    "a,t\n1,2/18/2008 02:36:48\n",  # m/d/Y takes %I:%M:%S %p in DuckDB's list
+], ids=["two_formats", "year_first_pm", "month_first_24h"])
+def test_timestamp_formats_are_duckdbs_one_per_file(tmp_path, content):
+    path = write(tmp_path, "ts.csv", content)
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")
+
+
+def test_a_backslash_before_quotes_is_sniffed_as_the_escape(tmp_path):
+    path = write(tmp_path, "e.csv", '123|T|text1\n345|T|"text\\"2\\""\n"567"|T|text3\n')
+    with gateway_for(path) as gw:
+        got = assert_same(gw, "SELECT * FROM t")
+    assert got.column(2).to_pylist() == ["text1", 'text"2"', "text3"]
+
+
+@pytest.mark.parametrize("content", ['"header1;header2"\n"value1;value2"\n"v;w"\n',
+                                     '"Dec 8, 2022"\n"Sep 26, 2022"\n"Aug 31, 2022"\n'],
+                         ids=["quoted_lines", "quoted_commas"])
+def test_a_quote_that_never_opens_a_field_is_not_a_candidate(tmp_path, content):
+    path = write(tmp_path, "q.csv", content)
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")
+
+
+def test_rows_ending_in_a_delimiter_do_not_make_the_header_a_preamble(tmp_path):
+    # DuckDB drops the trailing empty field; the csv engine says what it found
+    path = write(tmp_path, "t.csv", "c1,c2\n1,2,\n3,4,\n")
+    with gateway_for(path) as gw, pytest.raises(QueryError, match="the row has 3 fields"):
+        gw.execute("SELECT * FROM t", engine="csv").to_arrow()
+
+
+def test_a_field_larger_than_the_csv_modules_limit_is_a_clear_error(tmp_path):
+    path = write(tmp_path, "big.csv", 'a\tb\n1\t"' + "x" * 600_000 + "\n")
+    with gateway_for(path) as gw, pytest.raises(QueryError, match="not closed"):
+        gw.execute("SELECT * FROM t", engine="csv").to_arrow()

@@ -1,0 +1,120 @@
+"""The service's limits: concurrent queries, time, rows, bytes and idle sessions."""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+
+from gateway.flight import messages as M
+from tests.flight_support import CONFIG, serving
+
+
+def query(sql: str) -> flight.FlightDescriptor:
+    return flight.FlightDescriptor.for_command(M.pack(M.CommandStatementQuery(query=sql)))
+
+
+def read(client: flight.FlightClient, info: flight.FlightInfo) -> pa.Table:
+    return client.do_get(info.endpoints[0].ticket).read_all()
+
+
+def test_concurrent_queries_per_user(monkeypatch):
+    monkeypatch.setenv("FLIGHT_TEST_TOKEN", "t0ken")
+    config = {**CONFIG, "serve": {"users": {"u": {"token_env": "FLIGHT_TEST_TOKEN"}}}}
+    token = flight.FlightCallOptions(headers=[(b"authorization", b"Bearer t0ken")])
+    with serving(config, max_queries_per_user=2) as server, \
+            flight.connect(server.location) as c:
+        first = c.get_flight_info(query("SELECT 1"), token)
+        c.get_flight_info(query("SELECT 2"), token)
+        with pytest.raises(flight.FlightUnavailableError, match="your limit of 2"):
+            c.get_flight_info(query("SELECT 3"), token)
+        c.do_get(first.endpoints[0].ticket, token).read_all()
+        info = c.get_flight_info(query("SELECT 3 AS x"), token)
+        assert c.do_get(info.endpoints[0].ticket, token).read_all().to_pylist() == [{"x": 3}]
+
+
+def test_without_users_only_the_total_counts():
+    with serving(max_queries_per_user=1, max_queries=3) as server, \
+            flight.connect(server.location) as c:
+        infos = [c.get_flight_info(query(f"SELECT {i}")) for i in range(3)]
+        for info in infos:
+            read(c, info)
+
+
+def test_concurrent_queries_in_total():
+    with serving(max_queries=1) as server, flight.connect(server.location) as c:
+        first = c.get_flight_info(query("SELECT 1"))
+        with pytest.raises(flight.FlightUnavailableError, match="limit of 1 queries"):
+            c.get_flight_info(query("SELECT 2"))
+        read(c, first)
+
+
+def test_writes_do_not_hold_a_slot():
+    with serving(max_queries_per_user=1) as server, flight.connect(server.location) as c:
+        for i in range(3):  # never fetched, as ADBC's cursor leaves them
+            c.get_flight_info(query(f"CREATE OR REPLACE TABLE w{i} AS SELECT {i} AS x"))
+        assert read(c, c.get_flight_info(query("SELECT x FROM w2"))).to_pylist() == [{"x": 2}]
+
+
+def test_query_timeout():
+    with serving(query_timeout=0.3) as server, flight.connect(server.location) as c:
+        info = c.get_flight_info(query("SELECT range FROM range(10)"))
+        time.sleep(0.6)
+        with pytest.raises(flight.FlightTimedOutError, match=r"timeout of 0\.3 s"):
+            read(c, info)
+        assert read(c, c.get_flight_info(query("SELECT 1 AS x"))).num_rows == 1
+
+
+def test_query_timeout_stops_a_query_blocked_in_its_engine():
+    with serving(query_timeout=0.5) as server, flight.connect(server.location) as c:
+        started = time.monotonic()
+        with pytest.raises(flight.FlightTimedOutError, match=r"timeout of 0\.5 s"):
+            read(c, c.get_flight_info(query("SELECT count(*) FROM range(100000000000)")))
+        assert time.monotonic() - started < 20
+        assert read(c, c.get_flight_info(query("SELECT 1 AS x"))).num_rows == 1
+
+
+def test_rows_limit():
+    with serving(max_rows=1000) as server, flight.connect(server.location) as c:
+        assert read(c, c.get_flight_info(query("SELECT range FROM range(1000)"))).num_rows == 1000
+        with pytest.raises(pa.ArrowInvalid, match="max_rows"):
+            read(c, c.get_flight_info(query("SELECT range FROM range(5000)")))
+
+
+def test_bytes_limit():
+    with serving(max_bytes=10_000) as server, flight.connect(server.location) as c, \
+            pytest.raises(pa.ArrowInvalid, match="max_bytes"):
+        read(c, c.get_flight_info(query("SELECT range FROM range(100000)")))
+
+
+def session_engine(c: flight.FlightClient, options: flight.FlightCallOptions) -> str:
+    (answer,) = c.do_action(flight.Action("GetSessionOptions", b""), options)
+    result = M.GetSessionOptionsResult.FromString(answer.body.to_pybytes())
+    return result.session_options["engine"].string_value
+
+
+def test_idle_sessions_expire():
+    with serving(session_idle=0.3) as server, flight.connect(server.location) as c:
+        request = M.SetSessionOptionsRequest()
+        request.session_options["engine"].string_value = "other"
+        (call,) = [flight.Action("SetSessionOptions", request.SerializeToString())]
+        cookie = None
+
+        class Cookies(flight.ClientMiddleware):
+            def received_headers(self, headers):
+                nonlocal cookie
+                for value in headers.get("set-cookie", []):
+                    cookie = value.split(";")[0]
+
+        class Factory(flight.ClientMiddlewareFactory):
+            def start_call(self, info):
+                return Cookies()
+
+        with flight.connect(server.location, middleware=[Factory()]) as d:
+            list(d.do_action(call))
+        options = flight.FlightCallOptions(headers=[(b"cookie", cookie.encode())])
+        assert session_engine(c, options) == "other"
+        time.sleep(1.0)
+        assert session_engine(c, options) == "duck"

@@ -1,0 +1,239 @@
+"""A shadowed answer streams to the caller; the verdict follows within a memory cap."""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+import pyarrow as pa
+import pytest
+
+import gateway
+from gateway.compare import CompareOptions
+from gateway.shadow_answer import Answer, Budget, digest_verdict
+from tests import planted_bugs
+from tests.conformance.corpus import SOURCES
+
+ROWS = 10_000_000
+BIG = f"SELECT range AS i, range * 2 AS j FROM range({ROWS})"
+
+
+class Clock:
+    """When each engine's answer was read to its end (the hook's view)."""
+
+    def __init__(self):
+        self.finished = {}
+
+    @gateway.hookimpl
+    def arrowgate_query_finished(self, event, rows, elapsed):
+        self.finished[event.engine] = time.perf_counter()
+
+
+def connect(tmp_path, shadow=None, reference=None, plugins=(), **primary):
+    config = {"engines": {"primary": {"type": "planted", **primary} if primary else
+                          {"type": "duckdb"},
+                          "reference": reference or {"type": "duckdb"}},
+              "default_engine": "primary", "sources": SOURCES,
+              "shadow": {"reference": "reference", "primary": "primary",
+                         "store": str(tmp_path / "store"), **(shadow or {})}}
+    return gateway.connect(config, plugins=[planted_bugs, *plugins])
+
+
+def reference_stopped():
+    """Wait until the shadow's reference thread has stopped (it was cancelled)."""
+    deadline = time.monotonic() + 30
+    while any(t.name == "shadow-reference" for t in threading.enumerate()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_a_shadowed_10m_row_answer_streams_within_the_memory_cap(tmp_path):
+    cap = 16 * 2**20
+    clock = Clock()
+    # the reference answers the same rows after a 2 s stall: deliberately slower
+    slow = {"type": "planted", "delay": 2.0}
+    with connect(tmp_path, {"max_compare_bytes": cap}, slow, plugins=[clock]) as gw:
+        gw.engine("primary")
+        gw.engine("reference")
+        result = gw.execute(BIG)
+        reader = result.reader()
+        first = reader.read_next_batch()
+        first_at = time.perf_counter()
+        record = result.shadow
+        assert not record.done() and record.status == "pending"
+        rows, biggest = first.num_rows, first.nbytes
+        for batch in reader:
+            rows += batch.num_rows
+            biggest = max(biggest, batch.nbytes)
+        assert record.done()  # the last read waited for the verdict
+    assert rows == ROWS
+    assert first_at < clock.finished["reference"]
+    assert record.category == "match", record.message
+    assert record.downgraded and "row hash" in record.message
+    assert record.evidence["held_peak_bytes"] <= cap + biggest
+    assert record.primary_rows == record.reference_rows == ROWS
+    assert record.reference_answer() is None  # 160 MB is over keep_reference_bytes
+
+
+def test_the_done_callback_and_the_hook_fire_once(tmp_path):
+    calls, hooked = [], []
+
+    class Hook:
+        @gateway.hookimpl
+        def arrowgate_shadow_finished(self, record):
+            hooked.append(record.id)
+
+    def boom(record):
+        raise ValueError("a broken callback")
+
+    with connect(tmp_path, {"background": True}, plugins=[Hook()]) as gw:
+        result = gw.execute("SELECT * FROM range(300000)")
+        record = result.shadow
+        record.add_done_callback(calls.append)
+        record.add_done_callback(boom)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result.to_arrow()
+            assert record.wait(30)
+            deadline = time.monotonic() + 10
+            while not hooked and time.monotonic() < deadline:
+                time.sleep(0.01)
+        record.add_done_callback(calls.append)  # already done: called at once
+    assert calls == [record, record]
+    assert hooked == [record.id]
+    assert any("a broken callback" in str(w.message) for w in caught)
+
+
+def test_the_kept_reference_answer_equals_the_reference_engines(tmp_path):
+    sql = "SELECT trip_id, total_amount, pickup_zone FROM trips ORDER BY trip_id"
+    with connect(tmp_path) as gw:
+        result = gw.execute(sql)
+        result.to_arrow()
+        kept = result.shadow.reference_answer()
+        own = gw.execute(sql, engine="reference", shadow=False).to_arrow()
+    assert kept is not None and kept.num_rows == 400
+    assert kept.equals(own)
+    assert result.query_id is not None and result.shadow.query_id == result.query_id
+
+
+def test_an_answer_over_keep_reference_bytes_is_not_kept(tmp_path):
+    with connect(tmp_path, {"keep_reference_bytes": 1000}) as gw:
+        result = gw.execute("SELECT * FROM range(10000)")
+        result.to_arrow()
+    assert result.shadow.category == "match" and result.shadow.reference_answer() is None
+
+
+@pytest.mark.parametrize("bug, category", [("limit_off_by_one", "row_count"),
+                                           ("float_perturbed", "values")])
+def test_the_downgraded_comparison_still_catches_divergences(tmp_path, bug, category):
+    sql = {"limit_off_by_one": "SELECT range AS i FROM range(200000) ORDER BY i LIMIT 100000",
+           "float_perturbed": "SELECT range / 7 AS x FROM range(200000)"}[bug]
+    with connect(tmp_path, {"max_compare_bytes": 65536}, bug=bug) as gw:
+        result = gw.execute(sql)
+        result.to_arrow()
+    record = result.shadow
+    assert record.downgraded and record.category == category, record.message
+    assert record.evidence["downgraded"] and "max_compare_bytes" in record.message
+
+
+def test_noise_over_the_cap_is_nondeterministic(tmp_path):
+    with connect(tmp_path, {"max_compare_bytes": 65536, "noise": True}) as gw:
+        result = gw.execute("SELECT random() AS r FROM range(100000)")
+        result.to_arrow()
+    assert result.shadow.category == "nondeterministic" and result.shadow.downgraded
+
+
+def test_row_hashes_follow_the_comparators_equivalences():
+    budget = Budget(1)  # every side downgraded at once
+    ints, floats = Answer(budget), Answer(budget)
+    ints.add(pa.record_batch({"n": pa.array([3, 1, 2, 0], pa.int32()), "s": ["c", "a", "b", "z"]}))
+    floats.add(pa.record_batch({"n": pa.array([1.0, 2.0, -0.0], pa.float64()),
+                                "s": pa.array(["a", "b", "z"], pa.large_string())}))
+    floats.add(pa.record_batch({"n": pa.array([3.0], pa.float64()),
+                                "s": pa.array(["c"], pa.large_string())}))
+    ints.finish(pa.schema([("n", pa.int32()), ("s", pa.string())]))
+    floats.finish(pa.schema([("n", pa.float64()), ("s", pa.large_string())]))
+    verdict = digest_verdict(ints.digest(), floats.digest(), sql="SELECT n, s FROM t",
+                             options=CompareOptions(), budget=budget)
+    assert verdict.category == "match", verdict.message
+
+
+def test_closing_the_answer_early_skips_the_record_and_stops_the_reference(tmp_path):
+    hooked = []
+
+    class Hook:
+        @gateway.hookimpl
+        def arrowgate_shadow_finished(self, record):
+            hooked.append(record.status)
+
+    with connect(tmp_path, plugins=[Hook()]) as gw:
+        result = gw.execute(BIG)
+        reader = result.reader()
+        reader.read_next_batch()
+        result.close()
+        record = result.shadow
+        assert record.done() and record.status == "skipped"
+        assert "closed the answer after" in record.skip_reason
+        result.close()
+        reference_stopped()
+    assert hooked == ["skipped"]
+
+
+def test_wait_reads_an_answer_nobody_reads(tmp_path):
+    with connect(tmp_path, {"background": True}) as gw:
+        result = gw.execute("SELECT 42 AS answer")
+        assert result.shadow.wait(30)
+        assert result.shadow.category == "match"
+        assert result.to_arrow().to_pylist() == [{"answer": 42}]
+
+
+def test_a_reference_timeout_over_the_cap_is_an_error_verdict(tmp_path):
+    slow = {"type": "planted", "delay": 5.0}
+    with connect(tmp_path, {"max_compare_bytes": 65536, "timeout": 0.5}, slow) as gw:
+        gw.engine("reference")
+        result = gw.execute("SELECT range AS i FROM range(200000)")
+        assert result.to_arrow().num_rows == 200000
+    record = result.shadow
+    assert record.downgraded and record.category == "error"
+    assert "QueryTimeout" in record.message
+
+
+def test_the_reference_timeout_cancels_only_the_references_query(tmp_path):
+    # the same view name answers at once on the primary and takes seconds on the reference
+    reference = {"type": "duckdb", "settings": {"threads": 1}}
+    answers = []
+    with connect(tmp_path, {"timeout": 0.3}, reference) as gw:
+        gw.execute("CREATE VIEW slow AS SELECT 1::HUGEINT AS h", shadow=False).to_arrow()
+        gw.execute("CREATE VIEW slow AS SELECT sum(hash(range)) AS h FROM range(200000000)",
+                   engine="reference", shadow=False).to_arrow()
+        other = threading.Thread(target=lambda: answers.append(
+            gw.execute("SELECT h FROM slow", engine="reference", shadow=False).to_arrow()))
+        other.start()
+        deadline = time.monotonic() + 30
+        while not any(q.engine == "reference" for q in gw.running()):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        result = gw.execute("SELECT h FROM slow")
+        assert result.to_arrow().num_rows == 1
+        assert "QueryTimeout" in result.shadow.message
+        assert any(q.engine == "reference" for q in gw.running())  # still running
+        other.join()
+    assert answers and answers[0].num_rows == 1  # the other query on that engine completed
+
+
+def test_a_shadowed_answer_in_a_session_streams_and_cancelling_it_skips_the_record(tmp_path):
+    with connect(tmp_path) as gw, gw.session("primary") as session:
+        result = session.execute("SELECT 7 AS x", shadow="reference")
+        assert result.to_arrow().to_pylist() == [{"x": 7}]
+        assert result.shadow.category == "match"
+        assert result.shadow.query_id == result.query_id
+        stopped = session.execute(BIG, shadow="reference")
+        reader = stopped.reader()
+        reader.read_next_batch()
+        assert stopped.cancel()
+        with pytest.raises(gateway.errors.Cancelled):
+            reader.read_all()
+        assert stopped.shadow.done() and stopped.shadow.status == "skipped"
+        assert "cancelled the query" in stopped.shadow.skip_reason
+        reference_stopped()
