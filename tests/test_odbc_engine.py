@@ -149,11 +149,19 @@ def test_cancel_a_typed_parameter_query_from_another_thread(pg):
     postgres, name = pg
     with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
         gw.execute("SELECT 1").to_arrow()
-        timer = threading.Timer(0.5, gw.engine("o").cancel)
-        timer.start()
+        done = threading.Event()
+
+        def keep_cancelling():  # until the statement is running and stops: a loaded machine
+            while not done.wait(0.2):  # may take longer than any fixed delay to start it
+                gw.engine("o").cancel()
+
+        threading.Thread(target=keep_cancelling, daemon=True).start()
         started = time.monotonic()
-        with pytest.raises(gateway.Cancelled):
-            gw.execute("SELECT pg_sleep(30) WHERE 1 = ?", parameters=[1]).to_arrow()
+        try:
+            with pytest.raises(gateway.Cancelled):
+                gw.execute("SELECT pg_sleep(30) WHERE 1 = ?", parameters=[1]).to_arrow()
+        finally:
+            done.set()
         assert time.monotonic() - started < 10
 
 

@@ -160,6 +160,7 @@ class OdbcEngine(Engine):
                 raise EngineConnectionError("the engine is closed", engine=self.name)
             con = self._idle.pop() if self._idle else None
         con = con or self._open()
+        con.stopped.clear()  # before anyone can register a cancel for this statement
         self._running.add(con)
         return con
 
@@ -357,7 +358,7 @@ class OdbcConnection:
         self.broken = False
         self._pyodbc: Any = None
         self._cursor: Any = None
-        self._stop = threading.Event()
+        self.stopped = threading.Event()
         login = engine.config["login_timeout"]
         try:
             self.describer = Describer(engine.connection_string, login, engine.name)
@@ -397,7 +398,6 @@ class OdbcConnection:
     def run(self, sql: str, values: list[Any] | None,
             timeout: float | None) -> tuple[Any, dict[str, Any]]:
         """Run one statement: a reader of its answer, and notes."""
-        self._stop.clear()
         columns, _ = self.describe(sql)
         if not columns:
             return self._run_pyodbc(sql, values, columns)
@@ -426,7 +426,7 @@ class OdbcConnection:
         def batches() -> Iterator[pa.RecordBatch]:
             try:
                 for batch in reader:
-                    if self._stop.is_set():
+                    if self.stopped.is_set():
                         raise Cancelled("the query was cancelled", engine=self.engine.name)
                     yield to_answer(batch, schema)
             except GatewayError:
@@ -446,6 +446,9 @@ class OdbcConnection:
 
         cur = self._py().cursor()
         self._cursor = cur
+        if self.stopped.is_set():  # cancelled before the cursor could be reached
+            self._cursor = None
+            raise Cancelled("the query was cancelled", engine=self.engine.name)
         try:
             cur.execute(sql, *(values or ()))
         except pyodbc.Error as exc:
@@ -488,7 +491,7 @@ class OdbcConnection:
         return [TableRef(r[0] or "", r[1] or "", r[2], r[3] or "TABLE") for r in rows]
 
     def cancel(self) -> None:
-        self._stop.set()
+        self.stopped.set()
         cur = self._cursor
         if cur is not None:
             try:
