@@ -135,12 +135,11 @@ async def test_shadow_match_and_earlier_verdicts_stay_browsable():
 
 
 async def test_cancel_a_long_query_while_another_tab_completes():
-    config = quickstart_config()
-    config["engines"]["slow"] = {"type": "duckdb", "settings": {"threads": 1}}
-    app = make_app(config)
+    """Both tabs on one engine: each has its own session, so cancelling one stops only it."""
+    app = make_app(quickstart_config())
     async with app.run_test(size=(140, 40)) as pilot:
         first = app.active_tab
-        first.picker.pick(engine="slow")
+        first.picker.pick(engine="duck")
         await type_sql(pilot, first, "SELECT count(*) FROM range(100000000000) a")
         await pilot.press("ctrl+enter")
         await pilot.pause(0.3)
@@ -148,7 +147,7 @@ async def test_cancel_a_long_query_while_another_tab_completes():
         await app.action_new_tab()
         second = app.active_tab
         assert second is not first
-        second.picker.pick(engine="scan")
+        second.picker.pick(engine="duck")
         await type_sql(pilot, second, "SELECT count(*) AS n FROM trips")
         await pilot.press("ctrl+enter")
         await settle(pilot, second)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gateway.core import Gateway
+    from gateway.session import Session
     from gateway.shadow import ShadowRecord
 
 #: Seconds an answer may go on streaming before the rows already in are shown.
@@ -55,8 +56,6 @@ class ConsoleCore:
 
     def __init__(self, gw: Gateway):
         self.gw = gw
-        self._catalog_cache: dict[str, Any] = {}
-        self._catalog_lock = threading.Lock()
 
     @classmethod
     def open(cls, config: str | os.PathLike[str] | None) -> ConsoleCore:
@@ -103,32 +102,23 @@ class ConsoleCore:
         self.gw.close()
 
     # -- the catalog tree, one level per call ----------------------------------
-    def _columns(self, engine: str) -> list[Any]:
-        with self._catalog_lock:
-            if engine not in self._catalog_cache:
-                self._catalog_cache[engine] = self.gw.catalog(engine)
-            return list(self._catalog_cache[engine])
-
     def catalogs(self, engine: str) -> list[str]:
         """The engine's catalogs; one unnamed one ("") when the engine has no such level."""
-        return [""]
+        return self.gw.catalogs(engine) or [""]
 
     def schemas(self, engine: str, catalog: str) -> list[str]:
-        return sorted({c.schema for c in self._columns(engine)})
+        return [s.schema for s in self.gw.schemas(engine, catalog or None)]
 
     def tables(self, engine: str, catalog: str, schema: str) -> list[tuple[str, str]]:
         """``(table, table_type)`` pairs."""
-        seen: dict[str, str] = {}
-        for c in self._columns(engine):
-            if c.schema == schema:
-                seen.setdefault(c.table, c.table_type)
-        return sorted(seen.items())
+        return [(t.table, t.table_type) for t in self.gw.tables(engine, catalog or None, schema)]
 
     def columns(self, engine: str, catalog: str, schema: str,
                 table: str) -> list[tuple[str, str]]:
         """``(column, type)`` pairs."""
-        return [(c.column, str(c.type)) for c in self._columns(engine)
-                if c.schema == schema and c.table == table]
+        return [(c.column, str(c.type))
+                for c in self.gw.columns(engine, table=table, catalog=catalog or None,
+                                         schema=schema)]
 
 
 class TabSession:
@@ -138,7 +128,13 @@ class TabSession:
         self.core = core
         self.engine = engine
         self._cancelled = threading.Event()
-        self._running: list[str] = []
+        self._session: Session | None = None
+
+    def _open(self) -> Session:
+        """The tab's session on the engine, opened on the first statement (it may start it)."""
+        if self._session is None or self._session.closed:
+            self._session = self.core.gw.session(self.engine)
+        return self._session
 
     def run(self, sql: str, reference: str | None = None,
             on_first_rows: Callable[[Answer], None] | None = None) -> Answer:
@@ -153,21 +149,16 @@ class TabSession:
             gateway.errors.GatewayError: the statement failed or was cancelled.
         """
         self._cancelled.clear()
-        self._running = [self.engine] + ([reference] if reference else [])
-        try:
-            if reference:
-                return self._run_shadowed(sql, reference)
-            return self._run_plain(sql, on_first_rows)
-        finally:
-            self._running = []
+        if reference:
+            return self._run_shadowed(sql, reference)
+        return self._run_plain(sql, on_first_rows)
 
     def _run_plain(self, sql: str, on_first_rows: Callable[[Answer], None] | None) -> Answer:
         import pyarrow as pa
 
-        gw = self.core.gw
-        gw.engine(self.engine)  # starting the engine is not the statement's time
+        session = self._open()  # starting the engine is not the statement's time
         started = time.perf_counter()
-        result = gw.execute(sql, engine=self.engine, shadow=False)
+        result = session.execute(sql, shadow=False)
         batches: list[pa.RecordBatch] = []
         inbox: queue.Queue[pa.RecordBatch | BaseException | None] = queue.Queue()
 
@@ -221,7 +212,8 @@ class TabSession:
                     ShadowSettings(reference=reference, background=True,
                                    store=str(Path(gw.config.base_dir) / DEFAULT_STORE)))
         started = time.perf_counter()
-        result, error, record = run_shadowed(gw, sql, self.engine, reference, settings)
+        result, error, record = run_shadowed(gw, sql, self.engine, reference, settings,
+                                             session=self._open())
         if self._cancelled.is_set():
             raise Cancelled("cancelled", engine=self.engine)
         if error is not None:
@@ -235,16 +227,15 @@ class TabSession:
                       notes=dict(result.notes), shadow=record)
 
     def cancel(self) -> None:
-        """Stop this tab's running statement (from any thread). Never raises."""
+        """Stop this tab's running statement (from any thread); other tabs' run on. Never
+        raises. A shadowed run's reference is not reached: it ends by the shadow timeout."""
         self._cancelled.set()
-        for name in list(self._running):
-            try:
-                self.core.gw.engine(name).cancel()
-            except Exception:
-                pass  # best effort: the engine may already be done or gone
+        if self._session is not None:
+            self._session.cancel()
 
     def close(self) -> None:
-        self.cancel()
+        if self._session is not None:
+            self._session.close()
 
 
 def wait_for_verdict(record: ShadowRecord, timeout: float | None = None) -> bool:
