@@ -368,3 +368,18 @@ def test_a_shadowed_query_keeps_its_timeout_and_does_not_wait_for_the_reference(
     assert time.monotonic() - began < 10  # the reference's 30 s shadow timeout is not waited
     record = info.value.shadow  # type: ignore[attr-defined]
     assert record.status == "skipped" and "timeout" in record.skip_reason
+
+
+def test_a_closed_adbc_session_leaves_nothing_to_the_next(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    use_shared_home(tmp_path_factory)
+    with gateway.connect({"engines": {"adbc": {"type": "duckdb", "version": V155}}}) as gw:
+        with gw.session("adbc") as first:
+            first.execute("CREATE TEMP TABLE left_behind AS SELECT 1 AS x").to_arrow()
+            first.execute("SET VARIABLE who = 'first'").to_arrow()
+        for _ in range(3):  # whichever pooled connection the next session takes
+            with gw.session("adbc") as later:
+                assert later.execute("SELECT getvariable('who') AS w").to_arrow() \
+                    .to_pylist() == [{"w": None}]
+                with pytest.raises(QueryError, match="left_behind"):
+                    later.execute("SELECT * FROM left_behind").to_arrow()

@@ -122,10 +122,15 @@ class AdbcSession:
         """Run one statement; the reader streams its answer (errors already translated)."""
         return self._pool.execute(sql, parameters)
 
-    def open(self, engine: Any) -> PooledSession:
-        """A session: a connection of its own, taken from the pool until the session closes."""
+    def open(self, engine: Any, one_shot: bool = False) -> PooledSession:
+        """A session: a connection of its own, taken from the pool until the session closes.
+
+        A one-shot statement's connection goes back to the pool; a session's is
+        closed, since its temp tables, variables and settings would otherwise
+        reach whichever session takes the connection next.
+        """
         notes = engine.result_notes if engine is not None else dict
-        return PooledSession(engine, self._pool, notes)
+        return PooledSession(engine, self._pool, notes, reuse=one_shot)
 
     def cancel(self) -> None:
         self._pool.cancel()

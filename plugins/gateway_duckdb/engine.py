@@ -441,7 +441,7 @@ class DuckDBEngine(Engine):
             opener = None
         if one_shot and self.config["isolation"] == "process":
             opener = None  # one-shot queries share the engine's worker, as they always did
-        session: EngineSession | None = opener(self) if opener is not None else None
+        session: EngineSession | None = opener(self, one_shot) if opener is not None else None
         return session if session is not None else super().open_session(one_shot)
 
     # -- the catalog tree: one catalog query per level ------------------------------------

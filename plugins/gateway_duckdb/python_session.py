@@ -75,7 +75,7 @@ class PythonSession:
         self._running.add(cur)
         return run_on_cursor(cur, sql, parameters, self.engine, lambda: self._release(cur))
 
-    def open(self, engine: Any) -> CursorSession:
+    def open(self, engine: Any, one_shot: bool = False) -> CursorSession:
         """A session: a cursor of its own, kept until the session closes."""
         cur = self._cursor()
         self._running.add(cur)  # so cancel() reaches the sessions' queries too

@@ -330,7 +330,7 @@ class WorkerSession:
             self._stopped_for = reason
             proc.kill()
 
-    def open(self, engine: Any) -> EngineSession | None:
+    def open(self, engine: Any, one_shot: bool = False) -> EngineSession | None:
         """A session: a worker process of its own, so its state is its own.
 
         Only where a second process can open the database: in memory (each
