@@ -119,8 +119,17 @@ class Gateway:
         closing.close()
 
     def dialect(self, engine: str | None = None) -> str:
-        """The sqlglot dialect an engine's SQL is written in (without starting it)."""
+        """The sqlglot dialect an engine's SQL is written in.
+
+        A started engine answers for itself (an ``adbc`` or ``odbc`` engine's
+        dialect follows its driver and ``transpile_from``); one not started yet
+        is not started for this, and its type's dialect is the answer.
+        """
         cfg = self.engine_config(engine)
+        with self._lock:
+            started = self._engines.get(cfg.name)
+        if started is not None:
+            return started.dialect
         return self.engine_types[cfg.type].dialect
 
     # -- the catalog tree ---------------------------------------------------

@@ -383,3 +383,16 @@ def test_a_closed_adbc_session_leaves_nothing_to_the_next(
                     .to_pylist() == [{"w": None}]
                 with pytest.raises(QueryError, match="left_behind"):
                     later.execute("SELECT * FROM left_behind").to_arrow()
+
+
+def test_a_started_engine_answers_for_its_own_dialect(tmp_path: Path) -> None:
+    db = tmp_path / "x.sqlite"
+    import sqlite3
+
+    sqlite3.connect(db).close()
+    config = {"engines": {"lite": {"type": "adbc", "driver": "sqlite", "uri": str(db)},
+                          "duck": {"type": "duckdb"}}}
+    with gateway.connect(config) as gw:
+        gw.engine("lite")
+        assert gw.dialect("lite") == "sqlite"
+        assert gw.dialect("duck") == "duckdb"
