@@ -64,6 +64,7 @@ class PlantedBugEngine(DuckDBEngine):
 
     type_name = "planted"
     description = "DuckDB with a planted bug (tests only)"
+    native_sessions = False  # every answer goes through execute(), where the bug is
     options: ClassVar[dict[str, Option]] = {
         **DuckDBEngine.options,
         "bug": Option((str,), default="none", choices=("none", *BUGS)),

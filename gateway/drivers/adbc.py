@@ -112,6 +112,16 @@ class ConnectionPool:
                 return
         _quietly(con.close)
 
+    def reset_idle(self) -> None:
+        """Close every idle connection (the first stays open, out of use), so the next
+        statements take fresh clones set up as new: after a change to the database the
+        idle connections would not follow (a DETACH of their current database)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for con in idle:
+            if con is not self._first:
+                _quietly(con.close)
+
     def cursor(self, con: Any) -> Any:
         """A cursor on ``con`` that :meth:`cancel` reaches until :meth:`release`."""
         cur = con.cursor()

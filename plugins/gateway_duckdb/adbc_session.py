@@ -132,6 +132,10 @@ class AdbcSession:
         notes = engine.result_notes if engine is not None else dict
         return PooledSession(engine, self._pool, notes, reuse=one_shot)
 
+    def reset_idle(self) -> None:
+        """See :meth:`gateway.drivers.adbc.ConnectionPool.reset_idle`."""
+        self._pool.reset_idle()
+
     def cancel(self) -> None:
         self._pool.cancel()
 

@@ -114,6 +114,9 @@ class DuckDBEngine(Engine):
                                "is stopped"),
     }
 
+    #: Sessions run on a connection of their own, past an overridden :meth:`execute`.
+    native_sessions: ClassVar[bool] = True
+
     #: Extensions every instance of this engine type loads (subclasses add theirs).
     required_extensions: ClassVar[tuple[str, ...]] = ()
 
@@ -208,6 +211,16 @@ class DuckDBEngine(Engine):
         """
         return []
 
+    def connection_sql(self) -> list[str]:
+        """Statements every connection after the first runs, after the settings.
+
+        What the setup does to the database (views, ATTACH, secrets) every
+        connection shares; what it does to its own connection (``USE``) the
+        others must repeat. The base engine has none; the ``ducklake`` engine
+        makes its lake the current database.
+        """
+        return []
+
     def lockdown_sql(self) -> list[str]:
         """With ``files = "sources"``: the statements, run last in the setup, that leave SQL
         users only the sources' files and folders.
@@ -291,7 +304,7 @@ class DuckDBEngine(Engine):
         extra = [s.strip().rstrip(";") for s in self.setup_sql()]
         setup += secrets + settings + mounts + extra + self.lockdown_sql()
         try:
-            self._session = self._open(library, setup, settings)
+            self._session = self._open(library, setup, [*settings, *self.connection_sql()])
         except SetupFailed as exc:
             raise self._setup_error(exc, len(self.extensions), len(secrets), settings,
                                     mounts) from None
@@ -346,6 +359,8 @@ class DuckDBEngine(Engine):
                               engine=self.name, hint=exc.hint) from None
 
     def _open(self, library: Path | None, setup: list[str], settings: list[str]) -> Session:
+        """The execution path; ``settings`` are the statements every further connection or
+        cursor runs (the SET statements and :meth:`connection_sql`)."""
         database, read_only = self.config["database"], self.config["read_only"]
         timeout = self.config.get("timeout")
         if self.config.get("cli"):
@@ -432,12 +447,15 @@ class DuckDBEngine(Engine):
     def open_session(self, one_shot: bool = False) -> EngineSession:
         """A cursor, an ADBC connection or a worker of its own (see docs/sessions.md).
 
-        A subclass that overrides :meth:`execute` (to rewrite SQL or answers)
-        gets the stateless session, which runs every statement through it.
+        A subclass that overrides :meth:`execute` gets the stateless session for
+        one-shot statements, which then go through its ``execute``; its real
+        sessions are native unless it sets :attr:`native_sessions` false (an
+        engine that rewrites every answer, as the tests' planted bugs do).
         """
         path = self._running_session()
         opener = getattr(path, "open", None)
-        if type(self).execute is not DuckDBEngine.execute:
+        if type(self).execute is not DuckDBEngine.execute and \
+                (one_shot or not self.native_sessions):
             opener = None
         if one_shot and self.config["isolation"] == "process":
             opener = None  # one-shot queries share the engine's worker, as they always did

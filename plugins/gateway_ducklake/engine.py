@@ -207,6 +207,9 @@ class DuckLakeEngine(DuckDBEngine):
         stmts += [self.attach_sql(), f"USE {quote_ident(self.name)}"]
         return stmts
 
+    def connection_sql(self) -> list[str]:
+        return [f"USE {quote_ident(self.name)}"]
+
     def connect(self) -> None:
         try:
             super().connect()
@@ -219,9 +222,28 @@ class DuckLakeEngine(DuckDBEngine):
         Raises:
             GatewayError: the lake could not be attached again.
         """
-        for sql in ("USE memory", f"DETACH {quote_ident(self.name)}", self.attach_sql(),
-                    f"USE {quote_ident(self.name)}"):
-            self.execute(sql).reader.read_all()
+        from gateway.handles import QueryHandle
+
+        # on one connection: one-shot statements would each take a pooled connection,
+        # and the one left after "USE memory" would answer later queries from memory
+        session = self.open_session()
+        try:
+            for sql in ("USE memory", f"DETACH {quote_ident(self.name)}", self.attach_sql(),
+                        f"USE {quote_ident(self.name)}"):
+                handle = QueryHandle(self.name, 0, sql)
+                try:
+                    session.execute(sql, None, handle).reader.read_all()
+                except GatewayError as exc:
+                    raise self._explain(exc) from None
+                finally:
+                    handle.finish()
+        finally:
+            session.close()
+        # pooled connections whose current database was the detached lake now sit in
+        # memory: they are closed, and the next statements clone fresh ones (USE lake)
+        reset = getattr(self._running_session(), "reset_idle", None)
+        if reset is not None:
+            reset()
 
     # -- queries -----------------------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
