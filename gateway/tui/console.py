@@ -175,11 +175,13 @@ class TabSession:
 
         threading.Thread(target=pump, name=f"tui-read-{self.engine}", daemon=True).start()
         shown = on_first_rows is None
+        show_at = 0.0
         while True:
             # an answer that keeps streaming shows what is in, once, FIRST_ROWS_WAIT after
             # its first batch; one that arrives whole at once is shown once, whole
             try:
-                item = inbox.get(timeout=FIRST_ROWS_WAIT if batches and not shown else None)
+                item = inbox.get(timeout=max(0.0, show_at - time.perf_counter())
+                                 if batches and not shown else None)
             except queue.Empty:
                 shown = True
                 assert on_first_rows is not None
@@ -192,6 +194,8 @@ class TabSession:
                 break
             if isinstance(item, BaseException):
                 raise item
+            if not batches:
+                show_at = time.perf_counter() + FIRST_ROWS_WAIT
             batches.append(item)
             if self._cancelled.is_set():
                 result.close()
