@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from gateway.errors import QueryError, Unsupported
+from tests.conftest import DATA
 from tests.csv_support import assert_same, gateway_for, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,3 +146,21 @@ def test_text_constants_meeting_numbers_are_cast_like_duckdb(tmp_path, sql):
     path = write(tmp_path, "sv.csv", "s,n\nabc,1\n7,2\n")
     with gateway_for(path) as gw:
         assert_same(gw, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*), count(cab_type), sum(trip_id), count(DISTINCT trip_id) FROM trips "
+    "WHERE trip_id < 0",
+    "SELECT count(*) AS n, count(DISTINCT trip_id) AS d FROM trips WHERE cab_type <= NULL",
+])
+def test_counts_over_no_rows_are_zero_beside_a_distinct_count(sql):
+    """Found by arrowgate fuzz: with count(DISTINCT) beside it, count(*) over no rows
+    was NULL (a sum of no partial counts), where DuckDB answers 0."""
+    import gateway
+
+    config = {"engines": {"c": {"type": "csv"}, "d": {"type": "duckdb"}},
+              "sources": {"trips": {"path": str(DATA / "trips.csv")}}}
+    with gateway.connect(config) as gw:
+        csv = gw.execute(sql, engine="c").to_arrow().to_pylist()
+        assert csv == gw.execute(sql, engine="d").to_arrow().to_pylist()
+        assert next(iter(csv[0].values())) == 0

@@ -373,6 +373,9 @@ class _Partials:
                 aggs.append(distinct_counts)
                 continue
             first = table.column(f"__p{cols[0]}").combine_chunks()
+            if func in ("count", "count_all"):
+                # a sum of partial counts over no rows is NULL; a count of no rows is 0
+                first = pc.fill_null(first, 0)
             if func == "mean":
                 count = table.column(f"__p{cols[1]}").combine_chunks()
                 total = first.cast(pa.float64())
