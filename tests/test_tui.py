@@ -113,6 +113,15 @@ async def test_shadow_on_a_planted_divergence_shows_the_verdict_and_marks_cells(
         # both sides show the differing cells marked: 0.5 and 1.5 against 0.0 and 1.0
         marked = styled(tab.verdicts.shown, MARK)
         assert {"0.5", "1.5", "0.0", "1.0"} <= set(marked), marked
+        # ctrl+r shows the reference's whole answer, and again the primary's
+        tab.grid.table.focus()
+        await pilot.press("ctrl+r")
+        await settle(pilot, tab)
+        assert tab.showing_reference
+        assert tab.grid.table.get_cell_at(Coordinate(1, 1)) == 0
+        await pilot.press("ctrl+r")
+        await settle(pilot, tab)
+        assert tab.grid.table.get_cell_at(Coordinate(1, 1)) == 0.5
 
 
 async def test_shadow_match_and_earlier_verdicts_stay_browsable():

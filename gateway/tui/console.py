@@ -248,5 +248,6 @@ def wait_for_verdict(record: ShadowRecord, timeout: float | None = None) -> bool
 
 
 def reference_answer(record: ShadowRecord) -> pa.Table | None:
-    """The reference's whole answer, when the core keeps it (the shadow record does not yet)."""
-    return None
+    """The reference's whole answer, or None when it failed or was larger than the
+    ``[shadow]`` section's ``keep_reference_bytes``."""
+    return record.reference_answer()

@@ -264,7 +264,8 @@ class QueryTab(Vertical):
             return
         table = reference_answer(record)
         if table is None:
-            self.notify("this core does not keep the reference's answer", severity="warning")
+            self.notify("the reference's answer was not kept: it failed, or it was larger "
+                        "than [shadow] keep_reference_bytes", severity="warning")
             return
         await self.grid.show(prepare_backend(table))
         self.status.show_text(f"{table.num_rows:,} rows · the reference's answer "
