@@ -425,15 +425,23 @@ def _date_trunc(frame: Frame, node: exp.Expression) -> Value:
 
 
 def _strftime(frame: Frame, node: exp.Expression) -> Value:
-    fmt = frame._eval(node.args["format"])
+    value_node, fmt_node = node.this, node.args["format"]
+    if _is_text(value_node) and not _is_text(fmt_node):
+        # strftime('%Y', ts): csvql's and SQLite's order, which DuckDB accepts too
+        value_node, fmt_node = fmt_node, value_node
+    fmt = frame._eval(fmt_node)
     if not isinstance(fmt, pa.Scalar):
         raise unsupported(node, "strftime with a non-constant format")
-    value = frame._eval(node.this)
+    value = frame._eval(value_node)
     text = fmt.as_py()
     if pa.types.is_timestamp(value.type) and "%f" not in text:
         # Arrow's %S prints fractions of a second; DuckDB's does not
         value = pc.floor_temporal(value, unit="second").cast(pa.timestamp("s", value.type.tz))
     return pc.strftime(value, format=text)
+
+
+def _is_text(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
 
 
 def _round(frame: Frame, node: exp.Expression) -> Value:
