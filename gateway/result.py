@@ -52,6 +52,7 @@ class Result:
         self._on_finish = on_finish
         self._on_error = on_error
         self._consumed = False
+        self._closed = False
         self._table: pa.Table | None = None
 
     @property
@@ -80,6 +81,8 @@ class Result:
             while True:
                 if handle is not None:
                     handle.check()
+                if self._closed:
+                    raise self._closed_error()
                 try:
                     batch = reader.read_next_batch()
                 except StopIteration:
@@ -164,14 +167,25 @@ class Result:
             self._table = pa.Table.from_batches(list(self._batches()), schema=self.schema)
         return self._table
 
+    def _closed_error(self) -> GatewayError:
+        return GatewayError("this answer was closed before it was read to its end (its "
+                            "session ran another statement, or it was closed)",
+                            engine=self.engine,
+                            hint="read an answer before the session's next statement, or "
+                                 "use a session per answer")
+
     def _claim(self) -> None:
+        if self._closed:
+            raise self._closed_error()
         if self._consumed:
             raise RuntimeError("this result's stream was already read; call to_arrow() "
                                "instead of reader() to read an answer more than once")
         self._consumed = True
 
     def close(self) -> None:
-        """Stop reading and release the engine's stream."""
+        """Stop reading and release the engine's stream; what is left unread cannot be read."""
+        if self._finished_at is None:
+            self._closed = True
         close = getattr(self._inner.reader, "close", None)
         if close is not None:
             close()

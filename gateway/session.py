@@ -170,7 +170,10 @@ class Session:
             if previous is not None and not previous.finished:
                 previous.close()
             result = self.gw._run(self, sql, parameters, timeout, start)
-            self._current = result
+            handle = result._handle
+            # a fallback engine's answer belongs to a session of its own
+            if handle is not None and handle.session_id == self.id:
+                self._current = result
         return result
 
     def __enter__(self) -> Session:

@@ -396,3 +396,25 @@ def test_a_started_engine_answers_for_its_own_dialect(tmp_path: Path) -> None:
         gw.engine("lite")
         assert gw.dialect("lite") == "sqlite"
         assert gw.dialect("duck") == "duckdb"
+
+
+@pytest.mark.parametrize("engine", ["duck", "adbc", "worker"])
+def test_a_session_statement_after_an_unread_answer_runs_and_the_old_answer_says_so(
+        engine: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """DuckDB refused the next statement ("connection has an open result") while an
+    answer was unread; and a closed answer must never read as a shorter, complete one."""
+    use_shared_home(tmp_path_factory)
+    config = {"engines": {"duck": {"type": "duckdb"},
+                          "adbc": {"type": "duckdb", "version": V155},
+                          "worker": {"type": "duckdb", "isolation": "process"}}}
+    with gateway.connect(config) as gw, gw.session(engine) as s:
+        unread = s.execute("SELECT * FROM range(1000000)")
+        partly = s.execute("SELECT * FROM range(1000000)")
+        reader = partly.reader()
+        reader.read_next_batch()
+        assert s.execute("SELECT 1 AS x").to_arrow().to_pylist() == [{"x": 1}]
+        with pytest.raises(gateway.GatewayError, match="closed before it was read"):
+            unread.to_arrow()
+        with pytest.raises(gateway.GatewayError, match="closed before it was read"):
+            for _ in reader:
+                pass

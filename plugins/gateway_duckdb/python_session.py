@@ -103,8 +103,12 @@ class PythonSession:
 
 
 def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None, engine: str,
-                  done: Any = None) -> pa.RecordBatchReader:
-    """Run ``sql`` on ``cur``; the reader streams the answer and calls ``done()`` at its end."""
+                  done: Any = None, opened: Any = None) -> pa.RecordBatchReader:
+    """Run ``sql`` on ``cur``; the reader streams the answer and calls ``done()`` at its end.
+
+    ``opened(reader)`` receives DuckDB's own reader: closing it is what frees the
+    cursor for its next statement (closing the returned reader does not).
+    """
     import duckdb
 
     try:
@@ -118,6 +122,8 @@ def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None, engine: 
         if done is not None:
             done()
         raise translate(exc, engine) from None
+    if opened is not None:
+        opened(reader)
     return pa.RecordBatchReader.from_batches(reader.schema, _stream(reader, engine, done))
 
 
@@ -140,16 +146,30 @@ class CursorSession(EngineSession):
         self._cur = cursor
         self._name = name
         self._on_close = on_close
+        self._answer: pa.RecordBatchReader | None = None  # DuckDB's reader of the last answer
+
+    def _drop_answer(self) -> None:
+        """Free the cursor of an answer nobody read to its end (DuckDB refuses the next
+        statement while one is open: "connection has an open result")."""
+        answer, self._answer = self._answer, None
+        if answer is not None:
+            answer.close()
+
+    def _keep(self, reader: pa.RecordBatchReader) -> None:
+        self._answer = reader
 
     def execute(self, sql: str, parameters: Sequence[Any] | None, handle: Any) -> EngineResult:
+        self._drop_answer()
         handle.on_cancel(self._cur.interrupt)
         notes = self.engine.result_notes() if self.engine is not None else {}
-        return EngineResult(run_on_cursor(self._cur, sql, parameters, self._name), notes)
+        return EngineResult(run_on_cursor(self._cur, sql, parameters, self._name,
+                                          opened=self._keep), notes)
 
     def prepare(self, sql: str) -> Any:
         return _CursorPrepared(self, sql)
 
     def close(self) -> None:
+        self._drop_answer()
         if self._on_close is not None:
             self._on_close(self._cur)
         try:
