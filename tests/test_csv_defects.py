@@ -140,6 +140,66 @@ def test_text_meeting_numbers_is_refused_like_duckdb(tmp_path, sql):
                 gw.execute(sql, engine=engine).to_arrow()
 
 
+@pytest.mark.parametrize("sql", MIXED[:-1])
+def test_text_meeting_numbers_fails_with_duckdbs_error_kind(tmp_path, sql):
+    """Shadow mode matches two failures only by kind: csv's must be DuckDB's."""
+    path = write(tmp_path, "sv.csv", "s,n\nabc,1\n7,2\n")
+    with gateway_for(path) as gw:
+        kinds = set()
+        for engine in ("csv", "duck"):
+            with pytest.raises(QueryError) as caught:
+                gw.execute(sql, engine=engine).to_arrow()
+            kinds.add(caught.value.kind)
+        assert kinds == {"type"}
+
+
+TEMPORAL = "ts,d,n\n2020-01-01 10:00:00,2020-01-01,5\n2021-06-01 00:00:00,2021-06-01,7\n"
+TIME_MEETS_NUMBER = [
+    "SELECT count(*) AS c FROM t WHERE ts >= 1",
+    "SELECT count(*) AS c FROM t WHERE d < 2.5",
+    "SELECT count(*) AS c FROM t HAVING max(ts) >= 1",
+    "SELECT max(ts) > 1 AS x FROM t",
+    "SELECT ts = n AS x FROM t",
+    "SELECT ts IN (1, 2) AS x FROM t",
+    "SELECT ts BETWEEN 1 AND 2 AS x FROM t",
+    "SELECT CASE WHEN n > 5 THEN ts ELSE 1 END AS x FROM t",
+    "SELECT coalesce(ts, 1) AS x FROM t",
+]
+
+
+@pytest.mark.parametrize("sql", TIME_MEETS_NUMBER)
+def test_a_time_meeting_a_number_is_refused_like_duckdb(tmp_path, sql):
+    """Found by arrowgate fuzz: csv cast the number to a timestamp (1 microsecond after
+    1970) and answered `HAVING max(ts) >= 1`, where DuckDB refuses to bind it."""
+    path = write(tmp_path, "tv.csv", TEMPORAL)
+    with gateway_for(path) as gw:
+        for engine in ("csv", "duck"):
+            with pytest.raises(QueryError) as caught:
+                gw.execute(sql, engine=engine).to_arrow()
+            assert caught.value.kind == "type", (engine, caught.value)
+            if engine == "csv":
+                assert "explicit cast is required" in str(caught.value)
+
+
+@pytest.mark.parametrize(("sql", "kind"), [
+    ("SELECT n, count(*) FROM t", "syntax"),
+    ("SELECT count(*) FROM t WHERE sum(n) > 1", "syntax"),
+    ("SELEC n FROM t", "syntax"),
+    ("SELECT nope FROM t", "unknown_object"),
+    ("SELECT n FROM nope", "unknown_object"),
+    ("SELECT n FROM t GROUP BY 3", "syntax"),
+])
+def test_csv_errors_carry_duckdbs_kind(tmp_path, sql, kind):
+    """Found by arrowgate fuzz: every csv error was kind `query`, so a shadow of csv
+    against DuckDB reported two failures of the same cause as a divergence."""
+    path = write(tmp_path, "tv.csv", TEMPORAL)
+    with gateway_for(path) as gw:
+        for engine in ("csv", "duck"):
+            with pytest.raises(QueryError) as caught:
+                gw.execute(sql, engine=engine).to_arrow()
+            assert caught.value.kind == kind, (engine, caught.value)
+
+
 @pytest.mark.parametrize("sql", ["SELECT n = '1' AS x FROM t", "SELECT n + '1' AS x FROM t",
                                  "SELECT n IN ('1', 2) AS x FROM t", "SELECT s || n AS x FROM t"])
 def test_text_constants_meeting_numbers_are_cast_like_duckdb(tmp_path, sql):

@@ -80,7 +80,7 @@ class Frame:
         if handler is not None:
             return handler(self, node)
         if isinstance(node, exp.AggFunc):
-            raise QueryError(f"aggregate {node.sql(dialect='duckdb')} is not allowed here")
+            raise QueryError(f"aggregate {node.sql(dialect='duckdb')} is not allowed here", kind="syntax")
         raise unsupported(node)
 
     def column(self, node: exp.Column) -> Value:
@@ -89,9 +89,9 @@ class Frame:
             return self.columns[name]
         if self.strict:
             raise QueryError(f"column {node.name!r} must appear in the GROUP BY clause or be "
-                             "used in an aggregate function")
+                             "used in an aggregate function", kind="syntax")
         raise QueryError(f"no column named {node.name[:60]!r}",
-                         hint="columns: " + column_list(self.columns))
+                         hint="columns: " + column_list(self.columns), kind="unknown_object")
 
 
 def broadcast(value: Value, length: int) -> pa.Array:
@@ -157,6 +157,14 @@ def _sql_type(t: pa.DataType) -> str:
         return "VARCHAR"
     if pa.types.is_integer(t):
         return "BIGINT"
+    if pa.types.is_decimal(t):
+        return "HUGEINT"
+    if pa.types.is_date(t):
+        return "DATE"
+    if pa.types.is_time(t):
+        return "TIME"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP WITH TIME ZONE" if t.tz else "TIMESTAMP"
     return "DOUBLE" if pa.types.is_floating(t) else str(t).upper()
 
 
@@ -181,14 +189,31 @@ def text_as_numbers(values: list[Value], how: str) -> list[Value]:
                 verb = "compare" if how == "compare" else "mix"
                 raise QueryError(f"cannot {verb} values of type VARCHAR and {_sql_type(target)}"
                                  " - an explicit cast is required",
-                                 hint="write CAST(x AS BIGINT) or CAST(y AS VARCHAR)")
+                                 hint="write CAST(x AS BIGINT) or CAST(y AS VARCHAR)", kind="type")
             try:
                 v = v.cast(target)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 raise QueryError(f"could not convert text to {_sql_type(target)}",
-                                 hint="a value of the text side is not a number") from None
+                                 hint="a value of the text side is not a number", kind="type") from None
         out.append(v)
     return out
+
+
+def refuse_temporal_numbers(values: list[Value], what: str) -> None:
+    """DuckDB binds no mix of a date/time and a number (``ts >= 1``, ``COALESCE(d, 0)``):
+    refuse it the same way rather than cast the number to a time.
+
+    Raises:
+        QueryError: (kind ``type``) a temporal value meets a numeric one.
+    """
+    temporal = next((v.type for v in values if pa.types.is_temporal(v.type)), None)
+    number = next((v.type for v in values if _numeric(v.type)), None)
+    if temporal is not None and number is not None:
+        verb = "compare values" if what == "compare" else f"mix values in {what}"
+        raise QueryError(f"cannot {verb} of type {_sql_type(temporal)} and {_sql_type(number)}"
+                         " - an explicit cast is required", kind="type",
+                         hint="write CAST(x AS TIMESTAMP) with a time value, or compare "
+                              "with a date or timestamp literal")
 
 
 def coerce(values: list[Value], how: str = "mix") -> list[Value]:
@@ -201,7 +226,9 @@ def coerce(values: list[Value], how: str = "mix") -> list[Value]:
 
 def _binary_cmp(frame: Frame, node: exp.Expression) -> Value:
     how = "equal" if isinstance(node, exp.EQ | exp.NEQ) else "compare"
-    left, right = coerce([frame._eval(node.this), frame._eval(node.expression)], how)
+    operands = [frame._eval(node.this), frame._eval(node.expression)]
+    refuse_temporal_numbers(operands, "compare")
+    left, right = coerce(operands, how)
     plain = getattr(pc, _CMP[type(node)])(left, right)
     if not pa.types.is_floating(left.type):
         return plain
@@ -231,7 +258,7 @@ def _as_bool(v: Value) -> Value:
     if v.type == pa.null():
         return v.cast(pa.bool_())
     if v.type != pa.bool_():
-        raise QueryError(f"expected a boolean condition, got a value of type {v.type}")
+        raise QueryError(f"expected a boolean condition, got a value of type {v.type}", kind="type")
     return v
 
 
@@ -251,8 +278,9 @@ def _is(frame: Frame, node: exp.Expression) -> Value:
 def _in(frame: Frame, node: exp.In) -> Value:
     if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
         raise unsupported(node, "IN with a subquery")
-    needle, *items = text_as_numbers([frame._eval(node.this),
-                                      *(frame._eval(e) for e in node.expressions)], "equal")
+    operands = [frame._eval(node.this), *(frame._eval(e) for e in node.expressions)]
+    refuse_temporal_numbers(operands, "compare")
+    needle, *items = text_as_numbers(operands, "equal")
     if not all(isinstance(i, pa.Scalar) for i in items):
         result: Value | None = None
         for item in items:
@@ -277,8 +305,10 @@ def _in(frame: Frame, node: exp.In) -> Value:
 
 
 def _between(frame: Frame, node: exp.Between) -> Value:
-    value, low, high = coerce([frame._eval(node.this), frame._eval(node.args["low"]),
-                               frame._eval(node.args["high"])], "compare")
+    operands = [frame._eval(node.this), frame._eval(node.args["low"]),
+                frame._eval(node.args["high"])]
+    refuse_temporal_numbers(operands, "BETWEEN")
+    value, low, high = coerce(operands, "compare")
     return pc.and_kleene(pc.greater_equal(value, low), pc.less_equal(value, high))
 
 
@@ -361,6 +391,7 @@ def _case(frame: Frame, node: exp.Case) -> Value:
         conds = [i.this for i in node.args["ifs"]]
     values = [frame._eval(i.args["true"]) for i in node.args["ifs"]]
     default = frame._eval(node.args["default"]) if node.args.get("default") else pa.scalar(None)
+    refuse_temporal_numbers([*values, default], "CASE")
     unified = coerce([*values, default])
     result = broadcast(unified[-1], frame.length)
     for cond, value in reversed(list(zip(conds, unified[:-1], strict=True))):
@@ -370,8 +401,9 @@ def _case(frame: Frame, node: exp.Case) -> Value:
 
 
 def _coalesce(frame: Frame, node: exp.Expression) -> Value:
-    values = coerce([frame._eval(node.this), *(frame._eval(e) for e in node.expressions)])
-    return pc.coalesce(*values)
+    values = [frame._eval(node.this), *(frame._eval(e) for e in node.expressions)]
+    refuse_temporal_numbers(values, "COALESCE")
+    return pc.coalesce(*coerce(values))
 
 
 def _cast(frame: Frame, node: exp.Cast) -> Value:

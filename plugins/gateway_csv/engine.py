@@ -80,7 +80,7 @@ class CsvEngine(Engine):
                 raise QueryError(f"no table named {name!r}",
                                  hint="sources: " + (", ".join(self.sources) or "none; declare "
                                                      "[sources.NAME] in the config or query "
-                                                     "a file path in quotes"))
+                                                     "a file path in quotes"), kind="unknown_object")
         if self.config.get("files") == "sources":
             raise QueryError(f"reading {name!r} is not allowed: this engine reads only the "
                              "configured sources", engine=self.name, kind="permission",
@@ -89,10 +89,10 @@ class CsvEngine(Engine):
         if path.is_dir():
             raise QueryError(f"{name} is a folder, not a CSV file",
                              hint="declare it as a source to read every *.csv in it, or "
-                                  "name one file")
+                                  "name one file", kind="unknown_object")
         if not path.exists():
             raise QueryError(f"no such file: {name}", hint="check the path (relative paths "
-                             f"start at {os.getcwd()})")
+                             f"start at {os.getcwd()})", kind="unknown_object")
         return name, [str(path)], {}
 
     def _source_files(self, source: Source) -> tuple[str, list[str], dict[str, Any]]:
@@ -103,9 +103,9 @@ class CsvEngine(Engine):
         if not files:
             if Path(source.path).is_dir() or source.is_glob:
                 raise QueryError(f"source {source.name!r}: no CSV files match {source.path}",
-                                 engine=self.name)
+                                 engine=self.name, kind="unknown_object")
             raise QueryError(f"source {source.name!r}: no such file: {source.path}",
-                             engine=self.name, hint="fix [sources." + source.name + "].path")
+                             engine=self.name, hint="fix [sources." + source.name + "].path", kind="unknown_object")
         return source.name, files, dict(source.options)
 
     def layout(self, path: str, file: Any, options: dict[str, Any]) -> Layout:
@@ -145,9 +145,9 @@ class CsvEngine(Engine):
                 try:
                     file = open_csv(path, options)
                 except IsADirectoryError:
-                    raise QueryError(f"{path} is a folder, not a CSV file") from None
+                    raise QueryError(f"{path} is a folder, not a CSV file", kind="unknown_object") from None
                 except OSError as exc:
-                    raise QueryError(f"cannot open {path}: {exc.strerror}") from None
+                    raise QueryError(f"cannot open {path}: {exc.strerror}", kind="resource") from None
                 scanners.append(Scanner(path, file, self.layout(path, file, options),
                                         self._pool, self.config["chunk_bytes"], self.name,
                                         stop))
@@ -156,7 +156,7 @@ class CsvEngine(Engine):
                 if [n.lower() for n in s.layout.names] != [n.lower() for n in first.names]:
                     raise QueryError(f"{s.path} has columns {s.layout.names}, unlike "
                                      f"{scanners[0].path} ({first.names})",
-                                     hint="every file of a source needs the same header")
+                                     hint="every file of a source needs the same header", kind="type")
         except BaseException:
             for s in scanners:
                 s.file.close()

@@ -454,6 +454,6 @@ def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str) -> 
             line = data[start:start + 60].decode("utf-8", "replace").splitlines()[0]
             raise QueryError(f"{path}: the quote opened in the header line ({line!r}) is not "
                              "closed on that line", hint="fix the file, or set quote on the source "
-                                            "(quote = \"\" when fields are not quoted)")
+                                            "(quote = \"\" when fields are not quoted)", kind="type")
         pos += 1
     return min(pos, n)

@@ -89,11 +89,11 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
                     text = decoder.decode(block, final=not block) if decoder else None
                 except (OSError, pa.ArrowInvalid) as exc:
                     raise QueryError(f"{path}: the file does not decompress as {compression} "
-                                     f"({exc})", hint="set compression on the source") from None
+                                     f"({exc})", hint="set compression on the source", kind="type") from None
                 except UnicodeDecodeError as exc:
                     raise QueryError(f"{path}: the file is not {encoding} text ({exc.reason} "
                                      f"at byte {exc.start} of a block)",
-                                     hint="set the source's encoding") from None
+                                     hint="set the source's encoding", kind="type") from None
                 data = held + (text.encode("utf-8") if text is not None else block)
                 if rewrite is None:
                     rewrite = bool(_LONE_CR.search(data[:-1]))

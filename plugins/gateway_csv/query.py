@@ -96,9 +96,9 @@ def parse(sql: str) -> exp.Select:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except sqlglot.errors.ParseError as exc:
         first = str(exc).splitlines()[0]
-        raise QueryError(f"cannot parse the SQL: {first}") from None
+        raise QueryError(f"cannot parse the SQL: {first}", kind="syntax") from None
     if len(statements) != 1:
-        raise QueryError(f"expected one statement, got {len(statements)}")
+        raise QueryError(f"expected one statement, got {len(statements)}", kind="syntax")
     stmt = statements[0]
     for node_type, name in _REFUSED.items():
         if stmt.find(node_type) is not None:
@@ -179,7 +179,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
             if item.args.get("except") or item.args.get("replace"):
                 raise unsupported(item, "* EXCLUDE/REPLACE")
             if layout is None:
-                raise QueryError("SELECT * needs a FROM clause")
+                raise QueryError("SELECT * needs a FROM clause", kind="syntax")
             items.extend((n, exp.column(n, quoted=False)) for n in names)
             continue
         star_only = False
@@ -189,7 +189,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
     for cond in where:
         if cond.find(exp.AggFunc) is not None:
             raise QueryError("aggregates are not allowed in WHERE",
-                             hint="filter on aggregates with HAVING")
+                             hint="filter on aggregates with HAVING", kind="syntax")
 
     aliases = {name.lower(): expr for name, expr in items}
     column_names = {n.lower() for n in names}
@@ -204,7 +204,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
                 pos = int(g.this)
                 if not 1 <= pos <= len(items):
                     raise QueryError(f"GROUP BY position {pos} is not in the select list "
-                                     f"(1 to {len(items)})")
+                                     f"(1 to {len(items)})", kind="syntax")
                 group.append(items[pos - 1][1])
             elif isinstance(g, exp.Column) and not g.table and g.name.lower() not in column_names \
                     and g.name.lower() in aliases:
@@ -228,7 +228,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
                 raise unsupported(agg, f"the aggregate {agg.sql(dialect='duckdb')[:50]}")
             if agg.find(exp.AggFunc) is not agg or any(a.find(exp.AggFunc) for a in agg.args.values()
                                                         if isinstance(a, exp.Expression)):
-                raise QueryError("aggregates cannot be nested")
+                raise QueryError("aggregates cannot be nested", kind="syntax")
             aggregates.setdefault(key(agg), agg)
     distinct = select.args.get("distinct") is not None
     is_aggregate = bool(group) or bool(aggregates) or having is not None
@@ -248,7 +248,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
                 query.columns.add(name)
             elif name not in aliases and layout is not None:
                 raise QueryError(f"no column named {_short(col.name)!r} in {query.table}",
-                                 hint="columns: " + column_list(names))
+                                 hint="columns: " + column_list(names), kind="unknown_object")
     return query
 
 

@@ -91,7 +91,7 @@ def _convert(arr: pa.Array, layout: Layout, col: int, path: str) -> pa.Array:
                          f"({str(exc).splitlines()[0]})",
                          hint='declare the column\'s type in the source\'s "columns" table'
                          if kind != TS or not layout.timestamp_format else
-                         "fix the source's timestamp_format") from None
+                         "fix the source's timestamp_format", kind="type") from None
     return out if kind == TS else out.cast(arrow_type(kind))
 
 
@@ -104,7 +104,7 @@ def filtered(frame: Frame, rest: list[exp.Expression]) -> Frame:
         if isinstance(m, pa.Scalar) or m.type != pa.bool_():
             m = broadcast(m, frame.length)
             if m.type != pa.bool_():
-                raise QueryError("WHERE needs a boolean condition")
+                raise QueryError("WHERE needs a boolean condition", kind="type")
         mask = m if mask is None else pc.and_kleene(mask, m)
     table = pa.table(dict(frame.columns)) if frame.columns else None
     keep = pc.fill_null(mask, False)
@@ -442,7 +442,7 @@ def order_array(node: exp.Expression, names: list[str], outputs: list[pa.Array],
         pos = int(node.this)
         if not 1 <= pos <= len(outputs):
             raise QueryError(f"ORDER BY position {pos} is not in the select list "
-                             f"(1 to {len(outputs)})")
+                             f"(1 to {len(outputs)})", kind="syntax")
         return outputs[pos - 1]
     if isinstance(node, exp.Column):
         lowered = [n.lower() for n in names]

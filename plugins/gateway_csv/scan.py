@@ -158,7 +158,7 @@ class Scanner:
             return QueryError(f"{self.path}: the file changed during the scan (it was "
                               "truncated or rewritten while being read)",
                               hint="run the query again once the file is no longer being "
-                                   "written", engine=self.engine)
+                                   "written", engine=self.engine, kind="resource")
         layout = self.layout
         line = self._line_of(offset)
         what = _ERRORS.get(kind, kind).format(
@@ -180,7 +180,7 @@ class Scanner:
                       'or on_error = "skip" to skip malformed rows')
         else:
             hint = 'set on_error = "skip" on the source to skip malformed rows'
-        return QueryError(f"{where}: {what}", hint=hint, engine=self.engine)
+        return QueryError(f"{where}: {what}", hint=hint, engine=self.engine, kind="type")
 
     def _fields_at(self, offset: int) -> int:
         """How many fields the row at ``offset`` has (quotes respected)."""

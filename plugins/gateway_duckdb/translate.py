@@ -53,7 +53,8 @@ def error_kind(message: str) -> str | None:
     if kind in ("syntax", "resource") and any(m in lower for m in _MISSING):
         return "unknown_object"  # a column or file that is not there
     if kind == "syntax" and ("no function matches" in lower or "best candidate" in lower
-                             or "cannot compare" in lower):
+                             or "cannot compare" in lower or "cannot mix" in lower
+                             or "cannot combine" in lower):
         return "type"
     if kind == "type" and "out of range" in lower:
         return "out_of_range"
