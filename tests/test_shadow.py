@@ -13,8 +13,9 @@ from tests.conformance.corpus import SOURCES, all_cases
 
 #: bug -> a query on the bundled data that the bug changes
 BUG_QUERIES = {
-    "order_by_ignored": "SELECT payment_type, count(*) AS n FROM trips GROUP BY payment_type "
-                        "ORDER BY n DESC",
+    # a scan keeps the file's order (trip_id ascending), which the bug reverses, so the
+    # answer is always out of order; a GROUP BY's order is random and could happen to fit
+    "order_by_ignored": "SELECT trip_id, total_amount FROM trips ORDER BY trip_id",
     "null_group_lost": "SELECT passenger_count, count(*) AS n FROM trips GROUP BY passenger_count",
     "round_half_even": "SELECT x, round(x) AS r FROM (VALUES (0.5), (1.5), (2.5)) t(x)",
     "integer_overflow_wraps": "SELECT sum(x)::BIGINT AS s FROM (VALUES (2147483647), (10)) t(x)",
