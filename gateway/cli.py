@@ -37,6 +37,7 @@ from gateway.commands import (
     formatter,
 )
 from gateway.errors import ConfigError, GatewayError
+from gateway.handles import cancel_all
 from gateway.startup import exit_now, tune_collector
 
 #: The core subcommand modules, in the order ``--help`` lists them (plugins' follow).
@@ -137,6 +138,10 @@ def _sigint_noted() -> Iterator[threading.Event]:
 
     def on_sigint(signum: int, frame: Any) -> None:
         noted.set()
+        # an engine may swallow the KeyboardInterrupt below and run on: stop its
+        # queries from another thread (not from a signal handler, which may have
+        # interrupted the engine's own code)
+        threading.Thread(target=cancel_all, name="sigint-cancel", daemon=True).start()
         signal.default_int_handler(signum, frame)
 
     previous = signal.signal(signal.SIGINT, on_sigint)

@@ -25,6 +25,11 @@ from gateway.errors import Cancelled, GatewayError, QueryTimeout
 
 _ids = itertools.count(1)
 
+#: seconds after a cancel at which a query that is still running has its stoppers called
+#: again: an interrupt that reaches an engine just before its query starts is lost
+#: (DuckDB clears the flag when a query begins), and the query would run to its end
+_NUDGES = (0.25, 0.5, 1.0, 2.0, 4.0)
+
 
 @dataclass(frozen=True)
 class RunningQuery:
@@ -71,18 +76,22 @@ class QueryHandle:
         self._reason: type[GatewayError] | None = None
         self._on_done: list[Callable[[QueryHandle], None]] = []
         self._done = False
+        _live.add(self)
 
     # -- what engines use --------------------------------------------------------
     def on_cancel(self, fn: Callable[[], None]) -> None:
         """Register how to stop this query; ``fn`` runs at once if it is already cancelled.
 
-        ``fn`` is called from the cancelling thread, must not block for long,
-        and is called at most once. Exceptions from it are ignored (a query
-        that just finished cannot be interrupted).
+        ``fn`` is called from the cancelling thread and must not block for long.
+        It is called again, a few times over some seconds, while a cancelled
+        query is still running, so it must be harmless to repeat (an interrupt,
+        a cancel request). Exceptions from it are ignored (a query that just
+        finished cannot be interrupted).
         """
         with self._lock:
-            if self._reason is None:
+            if not self._done:
                 self._stoppers.append(fn)
+            if self._reason is None:
                 return
         _quietly(fn)
 
@@ -116,10 +125,22 @@ class QueryHandle:
             if self._done or self._reason is not None:
                 return False
             self._reason = reason
-            stoppers, self._stoppers = self._stoppers, []
+            stoppers = list(self._stoppers)
         for fn in stoppers:
             _quietly(fn)
+        _deadlines.add(time.monotonic() + _NUDGES[0], self, nudge=0)
         return True
+
+    def _nudge(self, nudge: int) -> None:
+        """Call the stoppers of a cancelled query that is still running once more."""
+        with self._lock:
+            if self._done:
+                return
+            stoppers = list(self._stoppers)
+        for fn in stoppers:
+            _quietly(fn)
+        if nudge + 1 < len(_NUDGES):
+            _deadlines.add(time.monotonic() + _NUDGES[nudge + 1], self, nudge=nudge + 1)
 
     def start_timer(self) -> None:
         """Arm the timeout, if there is one (one shared thread watches every deadline)."""
@@ -171,7 +192,8 @@ class QueryHandle:
 
 
 class _Deadlines:
-    """One daemon thread that cancels the queries whose timeout has passed.
+    """One daemon thread that cancels the queries whose timeout has passed, and
+    nudges cancelled queries that are still running.
 
     A ``threading.Timer`` per query started a thread per query: 0.3 ms of a
     1 ms ``SELECT 1`` over Flight. The heap holds handles weakly, so a
@@ -179,13 +201,14 @@ class _Deadlines:
     """
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, weakref.ref[QueryHandle]]] = []
+        self._heap: list[tuple[float, int, int, weakref.ref[QueryHandle]]] = []
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def add(self, when: float, handle: QueryHandle) -> None:
+    def add(self, when: float, handle: QueryHandle, nudge: int = -1) -> None:
+        """At ``when``, time ``handle`` out, or with ``nudge`` >= 0 nudge it."""
         with self._wake:
-            heapq.heappush(self._heap, (when, handle.query_id, weakref.ref(handle)))
+            heapq.heappush(self._heap, (when, handle.query_id, nudge, weakref.ref(handle)))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="query-deadlines",
                                                 daemon=True)
@@ -197,18 +220,35 @@ class _Deadlines:
             with self._wake:
                 while not self._heap:
                     self._wake.wait()
-                when, _, ref = self._heap[0]
+                when, _, nudge, ref = self._heap[0]
                 left = when - time.monotonic()
                 if left > 0:
                     self._wake.wait(left)
                     continue
                 heapq.heappop(self._heap)
             handle = ref()
-            if handle is not None and not handle.finished:
+            if handle is None or handle.finished:
+                continue
+            if nudge >= 0:
+                handle._nudge(nudge)
+            else:
                 handle._expire()
 
 
 _deadlines = _Deadlines()
+#: every handle not yet collected, for :func:`cancel_all`
+_live: weakref.WeakSet[QueryHandle] = weakref.WeakSet()
+
+
+def cancel_all() -> int:
+    """Cancel every query running in this process (Ctrl-C in the CLI); returns how many.
+
+    Safe from any thread. The CLI calls it from a thread of its own on SIGINT,
+    because an engine may swallow the KeyboardInterrupt (DuckDB 2.0's Python
+    client often does while a query runs), which would leave the query running
+    to its end.
+    """
+    return sum(handle.cancel() for handle in list(_live) if not handle.finished)
 
 
 def _quietly(fn: Callable[[], None]) -> None:

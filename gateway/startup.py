@@ -37,10 +37,15 @@ def tune_collector() -> None:
 def exit_now(code: int) -> NoReturn:
     """Exit with ``code`` without tearing the interpreter's modules down.
 
-    Exit handlers still run and output is flushed first. While a thread other
-    than this one is alive (a background shadow run), the exit is the normal one.
+    Exit handlers still run and output is flushed first. While a non-daemon
+    thread other than this one is alive (a background shadow run), the exit is
+    the normal one, which waits for it. Daemon threads (the query deadlines, a
+    Ctrl-C's cancel) are not waited for by either exit; tearing the interpreter
+    down under one that is inside an engine's C++ code can abort the process
+    ("exception not rethrown"), which this exit avoids.
     """
-    if threading.active_count() > 1:
+    me = threading.current_thread()
+    if any(t is not me and not t.daemon and t.is_alive() for t in threading.enumerate()):
         sys.exit(code)
     import atexit
 

@@ -1,0 +1,56 @@
+"""Query handles: a cancel that an engine misses is repeated, and Ctrl-C reaches every query."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from gateway.handles import QueryHandle, cancel_all
+
+
+def _wait_for(condition, seconds: float = 10.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def test_a_cancel_the_engine_missed_is_repeated_until_the_query_ends():
+    """DuckDB clears its interrupt flag when a query begins, so an interrupt that lands
+    between the engine registering its stopper and the query starting is lost: the
+    handle calls the stopper again while the query still runs."""
+    calls = []
+    handle = QueryHandle("e", 1, "SELECT 1")
+    handle.on_cancel(lambda: calls.append(time.monotonic()))
+    assert handle.cancel()
+    assert len(calls) == 1
+    assert _wait_for(lambda: len(calls) >= 3), calls
+    handle.finish()
+    settled = len(calls)
+    time.sleep(0.6)  # longer than the next nudge would wait
+    assert len(calls) == settled
+
+
+def test_a_stopper_registered_after_the_cancel_runs_at_once_and_is_repeated():
+    handle = QueryHandle("e", 1, "SELECT 1")
+    handle.cancel()
+    calls = []
+    handle.on_cancel(lambda: calls.append(1))
+    assert calls == [1]
+    assert _wait_for(lambda: len(calls) >= 2)
+    handle.finish()
+
+
+def test_cancel_all_stops_every_running_query_and_no_finished_one():
+    running = [QueryHandle("e", i, "SELECT 1") for i in range(3)]
+    done = QueryHandle("e", 9, "SELECT 1")
+    done.finish()
+    stopped = threading.Event()
+    running[0].on_cancel(stopped.set)
+    assert cancel_all() >= 3
+    assert stopped.is_set()
+    assert all(h.cancelled for h in running) and not done.cancelled
+    for h in running:
+        h.finish()
