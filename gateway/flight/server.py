@@ -637,8 +637,8 @@ def _json(value: Any) -> bytes:
 
 def _sources_only(gw: Gateway) -> None:
     """Leave remote SQL users only the configured sources on every engine that has the
-    ``files`` option (``duckdb``, ``csv``); ``[serve] any_file = true`` leaves them as
-    configured.
+    ``files`` option (``duckdb``, ``ducklake``, ``csv``; a SQLite database through ``adbc`` or
+    ``odbc`` keeps to its own file); ``[serve] any_file = true`` leaves them as configured.
 
     Engines start on their first query, so setting the option here, before
     serving, is in time.
