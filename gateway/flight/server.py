@@ -303,8 +303,10 @@ class FlightSqlServer(flight.FlightServerBase):
         prepared = entry.prepared
         self._check_statement(user, prepared.engine, prepared.sql)
         self._admit(user)
+        session = self._session(context, create=False)
+        reference = session.reference if session is not None else None
         return self._start(user, prepared.engine, prepared.sql, lambda: prepared.execute(
-            entry.parameters, self.settings.query_timeout))
+            entry.parameters, self.settings.query_timeout, shadow=reference))
 
     def _start(self, user: User, engine: str, sql: str, run: Callable[[], Result]) -> Query:
         started = time.monotonic()
