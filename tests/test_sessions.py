@@ -252,6 +252,10 @@ def test_one_shot_queries_reuse_an_idle_cursor_but_never_its_state(gw: Any) -> N
     with pytest.raises(QueryError, match="tt"):
         gw.execute("SELECT * FROM tt", engine="duck").to_arrow()
     assert cursor not in idle  # the statements that changed it closed it
+    path = gw.engine("duck")._session
+    path.reset_idle()  # what a ducklake engine's reattach asks for
+    assert path._idle == []
+    assert gw.execute("SELECT 3 AS x", engine="duck").to_arrow().to_pylist() == [{"x": 3}]
 
 
 def test_the_engine_timeout_option_is_the_default(tmp_path: Path) -> None:

@@ -120,6 +120,14 @@ class PythonSession:
             except Exception:  # an already finished cursor cannot be interrupted
                 pass
 
+    def reset_idle(self) -> None:
+        """Close the idle cursors, whose current database may have been detached since (the
+        ``ducklake`` engine's ``reattach``); later one-shot statements open fresh ones."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for cur in idle:
+            cur.close()
+
     def close(self) -> None:
         with self._lock:
             con, self._con = self._con, None
