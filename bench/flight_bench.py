@@ -267,6 +267,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--trips", type=int, default=500, help="round trips per contender")
     parser.add_argument("--per-client", type=int, default=50, help="queries per client thread")
+    parser.add_argument("--parts", default="big,trips,throughput",
+                        help="which parts to run, comma-separated: big, trips, throughput")
     parser.add_argument("--role", choices=["bare", "worker"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "bare":
@@ -283,12 +285,16 @@ def main() -> None:
         worker = Process([*me, "--role", "worker"])
         try:
             print(f"load average at start: {os.getloadavg()}", flush=True)
-            print(f"\n{args.rows:,}-row answer, read to the end\n")
-            print("\n".join(part_big(args, arrowgate, bare, worker)), flush=True)
-            print(f"\nSELECT 1 round trips ({args.trips} each)\n")
-            print("\n".join(part_round_trip(args, arrowgate, bare, worker)), flush=True)
-            print(f"\nthroughput, {args.per_client} queries of 1,000 rows per client\n")
-            print("\n".join(part_throughput(args, arrowgate, bare)), flush=True)
+            parts = args.parts.split(",")
+            if "big" in parts:
+                print(f"\n{args.rows:,}-row answer, read to the end\n")
+                print("\n".join(part_big(args, arrowgate, bare, worker)), flush=True)
+            if "trips" in parts:
+                print(f"\nSELECT 1 round trips ({args.trips} each)\n")
+                print("\n".join(part_round_trip(args, arrowgate, bare, worker)), flush=True)
+            if "throughput" in parts:
+                print(f"\nthroughput, {args.per_client} queries of 1,000 rows per client\n")
+                print("\n".join(part_throughput(args, arrowgate, bare)), flush=True)
             print(f"\nload average at end: {os.getloadavg()}")
         finally:
             for proc in (arrowgate, bare, worker):

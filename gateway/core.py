@@ -237,11 +237,17 @@ class Gateway:
         return sorted((h.snapshot() for h in handles), key=lambda q: q.query_id)
 
     def rewrite(self, sql: str, engine: str) -> str:
-        """``sql`` after the ``arrowgate_rewrite_sql`` hooks, as ``engine`` will run it."""
+        """``sql`` after the ``arrowgate_rewrite_sql`` hooks, as ``engine`` will run it.
+
+        Raises:
+            gateway.errors.QueryError: the engine refuses the statement (``Engine.check_sql``).
+        """
         cfg = self.engine_config(engine)
         rewritten = self.pm.hook.arrowgate_rewrite_sql(sql=sql, engine=cfg.name,
                                                        engine_type=cfg.type)
-        return rewritten if isinstance(rewritten, str) else sql
+        run_sql = rewritten if isinstance(rewritten, str) else sql
+        self.engine(cfg.name).check_sql(run_sql)
+        return run_sql
 
     def _run(self, session: Session, sql: str, parameters: Sequence[Any] | None,
              timeout: float | None, start: Any) -> Result:

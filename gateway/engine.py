@@ -229,6 +229,20 @@ class Engine:
         """
         raise NotImplementedError
 
+    def check_sql(self, sql: str) -> None:
+        """Refuse a statement before anything runs or plans it.
+
+        Called by the core for every statement and every statement prepared,
+        after ``arrowgate_rewrite_sql``. The base engine refuses nothing.
+
+        Args:
+            sql: the statement, as :meth:`execute` would get it.
+
+        Raises:
+            gateway.errors.QueryError: (kind ``permission``) the engine may not run it,
+                with what was refused and why.
+        """
+
     def open_session(self, one_shot: bool = False) -> EngineSession:
         """A session: one connection whose state (:attr:`session_state`) lasts across statements.
 

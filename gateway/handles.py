@@ -213,7 +213,10 @@ class _Deadlines:
                 self._thread = threading.Thread(target=self._run, name="query-deadlines",
                                                 daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            if self._heap[0][1] == handle.query_id:
+                # only a new earliest deadline changes how long the thread sleeps; waking it
+                # for every query cost the Flight service's SELECT 1 a thread switch
+                self._wake.notify()
 
     def _run(self) -> None:
         while True:

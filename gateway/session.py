@@ -211,11 +211,16 @@ class PreparedStatement:
         return self._prepared.parameter_schema
 
     def execute(self, parameters: Sequence[Any] | pa.RecordBatch | pa.Table | None = None, *,
-                timeout: float | None = None) -> Result:
+                timeout: float | None = None, shadow: str | bool | None = None) -> Result:
         """Run the statement with one row of parameters, or with every row of a batch or table.
 
         With many rows the answers come back one after the other in one
         :class:`~gateway.result.Result` (for DML, its ``update_count`` is the total).
+
+        Args:
+            shadow: as :meth:`gateway.Gateway.execute`: the reference runs the
+                statement's SQL with the same parameters. Only a run with at
+                most one row of parameters is shadowed.
 
         Raises:
             gateway.errors.QueryError: the number of values does not match the
@@ -225,14 +230,30 @@ class PreparedStatement:
 
         if self._closed:
             raise GatewayError("the prepared statement is closed", engine=self.session.engine)
+        values: list[Any] | None
         if isinstance(parameters, (pa.RecordBatch, pa.Table)):
             rows = self._rows_of(parameters)
-            return self.session._run(self.sql, None, timeout,
-                                     lambda handle, _sql: self._many(rows, handle))
-        values = None if parameters is None else list(parameters)
+            if len(rows) != 1:
+                return self.session._run(self.sql, None, timeout,
+                                         lambda handle, _sql: self._many(rows, handle))
+            values = rows[0]
+        else:
+            values = None if parameters is None else list(parameters)
         self._check_count(0 if values is None else len(values))
-        return self.session._run(self.sql, values, timeout,
-                                 lambda handle, _sql: self._prepared.execute(values, handle))
+
+        def run() -> Result:
+            return self.session._run(self.sql, values, timeout,
+                                     lambda handle, _sql: self._prepared.execute(values, handle))
+
+        gw = self.session.gw
+        if isinstance(shadow, str) or (shadow is None and gw.shadow_settings is not None):
+            from gateway.shadow import shadow_execute
+
+            shadowed = shadow_execute(gw, self.sql, self.session.engine, values, shadow,
+                                      session=self.session, timeout=timeout, primary_run=run)
+            if shadowed is not None:
+                return shadowed
+        return run()
 
     def _rows_of(self, table: pa.RecordBatch | pa.Table) -> list[list[Any]]:
         self._check_count(table.num_columns, "columns")

@@ -49,7 +49,7 @@ import dataclasses
 import os
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -212,13 +212,15 @@ def _writes_inside(stmt: Any, exp: Any) -> bool:
 
 def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
                    shadow: str | bool | None, session: Session | None = None,
-                   timeout: float | None = None) -> Result | None:
+                   timeout: float | None = None,
+                   primary_run: Callable[[], Result] | None = None) -> Result | None:
     """What :meth:`Gateway.execute` calls first: the shadowed result, or None to run plainly.
 
     ``shadow``: a reference engine name, False (never shadow), or None (the
     configuration's ``[shadow]`` section decides). ``session``: the primary
     runs in it (the reference always runs in a session of its own).
-    ``timeout``: the primary's per-query timeout.
+    ``timeout``: the primary's per-query timeout. ``primary_run``: how the primary
+    runs, when it is not ``sql`` itself (a prepared statement's execution).
     """
     configured: ShadowSettings | None = getattr(gw, "shadow_settings", None)
     primary = gw.engine_config(engine).name
@@ -237,7 +239,7 @@ def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
         return None
     result, error, record = run_shadowed(gw, sql, primary, settings.reference, settings,
                                          parameters=parameters, session=session,
-                                         timeout=timeout)
+                                         timeout=timeout, primary_run=primary_run)
     if error is not None:
         if isinstance(error, GatewayError):
             error.shadow = record  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gateway.compare import Verdict, compare_outcomes, compare_with_noise
@@ -314,6 +314,7 @@ def run_shadowed(
     store: bool = True,
     session: Session | None = None,
     timeout: float | None = None,
+    primary_run: Callable[[], Result] | None = None,
 ) -> tuple[Result | None, BaseException | None, ShadowRecord]:
     """Run ``sql`` on ``primary`` and ``reference`` and judge the answers.
 
@@ -328,6 +329,9 @@ def run_shadowed(
             session of its own).
         timeout: the primary's per-query timeout (the reference has the
             shadow timeout).
+        primary_run: how the primary runs when it is not ``sql`` with ``parameters``
+            (a prepared statement's execution); the reference still runs ``sql``
+            with ``parameters``.
 
     Returns:
         the primary's result or None, the primary's error or None, and the record.
@@ -338,6 +342,8 @@ def run_shadowed(
     reason = skip_reason(sql, settings, gw.dialect(primary))
 
     def run_primary() -> Result:
+        if primary_run is not None:
+            return primary_run()
         if session is not None:
             return session.execute(sql, parameters, shadow=False, timeout=timeout)
         return gw.execute(sql, engine=primary, parameters=parameters, shadow=False,

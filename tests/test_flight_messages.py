@@ -49,9 +49,11 @@ def answers(**overrides):
 
 def test_sql_info_answers_every_code_of_the_specification():
     got = answers()
-    server = {0, 1, 2, 3, 4, 5, 8, 9, 100, 101}
+    # all of FlightSql.proto's SqlInfo enum but 6 and 7, Substrait's versions: null without it
+    server = {0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 100, 101}
     assert server | set(range(500, 577)) == set(got)
     assert got[0] == "arrowgate" and got[504] == '"' and got[563] is False
+    assert got[10] is False and got[11] is False  # no bulk ingestion
 
 
 def test_sql_info_advertises_transactions_only_when_the_engine_has_them():

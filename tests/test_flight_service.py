@@ -15,9 +15,11 @@ import subprocess
 import sys
 import time
 
+import adbc_driver_flightsql.dbapi as dbapi
 import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
+from google.protobuf import any_pb2
 
 from gateway.flight import messages as M
 from tests.conftest import ROOT
@@ -108,3 +110,42 @@ def test_shadow_verdict_of_an_unknown_query_is_not_found():
     with serving() as server, flight.connect(server.location) as client, \
             pytest.raises(pa.ArrowKeyError, match="no query 999999"):
         action(client, "shadow-verdict", b"999999")
+
+
+#: Two DuckDB engines a setting apart: 7 / 2 is 3.5 on one and 3 on the other.
+DIVERGING = {"default_engine": "duck",
+             "engines": {"duck": {"type": "duckdb"},
+                         "floor": {"type": "duckdb", "settings": {"integer_division": True}}}}
+
+
+def test_prepared_statements_are_shadowed_like_statements(tmp_path):
+    config = {**DIVERGING, "shadow": {"primary": "duck", "reference": "floor", "sample": 1.0,
+                                      "store": str(tmp_path / "shadow")}}
+    with serving(config) as server:
+        with dbapi.connect(server.location, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute("SELECT ? / 2 AS half", parameters=(7,))  # prepared, bound by DoPut
+            assert cur.fetchall() == [(3.5,)]
+            cur.execute("SELECT ? + 1 AS next", parameters=(7,))
+            assert cur.fetchall() == [(8,)]
+        with flight.connect(server.location) as client:
+            request = M.ActionCreatePreparedStatementRequest(query="SELECT ? / 2 AS half")
+            (created,) = client.do_action(flight.Action("CreatePreparedStatement",
+                                                        M.pack(request)))
+            prepared = M.ActionCreatePreparedStatementResult()
+            any_pb2.Any.FromString(created.body.to_pybytes()).Unpack(prepared)
+            descriptor = flight.FlightDescriptor.for_command(M.pack(
+                M.CommandPreparedStatementQuery(
+                    prepared_statement_handle=prepared.prepared_statement_handle)))
+            params = pa.record_batch({"p": [9]})
+            writer, _ = client.do_put(descriptor, params.schema)
+            writer.write_batch(params)
+            writer.close()
+            info = client.get_flight_info(descriptor)
+            assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == \
+                [{"half": 4.5}]
+            query_id = json.loads(info.app_metadata)["query_id"]
+            verdict = action(client, "shadow-verdict", str(query_id).encode())
+            assert verdict["shadow"]["status"] == "compared"
+            assert verdict["shadow"]["category"] == "values"
+            summary = action(client, "shadow-summary")
+    assert summary["by_category"] == {"values": 2, "match": 1}

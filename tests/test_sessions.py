@@ -216,6 +216,48 @@ def test_timeouts_share_one_watching_thread(gw: Any) -> None:
     assert [t.name for t in threading.enumerate()].count("query-deadlines") == 1
 
 
+def test_only_a_new_earliest_deadline_wakes_the_watching_thread() -> None:
+    from gateway.handles import QueryHandle, _Deadlines
+
+    deadlines = _Deadlines()
+    wakes: list[int] = []
+    notify = deadlines._wake.notify
+    deadlines._wake.notify = lambda n=1: (wakes.append(n), notify(n))  # type: ignore[method-assign]
+    handles = [QueryHandle("duck", 0, "SELECT 1", timeout=1) for _ in range(3)]
+    now = time.monotonic()
+    deadlines.add(now + 60, handles[0])
+    deadlines.add(now + 120, handles[1])  # later than the one the thread sleeps until
+    assert len(wakes) == 1
+    deadlines.add(now + 0.05, handles[2])
+    assert len(wakes) == 2
+    for _ in range(200):
+        if handles[2].timed_out:
+            break
+        time.sleep(0.01)
+    assert handles[2].timed_out and not handles[0].timed_out
+
+
+def test_one_shot_queries_reuse_an_idle_cursor_but_never_its_state(gw: Any) -> None:
+    idle = gw.engine("duck")._session._idle
+    gw.execute("SELECT 1", engine="duck").to_arrow()
+    assert len(idle) == 1
+    cursor = idle[0]
+    gw.execute("SELECT 2", engine="duck").to_arrow()
+    assert idle == [cursor]
+    for sql in ("SET VARIABLE v = 7", "CREATE TEMP TABLE tt AS SELECT 1 AS x",
+                "SELECT 1; SET VARIABLE v = 8"):
+        gw.execute(sql, engine="duck").to_arrow()
+    assert gw.execute("SELECT getvariable('v') AS v", engine="duck").to_arrow() \
+        .to_pylist() == [{"v": None}]
+    with pytest.raises(QueryError, match="tt"):
+        gw.execute("SELECT * FROM tt", engine="duck").to_arrow()
+    assert cursor not in idle  # the statements that changed it closed it
+    path = gw.engine("duck")._session
+    path.reset_idle()  # what a ducklake engine's reattach asks for
+    assert path._idle == []
+    assert gw.execute("SELECT 3 AS x", engine="duck").to_arrow().to_pylist() == [{"x": 3}]
+
+
 def test_the_engine_timeout_option_is_the_default(tmp_path: Path) -> None:
     with gateway.connect({"engines": {"duck": {"type": "duckdb", "timeout": 0.3}}}) as gw, \
             pytest.raises(QueryTimeout):

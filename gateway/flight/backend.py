@@ -43,10 +43,13 @@ class Prepared:
     def parameter_schema(self) -> pa.Schema:
         return self.statement.parameter_schema
 
-    def execute(self, parameters: Sequence[Any] | pa.Table | None,
-                timeout: float | None) -> Result:
-        """Run with one row of parameters, or every row of a table (answers one after another)."""
-        return self.statement.execute(parameters, timeout=timeout)
+    def execute(self, parameters: Sequence[Any] | pa.Table | None, timeout: float | None,
+                shadow: str | None = None) -> Result:
+        """Run with one row of parameters, or every row of a table (answers one after another).
+
+        ``shadow`` names a reference engine; None lets the ``[shadow]`` section decide.
+        """
+        return self.statement.execute(parameters, timeout=timeout, shadow=shadow)
 
     def close(self) -> None:
         self.statement.close()

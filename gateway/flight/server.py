@@ -303,8 +303,10 @@ class FlightSqlServer(flight.FlightServerBase):
         prepared = entry.prepared
         self._check_statement(user, prepared.engine, prepared.sql)
         self._admit(user)
+        session = self._session(context, create=False)
+        reference = session.reference if session is not None else None
         return self._start(user, prepared.engine, prepared.sql, lambda: prepared.execute(
-            entry.parameters, self.settings.query_timeout))
+            entry.parameters, self.settings.query_timeout, shadow=reference))
 
     def _start(self, user: User, engine: str, sql: str, run: Callable[[], Result]) -> Query:
         started = time.monotonic()
@@ -637,8 +639,8 @@ def _json(value: Any) -> bytes:
 
 def _sources_only(gw: Gateway) -> None:
     """Leave remote SQL users only the configured sources on every engine that has the
-    ``files`` option (``duckdb``, ``csv``); ``[serve] any_file = true`` leaves them as
-    configured.
+    ``files`` option (``duckdb``, ``ducklake``, ``csv``; a SQLite database through ``adbc`` or
+    ``odbc`` keeps to its own file); ``[serve] any_file = true`` leaves them as configured.
 
     Engines start on their first query, so setting the option here, before
     serving, is in time.

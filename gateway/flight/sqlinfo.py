@@ -1,7 +1,8 @@
 """The ``CommandGetSqlInfo`` answer: what the service and its SQL can do.
 
 JDBC and DBeaver read this to decide what to offer, so every code of the
-specification's server and syntax ranges has an answer, and each answer is
+specification's server and syntax ranges has an answer (but the Substrait
+versions, which the specification makes null when Substrait is not served), and each answer is
 what arrowgate does (the engines of today all speak DuckDB's SQL). Codes are
 the ``SqlInfo`` enum of the Flight SQL specification.
 """
@@ -106,8 +107,11 @@ def infos(*, read_only: bool, writable: bool, statement_length: int,
         Info(3, BOOL, read_only),
         Info(4, BOOL, True),             # SQL
         Info(5, BOOL, False),            # Substrait
+        # 6, 7 (Substrait's versions) are null without Substrait: left out of the answer
         Info(8, BITMASK, 1 if transactions else 0),  # BeginTransaction, no savepoints
         Info(9, BOOL, True),             # CancelQuery / CancelFlightInfo
+        Info(10, BOOL, False),           # no CommandStatementIngest (bulk ingestion)
+        Info(11, BOOL, False),           # ... so no ingestion in transactions
         Info(100, BITMASK, min(handle_timeout_ms, 2**31 - 1)),
         Info(101, BITMASK, min(handle_timeout_ms, 2**31 - 1) if transactions else 0),
         # SQL syntax

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gateway.drivers.adbc import PooledSession
 from gateway.drivers.dialects import SqlRewriter, Style
+from gateway.drivers.sqlite_files import check_sqlite_sql
 from gateway.engine import (
     CatalogColumn,
     Engine,
@@ -86,6 +87,10 @@ class AdbcEngine(Engine):
         "paramstyle": Option((str,), choices=("qmark", "numeric"),
                              help="the placeholders the driver takes: ? or $1 "
                                   "(default from driver)"),
+        "files": Option((str,), default="any", choices=("any", "sources"),
+                        help='"sources": a SQLite database reaches no other file (ATTACH, '
+                             "VACUUM INTO and load_extension are refused); a server's own "
+                             "rights govern the rest. arrowgate serve sets it"),
     }
 
     def __init__(self, name: str, options: Mapping[str, Any], sources: Mapping[str, Any]):
@@ -107,6 +112,7 @@ class AdbcEngine(Engine):
                               key=f"engines.{name}.dialect", engine=name,
                               hint='set dialect = "postgres" | "sqlite" | "tsql" | ...')
         self.rewriter = SqlRewriter(chosen, style, self.config.get("transpile_from"), name)
+        self._sqlite_files = chosen == "sqlite" and self.config["files"] == "sources"
         self._pool: Any = None
 
     @classmethod
@@ -120,6 +126,10 @@ class AdbcEngine(Engine):
             return version(f"adbc-driver-{driver}")
         except PackageNotFoundError:
             return None
+
+    def check_sql(self, sql: str) -> None:
+        if self._sqlite_files:
+            check_sqlite_sql(sql, self.name)
 
     # -- lifecycle -------------------------------------------------------
     def _driver(self) -> tuple[str, str | None]:

@@ -58,6 +58,11 @@ __all__ = ["DuckDBEngine", "translate"]
 
 _SETTING_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _SEARCH_PATH = f"SET search_path = 'main,{SOURCES_CATALOG}.main'"
+#: Extensions that open databases without DuckDB's file checks (SQLite's own file layer, a
+#: PostgreSQL server), by the prefix of their functions.
+_UNCHECKED_EXTENSIONS = {"sqlite_scanner": "sqlite", "postgres_scanner": "postgres"}
+#: Functions that run SQL held in a string, where no name can be checked beforehand.
+_SQL_FROM_TEXT = r"query|query_table|json_execute_serialized_sql"
 
 
 class Session(Protocol):
@@ -223,7 +228,7 @@ class DuckDBEngine(Engine):
 
     def lockdown_sql(self) -> list[str]:
         """With ``files = "sources"``: the statements, run last in the setup, that leave SQL
-        users only the sources' files and folders.
+        users only the files and folders of :meth:`allowed_files`.
 
         DuckDB checks every file a query opens against ``allowed_paths`` and
         ``allowed_directories`` once ``enable_external_access`` is false, and
@@ -232,6 +237,16 @@ class DuckDBEngine(Engine):
         """
         if self.config.get("files") != "sources":
             return []
+        paths, folders = self.allowed_files()
+        return [f"SET allowed_paths = {literal(paths)}",
+                f"SET allowed_directories = {literal(folders)}",
+                "SET enable_external_access = false"]
+
+    def allowed_files(self) -> tuple[list[str], list[str]]:
+        """(files, folders) SQL may still open with ``files = "sources"``: the sources'.
+
+        A folder ends with ``/``; a subclass adds what its own setup keeps open.
+        """
         paths, folders = [], []
         for source in self.sources.values():
             if source.is_folder:
@@ -245,9 +260,31 @@ class DuckDBEngine(Engine):
             # the binary hands its answers over through these (cli_session.py)
             paths += ["/dev/stdout"]
             folders += ["/dev/fd/"]
-        return [f"SET allowed_paths = {literal(paths)}",
-                f"SET allowed_directories = {literal(folders)}",
-                "SET enable_external_access = false"]
+        return paths, folders
+
+    def check_sql(self, sql: str) -> None:
+        """With ``files = "sources"`` and an extension loaded that opens databases past DuckDB's
+        file checks (:data:`_UNCHECKED_EXTENSIONS`), refuse what reaches them: ``ATTACH``, that
+        extension's functions (``sqlite_scan('/any.db', ...)``, ``postgres_query``), and the
+        functions that run SQL from a string.
+
+        Words are matched in the whole text, string literals included, so a name
+        cannot hide inside ``query('...')``.
+        """
+        if self.config.get("files") != "sources":
+            return
+        prefixes = [p for ext, p in _UNCHECKED_EXTENSIONS.items() if ext in self.extensions]
+        if not prefixes:
+            return
+        found = re.search(rf"(?i)\b(attach|(?:{'|'.join(prefixes)})_\w*|"
+                          rf"(?:{_SQL_FROM_TEXT})\b\"?\s*\()", sql)
+        if found is not None:
+            raise QueryError(
+                f"{found.group(1).rstrip('(').strip()!r} is not allowed: with files = \"sources\" "
+                f"this engine's {', '.join(e for e in _UNCHECKED_EXTENSIONS if e in self.extensions)}"
+                " would open databases DuckDB's file lockdown does not check",
+                engine=self.name, kind="permission",
+                hint="query the lake and the configured sources by name")
 
     # -- listing, without importing duckdb -------------------------------------
     @classmethod

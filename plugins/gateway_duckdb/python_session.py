@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -15,6 +16,12 @@ from gateway_duckdb.mount import SOURCES_CATALOG, literal
 from gateway_duckdb.translate import translate
 
 BATCH_ROWS = 122_880  # DuckDB's row-group size: batches line up with its vectors
+#: A single statement starting so changes nothing its cursor keeps (settings, USE, temporary
+#: objects, a transaction), so the cursor can serve the next one-shot statement.
+_KEEPS_NOTHING = re.compile(r"(?i)\s*(SELECT|FROM|VALUES|TABLE|WITH)\b")
+#: Idle cursors kept for one-shot statements: a new one costs its settings and search path
+#: (0.1-0.4 ms of a 1 ms SELECT 1 over Flight, docs/benchmarks.md).
+_IDLE_CURSORS = 8
 
 
 class PythonSession:
@@ -40,6 +47,7 @@ class PythonSession:
         self._per_cursor = list(per_cursor)
         self._lock = threading.Lock()
         self._running: set[Any] = set()
+        self._idle: list[Any] = []
         try:
             self._con: Any = duckdb.connect(database, read_only=read_only)
         except duckdb.Error as exc:
@@ -76,10 +84,27 @@ class PythonSession:
         return run_on_cursor(cur, sql, parameters, self.engine, lambda: self._release(cur))
 
     def open(self, engine: Any, one_shot: bool = False) -> CursorSession:
-        """A session: a cursor of its own, kept until the session closes."""
-        cur = self._cursor()
+        """A session: a cursor of its own, kept until the session closes.
+
+        A one-shot session takes an idle cursor when there is one, and gives it
+        back if its statement left the cursor as it found it.
+        """
+        with self._lock:
+            cur = self._idle.pop() if one_shot and self._idle else None
+        if cur is None:
+            cur = self._cursor()
         self._running.add(cur)  # so cancel() reaches the sessions' queries too
-        return CursorSession(engine, cur, self.engine, on_close=self._running.discard)
+        return CursorSession(engine, cur, self.engine, on_close=self._put_back,
+                             reusable=one_shot)
+
+    def _put_back(self, cur: Any, reusable: bool) -> bool:
+        """Take a session's cursor back; True when it is kept for the next one-shot session."""
+        self._running.discard(cur)
+        with self._lock:
+            if reusable and self._con is not None and len(self._idle) < _IDLE_CURSORS:
+                self._idle.append(cur)
+                return True
+        return False
 
     def _release(self, cur: Any) -> None:
         self._running.discard(cur)
@@ -95,9 +120,20 @@ class PythonSession:
             except Exception:  # an already finished cursor cannot be interrupted
                 pass
 
+    def reset_idle(self) -> None:
+        """Close the idle cursors, whose current database may have been detached since (the
+        ``ducklake`` engine's ``reattach``); later one-shot statements open fresh ones."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for cur in idle:
+            cur.close()
+
     def close(self) -> None:
         with self._lock:
             con, self._con = self._con, None
+            idle, self._idle = self._idle, []
+        for cur in idle:
+            cur.close()
         if con is not None:
             con.close()
 
@@ -141,12 +177,17 @@ class CursorSession(EngineSession):
     """A session of the in-process DuckDB: one cursor, so SET, USE, temp tables and
     transactions last until it closes; cancelling interrupts this cursor only."""
 
-    def __init__(self, engine: Any, cursor: Any, name: str, on_close: Any = None):
+    def __init__(self, engine: Any, cursor: Any, name: str, on_close: Any = None,
+                 reusable: bool = False):
         super().__init__(engine)
         self._cur = cursor
         self._name = name
+        #: ``on_close(cursor, reusable)``: True when it keeps the cursor, which is then not closed
         self._on_close = on_close
+        #: whether the cursor is still as it was opened (only one-shot sessions give it back)
+        self._reusable = reusable
         self._answer: pa.RecordBatchReader | None = None  # DuckDB's reader of the last answer
+        self._closed = False
 
     def _drop_answer(self) -> None:
         """Free the cursor of an answer nobody read to its end (DuckDB refuses the next
@@ -160,7 +201,9 @@ class CursorSession(EngineSession):
 
     def execute(self, sql: str, parameters: Sequence[Any] | None, handle: Any) -> EngineResult:
         self._drop_answer()
-        handle.on_cancel(self._cur.interrupt)
+        if self._reusable and (";" in sql or not _KEEPS_NOTHING.match(sql)):
+            self._reusable = False
+        handle.on_cancel(self._interrupt)
         notes = self.engine.result_notes() if self.engine is not None else {}
         return EngineResult(run_on_cursor(self._cur, sql, parameters, self._name,
                                           opened=self._keep), notes)
@@ -168,10 +211,17 @@ class CursorSession(EngineSession):
     def prepare(self, sql: str) -> Any:
         return _CursorPrepared(self, sql)
 
+    def _interrupt(self) -> None:
+        self._reusable = False
+        self._cur.interrupt()
+
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._drop_answer()
-        if self._on_close is not None:
-            self._on_close(self._cur)
+        if self._on_close is not None and self._on_close(self._cur, self._reusable):
+            return
         try:
             self._cur.close()
         except Exception:  # closing twice, or after the database went away

@@ -24,7 +24,7 @@ from gateway_ducklake.catalog import CatalogSpec, parse_libpq
 #: DuckDB releases whose extensions exist offline, newest first (docs/ducklake.md,
 #: "How it runs").
 #: The catalog format each one writes is in ``gateway_ducklake.health.CATALOG_FORMATS``.
-_INHERITED = ("settings", "secrets", "isolation", "timeout", "extensions")
+_INHERITED = ("settings", "secrets", "isolation", "timeout", "extensions", "files")
 _ATTACH_OPTION = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -204,11 +204,52 @@ class DuckLakeEngine(DuckDBEngine):
             stmts.append(f"SET ducklake_max_retry_count = {int(self.config['max_retry_count'])}")
         if self.spec.kind in ("sqlite", "duckdb"):
             Path(self.spec.target).parent.mkdir(parents=True, exist_ok=True)
+        data_path = os.path.expanduser(self.config.get("data_path") or "")
+        if self.config.get("files") == "sources" and data_path and "://" not in data_path:
+            # DuckLake makes it on its first write by walking up from the root, which the
+            # lockdown (lockdown_sql) no longer lets it look at
+            Path(data_path).mkdir(parents=True, exist_ok=True)
         stmts += [self.attach_sql(), f"USE {quote_ident(self.name)}"]
         return stmts
 
     def connection_sql(self) -> list[str]:
         return [f"USE {quote_ident(self.name)}"]
+
+    def allowed_files(self) -> tuple[list[str], list[str]]:
+        """The sources, and a file catalog with the files its database writes beside it.
+
+        The data path is added by :meth:`lockdown_sql`, from the attached lake.
+        """
+        paths, folders = super().allowed_files()
+        companions = {"sqlite": ("", "-journal", "-wal", "-shm"), "duckdb": ("", ".wal")}
+        paths += [self.spec.target + end for end in companions.get(self.spec.kind, ())]
+        return paths, folders
+
+    def lockdown_sql(self) -> list[str]:
+        """The base lockdown with the lake's data path left open as well.
+
+        The data path is read from the attached lake (``ducklake_options``), since
+        an existing catalog remembers its own and ``data_path`` may be unset; a
+        ``SET`` takes no subquery, so it passes through a variable.
+        """
+        if self.config.get("files") != "sources":
+            return []
+        paths, folders = self.allowed_files()
+        options = (f"FROM ducklake_options({literal(self.name)}) "
+                   "WHERE option_name = 'data_path'")
+        return [
+            # the folder, and the folder itself as a path: DuckLake creates it on its first write
+            f"SET VARIABLE arrowgate_data_folder = (SELECT coalesce(list(rtrim(value, '/') || '/'), "
+            f"[]) {options})",
+            f"SET VARIABLE arrowgate_data_path = (SELECT coalesce(list(rtrim(value, '/')), []) "
+            f"{options})",
+            f"SET allowed_paths = list_concat({literal(paths)}::VARCHAR[], "
+            "getvariable('arrowgate_data_path'))",
+            f"SET allowed_directories = list_concat({literal(folders)}::VARCHAR[], "
+            "getvariable('arrowgate_data_folder'))",
+            "RESET VARIABLE arrowgate_data_folder",
+            "RESET VARIABLE arrowgate_data_path",
+            "SET enable_external_access = false"]
 
     def connect(self) -> None:
         try:

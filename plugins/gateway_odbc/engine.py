@@ -35,6 +35,7 @@ from gateway.drivers.odbc import (
     format_connection_string,
     parse_connection_string,
 )
+from gateway.drivers.sqlite_files import check_sqlite_sql
 from gateway.engine import (
     CatalogColumn,
     Engine,
@@ -92,6 +93,10 @@ class OdbcEngine(Engine):
         "batch_bytes": Option((int,), default=16 << 20, minimum=1 << 16,
                               help="bytes of fetch buffer per batch (arrow-odbc sizes text "
                                    "columns by their declared width)"),
+        "files": Option((str,), default="any", choices=("any", "sources"),
+                        help='"sources": a SQLite database reaches no other file (ATTACH, '
+                             "VACUUM INTO and load_extension are refused); a server's own "
+                             "rights govern the rest. arrowgate serve sets it"),
     }
 
     def __init__(self, name: str, options: Mapping[str, Any], sources: Mapping[str, Any]):
@@ -122,6 +127,7 @@ class OdbcEngine(Engine):
         self.connection_string = format_connection_string(
             {k.upper() if k in ("driver", "dsn") else k: v for k, v in keys.items()})
         self.rewriter = SqlRewriter(chosen, "qmark", self.config.get("transpile_from"), name)
+        self._sqlite_files = chosen == "sqlite" and self.config["files"] == "sources"
         self._lock = threading.Lock()
         self._idle: list[OdbcConnection] = []
         self._running: set[OdbcConnection] = set()
@@ -135,6 +141,10 @@ class OdbcEngine(Engine):
             return f"arrow-odbc {version('arrow-odbc')}"
         except PackageNotFoundError:
             return None
+
+    def check_sql(self, sql: str) -> None:
+        if self._sqlite_files:
+            check_sqlite_sql(sql, self.name)
 
     # -- lifecycle -------------------------------------------------------
     def connect(self) -> None:
