@@ -258,3 +258,15 @@ def test_catalog_tree(pg):
         columns = gw.columns("a", table="t", catalog=name, schema="public")
         assert [(c.column, c.type) for c in columns] == [("a", pa.int32()), ("b", pa.string())]
         assert columns[0].catalog == name
+
+
+@pytest.mark.postgres
+def test_a_write_on_a_second_pooled_connection_is_committed(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw:
+        gw.execute("CREATE TABLE pooled (a int)").to_arrow()
+        held = gw.execute("SELECT generate_series(1, 10) AS i")  # keeps the first connection
+        gw.execute("INSERT INTO pooled VALUES (1)").to_arrow()  # so this runs on a clone
+        assert held.to_arrow().num_rows == 10
+    with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw:
+        assert _answer(gw, "SELECT count(*) AS n FROM pooled") == [{"n": 1}]

@@ -73,7 +73,7 @@ class ConnectionPool:
             if self._idle:
                 return self._idle.pop()
             first = self._first
-        con = first.adbc_clone()
+        con = clone(first)
         try:
             self._on_clone(con)
         except BaseException:
@@ -151,6 +151,24 @@ class ConnectionPool:
             _quietly(con.close)  # a connection whose stream is still open
         if first is not None and first not in idle:
             _quietly(first.close)
+
+
+def clone(first: Any) -> Any:
+    """A new connection on ``first``'s database, in autocommit mode as ``first`` is.
+
+    dbapi's ``adbc_clone`` turns autocommit off on the clone (DB-API's default),
+    so every statement on it would run in a transaction nobody commits: a
+    pooled connection's writes were lost when it closed, and a Flight SQL
+    server whose engine has no transactions refused the clone outright.
+    dbapi offers no public way to clone in autocommit mode, so its shared
+    database (``_db``) is reached here, as ``adbc_clone`` itself does.
+    """
+    import adbc_driver_manager
+    from adbc_driver_manager.dbapi import Connection
+
+    kwargs = first._conn_kwargs or {}
+    handle = adbc_driver_manager.AdbcConnection(first._db._db, **kwargs)
+    return Connection(first._db, handle, kwargs, autocommit=True)
 
 
 def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None,
