@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from gateway.engine import EngineResult, EngineSession
+from gateway.engine import EngineResult, EngineSession, is_read
 from gateway.errors import EngineConnectionError, GatewayError
 
 if TYPE_CHECKING:
@@ -235,7 +235,8 @@ class PooledSession(EngineSession):
         pool: the pool the connection comes from.
         notes: the notes each answer carries.
         reuse: give the connection back to the pool when the session closes
-            (after a ROLLBACK); otherwise close it, so no temporary table or
+            (after a ROLLBACK, when a statement other than a query ran: one
+            round trip less per one-shot query); otherwise close it, so no temporary table or
             setting of this session reaches a later one. A connection one of
             whose statements was cancelled is closed either way, as in
             :meth:`ConnectionPool.execute`.
@@ -249,11 +250,15 @@ class PooledSession(EngineSession):
         self._notes = notes
         self._reuse = reuse
         self._was_cancelled = False
+        self._only_queries = True  # so far: no statement could have opened a transaction
+        self._dialect = getattr(engine, "dialect", None) or "duckdb"
 
     def execute(self, sql: str, parameters: Sequence[Any] | None,
                 handle: QueryHandle) -> EngineResult:
         if self.connection is None:
             raise EngineConnectionError("the session is closed", engine=self.pool.engine)
+        if self._only_queries and not is_read(sql, self._dialect):
+            self._only_queries = False
         cur = self.pool.cursor(self.connection)
         handle.on_cancel(cur.adbc_cancel)
 
@@ -273,6 +278,9 @@ class PooledSession(EngineSession):
             return
         if not self._reuse or self._was_cancelled:
             self.pool.discard(con)
+            return
+        if self._only_queries:
+            self.pool.give_back(con)
             return
         try:  # a transaction left open must not leak into the next session
             cur = con.cursor()
