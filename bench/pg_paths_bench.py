@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gateway.bench import Contender, GatewayEngine, run_benchmark  # noqa: E402
+from gateway.bench import AdbcDriver, Contender, GatewayEngine, run_benchmark  # noqa: E402
 from gateway.corpus import Query  # noqa: E402
 from tests.pg import find_bin_dir, start_cluster  # noqa: E402
 
@@ -39,30 +39,6 @@ TABLE = ("CREATE TABLE bench AS SELECT g::int8 AS id, g * 0.5::float8 AS x, 'tri
          "timestamp '2020-01-01' + g * interval '1 second' AS ts "
          "FROM generate_series(1, {rows}) g")
 QUERY = "SELECT id, x, label, ts FROM bench ORDER BY id"
-
-
-@dataclass
-class AdbcDirect(Contender):
-    """The ADBC PostgreSQL driver on its own: one connection, one cursor per query."""
-
-    name: str
-    uri: str = ""
-
-    def start(self) -> str:
-        from importlib.metadata import version
-
-        import adbc_driver_postgresql.dbapi as pg
-
-        self._con: Any = pg.connect(self.uri)
-        return f"adbc-driver-postgresql {version('adbc-driver-postgresql')} directly"
-
-    def run(self, sql: str) -> Any:
-        with self._con.cursor() as cur:
-            cur.execute(sql)
-            return cur.fetch_arrow_table()
-
-    def stop(self) -> None:
-        self._con.close()
 
 
 @dataclass
@@ -110,7 +86,7 @@ def contenders(cluster: Any, dbname: str) -> list[Contender]:
         "duckdb_scanner": {"type": "duckdb", "version": "1.5.5",
                            "extensions": ["postgres_scanner"], "settings": {"threads": 2}},
     }}
-    return [AdbcDirect("adbc_direct", uri=cluster.uri(dbname)),
+    return [AdbcDriver("adbc_direct", driver="postgresql", uri=cluster.uri(dbname)),
             GatewayEngine("adbc", config), GatewayEngine("odbc", config),
             PyodbcRows("pyodbc_rows", connection=odbc),
             DuckdbScanner("duckdb_scanner", config, scan=(

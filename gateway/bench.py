@@ -60,10 +60,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.compare import CompareOptions, Verdict, compare_outcomes
-from gateway.contenders import Command, Contender, Function, GatewayEngine, RemoteError, Worker
+from gateway.contenders import (
+    AdbcDriver,
+    Command,
+    Contender,
+    Function,
+    GatewayEngine,
+    RemoteError,
+    Worker,
+)
 from gateway.corpus import Query
 
-__all__ = ["BenchReport", "Command", "Contender", "EngineTiming", "Function", "GatewayEngine",
+__all__ = ["AdbcDriver", "BenchReport", "Command", "Contender", "EngineTiming", "Function", "GatewayEngine",
            "QueryOutcome", "Spread", "rotated", "run_benchmark"]
 
 if TYPE_CHECKING:

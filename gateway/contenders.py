@@ -95,6 +95,36 @@ class GatewayEngine(Contender):
 
 
 @dataclass
+class AdbcDriver(Contender):
+    """An ADBC driver package used directly, the baseline an engine on it is measured
+    against: one connection (autocommit), one cursor per query, ``fetch_arrow_table``.
+
+    ``driver`` is the package's short name (``postgresql`` for
+    ``adbc_driver_postgresql``); ``uri`` is the database's.
+    """
+
+    name: str
+    driver: str = ""
+    uri: str = ""
+
+    def start(self) -> str:
+        import importlib
+        from importlib.metadata import version
+
+        dbapi = importlib.import_module(f"adbc_driver_{self.driver}.dbapi")
+        self._con: Any = dbapi.connect(self.uri, autocommit=True)
+        return f"adbc-driver-{self.driver} {version(f'adbc-driver-{self.driver}')} directly"
+
+    def run(self, sql: str) -> pa.Table:
+        with self._con.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetch_arrow_table()
+
+    def stop(self) -> None:
+        self._con.close()
+
+
+@dataclass
 class Command(Contender):
     """A program reading SQL on stdin and writing CSV (with a header) on stdout.
 

@@ -1,8 +1,10 @@
-"""PostgreSQL and SQLite databases holding given sources, and engine sections reaching them.
+"""Databases holding given sources, and engine sections reaching them.
 
 The sources are read through DuckDB (the reference engine, so each table has
 the types the reference sees) and written with the adbc engine's bulk ingest.
 The adbc and odbc engines then query the same tables through their drivers.
+A Flight SQL server (``arrowgate serve``) needs no copy: its DuckDB engine
+mounts the sources as any gateway does.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ def adbc_sqlite(path: Path, **options: Any) -> dict[str, Any]:
 
 def odbc_sqlite(path: Path, **options: Any) -> dict[str, Any]:
     return {"type": "odbc", "connection": f"DRIVER={{{SQLITE_ODBC_DRIVER}}};Database={path}",
+            **options}
+
+
+def adbc_flight(location: str, **options: Any) -> dict[str, Any]:
+    """The adbc engine on a Flight SQL server (arrowgate's own ``serve`` in the tests), whose
+    default engine is a DuckDB: queries are DuckDB's dialect."""
+    return {"type": "adbc", "driver": "flightsql", "uri": location, "dialect": "duckdb",
             **options}
 
 

@@ -258,3 +258,30 @@ def test_catalog_tree(pg):
         columns = gw.columns("a", table="t", catalog=name, schema="public")
         assert [(c.column, c.type) for c in columns] == [("a", pa.int32()), ("b", pa.string())]
         assert columns[0].catalog == name
+
+
+@pytest.mark.postgres
+def test_a_write_on_a_second_pooled_connection_is_committed(pg):
+    postgres, name = pg
+    with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw:
+        gw.execute("CREATE TABLE pooled (a int)").to_arrow()
+        held = gw.execute("SELECT generate_series(1, 10) AS i")  # keeps the first connection
+        gw.execute("INSERT INTO pooled VALUES (1)").to_arrow()  # so this runs on a clone
+        assert held.to_arrow().num_rows == 10
+    with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw:
+        assert _answer(gw, "SELECT count(*) AS n FROM pooled") == [{"n": 1}]
+
+
+@pytest.mark.postgres
+def test_a_one_shot_query_sends_nothing_after_it_but_a_write_is_rolled_back(pg):
+    postgres, name = pg
+    last = f"SELECT query FROM pg_stat_activity WHERE datname = '{name}' " \
+           "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+    with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw:
+        assert _answer(gw, "SELECT 42 AS marker") == [{"marker": 42}]
+        assert "SELECT 42 AS marker" in postgres.psql(last, dbname=name)  # no ROLLBACK after
+        gw.execute("BEGIN").to_arrow()  # a one-shot transaction must not outlive its session
+        assert postgres.psql(last, dbname=name) == "ROLLBACK"
+        gw.execute("CREATE TABLE after_begin (a int)").to_arrow()
+    assert postgres.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'after_begin'",
+                         dbname=name) == "1"

@@ -155,6 +155,18 @@ def test_parameters_and_errors_on_the_adbc_path():
         engine.close()
 
 
+def test_a_write_on_a_second_adbc_connection_is_committed():
+    engine = open_engine(section("adbc-1.5.5"))
+    try:
+        rows(engine, "CREATE TABLE written (a INTEGER)")
+        held = engine.execute("SELECT * FROM range(300000) t(i)").reader  # the first connection
+        rows(engine, "INSERT INTO written VALUES (1)")  # a second one, then idle
+        assert held.read_all().num_rows == 300000
+        assert rows(engine, "SELECT count(*) AS n FROM written") == [{"n": 1}]  # the first
+    finally:
+        engine.close()
+
+
 def test_a_bad_setting_is_a_configuration_error_naming_its_key():
     with pytest.raises(ConfigError) as info:
         open_engine({"version": V155, "settings": {"threads": 0}})

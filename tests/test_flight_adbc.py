@@ -170,3 +170,13 @@ def test_transactions_commit_and_roll_back(server):
     with dbapi.connect(server.location, autocommit=True) as conn, conn.cursor() as cur:
         cur.execute("SELECT a FROM ledger")
         assert cur.fetchall() == [(2,)]
+
+
+@pytest.mark.parametrize(("sql", "kind"), [("SELEC 1", "syntax"),
+                                           ("SELECT nope FROM trips", "unknown_object"),
+                                           ("SELECT CAST('x' AS INTEGER)", "type")])
+def test_a_failed_query_sends_its_kind_in_a_trailer(conn, sql, kind):
+    with conn.cursor() as cur, pytest.raises(dbapi.Error) as info:
+        cur.execute(sql)
+    details = {k.decode(): v.decode() for k, v in info.value.details}
+    assert details.get("x-arrowgate-error-kind") == kind

@@ -102,6 +102,14 @@ def test_unknown_command_type_is_invalid_argument(client):
     still_serving(client)
 
 
+def test_a_command_of_the_specification_not_implemented_is_unimplemented(client):
+    wrapper = any_pb2.Any(
+        type_url="type.googleapis.com/arrow.flight.protocol.sql.CommandStatementIngest", value=b"")
+    with pytest.raises(pa.ArrowNotImplementedError, match="no bulk ingest"):
+        client.get_flight_info(flight.FlightDescriptor.for_command(wrapper.SerializeToString()))
+    still_serving(client)
+
+
 def test_ticket_that_never_existed_is_not_found(client):
     ticket = M.pack(M.TicketStatementQuery(statement_handle=b"\x00" * 16))
     with pytest.raises(pa.ArrowKeyError, match="no such query"):

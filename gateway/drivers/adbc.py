@@ -2,9 +2,8 @@
 
 An ADBC connection runs one statement at a time, and a result stream keeps its
 connection busy until it is read to the end. :class:`ConnectionPool` lends
-each query an idle connection (or clones a new one from the first, on the same
-database), takes it back when the stream ends, and can cancel every running
-statement. A session (:class:`PooledSession`) keeps one connection until it
+each query an idle connection (or opens a new one on the same database),
+takes it back when the stream ends, and can cancel every running statement. A session (:class:`PooledSession`) keeps one connection until it
 closes. The duckdb engine (a DuckDB build loaded as an ADBC driver) and the
 adbc engine (any ADBC driver) both run their queries through them.
 """
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from gateway.engine import EngineResult, EngineSession
+from gateway.engine import EngineResult, EngineSession, is_read
 from gateway.errors import EngineConnectionError, GatewayError
 
 if TYPE_CHECKING:
@@ -30,11 +29,17 @@ _STATUS_PREFIXES = ("INVALID_ARGUMENT: ", "INTERNAL: ", "IO: ", "UNKNOWN: ", "IN
 
 
 def error_message(exc: BaseException) -> str:
-    """The driver's own message of an ADBC error, without the status name and detail blocks."""
+    """The driver's own message of an ADBC error, without the status name and detail blocks.
+
+    A Flight server written with pyarrow (``arrowgate serve`` among them) appends the
+    Python traceback of its handler to the message (". Detail: Python exception: ..."):
+    that is the server's business, not the user's, and is cut off too.
+    """
     text = str(exc)
     for prefix in _STATUS_PREFIXES:
         text = text.removeprefix(prefix)
-    return text.split("\n\nDetail:")[0].strip()
+    text = text.split("\n\nDetail:")[0]
+    return text.split(". Detail: Python exception:")[0].strip()
 
 
 def was_cancelled(exc: BaseException) -> bool:
@@ -47,8 +52,8 @@ class ConnectionPool:
 
     Args:
         first: an open ``adbc_driver_manager.dbapi`` connection, set up; more are
-            cloned from it (they share its database).
-        on_clone: run on each cloned connection before its first statement (what
+            opened on its database, in autocommit mode as it is.
+        on_clone: run on each new connection before its first statement (what
             belongs to a connection, not the database: settings, a search path).
         translate: turns a driver exception into the gateway error the caller sees.
         engine: the engine's name, for errors.
@@ -62,18 +67,23 @@ class ConnectionPool:
         self._lock = threading.Lock()
         self._running: set[Any] = set()
         self._cancelled: set[Any] = set()  # cursors cancel() was asked to stop
-        self._first: Any = first
+        # dbapi counts the references to a database and closes it with the last one: the
+        # pool holds one of its own, so any connection, the first too, can be closed
+        # (an in-memory database lives as long as the pool). dbapi has no public way to
+        # open a connection on a database it holds, so its ``_db`` is reached here.
+        self._database: Any = first._db.clone()
+        self._conn_kwargs: dict[str, str] = dict(first._conn_kwargs or {})
+        self._open = True
         self._idle: list[Any] = [first]
 
     def take(self) -> Any:
-        """An idle connection (a new clone when none is idle)."""
+        """An idle connection (a new one when none is idle)."""
         with self._lock:
-            if self._first is None:
+            if not self._open:
                 raise EngineConnectionError("the engine is closed", engine=self.engine)
             if self._idle:
                 return self._idle.pop()
-            first = self._first
-        con = first.adbc_clone()
+        con = self._connect()
         try:
             self._on_clone(con)
         except BaseException:
@@ -81,9 +91,23 @@ class ConnectionPool:
             raise
         return con
 
+    def _connect(self) -> Any:
+        """A new connection on the database, in autocommit mode.
+
+        Not dbapi's ``adbc_clone``: it turns autocommit off on the clone (DB-API's
+        default), so every statement on it would run in a transaction nobody
+        commits: a pooled connection's writes were lost when it closed, and a
+        Flight SQL server whose engine has no transactions refused the clone.
+        """
+        import adbc_driver_manager
+        from adbc_driver_manager.dbapi import Connection
+
+        handle = adbc_driver_manager.AdbcConnection(self._database._db, **self._conn_kwargs)
+        return Connection(self._database, handle, self._conn_kwargs, autocommit=True)
+
     def give_back(self, con: Any) -> None:
         with self._lock:
-            if self._first is not None:
+            if self._open:
                 self._idle.append(con)
                 return
         _quietly(con.close)
@@ -92,35 +116,38 @@ class ConnectionPool:
                 ) -> pa.RecordBatchReader:
         """Run one statement on a lent connection; the reader streams its answer.
 
-        Errors, from running or from reading, are already translated.
+        Errors, from running or from reading, are already translated. A
+        connection whose statement was cancelled is closed, not lent again: a
+        server may still be busy with the statement on it (a Flight SQL server
+        stops it when the connection closes).
         """
         con = self.take()
         cur = self.cursor(con)
 
         def done() -> None:
+            cancelled = self.asked(cur)
             self.release(cur)
-            self.give_back(con)
+            if cancelled:
+                self.discard(con)
+            else:
+                self.give_back(con)
 
         return run_on_cursor(cur, sql, parameters, self.translate, done,
                              asked=lambda: self.asked(cur))
 
     def discard(self, con: Any) -> None:
-        """Take ``con`` out of use for good (its state must not reach another user). The
-        first connection stays open, out of use, since the others are cloned from it."""
-        with self._lock:
-            if con is self._first:
-                return
+        """Close ``con`` instead of lending it again (its state must not reach another
+        user, or its statement was cancelled)."""
         _quietly(con.close)
 
     def reset_idle(self) -> None:
-        """Close every idle connection (the first stays open, out of use), so the next
-        statements take fresh clones set up as new: after a change to the database the
-        idle connections would not follow (a DETACH of their current database)."""
+        """Close every idle connection, so the next statements take new ones set up as
+        new: after a change to the database the idle connections would not follow (a
+        DETACH of their current database)."""
         with self._lock:
             idle, self._idle = self._idle, []
         for con in idle:
-            if con is not self._first:
-                _quietly(con.close)
+            _quietly(con.close)
 
     def cursor(self, con: Any) -> Any:
         """A cursor on ``con`` that :meth:`cancel` reaches until :meth:`release`."""
@@ -144,13 +171,16 @@ class ConnectionPool:
             _quietly(cur.adbc_cancel)  # a statement that already finished
 
     def close(self) -> None:
+        """Close the idle connections and let go of the database; a lent connection is
+        closed when it comes back."""
         with self._lock:
-            first, self._first = self._first, None
+            if not self._open:
+                return
+            self._open = False
             idle, self._idle = self._idle, []
         for con in idle:
             _quietly(con.close)  # a connection whose stream is still open
-        if first is not None and first not in idle:
-            _quietly(first.close)
+        _quietly(self._database.close)
 
 
 def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None,
@@ -205,8 +235,11 @@ class PooledSession(EngineSession):
         pool: the pool the connection comes from.
         notes: the notes each answer carries.
         reuse: give the connection back to the pool when the session closes
-            (after a ROLLBACK); otherwise close it, so no temporary table or
-            setting of this session reaches a later one.
+            (after a ROLLBACK, when a statement other than a query ran: one
+            round trip less per one-shot query); otherwise close it, so no temporary table or
+            setting of this session reaches a later one. A connection one of
+            whose statements was cancelled is closed either way, as in
+            :meth:`ConnectionPool.execute`.
     """
 
     def __init__(self, engine: Any, pool: ConnectionPool,
@@ -216,23 +249,38 @@ class PooledSession(EngineSession):
         self.connection: Any = pool.take()
         self._notes = notes
         self._reuse = reuse
+        self._was_cancelled = False
+        self._only_queries = True  # so far: no statement could have opened a transaction
+        self._dialect = getattr(engine, "dialect", None) or "duckdb"
 
     def execute(self, sql: str, parameters: Sequence[Any] | None,
                 handle: QueryHandle) -> EngineResult:
         if self.connection is None:
             raise EngineConnectionError("the session is closed", engine=self.pool.engine)
+        if self._only_queries and not is_read(sql, self._dialect):
+            self._only_queries = False
         cur = self.pool.cursor(self.connection)
         handle.on_cancel(cur.adbc_cancel)
-        return EngineResult(run_on_cursor(
-            cur, sql, parameters, self.pool.translate, lambda: self.pool.release(cur),
-            asked=lambda: handle.cancelled or self.pool.asked(cur)), self._notes())
+
+        def asked() -> bool:
+            return handle.cancelled or self.pool.asked(cur)
+
+        def done() -> None:
+            self._was_cancelled = self._was_cancelled or asked()
+            self.pool.release(cur)
+
+        return EngineResult(run_on_cursor(cur, sql, parameters, self.pool.translate, done,
+                                          asked=asked), self._notes())
 
     def close(self) -> None:
         con, self.connection = self.connection, None
         if con is None:
             return
-        if not self._reuse:
+        if not self._reuse or self._was_cancelled:
             self.pool.discard(con)
+            return
+        if self._only_queries:
+            self.pool.give_back(con)
             return
         try:  # a transaction left open must not leak into the next session
             cur = con.cursor()

@@ -3,9 +3,19 @@
 Shared by the engines that reach other databases (``adbc``, ``odbc``): SQLSTATE
 is standard (ISO/IEC 9075, extended by PostgreSQL), and where a driver gives
 none (SQLite reports everything as ``HY000``) a few messages say enough.
+Flight SQL has no SQLSTATE: ``arrowgate serve`` sends a failed call's kind in
+the gRPC trailer :data:`FLIGHT_TRAILER`, which the adbc engine in front of it
+reads back (:func:`trailer_kind`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gateway.errors import KINDS
+
+#: The trailing gRPC header of a failed Flight call that holds the error's kind.
+FLIGHT_TRAILER = "x-arrowgate-error-kind"
 
 #: SQLSTATE codes, then their two-character classes, and the kind each means.
 _BY_STATE = {
@@ -51,4 +61,16 @@ def error_kind(sqlstate: str | None, message: str) -> str | None:
     for words, kind in _BY_WORDS:
         if words in lower:
             return kind
+    return None
+
+
+def trailer_kind(details: Iterable[tuple[bytes | str, bytes | str]]) -> str | None:
+    """The kind a Flight server sent in :data:`FLIGHT_TRAILER`, from an ADBC error's
+    ``details`` (its trailing headers among them); None when absent or not one of KINDS."""
+    for key, value in details:
+        key = key.decode() if isinstance(key, bytes) else key
+        if key.lower() == FLIGHT_TRAILER:
+            text = value.decode(errors="replace") if isinstance(value, bytes) else value
+            if text in KINDS:
+                return text
     return None

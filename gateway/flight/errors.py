@@ -11,13 +11,24 @@ QueryTimeout                           DEADLINE_EXCEEDED
 EngineConnectionError                  UNAVAILABLE
 any other GatewayError                 INTERNAL
 =====================================  =====================================
+
+A status says little (every query error is INVALID_ARGUMENT), so a call that
+fails with a gateway error also sends the error's kind (``syntax``,
+``unknown_object``, ... of ``gateway.errors.KINDS``) in the gRPC trailer
+``x-arrowgate-error-kind``: a client that reads trailers (the ADBC driver
+lists them among an error's details) can tell a typo from a missing table.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import pyarrow as pa
 import pyarrow.flight as flight
 
+from gateway.drivers.error_kinds import FLIGHT_TRAILER
 from gateway.errors import (
     Cancelled,
     ConfigError,
@@ -30,7 +41,14 @@ from gateway.errors import (
 
 
 def to_flight(exc: GatewayError) -> Exception:
-    """The Flight error to raise for ``exc``, carrying its whole message."""
+    """The Flight error to raise for ``exc``, carrying its whole message and its kind
+    (which :func:`sends_kind` puts in a trailer)."""
+    error = _status_error(exc)
+    error.gateway_kind = exc.kind  # type: ignore[attr-defined]
+    return error
+
+
+def _status_error(exc: GatewayError) -> Exception:
     message = str(exc)
     if isinstance(exc, (ConfigError, QueryError)):
         return pa.ArrowInvalid(message)
@@ -43,6 +61,29 @@ def to_flight(exc: GatewayError) -> Exception:
     if isinstance(exc, EngineConnectionError):
         return flight.FlightUnavailableError(message)
     return flight.FlightInternalError(message)
+
+
+def send_kind(context: Any, error: BaseException) -> None:
+    """Put the kind of a gateway error (from :func:`to_flight`) in the call's trailers."""
+    kind = getattr(error, "gateway_kind", None)
+    if kind is not None:
+        context.add_trailer(FLIGHT_TRAILER, kind)
+
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def sends_kind(method: Method) -> Method:
+    """A Flight method (``self, context, ...``) whose gateway errors send their kind."""
+    @functools.wraps(method)
+    def call(self: Any, context: Any, *args: Any) -> Any:
+        try:
+            return method(self, context, *args)
+        except Exception as error:
+            send_kind(context, error)
+            raise
+
+    return call  # type: ignore[return-value]
 
 
 def kind(exc: BaseException) -> str:

@@ -83,9 +83,19 @@ COMMANDS: dict[str, Any] = {
     )
 }
 
+#: Commands of the specification this server does not implement, and what each is for.
+NOT_IMPLEMENTED = {
+    _SQL + "CommandStatementIngest": "bulk ingest",
+    _SQL + "CommandStatementSubstraitPlan": "Substrait plans",
+}
+
 
 class MalformedMessage(ValueError):
     """Bytes that are not the protobuf message a Flight SQL call expects."""
+
+
+class NotImplementedCommand(Exception):
+    """A Flight SQL command of the specification that this server does not implement."""
 
 
 def pack(message: Any) -> bytes:
@@ -101,9 +111,13 @@ def unpack_command(data: bytes) -> Any:
     Raises:
         MalformedMessage: the bytes are not an ``Any``, name no Flight SQL
             command this server knows, or do not decode as that command.
+        NotImplementedCommand: the command is one of :data:`NOT_IMPLEMENTED`.
     """
     wrapper = _parse(any_pb2.Any, data, "a google.protobuf.Any")
     name = wrapper.TypeName()
+    if name in NOT_IMPLEMENTED:
+        raise NotImplementedCommand(f"this service has no {NOT_IMPLEMENTED[name]} "
+                                    f"({name.removeprefix(_SQL)})")
     cls = COMMANDS.get(name)
     if cls is None:
         raise MalformedMessage(f"unknown Flight SQL command {name or '(none)'!r}")

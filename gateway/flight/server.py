@@ -23,7 +23,7 @@ from gateway.errors import GatewayError
 from gateway.flight import catalog, messages, querylog, sqlinfo
 from gateway.flight.auth import Authenticator, AuthMiddlewareFactory, NoopAuthHandler
 from gateway.flight.backend import Backend
-from gateway.flight.errors import kind, to_flight
+from gateway.flight.errors import kind, send_kind, sends_kind, to_flight
 from gateway.flight.sessions import (
     OPTIONS,
     SessionMiddlewareFactory,
@@ -147,8 +147,11 @@ class FlightSqlServer(flight.FlightServerBase):
             return M.unpack_command(data)
         except M.MalformedMessage as exc:
             raise pa.ArrowInvalid(f"{exc}: send a Flight SQL command") from None
+        except M.NotImplementedCommand as exc:
+            raise pa.ArrowNotImplementedError(str(exc)) from None
 
     # -- GetFlightInfo / GetSchema / DoGet -----------------------------------
+    @sends_kind
     def get_flight_info(self, context: Any, descriptor: flight.FlightDescriptor) -> Any:
         command = self._command(descriptor.command or b"", "command")
         user = self._user(context)
@@ -165,6 +168,7 @@ class FlightSqlServer(flight.FlightServerBase):
                                   "send it with DoPut")
         return self._info(descriptor, schema, descriptor.command)
 
+    @sends_kind
     def get_schema(self, context: Any, descriptor: flight.FlightDescriptor) -> Any:
         command = self._command(descriptor.command or b"", "command")
         user = self._user(context)
@@ -185,6 +189,7 @@ class FlightSqlServer(flight.FlightServerBase):
             raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} has no schema")
         return flight.SchemaResult(schema)
 
+    @sends_kind
     def do_get(self, context: Any, ticket: flight.Ticket) -> Any:
         command = self._command(ticket.ticket, "ticket")
         user = self._user(context)
@@ -341,7 +346,9 @@ class FlightSqlServer(flight.FlightServerBase):
                 query.outcome = "ok"
             except GatewayError as exc:
                 query.outcome = exc.kind
-                raise to_flight(exc) from None
+                error = to_flight(exc)
+                send_kind(context, error)
+                raise error from None
             except GeneratorExit:
                 query.outcome = "disconnected"
                 raise
@@ -357,6 +364,7 @@ class FlightSqlServer(flight.FlightServerBase):
         return flight.GeneratorStream(query.schema, batches())
 
     # -- DoPut -----------------------------------------------------------------
+    @sends_kind
     def do_put(self, context: Any, descriptor: flight.FlightDescriptor, reader: Any,
                writer: Any) -> None:
         command = self._command(descriptor.command or b"", "command")
@@ -421,6 +429,7 @@ class FlightSqlServer(flight.FlightServerBase):
     def list_actions(self, context: Any) -> list[tuple[str, str]]:
         return ACTIONS
 
+    @sends_kind
     def do_action(self, context: Any, action: flight.Action) -> list[bytes]:
         body = action.body.to_pybytes() if action.body is not None else b""
         self._check_size(body, "action body")

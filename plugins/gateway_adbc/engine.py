@@ -58,6 +58,9 @@ DRIVER_DIALECTS: dict[str, tuple[str | None, Style]] = {
     "duckdb": ("duckdb", "qmark"),
 }
 
+#: The Flight SQL driver's option returning the server's session cookie (off by default).
+FLIGHT_COOKIES = "adbc.flight.sql.rpc.with_cookie_middleware"
+
 
 class AdbcEngine(Engine):
     type_name = "adbc"
@@ -155,6 +158,10 @@ class AdbcEngine(Engine):
         db_kwargs = {k: str(v) for k, v in self.config["db_kwargs"].items()}
         if self.config.get("uri"):
             db_kwargs["uri"] = self.config["uri"]
+        if self.config.get("driver") == "flightsql":
+            # the server's session is found by its cookie: without it, each statement would
+            # run in a session of its own, and a session's SET or temp table would not last
+            db_kwargs.setdefault(FLIGHT_COOKIES, "true")
         conn_kwargs = {k: str(v) for k, v in self.config["conn_kwargs"].items()}
         try:
             first = dbapi.connect(driver=path, entrypoint=entrypoint, db_kwargs=db_kwargs,
@@ -197,10 +204,11 @@ class AdbcEngine(Engine):
                                          hint="the database went away; check that it runs")
         if text.startswith("NOT_IMPLEMENTED"):
             return Unsupported(message, engine=self.name)
-        from gateway.drivers.error_kinds import error_kind
+        from gateway.drivers.error_kinds import error_kind, trailer_kind
 
         return QueryError(message, engine=self.name,
-                          kind=error_kind(getattr(exc, "sqlstate", None), message))
+                          kind=trailer_kind(getattr(exc, "details", None) or ()) or
+                          error_kind(getattr(exc, "sqlstate", None), message))
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -267,7 +275,8 @@ class AdbcEngine(Engine):
             except Exception as exc:
                 error = self._translate(exc)
                 if "NOT_IMPLEMENTED" in str(exc):
-                    error = Unsupported(f"this ADBC driver has no bulk ingest: {error.message}",
+                    error = Unsupported(f"no bulk ingest through this ADBC driver (or the "
+                                        f"server behind it): {error.message}",
                                         engine=self.name, hint="INSERT with parameters instead")
                 raise error from None
             finally:

@@ -21,6 +21,15 @@ def reference() -> Iterator[gateway.Gateway]:
 
 
 @pytest.fixture(scope="session")
+def served_sources() -> Iterator[Any]:
+    """``arrowgate serve`` on a free port: one DuckDB engine mounting the corpus' sources."""
+    from tests.flight_support import serving
+
+    with serving({"engines": {"duck": {"type": "duckdb"}}, "sources": SOURCES}) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def reference_answers(reference: gateway.Gateway) -> dict[str, Any]:
     """Reference answers (or errors) by SQL text, computed once per session."""
     return {}

@@ -140,6 +140,18 @@ class SqlDatabaseUnderTest(EngineUnderTest):
         return make_file(path, **options)
 
 
+@dataclass
+class FlightSqlUnderTest(EngineUnderTest):
+    """The adbc engine with the Flight SQL driver, in front of ``arrowgate serve`` (a DuckDB
+    engine mounting the sources): a gateway in front of a gateway."""
+
+    def engine_section(self, request: pytest.FixtureRequest) -> dict[str, Any]:
+        from tests import sql_databases as db
+
+        return db.adbc_flight(request.getfixturevalue("served_sources").location,
+                              **self.section)
+
+
 _SQLITE_NO_DATE_FUNCS = Gap("never", "SQLite has no year()/month()/date_trunc()",
                             raises=QueryError)
 
@@ -243,6 +255,7 @@ ENGINES: list[EngineUnderTest] = [
                          marks=(pytest.mark.postgres, pytest.mark.adbc)),
     SqlDatabaseUnderTest("adbc_sqlite", {"type": "adbc"}, database="sqlite",
                          gaps=_SQL_SQLITE_GAPS, marks=(pytest.mark.adbc,)),
+    FlightSqlUnderTest("adbc_flightsql", {"type": "adbc"}, marks=(pytest.mark.adbc,)),
     SqlDatabaseUnderTest("odbc_pg", {"type": "odbc"}, database="postgres", gaps=_PG_GAPS,
                          marks=(pytest.mark.postgres, pytest.mark.odbc)),
     SqlDatabaseUnderTest("odbc_sqlite", {"type": "odbc"}, database="sqlite",
