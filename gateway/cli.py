@@ -73,6 +73,11 @@ def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
     except Exception as exc:  # a plugin's bug must not make every command a traceback
         raise ConfigError(f"a plugin failed to add its commands: {type(exc).__name__}: {exc}",
                           hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
+    for command in sub.choices.values():
+        # `arrowgate serve --config F` as well as `arrowgate --config F serve`; SUPPRESS
+        # keeps a --config given before the command when none follows it
+        command.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
+                             help="the arrowgate.toml to use (also before the command)")
     return parser
 
 

@@ -175,3 +175,14 @@ def test_a_source_duckdb_cannot_read_is_named_with_its_file_and_line(tmp_path, c
     assert run.code == 1
     assert f"cannot mount the source big ({big}): " in run.err and "Line: 1" in run.err
     assert len(run.err) < 500
+
+
+def test_config_may_follow_the_command(tmp_path, cli):
+    """`arrowgate serve --config F` is what serve's own help shows; it was refused as an
+    unrecognized argument, since --config was an option of `arrowgate` only."""
+    config = tmp_path / "mine.toml"
+    config.write_text('[engines.mine]\ntype = "duckdb"\n')
+    after = cli("query", "--config", str(config), "SELECT 1 AS x")
+    before = cli("--config", str(config), "query", "SELECT 1 AS x")
+    assert after.code == before.code == 0, after.err
+    assert "from mine" in after.err and "from mine" in before.err

@@ -151,6 +151,16 @@ def test_sql_error_is_invalid_argument_with_the_engine_message(client):
     still_serving(client)
 
 
+def test_an_error_shows_no_frames_of_the_servers_code(client):
+    """pyarrow appends the handler's Python traceback to a non-Flight error's message;
+    the service cuts it to its error wrapper, so no engine or core frames leave it."""
+    with pytest.raises(pa.ArrowInvalid) as caught:
+        client.get_flight_info(query("SELECT * FROM no_such_table"))
+    message = str(caught.value)
+    assert "gateway/flight/server.py" not in message and "plugins/" not in message, message
+    assert "gateway/core.py" not in message, message
+
+
 def test_client_disconnecting_mid_stream_frees_the_query(server):
     # a client process that reads one batch of a long answer and dies
     script = (

@@ -81,7 +81,10 @@ def sends_kind(method: Method) -> Method:
             return method(self, context, *args)
         except Exception as error:
             send_kind(context, error)
-            raise
+            # pyarrow appends the traceback of any error that is not a FlightError to
+            # the message the client sees; cut it to this frame, so no frames of the
+            # engines' code (file paths, source lines) leave the server
+            raise error.with_traceback(None) from None
 
     return call  # type: ignore[return-value]
 
