@@ -242,3 +242,27 @@ def test_strftime_in_either_argument_order(sql):
         csv = gw.execute(sql, engine="c")
         assert csv.to_arrow().to_pylist() == gw.execute(sql, engine="d").to_arrow().to_pylist()
         assert csv.engine == "c"  # answered by the csv engine itself, no fallback configured
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT cab_type, count(*) AS k FROM t GROUP BY cab_type HAVING k >= 1 ORDER BY k, 1",
+    "SELECT cab_type, sum(n) AS s FROM t GROUP BY cab_type HAVING s >= 3 AND count(*) > 0 "
+    "ORDER BY 1",
+    "SELECT cab_type AS c FROM t GROUP BY c HAVING c <> 'green' ORDER BY c",
+])
+def test_a_select_alias_in_having_is_read_as_duckdb_reads_it(tmp_path, sql):
+    """csv refused `HAVING n > 1` over `count(*) AS n` ("must appear in the GROUP BY
+    clause"), where DuckDB answers."""
+    path = write(tmp_path, "cabs.csv", CABS)
+    with gateway_for(path) as gw:
+        assert_same(gw, sql)
+
+
+def test_an_unknown_column_is_named_with_the_files_columns(tmp_path):
+    """`SELECT nope FROM t` made a select item called nope, which the check took for an
+    alias: the error came later and listed no columns ("columns: ")."""
+    path = write(tmp_path, "cabs.csv", CABS)
+    with gateway_for(path) as gw, pytest.raises(QueryError) as caught:
+        gw.execute("SELECT nope FROM t", engine="csv").to_arrow()
+    assert caught.value.kind == "unknown_object"
+    assert "cab_type, n" in caught.value.hint

@@ -213,6 +213,14 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
                 group.append(g)
 
     having = select.args.get("having").this if select.args.get("having") else None
+    if having is not None:
+        # as DuckDB, and as GROUP BY above: a name that is no column may be a select alias
+        def unalias(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column) and node.name.lower() not in column_names \
+                    and _is_alias(aliases.get(node.name.lower()), node.name.lower()):
+                return aliases[node.name.lower()].copy()
+            return node
+        having = having.transform(unalias)
     order: list[tuple[exp.Expression, bool, bool]] = []
     order_node = select.args.get("order")
     if order_node is not None:
@@ -246,10 +254,16 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
             name = col.name.lower()
             if name in column_names:
                 query.columns.add(name)
-            elif name not in aliases and layout is not None:
+            elif layout is not None and not _is_alias(aliases.get(name), name):
                 raise QueryError(f"no column named {_short(col.name)!r} in {query.table}",
                                  hint="columns: " + column_list(names), kind="unknown_object")
     return query
+
+
+def _is_alias(expr: exp.Expression | None, name: str) -> bool:
+    """Whether ``name`` names a select item other than the bare column ``name`` itself
+    (``SELECT nope FROM t`` makes an item called nope, which is no alias of anything)."""
+    return expr is not None and not (isinstance(expr, exp.Column) and expr.name.lower() == name)
 
 
 def _short(name: str, width: int = 60) -> str:
