@@ -46,15 +46,15 @@ def test_the_same_seed_draws_the_same_queries():
 
 
 def test_the_generator_covers_the_subset():
-    columns = Column.from_arrow(duckdb.sql(FUZZ_TABLE_SQL).to_arrow_table())
+    with_time = f"SELECT *, TIMESTAMP '2024-01-01' + INTERVAL (id) HOUR AS ts FROM ({FUZZ_TABLE_SQL})"
+    columns = Column.from_arrow(duckdb.sql(with_time).to_arrow_table())
     generator = QueryGenerator("t", columns, random.Random(0))
-    trees = [generator.query() for _ in range(300)]
-    seen = {kind for tree in trees for kind in (exp.Where, exp.Group, exp.Having, exp.Order,
-                                                exp.Limit, exp.Distinct, exp.Null, exp.Round,
-                                                exp.Count, exp.Sum, exp.Avg, exp.Between,
-                                                exp.In, exp.Like, exp.Case, exp.Is)
-            if tree.find(kind) is not None}
-    assert len(seen) == 16
+    trees = [generator.query() for _ in range(1000)]
+    kinds = {exp.Where, exp.Group, exp.Having, exp.Order, exp.Limit, exp.Distinct, exp.Null,
+             exp.Round, exp.Count, exp.Sum, exp.Avg, exp.Between, exp.In, exp.Like, exp.Case,
+             exp.Is, exp.Div, exp.Mod, exp.Cast, exp.Lower, exp.Substring, exp.DPipe,
+             exp.Extract, exp.TimestampTrunc}
+    assert {kind for kind in kinds for tree in trees if tree.find(kind) is not None} == kinds
 
 
 def test_constructs_left_out_never_appear():
