@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,13 +92,19 @@ class DifferentialFuzzer:
         source: the table the queries read (a configured source's name).
         seed: the random seed; the same seed draws the same queries.
         options: the comparator's options (its ``dialect`` is the SQL's).
+        without: constructs the queries leave out (sqlglot expression names, such as
+            ``round``): divergences already understood, so the run finds others.
     """
 
     def __init__(self, gw: Gateway, primary: str, reference: str, source: str, *, seed: int = 0,
-                 options: CompareOptions | None = None):
+                 options: CompareOptions | None = None, without: Sequence[str] = ()):
+        from gateway.query_generator import expression_types
+
         self.gw, self.primary, self.reference, self.source = gw, primary, reference, source
         self.seed = seed
         self.options = options or CompareOptions()
+        expression_types(without)  # a wrong name fails here, before any query runs
+        self.without = list(without)
 
     def columns(self) -> list[Any]:
         """The source's columns with a sample of their values, read from the reference."""
@@ -134,7 +140,8 @@ class DifferentialFuzzer:
         from gateway.query_generator import QueryGenerator
 
         report = FuzzReport(self.primary, self.reference, self.source, self.seed)
-        generator = QueryGenerator(self.source, self.columns(), random.Random(self.seed))
+        generator = QueryGenerator(self.source, self.columns(), random.Random(self.seed),
+                                   without=self.without)
         seen: set[str] = set()
         shrunk_per_category: dict[str, int] = {}
         started = time.perf_counter()
@@ -202,7 +209,8 @@ class DifferentialFuzzer:
         message = " ".join(finding.message.split())
         path.write_text(
             f"-- Found by arrowgate fuzz --primary {self.primary} --reference {self.reference} "
-            f"--source {self.source} --seed {self.seed}\n"
+            f"--source {self.source} --seed {self.seed}"
+            + (f" --without {','.join(self.without)}" if self.without else "") + "\n"
             f"-- after {finding.after_queries} queries ({finding.after_seconds:.1f} s): "
             f"{finding.category}: {message}\n"
             f"-- as generated: {finding.sql}\n"
@@ -210,8 +218,16 @@ class DifferentialFuzzer:
         return path
 
 
-def _signature(verdict: Verdict) -> tuple[str, bool, bool]:
-    """What must stay the same while shrinking: the category and which sides failed."""
+def _signature(verdict: Verdict) -> tuple[str, str | None, str | None]:
+    """What must stay the same while shrinking: the category and each side's error kind.
+
+    With the kinds (not only which side failed), a query failing on both
+    engines for one reason does not shrink into one failing for another.
+    """
     evidence = verdict.evidence
-    return (verdict.category, bool(evidence.get("primary_error")),
-            bool(evidence.get("reference_error")))
+
+    def kind(side: str) -> str | None:
+        error = evidence.get(f"{side}_error")
+        return str(error.get("kind")) if isinstance(error, dict) else None
+
+    return verdict.category, kind("primary"), kind("reference")

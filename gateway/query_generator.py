@@ -3,20 +3,26 @@
 :class:`QueryGenerator` draws SELECT statements from the subset every engine
 of the gateway aims to run: filters (comparisons, ``IS [NOT] NULL``,
 ``BETWEEN``, ``IN``, ``LIKE``, ``AND``/``OR``/``NOT``), scalar expressions
-(arithmetic, ``abs``, ``round``, ``coalesce``, ``CASE``, casts), aggregates
-(``count``, ``count(DISTINCT)``, ``sum``, ``min``, ``max``, ``avg``),
-``GROUP BY``, ``HAVING``, ``ORDER BY``, ``LIMIT``, ``DISTINCT``, NULLs and
+(arithmetic with ``/`` and ``%``, ``abs``, ``round``, ``coalesce``, ``CASE``,
+casts of numbers to text and of doubles to integers, ``lower``, ``substring``,
+``||``, ``EXTRACT``, ``date_trunc``), aggregates (``count``,
+``count(DISTINCT)``, ``sum``, ``min``, ``max``, ``avg``), ``GROUP BY``, ``HAVING``, ``ORDER BY``, ``LIMIT``, ``DISTINCT``, NULLs and
 edge values (zero, -1, the 32- and 64-bit limits, halves for rounding). The
 same seed draws the same queries. SQLsmith and SQLancer are the models: many
 small random queries, each judged by a second engine.
 
 Columns are described by :class:`Column` (a name and a kind read from the
 Arrow type); literals are drawn from values the table holds and from the edges.
+A generator can be told to leave constructs out (``without=["round"]``, by
+sqlglot's expression names): once a divergence is understood, a run over the
+rest finds the next one instead of the same one again (SQLancer's generators
+skip known bugs the same way).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +34,27 @@ EDGES: dict[str, list[Any]] = {
     "float": [0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 1e15, -1.0],
     "string": ["", "a", "A", " ", "%"],
 }
+
+#: draws a generator makes for one query before it gives up on its ``without`` list
+REDRAWS = 1000
+
+
+def expression_types(names: Iterable[str]) -> tuple[type[exp.Expr], ...]:
+    """The sqlglot expression classes named (``round``, ``intdiv``, ``Like``; any case).
+
+    Raises:
+        ValueError: a name that is no sqlglot expression.
+    """
+    known = {cls.key: cls for cls in vars(exp).values()
+             if isinstance(cls, type) and issubclass(cls, exp.Expr)}
+    out = []
+    for name in names:
+        cls = known.get(name.strip().lower())
+        if cls is None:
+            raise ValueError(f"{name!r} is not a sqlglot expression name "
+                             "(such as round, intdiv, like, between, case, distinct, limit)")
+        out.append(cls)
+    return tuple(out)
 
 
 @dataclass
@@ -63,10 +90,15 @@ class Column:
 
 
 class QueryGenerator:
-    """Draws random SELECT statements over ``table``'s ``columns`` (seeded by ``rng``)."""
+    """Draws random SELECT statements over ``table``'s ``columns`` (seeded by ``rng``).
 
-    def __init__(self, table: str, columns: list[Column], rng: random.Random):
+    ``without`` names constructs no query may hold (see :func:`expression_types`).
+    """
+
+    def __init__(self, table: str, columns: list[Column], rng: random.Random,
+                 without: Iterable[str] = ()):
         self.table = table
+        self.without = expression_types(without)
         self.columns = [c for c in columns if c.kind != "other"]
         self.rng = rng
         self.numeric = [c for c in self.columns if c.kind in ("int", "float")]
@@ -74,7 +106,19 @@ class QueryGenerator:
 
     # -- statements ---------------------------------------------------------------------
     def query(self) -> exp.Select:
-        """One random statement: a projection, an aggregate, or a grouped aggregate."""
+        """One random statement: a projection, an aggregate, or a grouped aggregate.
+
+        Raises:
+            ValueError: no query without the constructs left out was drawn in REDRAWS tries.
+        """
+        for _ in range(REDRAWS):
+            tree = self._draw()
+            if not self.without or tree.find(*self.without) is None:
+                return tree
+        names = ", ".join(cls.key for cls in self.without)
+        raise ValueError(f"almost every query holds one of {names}: leave out fewer")
+
+    def _draw(self) -> exp.Select:
         shape = self.rng.choices(["plain", "aggregate", "group"], weights=[4, 2, 4])[0]
         if shape == "group" and self.columns:
             return self._grouped()
@@ -155,33 +199,55 @@ class QueryGenerator:
                         to=exp.DataType.build("TIMESTAMP" if " " in str(value) else "DATE"))
 
     def _scalar(self) -> exp.Expr:
-        """A column, or an expression over columns (its kind stays numeric or string)."""
+        """A column, or an expression over columns."""
         col, kind = self._column()
         roll = self.rng.random()
-        if kind in ("int", "float") and roll < 0.45:
-            return self._numeric(col, kind)
-        if kind == "string" and roll < 0.25:
-            return self.rng.choice([exp.Upper(this=col), exp.Length(this=col),
-                                    exp.Coalesce(this=col, expressions=[exp.Literal.string("?")])])
-        if roll < 0.3:
+        if roll < 0.1:
             return exp.Case(ifs=[exp.If(this=self._condition(1), true=col)],
                             default=exp.Null())
-        if roll < 0.33:
+        if roll < 0.13:
             return self._failing()
+        if kind in ("int", "float") and roll < 0.55:
+            return self._numeric(col, kind)
+        if kind == "string" and roll < 0.4:
+            return self._text(col)
+        if kind == "temporal" and roll < 0.4:
+            return self._temporal(col)
         return col
 
     def _numeric(self, col: exp.Expr, kind: str) -> exp.Expr:
+        """Arithmetic, rounding and casts: where engines differ on halves, signs and text."""
         other, other_kind = self._column(("int", "float"))
         choices = [
             exp.Add(this=col, expression=other), exp.Sub(this=col, expression=self._literal(kind)),
             exp.Mul(this=col, expression=self._literal("int")), exp.Abs(this=col),
             exp.Coalesce(this=col, expressions=[self._literal(kind)]),
+            exp.Div(this=col, expression=other),
+            exp.Cast(this=col, to=exp.DataType.build("VARCHAR")),
         ]
+        if kind == "int":
+            choices.append(exp.Mod(this=col, expression=self._literal("int")))
         if kind == "float" or other_kind == "float":
             source = col if kind == "float" else other
             choices += [exp.Round(this=source),
-                        exp.Round(this=source, decimals=exp.Literal.number(1))]
+                        exp.Round(this=source, decimals=exp.Literal.number(1)),
+                        exp.Cast(this=source, to=exp.DataType.build("INTEGER"))]
         return self.rng.choice(choices)
+
+    def _text(self, col: exp.Expr) -> exp.Expr:
+        length = exp.Literal.number(self.rng.randint(1, 3))
+        return self.rng.choice([
+            exp.Upper(this=col), exp.Lower(this=col), exp.Length(this=col),
+            exp.Coalesce(this=col, expressions=[exp.Literal.string("?")]),
+            exp.Substring(this=col, start=exp.Literal.number(1), length=length),
+            exp.DPipe(this=col, expression=exp.Literal.string("-")),
+        ])
+
+    def _temporal(self, col: exp.Expr) -> exp.Expr:
+        unit = exp.var(self.rng.choice(["YEAR", "MONTH", "DAY", "HOUR"]))
+        if self.rng.random() < 0.5:
+            return exp.Extract(this=unit, expression=col)
+        return exp.TimestampTrunc(this=col, unit=unit)
 
     def _failing(self) -> exp.Expr:
         """An expression that fails on some rows: both engines must fail alike."""

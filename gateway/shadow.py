@@ -16,6 +16,7 @@ shadows every query the gateway runs on its primary engine::
     store = ".arrowgate/shadow"  # where records are appended (false: nowhere)
     max_compare_bytes = 268435456     # both answers kept whole up to this; hashed above it
     keep_reference_bytes = 67108864   # record.reference_answer() up to this size
+    uncut_rows = 0         # > 0: a LIMIT's rows checked against the reference's answer without it
     rel_tol = 1e-9         # and any other gateway.compare.CompareOptions field
 
 What is never shadowed (the record says why, ``status = "skipped"``):
@@ -97,6 +98,10 @@ SHADOW_OPTIONS: dict[str, Option] = {
     "keep_reference_bytes": Option((int,), default=DEFAULT_KEEP_REFERENCE_BYTES,
                                    help="keep the reference's answer (record.reference_answer()) "
                                    "when it is at most this many bytes; 0 keeps none"),
+    "uncut_rows": Option((int,), default=0,
+                         help="check the rows of a LIMIT no total order fixes against the "
+                         "reference's answer without it, when that has at most this many "
+                         "rows; 0 (the default) never runs that third query"),
     **{name: Option(_OPTION_TYPES[str(f.type)], default=f.default,
                     help="comparison option (see gateway.compare.CompareOptions)")
        for name, f in _COMPARE_FIELDS.items()},
@@ -117,6 +122,7 @@ class ShadowSettings:
     store: str | None = DEFAULT_STORE
     max_compare_bytes: int = DEFAULT_MAX_COMPARE_BYTES
     keep_reference_bytes: int = DEFAULT_KEEP_REFERENCE_BYTES
+    uncut_rows: int = 0
     compare: CompareOptions = field(default_factory=CompareOptions)
 
     @classmethod
@@ -150,6 +156,8 @@ class ShadowSettings:
         if values["keep_reference_bytes"] < 0:
             raise fail("shadow.keep_reference_bytes", "must not be negative",
                        "0 keeps no reference answer")
+        if values["uncut_rows"] < 0:
+            raise fail("shadow.uncut_rows", "must not be negative", "0 checks nothing more")
         store = values["store"]
         if store is True:
             store = DEFAULT_STORE
@@ -161,7 +169,8 @@ class ShadowSettings:
                    noise=values["noise"], shadow_writes=values["shadow_writes"],
                    background=values["background"], store=store or None,
                    max_compare_bytes=values["max_compare_bytes"],
-                   keep_reference_bytes=values["keep_reference_bytes"], compare=compare)
+                   keep_reference_bytes=values["keep_reference_bytes"],
+                   uncut_rows=values["uncut_rows"], compare=compare)
 
 
 # -- deciding what to shadow -----------------------------------------------------

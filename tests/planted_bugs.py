@@ -7,6 +7,9 @@ DuckDB (it *is* DuckDB), so any divergence the comparator reports comes from
 the bug alone.
 
 ``delay`` (seconds) makes every query slow, to test the shadow timeout.
+``limit_from_end = true`` answers a LIMIT without ORDER BY with the last rows
+instead of the first ones: no bug (any rows are allowed), but not the rows
+DuckDB keeps.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ class PlantedBugEngine(DuckDBEngine):
         **DuckDBEngine.options,
         "bug": Option((str,), default="none", choices=("none", *BUGS)),
         "delay": Option((float,), default=0.0, help="seconds every query sleeps first"),
+        "limit_from_end": Option((bool,), default=False,
+                                 help="a LIMIT without ORDER BY keeps the last rows"),
     }
 
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
@@ -76,13 +81,28 @@ class PlantedBugEngine(DuckDBEngine):
             time.sleep(self.config["delay"])
         bug = self.config["bug"]
         sql = _rewrite(sql, bug)
+        keep_last = _limit_without_order(sql) if self.config["limit_from_end"] else None
+        if keep_last is not None:
+            sql, count = keep_last
         try:
             table = super().execute(sql, parameters).reader.read_all()
         except QueryError:
             if bug == "error_swallowed":
                 return _result(pa.table({}))
             raise
+        if keep_last is not None:
+            table = table.slice(max(table.num_rows - count, 0))
         return _result(_mangle(table, bug))
+
+
+def _limit_without_order(sql: str) -> tuple[str, int] | None:
+    """``sql`` without its LIMIT and the count, when it has a LIMIT and no ORDER BY."""
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    limit = tree.args.get("limit")
+    if limit is None or tree.args.get("order") is not None or tree.args.get("offset"):
+        return None
+    tree.set("limit", None)
+    return tree.sql("duckdb"), int(limit.expression.this)
 
 
 def _rewrite(sql: str, bug: str) -> str:

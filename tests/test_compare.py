@@ -104,6 +104,20 @@ def test_ties_on_order_by_keys_are_not_order_divergence():
     assert v.evidence["first_out_of_order"] == 1
 
 
+def test_tie_breakers_after_a_float_key_off_in_its_last_bits_are_not_judged():
+    # PostgreSQL's avg() was 5.055000000000001 where DuckDB's was 5.055, and each engine
+    # ordered its rows by its own value before the tie-breaker (found by arrowgate fuzz)
+    sql = "SELECT k, avg(v) AS a FROM t GROUP BY k ORDER BY a, k DESC"
+    primary = pa.table({"k": [1, 2, 3], "a": [5.055, 5.055000000000001, 5.06]})
+    reference = pa.table({"k": [2, 1, 3], "a": [5.055, 5.055, 5.06]})
+    v = verdict(primary, reference, sql=sql)
+    assert v.ok and v.evidence["order_checked_keys"] == ["a"]
+    # the float key itself is still checked, and exact floats keep their tie-breakers
+    assert verdict(primary.take([2, 0, 1]), reference, sql=sql).category == "order"
+    exact = pa.table({"k": [1, 2, 3], "a": [5.055, 5.055, 5.06]})
+    assert verdict(exact, reference, sql=sql).category == "order"
+
+
 def test_order_by_mapped_through_ordinal_alias_and_expression():
     reference = pa.table({"k": ["a", "b", "c"], "n": [3, 2, 1]})
     primary = reference.take([2, 1, 0])

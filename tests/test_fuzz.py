@@ -11,8 +11,10 @@ from sqlglot import exp
 
 import gateway
 from gateway.cli import main
+from gateway.compare import compare_outcomes
 from gateway.corpus import read_queries
-from gateway.query_fuzzer import DifferentialFuzzer
+from gateway.errors import QueryError
+from gateway.query_fuzzer import DifferentialFuzzer, _signature
 from gateway.query_generator import Column, QueryGenerator
 from gateway.query_reduction import shrink
 from tests import planted_bugs
@@ -44,15 +46,38 @@ def test_the_same_seed_draws_the_same_queries():
 
 
 def test_the_generator_covers_the_subset():
-    columns = Column.from_arrow(duckdb.sql(FUZZ_TABLE_SQL).to_arrow_table())
+    with_time = f"SELECT *, TIMESTAMP '2024-01-01' + INTERVAL (id) HOUR AS ts FROM ({FUZZ_TABLE_SQL})"
+    columns = Column.from_arrow(duckdb.sql(with_time).to_arrow_table())
     generator = QueryGenerator("t", columns, random.Random(0))
+    trees = [generator.query() for _ in range(1000)]
+    kinds = {exp.Where, exp.Group, exp.Having, exp.Order, exp.Limit, exp.Distinct, exp.Null,
+             exp.Round, exp.Count, exp.Sum, exp.Avg, exp.Between, exp.In, exp.Like, exp.Case,
+             exp.Is, exp.Div, exp.Mod, exp.Cast, exp.Lower, exp.Substring, exp.DPipe,
+             exp.Extract, exp.TimestampTrunc}
+    assert {kind for kind in kinds for tree in trees if tree.find(kind) is not None} == kinds
+
+
+def test_constructs_left_out_never_appear():
+    columns = Column.from_arrow(duckdb.sql(FUZZ_TABLE_SQL).to_arrow_table())
+    generator = QueryGenerator("t", columns, random.Random(0), without=["round", "IntDiv"])
     trees = [generator.query() for _ in range(300)]
-    seen = {kind for tree in trees for kind in (exp.Where, exp.Group, exp.Having, exp.Order,
-                                                exp.Limit, exp.Distinct, exp.Null, exp.Round,
-                                                exp.Count, exp.Sum, exp.Avg, exp.Between,
-                                                exp.In, exp.Like, exp.Case, exp.Is)
-            if tree.find(kind) is not None}
-    assert len(seen) == 16
+    assert not any(t.find(exp.Round, exp.IntDiv) for t in trees)
+    assert any(t.find(exp.Case) for t in trees)  # the rest is still drawn
+    with pytest.raises(ValueError, match="not a sqlglot expression name"):
+        QueryGenerator("t", columns, random.Random(0), without=["rounding"])
+    with pytest.raises(ValueError, match="leave out fewer"):
+        QueryGenerator("t", columns, random.Random(0), without=["select"]).query()
+
+
+def test_shrinking_keeps_each_sides_error_kind():
+    # a query both engines refuse for a type error must not shrink into one they refuse for
+    # another reason (PostgreSQL's grouping error against DuckDB's, found that way)
+    def both(primary_kind, reference_kind):
+        return _signature(compare_outcomes(QueryError("p", kind=primary_kind),
+                                           QueryError("r", kind=reference_kind)))
+
+    assert both("unknown_object", "type") != both(None, "syntax")
+    assert both("type", "syntax") == both("type", "syntax")
 
 
 def test_tree_reduction_keeps_only_what_the_predicate_needs():
@@ -104,16 +129,18 @@ path = "{path}"
 """
 
 
-@pytest.mark.parametrize("settings, code", [
-    ("", 0),
-    ('settings = { default_null_order = "nulls_first" }', 1),  # NULLs sort on the other side
+@pytest.mark.parametrize("settings, without, code", [
+    ("", "", 0),
+    ('settings = { default_null_order = "nulls_first" }', "", 1),  # NULLs sort elsewhere
+    ('settings = { default_null_order = "nulls_first" }', "order", 0),  # known: left out
 ])
-def test_the_fuzz_command(table_path, tmp_path, capsys, settings, code):
+def test_the_fuzz_command(table_path, tmp_path, capsys, settings, without, code):
     config = tmp_path / "arrowgate.toml"
     config.write_text(CONFIG.format(settings=settings, path=table_path))
     out = tmp_path / "found"
     argv = ["--config", str(config), "fuzz", "--primary", "new", "--reference", "old",
-            "--source", "t", "--queries", "60", "--seed", "3", "--out", str(out)]
+            "--source", "t", "--queries", "60", "--seed", "3", "--out", str(out),
+            "--without", without]
     assert main(argv) == code
     printed = capsys.readouterr().out
     assert "60 queries in" in printed and "per minute" in printed
@@ -124,3 +151,11 @@ def test_the_fuzz_command(table_path, tmp_path, capsys, settings, code):
                      "old", "--no-store", str(out)]) == 1
     else:
         assert not out.exists()
+
+
+def test_the_fuzz_command_refuses_an_unknown_construct(table_path, tmp_path, capsys):
+    config = tmp_path / "arrowgate.toml"
+    config.write_text(CONFIG.format(settings="", path=table_path))
+    assert main(["--config", str(config), "fuzz", "--primary", "new", "--reference", "old",
+                 "--source", "t", "--without", "round,nosuch"]) == 2
+    assert "--without: 'nosuch' is not a sqlglot expression name" in capsys.readouterr().err

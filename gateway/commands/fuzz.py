@@ -26,6 +26,7 @@ def register(sub: Any) -> None:
         examples=[
             "arrowgate fuzz --primary csv --reference duckdb --source trips --minutes 5",
             "arrowgate fuzz --primary new --reference old --source t --seed 7 --out found/",
+            "arrowgate fuzz --primary pg --reference duckdb --source t --without round,intdiv",
         ],
     )
     p.add_argument("--primary", metavar="ENGINE", required=True, help="the engine under test")
@@ -39,6 +40,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-findings", type=int, metavar="N", help="stop after N divergences")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="the random seed; the same seed draws the same queries (default 0)")
+    p.add_argument("--without", metavar="NAMES", default="",
+                   help="constructs to leave out of the queries, comma-separated sqlglot "
+                   "expression names (round,intdiv,like,...): divergences already understood")
     p.add_argument("--out", metavar="DIR", default="fuzz-findings",
                    help="folder the shrunk queries are written to (default fuzz-findings)")
     p.set_defaults(run=run)
@@ -55,13 +59,17 @@ def run(args: argparse.Namespace) -> int:
               f"{finding.shrunk}\n  {' '.join(finding.message.split())}\n  -> {finding.path}",
               flush=True)
 
+    without = [name for name in args.without.split(",") if name.strip()]
     with open_gateway(args) as gw:
         for name in (args.primary, args.reference):
             gw.engine_config(name)
         options = getattr(gw, "shadow_settings", None)
-        fuzzer = DifferentialFuzzer(gw, args.primary, args.reference, args.source,
-                                    seed=args.seed,
-                                    options=options.compare if options is not None else None)
+        try:
+            fuzzer = DifferentialFuzzer(gw, args.primary, args.reference, args.source,
+                                        seed=args.seed, without=without,
+                                        options=options.compare if options is not None else None)
+        except ValueError as exc:
+            raise UsageError(f"--without: {exc}") from None
         report = fuzzer.run(seconds=args.minutes * 60, max_queries=args.queries,
                             max_findings=args.max_findings, out_dir=args.out, on_finding=show)
     print(f"{report.queries} queries in {report.seconds:.1f} s ({report.per_minute:.0f} per "

@@ -20,6 +20,7 @@ FLIGHT_TRAILER = "x-arrowgate-error-kind"
 #: SQLSTATE codes, then their two-character classes, and the kind each means.
 _BY_STATE = {
     "42601": "syntax", "42000": "syntax",
+    "42803": "syntax",  # grouping: a column neither grouped nor aggregated (DuckDB's Binder Error)
     "42703": "unknown_object", "42P01": "unknown_object", "42883": "unknown_object",
     "42704": "unknown_object", "3F000": "unknown_object", "42S02": "unknown_object",
     "42S22": "unknown_object",
@@ -53,6 +54,8 @@ _BY_WORDS = (
 def error_kind(sqlstate: str | None, message: str) -> str | None:
     """The kind of an error with this SQLSTATE (None or "" when unknown) and message."""
     state = (sqlstate or "").strip().upper()
+    if state == "42883" and "operator does not exist" in message.lower():
+        return "type"  # PostgreSQL's `text > integer`: the operator exists, not for these types
     if state in _BY_STATE:
         return _BY_STATE[state]
     if state[:2] in _BY_CLASS:

@@ -72,6 +72,8 @@ ERROR_KINDS = {
     "error_kind_unknown_column": ("SELECT no_such_column FROM trips", "unknown_object"),
     "error_kind_unknown_table": ("SELECT * FROM no_such_table", "unknown_object"),
     "error_kind_conversion": ("SELECT CAST(cab_type AS INTEGER) AS x FROM trips", "type"),
+    "error_kind_comparison": ("SELECT trip_id FROM trips WHERE pickup_datetime > 1", "type"),
+    "error_kind_grouping": ("SELECT cab_type, count(*) AS n FROM trips", "syntax"),
     "error_kind_out_of_range": ("SELECT CAST(trip_id + 1000 AS TINYINT) AS x FROM trips",
                                 "out_of_range"),
 }
