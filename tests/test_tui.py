@@ -143,6 +143,58 @@ async def test_shadow_match_and_earlier_verdicts_stay_browsable():
         assert panel.current.category == "values"
 
 
+async def test_a_shadowed_answer_streams_its_first_rows_before_the_verdict():
+    from gateway.tui.messages import ResultsFetched, VerdictReady
+
+    app = make_app(divergent_config())
+    seen: list[tuple[str, int, bool]] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, ResultsFetched):
+            seen.append(("rows", message.answer.table.num_rows, message.answer.complete))
+        elif isinstance(message, VerdictReady):
+            seen.append(("verdict", 0, True))
+
+    async with app.run_test(size=(160, 50), message_hook=hook) as pilot:
+        tab = app.active_tab
+        tab.picker.pick(engine="new", reference="old")
+        # md5 of a long string per row: the primary hands over batches for a while
+        await type_sql(pilot, tab, "SELECT i, md5(repeat('x', 1000) || i) AS h, 1 / 2 AS half "
+                                   "FROM range(300000) t(i)")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab, timeout=300)
+        assert tab.verdicts.current.category == "values"
+    assert seen[0][0] == "rows" and seen[0][2] is False and 0 < seen[0][1] < 300_000, seen
+    assert seen[-2:] == [("rows", 300_000, True), ("verdict", 0, True)], seen
+
+
+async def test_cancelling_a_shadowed_tab_stops_the_reference_while_the_verdict_is_pending():
+    app = make_app(divergent_config())
+    async with app.run_test(size=(160, 50)) as pilot:
+        tab = app.active_tab
+        tab.picker.pick(engine="new", reference="old")
+        # 1 / 2 is 0.5 on new, so it counts nothing; 0 on old, which counts for minutes
+        await type_sql(pilot, tab, "SELECT count(*) FILTER (WHERE i % 7 = 0) AS n, 1 / 2 AS half "
+                                   "FROM range(CAST(1e11 * (1 - (1 / 2) * 2) AS BIGINT)) t(i)")
+        await pilot.press("ctrl+enter")
+        for _ in range(1000):
+            await pilot.pause(0.02)
+            if tab.answer is not None and tab.answer.complete:
+                break
+        # the primary's answer is shown while the reference still runs
+        assert tab.grid.table.get_cell_at(Coordinate(0, 1)) == 0.5
+        record = tab.verdicts.current
+        assert record is not None and record.status == "pending"
+        assert "verdict pending" in plain(tab.verdicts.shown)
+        assert tab.running
+        await pilot.press("escape")
+        await settle(pilot, tab, timeout=20)  # not the shadow timeout of 30 s
+        assert record.status == "skipped"
+        assert "cancelled the query before the reference answered" in plain(tab.verdicts.shown)
+        assert not any(q.engine == "old" for q in app.core.gw.running())
+        assert tab.grid.table.get_cell_at(Coordinate(0, 1)) == 0.5  # the answer stays
+
+
 async def test_cancel_a_long_query_while_another_tab_completes():
     """Both tabs on one engine: each has its own session, so cancelling one stops only it."""
     app = make_app(quickstart_config())
