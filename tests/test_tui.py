@@ -257,6 +257,54 @@ async def test_export_writes_a_file_that_reads_back(tmp_path, suffix):
         assert json.loads(target.read_text()) == expected
 
 
+async def test_export_to_the_clipboard_copies_the_answer_as_csv():
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        await type_sql(pilot, tab, "SELECT cab_type, count(*) AS n FROM trips "
+                                   "GROUP BY 1 ORDER BY n DESC")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab)
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        await pilot.press(*"clipboard", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.clipboard.splitlines() == ['cab_type,n', '"yellow",254', '"green",113',
+                                              '"fhv",33']
+
+
+async def test_the_command_palette_runs_the_consoles_commands():
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"New tab", "Close tab", "History", "Export", "Toggle catalog", "Keys",
+                "Run statement", "Run all", "Format", "Reference answer"} <= titles
+
+        async def palette(command: str) -> None:
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*command)
+            await pilot.pause(0.5)  # the palette searches in the background
+            await pilot.press("enter")
+            await pilot.pause()
+
+        tab = app.active_tab
+        await type_sql(pilot, tab, "select count(*) n from trips")
+        await palette("Format")
+        assert tab.editor.text.startswith("SELECT\n  COUNT(*) AS n\nFROM trips")
+        await palette("Run statement")
+        await settle(pilot, tab)
+        assert tab.answer.table.to_pylist() == [{"n": 400}]
+        await palette("New tab")
+        assert len(app.tabs) == 2 and app.active_tab is not tab
+        await palette("Close tab")
+        assert app.tabs == [tab]
+        catalog = app.query_one("#catalog")
+        await palette("Toggle catalog")
+        assert not catalog.display
+
+
 async def test_buffers_and_history_survive_a_restart():
     config = quickstart_config()
     app = make_app(config)
