@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.errors import Cancelled, GatewayError, QueryError
+from gateway.config import _check_options
+from gateway.engine import Option
+from gateway.errors import Cancelled, ConfigError, GatewayError, QueryError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.config import GatewayConfig
     from gateway.core import Gateway
     from gateway.result import Result
     from gateway.session import Session
@@ -29,6 +32,27 @@ if TYPE_CHECKING:
 
 #: Seconds an answer may go on streaming before the rows already in are shown.
 FIRST_ROWS_WAIT = 0.3
+
+#: The ``[tui]`` section of the configuration.
+TUI_OPTIONS = {
+    "vim": Option((bool,), False, help="vim-style modal editing in the editor (f9 toggles it)"),
+}
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    """The checked ``[tui]`` section."""
+
+    vim: bool = False
+
+    @classmethod
+    def from_config(cls, config: GatewayConfig) -> ConsoleSettings:
+        """Raises: ConfigError: an unknown key or a wrong value, naming the file and key."""
+        def fail(key: str, message: str, hint: str | None = None) -> ConfigError:
+            return ConfigError(message, path=config.path, key=key, hint=hint)
+
+        values, _ = _check_options("tui", config.tui, TUI_OPTIONS, fail)
+        return cls(**values)
 
 
 @dataclass
@@ -57,6 +81,7 @@ class ConsoleCore:
 
     def __init__(self, gw: Gateway):
         self.gw = gw
+        self.settings = ConsoleSettings.from_config(gw.config)
 
     @classmethod
     def open(cls, config: str | os.PathLike[str] | None) -> ConsoleCore:
