@@ -430,6 +430,62 @@ async def test_a_million_row_answer_scrolls_to_the_last_row():
     assert seen[-1] == (1_000_000, True)
 
 
+async def test_typing_repaints_the_editor_not_the_grid(monkeypatch):
+    """A key that lengthens a line used to lay out and repaint the whole screen, the grid
+    included: tens of milliseconds a key with a large answer on screen."""
+    from textual_fastdatatable import DataTable
+
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        tab.picker.pick(engine="duck")
+        await type_sql(pilot, tab, "SELECT i, 'row ' || i AS label FROM range(100000) t(i)")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab)
+        tab.editor.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        painted: list[int] = []
+        paint = DataTable.render_lines
+        monkeypatch.setattr(DataTable, "render_lines",
+                            lambda self, crop: painted.append(1) or paint(self, crop))
+        for _ in range(10):
+            await pilot.press("1")  # no completion list opens over the grid
+        await pilot.pause()
+        assert tab.editor.text.endswith("t(i)1111111111")
+        assert not painted
+
+
+def test_what_the_first_statement_needs_is_imported_before_it_runs(tmp_path):
+    """Splitting statements needs sqlglot (about 0.1 s to import) and the grid Arrow's
+    compute functions: the app imports them in the background, not at the first run."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = """
+import asyncio, sys
+from tests.tui_support import make_app
+
+async def main():
+    app = make_app({"engines": {"duck": {"type": "duckdb"}}}, persist=False)
+    async with app.run_test() as pilot:
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if "sqlglot.tokens" in sys.modules and "pyarrow.compute" in sys.modules:
+                print("imported")
+                return
+        print("not imported")
+
+asyncio.run(main())
+"""
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "ARROWGATE_HOME": str(tmp_path)})
+    assert out.stdout.strip() == "imported", out.stderr
+
+
 async def test_an_answer_that_keeps_streaming_shows_its_first_rows_early():
     from gateway.tui.messages import ResultsFetched
 

@@ -71,6 +71,22 @@ class ArrowgateApp(App[None]):
             await self.add_tab(buffer)
         self.set_interval(5.0, self.save_buffers)
         self.action_focus_editor()
+        self.call_after_refresh(self._prepare)
+
+    @work(thread=True, group="warm")
+    def _prepare(self) -> None:
+        """Import, off the event loop and before the first statement, what running one and
+        completing a word need: sqlglot (splitting statements: ~0.1 s to import) and Arrow's
+        compute functions with the grid's width measures (~0.04 s)."""
+        import pyarrow as pa
+
+        from gateway.tui.components.results_grid import prepare_backend
+        from gateway.tui.sql_text import functions, keywords, statements
+
+        statements("SELECT 1")
+        keywords()
+        functions()
+        prepare_backend(pa.table({"n": [1], "x": [1.5], "s": ["s"]}))
 
     # -- tabs ------------------------------------------------------------------
     @property

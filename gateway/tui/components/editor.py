@@ -5,13 +5,34 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from textual.app import ComposeResult
-from textual.widgets import Label
+from textual.geometry import Size
+from textual.widgets import Label, TextArea
 from textual_textarea import TextEditor
 from textual_textarea.autocomplete import CompletionList
 from textual_textarea.containers import FooterContainer, TextContainer
 
 from gateway.tui.components.vim import VimTextArea
 from gateway.tui.sql_text import complete, offset_of, statement_at
+
+
+class SqlTextArea(VimTextArea):
+    """The editor's text area: vim keys when asked, and a key repaints this widget only."""
+
+    def _refresh_size(self) -> None:
+        # TextArea sets virtual_size, a reactive with layout=True, so every key that
+        # lengthens a line laid out and repainted the whole screen, a 1M-row grid
+        # included (tens of ms a key). A new virtual size concerns this widget's own
+        # scrolling only: set it without the layout pass; scrollbars appearing or going
+        # still lay out (their own reactives).
+        if self.soft_wrap:
+            size = Size(0, self.wrapped_document.height)
+        else:  # +1 width: room for the cursor resting at the end of the line
+            width, height = self.document.get_size(self.indent_width)
+            size = Size(width + self.gutter_width + 1, height)
+        if size != self.virtual_size:
+            self.set_reactive(TextArea.virtual_size, size)
+            self.refresh()
+        self._refresh_scrollbars()
 
 
 class SqlEditor(TextEditor):
@@ -27,7 +48,7 @@ class SqlEditor(TextEditor):
     def compose(self) -> ComposeResult:
         # TextEditor.compose with the vim-capable text area in place of TextAreaPlus
         self.text_container = TextContainer()
-        self.text_input = VimTextArea(language=self._language, text=self._initial_text,
+        self.text_input = SqlTextArea(language=self._language, text=self._initial_text,
                                       read_only=self.read_only, show_cursor=self._show_cursor)
         self.completion_list = CompletionList()
         self.footer = FooterContainer(classes="hide")
@@ -42,8 +63,8 @@ class SqlEditor(TextEditor):
         self.set_vim(self._vim)
 
     @property
-    def area(self) -> VimTextArea:
-        assert isinstance(self.text_input, VimTextArea)
+    def area(self) -> SqlTextArea:
+        assert isinstance(self.text_input, SqlTextArea)
         return self.text_input
 
     @property
