@@ -305,6 +305,19 @@ async def test_the_command_palette_runs_the_consoles_commands():
         assert not catalog.display
 
 
+async def test_saving_buffers_while_a_tab_is_taken_down_keeps_what_it_knew():
+    """The app saves buffers every 5 s; the timer can fire while the app is closing."""
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        await type_sql(pilot, tab, "SELECT 1")
+        await pilot.press("ctrl+enter")  # a run saves the buffers, and the tab its buffer
+        await settle(pilot, tab)
+        await tab.remove_children()
+        app.save_buffers()
+    assert [b.text for b in app.store.load_buffers()] == ["SELECT 1"]
+
+
 async def test_buffers_and_history_survive_a_restart():
     config = quickstart_config()
     app = make_app(config)

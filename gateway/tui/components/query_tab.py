@@ -15,6 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import Select
 from textual_fastdatatable import DataTable
@@ -105,9 +106,14 @@ class QueryTab(Vertical):
         return self.query_one(EnginePicker)
 
     def snapshot(self) -> Buffer:
-        """The buffer as it should persist."""
-        return Buffer(text=self.editor.text, engine=self.picker.engine,
-                      reference=self.picker.reference)
+        """The buffer as it should persist; while the tab is taken down (the app's 5 s
+        save can fire then), the buffer as last taken."""
+        try:
+            editor, picker = self.editor, self.picker
+        except NoMatches:
+            return self.buffer
+        self.buffer = Buffer(text=editor.text, engine=picker.engine, reference=picker.reference)
+        return self.buffer
 
     @on(VimTextArea.ModeChanged)
     def _mode_changed(self, event: VimTextArea.ModeChanged) -> None:
