@@ -26,7 +26,7 @@ from gateway.sources import SOURCE_OPTIONS, Source, infer_format, not_regular
 
 DEFAULT_FILE = "arrowgate.toml"
 DEFAULT_ENGINE_NAME = "duckdb"
-TOP_LEVEL_KEYS = ("default_engine", "engines", "sources", "shadow", "serve")
+TOP_LEVEL_KEYS = ("default_engine", "engines", "sources", "shadow", "serve", "tui")
 
 _ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -62,6 +62,8 @@ class GatewayConfig:
     shadow: dict[str, Any] = field(default_factory=dict)
     #: The unchecked ``[serve]`` section; ``arrowgate serve`` checks it (gateway.flight.settings).
     serve: dict[str, Any] = field(default_factory=dict)
+    #: The unchecked ``[tui]`` section; ``arrowgate tui`` checks it (gateway.tui.console).
+    tui: dict[str, Any] = field(default_factory=dict)
     #: The folder relative paths are resolved against.
     base_dir: Path = field(default_factory=Path.cwd)
 
@@ -170,12 +172,15 @@ def _check(
     if not isinstance(shadow, Mapping):
         raise fail("shadow", "must be a table")
 
-    serve = raw.get("serve", {})
-    if not isinstance(serve, Mapping):
-        raise fail("serve", "must be a table")
+    sections = {}
+    for key in ("serve", "tui"):
+        sections[key] = raw.get(key, {})
+        if not isinstance(sections[key], Mapping):
+            raise fail(key, "must be a table")
 
     return GatewayConfig(path=label, engines=engines, sources=sources, default_engine=default,
-                         shadow=dict(shadow), serve=dict(serve), base_dir=base)
+                         shadow=dict(shadow), serve=dict(sections["serve"]),
+                         tui=dict(sections["tui"]), base_dir=base)
 
 
 def _check_engine(name: str, section: Any, fail: Any,

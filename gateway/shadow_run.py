@@ -101,6 +101,7 @@ class _ShadowRun:
             Answer(self.budget, settings.keep_reference_bytes),
             Answer(self.budget) if settings.noise else None)
         self.background = settings.background
+        self.cancelled = False
         self._finishing = threading.Lock()
         self._finished = False
 
@@ -139,6 +140,14 @@ class _ShadowRun:
         else:
             self._finish()
 
+    def cancel(self) -> bool:
+        """Stop the reference (the record is then skipped); False when the record was final."""
+        if self.record.done():
+            return False
+        self.cancelled = True
+        self.reference.cancel()
+        return True
+
     def abandon(self, rows: int, what: str = "closed the answer") -> None:
         """The caller stopped the primary before its end: nothing whole to compare."""
         if not self._claim_finish():
@@ -163,6 +172,12 @@ class _ShadowRun:
         record, settings, ref = self.record, self.settings, self.reference
         ref.join(settings.timeout)
         sides = [self.primary, ref.first]
+        if self.cancelled:
+            record.status = "skipped"
+            record.skip_reason = "the caller cancelled the query before the reference answered"
+            for side in sides:
+                side.release()
+            return
         if ref.is_alive():
             ref.cancel()
             timeout = QueryTimeout(f"no answer within the shadow timeout of {settings.timeout:g} s",
@@ -293,8 +308,14 @@ class ShadowedResult(Result):
         return super().to_arrow()
 
     def cancel(self) -> bool:
-        """Stop the primary's query (the record is then skipped, the reference stopped)."""
-        return self._primary.cancel()
+        """Stop the primary's query and the reference's, also after the primary's answer
+        was read whole while the verdict is pending (the record is then skipped).
+
+        Returns:
+            False when both had already finished.
+        """
+        stopped = self._primary.cancel()
+        return self._run.cancel() or stopped
 
     def _drain(self) -> None:
         """For :meth:`ShadowRecord.wait` on an answer nobody reads: read it whole, keep it."""

@@ -237,3 +237,26 @@ def test_a_shadowed_answer_in_a_session_streams_and_cancelling_it_skips_the_reco
         assert stopped.shadow.done() and stopped.shadow.status == "skipped"
         assert "cancelled the query" in stopped.shadow.skip_reason
         reference_stopped()
+
+
+def test_cancelling_a_shadowed_answer_read_whole_stops_the_reference_and_skips_the_record(
+        tmp_path):
+    # the same view name answers at once on the primary and runs for minutes on the reference
+    reference = {"type": "duckdb", "settings": {"threads": 1}}
+    with connect(tmp_path, {"timeout": 120, "background": True}, reference) as gw:
+        gw.execute("CREATE VIEW slow AS SELECT 1::HUGEINT AS h", shadow=False).to_arrow()
+        gw.execute("CREATE VIEW slow AS SELECT sum(hash(range)) AS h FROM range(100000000000)",
+                   engine="reference", shadow=False).to_arrow()
+        result = gw.execute("SELECT h FROM slow")
+        assert result.to_arrow().num_rows == 1
+        record = result.shadow
+        assert not record.done()  # the primary's answer is whole; the reference runs on
+        started = time.monotonic()
+        assert result.cancel()
+        assert record.wait(30)
+        assert time.monotonic() - started < 30  # not the 120 s shadow timeout
+        assert record.status == "skipped"
+        assert "cancelled the query before the reference answered" in record.skip_reason
+        reference_stopped()
+        assert not any(q.engine == "reference" for q in gw.running())
+        assert not result.cancel()  # nothing left to stop

@@ -143,6 +143,58 @@ async def test_shadow_match_and_earlier_verdicts_stay_browsable():
         assert panel.current.category == "values"
 
 
+async def test_a_shadowed_answer_streams_its_first_rows_before_the_verdict():
+    from gateway.tui.messages import ResultsFetched, VerdictReady
+
+    app = make_app(divergent_config())
+    seen: list[tuple[str, int, bool]] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, ResultsFetched):
+            seen.append(("rows", message.answer.table.num_rows, message.answer.complete))
+        elif isinstance(message, VerdictReady):
+            seen.append(("verdict", 0, True))
+
+    async with app.run_test(size=(160, 50), message_hook=hook) as pilot:
+        tab = app.active_tab
+        tab.picker.pick(engine="new", reference="old")
+        # md5 of a long string per row: the primary hands over batches for a while
+        await type_sql(pilot, tab, "SELECT i, md5(repeat('x', 1000) || i) AS h, 1 / 2 AS half "
+                                   "FROM range(300000) t(i)")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab, timeout=300)
+        assert tab.verdicts.current.category == "values"
+    assert seen[0][0] == "rows" and seen[0][2] is False and 0 < seen[0][1] < 300_000, seen
+    assert seen[-2:] == [("rows", 300_000, True), ("verdict", 0, True)], seen
+
+
+async def test_cancelling_a_shadowed_tab_stops_the_reference_while_the_verdict_is_pending():
+    app = make_app(divergent_config())
+    async with app.run_test(size=(160, 50)) as pilot:
+        tab = app.active_tab
+        tab.picker.pick(engine="new", reference="old")
+        # 1 / 2 is 0.5 on new, so it counts nothing; 0 on old, which counts for minutes
+        await type_sql(pilot, tab, "SELECT count(*) FILTER (WHERE i % 7 = 0) AS n, 1 / 2 AS half "
+                                   "FROM range(CAST(1e11 * (1 - (1 / 2) * 2) AS BIGINT)) t(i)")
+        await pilot.press("ctrl+enter")
+        for _ in range(1000):
+            await pilot.pause(0.02)
+            if tab.answer is not None and tab.answer.complete:
+                break
+        # the primary's answer is shown while the reference still runs
+        assert tab.grid.table.get_cell_at(Coordinate(0, 1)) == 0.5
+        record = tab.verdicts.current
+        assert record is not None and record.status == "pending"
+        assert "verdict pending" in plain(tab.verdicts.shown)
+        assert tab.running
+        await pilot.press("escape")
+        await settle(pilot, tab, timeout=20)  # not the shadow timeout of 30 s
+        assert record.status == "skipped"
+        assert "cancelled the query before the reference answered" in plain(tab.verdicts.shown)
+        assert not any(q.engine == "old" for q in app.core.gw.running())
+        assert tab.grid.table.get_cell_at(Coordinate(0, 1)) == 0.5  # the answer stays
+
+
 async def test_cancel_a_long_query_while_another_tab_completes():
     """Both tabs on one engine: each has its own session, so cancelling one stops only it."""
     app = make_app(quickstart_config())
@@ -203,6 +255,67 @@ async def test_export_writes_a_file_that_reads_back(tmp_path, suffix):
         assert pacsv.read_csv(target).to_pylist() == expected
     else:
         assert json.loads(target.read_text()) == expected
+
+
+async def test_export_to_the_clipboard_copies_the_answer_as_csv():
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        await type_sql(pilot, tab, "SELECT cab_type, count(*) AS n FROM trips "
+                                   "GROUP BY 1 ORDER BY n DESC")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab)
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        await pilot.press(*"clipboard", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.clipboard.splitlines() == ['cab_type,n', '"yellow",254', '"green",113',
+                                              '"fhv",33']
+
+
+async def test_the_command_palette_runs_the_consoles_commands():
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"New tab", "Close tab", "History", "Export", "Toggle catalog", "Keys",
+                "Run statement", "Run all", "Format", "Reference answer"} <= titles
+
+        async def palette(command: str) -> None:
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*command)
+            await pilot.pause(0.5)  # the palette searches in the background
+            await pilot.press("enter")
+            await pilot.pause()
+
+        tab = app.active_tab
+        await type_sql(pilot, tab, "select count(*) n from trips")
+        await palette("Format")
+        assert tab.editor.text.startswith("SELECT\n  COUNT(*) AS n\nFROM trips")
+        await palette("Run statement")
+        await settle(pilot, tab)
+        assert tab.answer.table.to_pylist() == [{"n": 400}]
+        await palette("New tab")
+        assert len(app.tabs) == 2 and app.active_tab is not tab
+        await palette("Close tab")
+        assert app.tabs == [tab]
+        catalog = app.query_one("#catalog")
+        await palette("Toggle catalog")
+        assert not catalog.display
+
+
+async def test_saving_buffers_while_a_tab_is_taken_down_keeps_what_it_knew():
+    """The app saves buffers every 5 s; the timer can fire while the app is closing."""
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        await type_sql(pilot, tab, "SELECT 1")
+        await pilot.press("ctrl+enter")  # a run saves the buffers, and the tab its buffer
+        await settle(pilot, tab)
+        await tab.remove_children()
+        app.save_buffers()
+    assert [b.text for b in app.store.load_buffers()] == ["SELECT 1"]
 
 
 async def test_buffers_and_history_survive_a_restart():
@@ -328,6 +441,62 @@ async def test_a_million_row_answer_scrolls_to_the_last_row():
         assert "row 999999" in screen_text(app)
         assert "1,000,000 rows" in str(tab.status.render())
     assert seen[-1] == (1_000_000, True)
+
+
+async def test_typing_repaints_the_editor_not_the_grid(monkeypatch):
+    """A key that lengthens a line used to lay out and repaint the whole screen, the grid
+    included: tens of milliseconds a key with a large answer on screen."""
+    from textual_fastdatatable import DataTable
+
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        tab = app.active_tab
+        tab.picker.pick(engine="duck")
+        await type_sql(pilot, tab, "SELECT i, 'row ' || i AS label FROM range(100000) t(i)")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab)
+        tab.editor.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        painted: list[int] = []
+        paint = DataTable.render_lines
+        monkeypatch.setattr(DataTable, "render_lines",
+                            lambda self, crop: painted.append(1) or paint(self, crop))
+        for _ in range(10):
+            await pilot.press("1")  # no completion list opens over the grid
+        await pilot.pause()
+        assert tab.editor.text.endswith("t(i)1111111111")
+        assert not painted
+
+
+def test_what_the_first_statement_needs_is_imported_before_it_runs(tmp_path):
+    """Splitting statements needs sqlglot (about 0.1 s to import) and the grid Arrow's
+    compute functions: the app imports them in the background, not at the first run."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = """
+import asyncio, sys
+from tests.tui_support import make_app
+
+async def main():
+    app = make_app({"engines": {"duck": {"type": "duckdb"}}}, persist=False)
+    async with app.run_test() as pilot:
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if "sqlglot.tokens" in sys.modules and "pyarrow.compute" in sys.modules:
+                print("imported")
+                return
+        print("not imported")
+
+asyncio.run(main())
+"""
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "ARROWGATE_HOME": str(tmp_path)})
+    assert out.stdout.strip() == "imported", out.stderr
 
 
 async def test_an_answer_that_keeps_streaming_shows_its_first_rows_early():

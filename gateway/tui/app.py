@@ -35,6 +35,7 @@ class ArrowgateApp(App[None]):
         Binding("ctrl+b", "toggle_catalog", "Catalog"),
         Binding("f8", "history", "History"),
         Binding("ctrl+e", "export", "Export"),
+        Binding("f9", "toggle_vim", "Vim keys", show=False),
         Binding("f2", "focus_editor", "Focus editor", show=False),
         Binding("f6", "focus_catalog", "Focus catalog", show=False),
         Binding("f7", "focus_results", "Focus results", show=False),
@@ -50,6 +51,8 @@ class ArrowgateApp(App[None]):
         self.store = ConsoleStore(core.state_dir)
         self.engine = engine
         self.reference = reference
+        #: vim-style editing in every tab: ``[tui] vim`` in the config, f9 toggles it
+        self.vim = core.settings.vim
         self._tab_ids = itertools.count(1)
 
     def compose(self) -> ComposeResult:
@@ -68,6 +71,22 @@ class ArrowgateApp(App[None]):
             await self.add_tab(buffer)
         self.set_interval(5.0, self.save_buffers)
         self.action_focus_editor()
+        self.call_after_refresh(self._prepare)
+
+    @work(thread=True, group="warm")
+    def _prepare(self) -> None:
+        """Import, off the event loop and before the first statement, what running one and
+        completing a word need: sqlglot (splitting statements: ~0.1 s to import) and Arrow's
+        compute functions with the grid's width measures (~0.04 s)."""
+        import pyarrow as pa
+
+        from gateway.tui.components.results_grid import prepare_backend
+        from gateway.tui.sql_text import functions, keywords, statements
+
+        statements("SELECT 1")
+        keywords()
+        functions()
+        prepare_backend(pa.table({"n": [1], "x": [1.5], "s": ["s"]}))
 
     # -- tabs ------------------------------------------------------------------
     @property
@@ -81,7 +100,7 @@ class ArrowgateApp(App[None]):
 
     async def add_tab(self, buffer: Buffer) -> QueryTab:
         n = next(self._tab_ids)
-        tab = QueryTab(self.core, self.store, buffer, self.completion_names)
+        tab = QueryTab(self.core, self.store, buffer, self.completion_names, vim=self.vim)
         tabs = self.query_one(TabbedContent)
         await tabs.add_pane(TabPane(f"query {n}", tab, id=f"tab-{n}"))
         tabs.active = f"tab-{n}"
@@ -138,6 +157,13 @@ class ArrowgateApp(App[None]):
         tab = self.active_tab
         if tab is not None:
             tab.action_cancel()
+
+    def action_toggle_vim(self) -> None:
+        self.vim = not self.vim
+        for tab in self.tabs:
+            tab.editor.set_vim(self.vim)
+        self.notify("vim keys on: escape for normal mode, i to insert" if self.vim else
+                    "vim keys off")
 
     def action_toggle_catalog(self) -> None:
         catalog = self.query_one(CatalogTree)
@@ -233,6 +259,8 @@ class ArrowgateApp(App[None]):
             ("History", "search and re-run earlier statements", self.action_history),
             ("Export", "write the answer to CSV, Parquet, JSON or Arrow", self.action_export),
             ("Toggle catalog", "show or hide the data catalog", self.action_toggle_catalog),
+            ("Vim keys", "modal editing (normal, insert, visual) on or off",
+             self.action_toggle_vim),
             ("Keys", "every key binding", self.action_help),
         ):
             yield SystemCommand(title, help_text, action)

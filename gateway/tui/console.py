@@ -17,17 +17,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.errors import Cancelled, GatewayError, QueryError
+from gateway.config import _check_options
+from gateway.engine import Option
+from gateway.errors import Cancelled, ConfigError, GatewayError, QueryError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.config import GatewayConfig
     from gateway.core import Gateway
+    from gateway.result import Result
     from gateway.session import Session
     from gateway.shadow import ShadowRecord
 
 #: Seconds an answer may go on streaming before the rows already in are shown.
 FIRST_ROWS_WAIT = 0.3
+
+#: The ``[tui]`` section of the configuration.
+TUI_OPTIONS = {
+    "vim": Option((bool,), False, help="vim-style modal editing in the editor (f9 toggles it)"),
+}
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    """The checked ``[tui]`` section."""
+
+    vim: bool = False
+
+    @classmethod
+    def from_config(cls, config: GatewayConfig) -> ConsoleSettings:
+        """Raises: ConfigError: an unknown key or a wrong value, naming the file and key."""
+        def fail(key: str, message: str, hint: str | None = None) -> ConfigError:
+            return ConfigError(message, path=config.path, key=key, hint=hint)
+
+        values, _ = _check_options("tui", config.tui, TUI_OPTIONS, fail)
+        return cls(**values)
 
 
 @dataclass
@@ -56,6 +81,7 @@ class ConsoleCore:
 
     def __init__(self, gw: Gateway):
         self.gw = gw
+        self.settings = ConsoleSettings.from_config(gw.config)
 
     @classmethod
     def open(cls, config: str | os.PathLike[str] | None) -> ConsoleCore:
@@ -129,6 +155,8 @@ class TabSession:
         self.engine = engine
         self._cancelled = threading.Event()
         self._session: Session | None = None
+        #: the last shadowed answer: cancelling the tab stops its reference too
+        self._shadowed: Result | None = None
 
     def _open(self) -> Session:
         """The tab's session on the engine, opened on the first statement (it may start it)."""
@@ -140,8 +168,9 @@ class TabSession:
             on_first_rows: Callable[[Answer], None] | None = None) -> Answer:
         """Run ``sql`` (shadowed on ``reference`` when given); the answer read whole.
 
-        ``on_first_rows`` sees the rows that are in when an (unshadowed) answer is still
-        streaming FIRST_ROWS_WAIT seconds after its first batch.
+        ``on_first_rows`` sees the rows that are in when the answer is still streaming
+        FIRST_ROWS_WAIT seconds after its first batch (a shadowed primary's too: the
+        comparison reads the same batches as they pass).
         With a reference, the answer comes back before the verdict: ``answer.shadow``
         is then pending until :func:`wait_for_verdict` returns.
 
@@ -149,16 +178,45 @@ class TabSession:
             gateway.errors.GatewayError: the statement failed or was cancelled.
         """
         self._cancelled.clear()
-        if reference:
-            return self._run_shadowed(sql, reference)
-        return self._run_plain(sql, on_first_rows)
-
-    def _run_plain(self, sql: str, on_first_rows: Callable[[Answer], None] | None) -> Answer:
-        import pyarrow as pa
-
+        self._shadowed = None
         session = self._open()  # starting the engine is not the statement's time
         started = time.perf_counter()
-        result = session.execute(sql, shadow=False)
+        if not reference:
+            return self._read(sql, session.execute(sql, shadow=False), None, started,
+                              on_first_rows)
+        result, record = self._start_shadowed(sql, reference, session)
+        self._shadowed = result
+        answer = self._read(sql, result, reference, started, on_first_rows)
+        answer.shadow = record
+        if record.primary_ms is not None:
+            answer.elapsed = record.primary_ms / 1000
+        return answer
+
+    def _start_shadowed(self, sql: str, reference: str,
+                        session: Session) -> tuple[Result, ShadowRecord]:
+        from gateway.shadow import DEFAULT_STORE, ShadowSettings, run_shadowed
+
+        gw = self.core.gw
+        configured = gw.shadow_settings
+        # in the background: the primary's answer is shown before the reference is done
+        settings = (dataclasses.replace(configured, reference=reference, sample=1.0,
+                                        background=True) if configured is not None else
+                    ShadowSettings(reference=reference, background=True,
+                                   store=str(Path(gw.config.base_dir) / DEFAULT_STORE)))
+        result, error, record = run_shadowed(gw, sql, self.engine, reference, settings,
+                                             session=session)
+        if error is not None:
+            if isinstance(error, GatewayError):
+                raise error
+            raise QueryError(str(error), engine=self.engine) from error
+        assert result is not None
+        return result, record
+
+    def _read(self, sql: str, result: Result, reference: str | None, started: float,
+              on_first_rows: Callable[[Answer], None] | None) -> Answer:
+        """Read ``result`` whole in a thread of its own, showing its first rows on time."""
+        import pyarrow as pa
+
         batches: list[pa.RecordBatch] = []
         inbox: queue.Queue[pa.RecordBatch | BaseException | None] = queue.Queue()
 
@@ -185,7 +243,7 @@ class TabSession:
             except queue.Empty:
                 shown = True
                 assert on_first_rows is not None
-                on_first_rows(Answer(sql, self.engine, None,
+                on_first_rows(Answer(sql, self.engine, reference,
                                      pa.Table.from_batches(batches, schema=result.schema),
                                      time.perf_counter() - started, complete=False,
                                      answered_by=result.engine, notes=dict(result.notes)))
@@ -203,39 +261,19 @@ class TabSession:
         if self._cancelled.is_set():
             raise Cancelled("cancelled", engine=self.engine)
         table = pa.Table.from_batches(batches, schema=result.schema)
-        return Answer(sql, self.engine, None, table, time.perf_counter() - started,
+        return Answer(sql, self.engine, reference, table, time.perf_counter() - started,
                       answered_by=result.engine, notes=dict(result.notes))
-
-    def _run_shadowed(self, sql: str, reference: str) -> Answer:
-        from gateway.shadow import DEFAULT_STORE, ShadowSettings, run_shadowed
-
-        gw = self.core.gw
-        configured = gw.shadow_settings
-        settings = (dataclasses.replace(configured, reference=reference, sample=1.0,
-                                        background=True) if configured is not None else
-                    ShadowSettings(reference=reference, background=True,
-                                   store=str(Path(gw.config.base_dir) / DEFAULT_STORE)))
-        started = time.perf_counter()
-        result, error, record = run_shadowed(gw, sql, self.engine, reference, settings,
-                                             session=self._open())
-        if self._cancelled.is_set():
-            raise Cancelled("cancelled", engine=self.engine)
-        if error is not None:
-            if isinstance(error, GatewayError):
-                raise error
-            raise QueryError(str(error), engine=self.engine) from error
-        assert result is not None
-        elapsed = (record.primary_ms / 1000 if record.primary_ms is not None
-                   else time.perf_counter() - started)
-        return Answer(sql, self.engine, reference, result.to_arrow(), elapsed, answered_by=result.engine,
-                      notes=dict(result.notes), shadow=record)
 
     def cancel(self) -> None:
         """Stop this tab's running statement (from any thread); other tabs' run on. Never
-        raises. A shadowed run's reference is not reached: it ends by the shadow timeout."""
+        raises. A shadowed run's reference stops too, also when the primary's answer is
+        in and only the verdict is pending."""
         self._cancelled.set()
         if self._session is not None:
             self._session.cancel()
+        shadowed = self._shadowed
+        if shadowed is not None:
+            shadowed.cancel()
 
     def close(self) -> None:
         if self._session is not None:

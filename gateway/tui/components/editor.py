@@ -4,18 +4,77 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual.app import ComposeResult
+from textual.geometry import Size
+from textual.widgets import Label, TextArea
 from textual_textarea import TextEditor
+from textual_textarea.autocomplete import CompletionList
+from textual_textarea.containers import FooterContainer, TextContainer
 
+from gateway.tui.components.vim import VimTextArea
 from gateway.tui.sql_text import complete, offset_of, statement_at
+
+
+class SqlTextArea(VimTextArea):
+    """The editor's text area: vim keys when asked, and a key repaints this widget only."""
+
+    def _refresh_size(self) -> None:
+        # TextArea sets virtual_size, a reactive with layout=True, so every key that
+        # lengthens a line laid out and repainted the whole screen, a 1M-row grid
+        # included (tens of ms a key). A new virtual size concerns this widget's own
+        # scrolling only: set it without the layout pass; scrollbars appearing or going
+        # still lay out (their own reactives).
+        if self.soft_wrap:
+            size = Size(0, self.wrapped_document.height)
+        else:  # +1 width: room for the cursor resting at the end of the line
+            width, height = self.document.get_size(self.indent_width)
+            size = Size(width + self.gutter_width + 1, height)
+        if size != self.virtual_size:
+            self.set_reactive(TextArea.virtual_size, size)
+            self.refresh()
+        self._refresh_scrollbars()
 
 
 class SqlEditor(TextEditor):
     """A buffer of SQL; knows which statement the cursor or the selection means."""
 
-    def __init__(self, text: str, names: Callable[[], list[str]], *, id: str | None = None):
+    def __init__(self, text: str, names: Callable[[], list[str]], *, vim: bool = False,
+                 id: str | None = None):
         super().__init__(language="sql", text=text, theme="textual-dark", id=id,
                          word_completer=lambda prefix: complete(prefix, names()),
                          use_system_clipboard=False)
+        self._vim = vim
+
+    def compose(self) -> ComposeResult:
+        # TextEditor.compose with the vim-capable text area in place of TextAreaPlus
+        self.text_container = TextContainer()
+        self.text_input = SqlTextArea(language=self._language, text=self._initial_text,
+                                      read_only=self.read_only, show_cursor=self._show_cursor)
+        self.completion_list = CompletionList()
+        self.footer = FooterContainer(classes="hide")
+        self.footer_label = Label("", id="textarea__save_open_input_label")
+        with self.text_container:
+            yield self.text_input
+            yield self.completion_list
+        with self.footer:
+            yield self.footer_label
+
+    def on_mount(self) -> None:  # TextEditor's on_mount runs too: Textual calls each class's
+        self.set_vim(self._vim)
+
+    @property
+    def area(self) -> SqlTextArea:
+        assert isinstance(self.text_input, SqlTextArea)
+        return self.text_input
+
+    @property
+    def vim(self) -> bool:
+        return self.area.mode != ""
+
+    def set_vim(self, on: bool) -> None:
+        """Vim-style modal editing on (starting in normal mode) or off."""
+        self._vim = on
+        self.area.set_vim(on)
 
     def current_statement(self) -> str:
         """The selection when there is one, else the statement under the cursor."""

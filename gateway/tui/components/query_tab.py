@@ -15,6 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import Select
 from textual_fastdatatable import DataTable
@@ -25,6 +26,7 @@ from gateway.tui.components.engine_picker import EnginePicker
 from gateway.tui.components.results_grid import ResultsGrid, prepare_backend
 from gateway.tui.components.status_bar import StatusBar
 from gateway.tui.components.verdict_panel import VerdictPanel
+from gateway.tui.components.vim import VimTextArea
 from gateway.tui.console import Answer, reference_answer, wait_for_verdict
 from gateway.tui.messages import QueryFailed, QuerySubmitted, ResultsFetched, VerdictReady
 from gateway.tui.sql_text import format_sql, statements
@@ -48,8 +50,9 @@ class QueryTab(Vertical):
     running: reactive[bool] = reactive(False)
 
     def __init__(self, core: ConsoleCore, store: ConsoleStore, buffer: Buffer,
-                 names: Callable[[], list[str]]) -> None:
+                 names: Callable[[], list[str]], *, vim: bool = False) -> None:
         super().__init__(classes="query-tab")
+        self.vim = vim
         self.core = core
         self.store = store
         self.buffer = buffer
@@ -67,7 +70,7 @@ class QueryTab(Vertical):
             self.core.default_engine
         reference = self.buffer.reference if self.buffer.reference in engines else None
         yield EnginePicker(engines, engine, reference)
-        yield SqlEditor(self.buffer.text, self.names, id="editor")
+        yield SqlEditor(self.buffer.text, self.names, vim=self.vim, id="editor")
         yield ResultsGrid(id="results")
         yield VerdictPanel(id="verdict")
         yield StatusBar(id="status")
@@ -103,9 +106,19 @@ class QueryTab(Vertical):
         return self.query_one(EnginePicker)
 
     def snapshot(self) -> Buffer:
-        """The buffer as it should persist."""
-        return Buffer(text=self.editor.text, engine=self.picker.engine,
-                      reference=self.picker.reference)
+        """The buffer as it should persist; while the tab is taken down (the app's 5 s
+        save can fire then), the buffer as last taken."""
+        try:
+            editor, picker = self.editor, self.picker
+        except NoMatches:
+            return self.buffer
+        self.buffer = Buffer(text=editor.text, engine=picker.engine, reference=picker.reference)
+        return self.buffer
+
+    @on(VimTextArea.ModeChanged)
+    def _mode_changed(self, event: VimTextArea.ModeChanged) -> None:
+        event.stop()
+        self.status.mode = event.mode
 
     @on(Select.Changed)
     def _engine_changed(self, event: Select.Changed) -> None:

@@ -33,9 +33,16 @@ class StatusBar(Widget):
     """
 
     text: reactive[str] = reactive("", layout=False)
+    #: the editor's vim mode (``normal``, ``insert``, ``visual``), "" with vim keys off
+    mode: reactive[str] = reactive("", layout=False)
 
     def render(self) -> Text:
-        return Text(self.text, no_wrap=True, overflow="ellipsis")
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if self.mode:
+            line.append(f"-- {self.mode.upper()} --", style="bold reverse")
+            line.append(" ")
+        line.append(self.text)
+        return line
 
     def show_answer(self, answer: Answer) -> None:
         self.text = describe(answer)

@@ -1,0 +1,307 @@
+"""Vim-style modal editing for the SQL editor: normal, insert and visual modes.
+
+Off by default (``[tui] vim = true`` or f9 turn it on). Normal mode moves with
+``h j k l w b e 0 $ gg G``, enters insert mode with ``i a I A o O``, edits with
+``x dd yy p P u ctrl+r`` and selects with ``v``; escape returns to normal mode.
+Keys vim does not use here (ctrl+enter, f-keys, arrows) keep their usual meaning.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from textual import events
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets.text_area import Document, Location, Selection
+from textual_textarea.messages import TextAreaHideCompletionList
+from textual_textarea.text_editor import TextAreaPlus
+
+Mode = Literal["", "normal", "insert", "visual"]
+
+
+def _kind(char: str) -> int:
+    """0 blank, 1 word character, 2 anything else (vim's word classes)."""
+    if char.isspace():
+        return 0
+    return 1 if char.isalnum() or char == "_" else 2
+
+
+def word_start_after(text: str, i: int) -> int:
+    """``w``: the start of the next word after offset ``i``."""
+    n = len(text)
+    if i >= n:
+        return i
+    kind = _kind(text[i])
+    while kind and i < n and _kind(text[i]) == kind:
+        i += 1
+    while i < n and text[i].isspace():
+        i += 1
+    return min(i, max(n - 1, 0))
+
+
+def word_end_after(text: str, i: int) -> int:
+    """``e``: the last character of the word ending after offset ``i``."""
+    n = len(text)
+    i += 1
+    while i < n and text[i].isspace():
+        i += 1
+    if i >= n:
+        return max(n - 1, 0)
+    while i + 1 < n and _kind(text[i + 1]) == _kind(text[i]):
+        i += 1
+    return i
+
+
+def word_start_before(text: str, i: int) -> int:
+    """``b``: the start of the word before offset ``i``."""
+    i -= 1
+    while i > 0 and text[i].isspace():
+        i -= 1
+    if i <= 0:
+        return 0
+    while i > 0 and _kind(text[i - 1]) == _kind(text[i]):
+        i -= 1
+    return i
+
+
+class VimTextArea(TextAreaPlus):
+    """textual-textarea's text area with vim's modes when ``mode`` is not ``""``."""
+
+    #: "" when vim keys are off
+    mode: reactive[Mode] = reactive("")
+
+    class ModeChanged(Message):
+        """The editing mode changed (``""``: vim keys off)."""
+
+        def __init__(self, mode: Mode) -> None:
+            super().__init__()
+            self.mode = mode
+
+    #: normal-mode keys that start a two-key command (dd, yy, gg)
+    PENDING: ClassVar[frozenset[str]] = frozenset("dyg")
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.register = ""
+        self.register_lines = False
+        self._pending = ""
+        self._anchor: Location = (0, 0)
+        self._head: Location = (0, 0)
+
+    def watch_mode(self, mode: Mode) -> None:
+        self.post_message(self.ModeChanged(mode))
+
+    def set_vim(self, on: bool) -> None:
+        """Turn vim keys on (in normal mode) or off (plain editing)."""
+        self._pending = ""
+        self.mode = "normal" if on else ""
+        if on:
+            self._to_normal()
+
+    # -- keys -------------------------------------------------------------------
+    async def _on_key(self, event: events.Key) -> None:
+        if self.mode in ("", "insert") or self.read_only:
+            if self.mode == "insert" and event.key == "escape":
+                self._consume(event)
+                self.post_message(TextAreaHideCompletionList())
+                self.history.checkpoint()
+                self.mode = "normal"
+                row, col = self.cursor_location
+                self._to_normal((row, max(col - 1, 0)))
+            return
+        key = event.key
+        if key == "ctrl+r":
+            self._consume(event)
+            self._edit_with(self.action_redo)
+        elif key in ("escape", "enter", "tab", "backspace", "delete") or event.is_printable:
+            self._consume(event)
+            name = event.character if event.is_printable and event.character else key
+            if self.mode == "visual":
+                self._visual_key(name)
+            else:
+                self._normal_key(name)
+
+    @staticmethod
+    def _consume(event: events.Key) -> None:
+        event.stop()
+        event.prevent_default()
+
+    def _normal_key(self, key: str) -> None:
+        pending, self._pending = self._pending, ""
+        if pending:
+            command = pending + key
+            if command == "dd":
+                self._delete_line()
+            elif command == "yy":
+                self._yank_line()
+            elif command == "gg":
+                self._to_normal((0, 0))
+            return
+        if key in self.PENDING:
+            self._pending = key
+            return
+        target = self._motion(key, self.cursor_location)
+        if target is not None:
+            self._to_normal(target)
+        elif key in ("i", "a", "I", "A", "o", "O"):
+            self._insert(key)
+        elif key in ("x", "delete"):
+            self._delete_char()
+        elif key in ("p", "P"):
+            self._put(after=key == "p")
+        elif key == "u":
+            self._edit_with(self.action_undo)
+        elif key == "v":
+            self.mode = "visual"
+            self._anchor = self._head = self.cursor_location
+            self._select_visual()
+
+    def _visual_key(self, key: str) -> None:
+        pending, self._pending = self._pending, ""
+        if pending == "g" and key == "g":
+            self._head = (0, 0)
+            self._select_visual()
+            return
+        if key == "g":
+            self._pending = key
+            return
+        target = self._motion(key, self._head)
+        if target is not None:
+            self._head = target
+            self._select_visual()
+        elif key in ("y", "d", "x"):
+            start, end = sorted(self.selection)
+            self.register, self.register_lines = self.selected_text, False
+            if key != "y":
+                self._edit_with(lambda: self.delete(start, end))
+            self.mode = "normal"
+            self._to_normal(start)
+        elif key in ("escape", "v"):
+            self.mode = "normal"
+            self._to_normal(self._head)
+
+    # -- motions ---------------------------------------------------------------
+    @property
+    def _text(self) -> Document:
+        """The document, as the type that converts locations to offsets."""
+        assert isinstance(self.document, Document)
+        return self.document
+
+    def _motion(self, key: str, at: Location) -> Location | None:
+        """Where ``key`` moves from ``at``, or None when it is no motion."""
+        row, col = at
+        last_row = self.document.line_count - 1
+        if key in ("h", "backspace"):
+            return row, max(col - 1, 0)
+        if key == "l":
+            return row, col + 1
+        if key in ("j", "enter"):
+            return min(row + 1, last_row), col
+        if key == "k":
+            return max(row - 1, 0), col
+        if key == "0":
+            return row, 0
+        if key == "$":
+            return row, len(self.document[row])
+        if key == "G":
+            return last_row, 0
+        if key in ("w", "b", "e"):
+            text = self.text
+            i = self._text.get_index_from_location(at)
+            move = {"w": word_start_after, "b": word_start_before, "e": word_end_after}[key]
+            return self._text.get_location_from_index(move(text, i))
+        return None
+
+    def _clamp(self, at: Location) -> Location:
+        """Normal mode's cursor sits on a character: never past a line's last one."""
+        row = min(max(at[0], 0), self.document.line_count - 1)
+        return row, max(0, min(at[1], len(self.document[row]) - 1))
+
+    def _to_normal(self, at: Location | None = None) -> None:
+        self.selection = Selection.cursor(self._clamp(self.cursor_location if at is None
+                                                      else at))
+
+    def _select_visual(self) -> None:
+        """Select from the anchor to the head, both characters included, as vim shows it."""
+        anchor, head = self._clamp(self._anchor), self._clamp(self._head)
+        self._head = head
+        if head >= anchor:
+            self.selection = Selection(anchor, (head[0], head[1] + 1))
+        else:
+            self.selection = Selection((anchor[0], anchor[1] + 1), head)
+
+    # -- edits ------------------------------------------------------------------
+    def _edit_with(self, edit: object) -> None:
+        """One normal-mode command: a single undo step; the cursor back on a character."""
+        self.history.checkpoint()
+        edit()  # type: ignore[operator]
+        self.history.checkpoint()
+        if self.mode == "normal":
+            self._to_normal(self.selection.end)
+
+    def _insert(self, key: str) -> None:
+        row, col = self.cursor_location
+        line = self.document[row]
+        if key == "a":
+            at = (row, min(col + 1, len(line)))
+        elif key == "I":
+            at = (row, len(line) - len(line.lstrip()))
+        elif key == "A":
+            at = (row, len(line))
+        elif key == "o":
+            self.history.checkpoint()
+            self.insert("\n", (row, len(line)), maintain_selection_offset=False)
+            at = (row + 1, 0)
+        elif key == "O":
+            self.history.checkpoint()
+            self.insert("\n", (row, 0), maintain_selection_offset=False)
+            at = (row, 0)
+        else:
+            at = (row, col)
+        self.history.checkpoint()
+        self.selection = Selection.cursor(at)
+        self.mode = "insert"
+
+    def _delete_char(self) -> None:
+        row, col = self.cursor_location
+        if col >= len(self.document[row]):
+            return
+        self.register, self.register_lines = self.document[row][col], False
+        self._edit_with(lambda: self.delete((row, col), (row, col + 1)))
+
+    def _yank_line(self) -> None:
+        row = self.cursor_location[0]
+        self.register, self.register_lines = self.document[row] + "\n", True
+
+    def _delete_line(self) -> None:
+        row = self.cursor_location[0]
+        self._yank_line()
+        last = self.document.line_count - 1
+        if row < last:
+            start, end = (row, 0), (row + 1, 0)
+        elif row > 0:
+            start, end = (row - 1, len(self.document[row - 1])), (row, len(self.document[row]))
+        else:
+            start, end = (0, 0), (0, len(self.document[0]))
+        self._edit_with(lambda: self.delete(start, end))
+        self._to_normal((min(row, self.document.line_count - 1), 0))
+
+    def _put(self, after: bool) -> None:
+        if not self.register:
+            return
+        row, col = self.cursor_location
+        if self.register_lines:
+            body = self.register[:-1] if self.register.endswith("\n") else self.register
+            if after:
+                at, text, target = (row, len(self.document[row])), "\n" + body, (row + 1, 0)
+            else:
+                at, text, target = (row, 0), body + "\n", (row, 0)
+            self._edit_with(lambda: self.insert(text, at))
+            self._to_normal(target)
+            return
+        at = (row, min(col + 1, len(self.document[row]))) if after else (row, col)
+        self._edit_with(lambda: self.insert(self.register, at, maintain_selection_offset=False))
+        end = self._text.get_location_from_index(
+            self._text.get_index_from_location(at) + len(self.register) - 1)
+        self._to_normal(end)
