@@ -26,6 +26,7 @@ from gateway_csv.query import (
     ENGINES_FOR_MORE,
     F_IDENT,
     F_ROUND,
+    F_TRUNC_YEAR,
     FusedAggregate,
     Query,
     column_plan,
@@ -149,12 +150,19 @@ def _fused(scanners: list[Scanner], fused: FusedAggregate, layout: Layout,
     keys = []
     for (col, fn), values in zip(fused.key_columns, key_values, strict=True):
         kind = layout.kinds[col]
-        if fn == F_IDENT:
+        if fn == F_IDENT or fn >= F_TRUNC_YEAR:
             keys.append(_typed(values, kind))
         elif fn == F_ROUND:
             keys.append(pa.array(values, pa.int64() if kind == INT else pa.float64()))
         else:
             keys.append(pa.array(values, pa.int64()))
+    if any(fused.derived):
+        keys, folded = _finish_keys(keys, fused, layout)
+        if folded is not None:
+            call, _ = sort_functions()
+            ids, agg_values = state.fold(folded[0]).export()
+            keys = [call("take", [k, pa.array(ids[0], pa.int64())]) for k in folded[1]]
+            n = len(ids[0])
     aggs = []
     for (fn, col), values in zip(fused.agg_columns, agg_values, strict=True):
         if fn in (A_COUNT_STAR, A_COUNT):
@@ -173,11 +181,41 @@ def _fused(scanners: list[Scanner], fused: FusedAggregate, layout: Layout,
     return keys, aggs, n
 
 
+def _finish_keys(keys: list[pa.Array], fused: FusedAggregate, layout: Layout) \
+        -> tuple[list[pa.Array], tuple[list[int], list[pa.Array]] | None]:
+    """The keys strftime, date_part and date_trunc give of the scanner's truncated keys.
+
+    Returns the keys, and when two groups now share every key (strftime('%m', ts) of
+    two years' Januaries), the group id of each scanner group and the distinct keys
+    the ids index, for ``AggState.fold`` to merge their aggregates. (Plain Python on
+    the few groups: Arrow's group_by would import pyarrow.compute, see gateway.startup.)
+    """
+    finished = []
+    for (col, _), arr, node in zip(fused.key_columns, keys, fused.derived, strict=True):
+        if node is not None:
+            arr = Frame({layout.names[col].lower(): arr}, len(arr)).array(node)
+        finished.append(arr)
+    ids: dict[tuple[Any, ...], int] = {}
+    group_ids = [ids.setdefault(tuple(_nan_as_one(v) for v in row), len(ids))
+                 for row in zip(*(k.to_pylist() for k in finished), strict=True)]
+    if len(ids) == len(group_ids):
+        return finished, None
+    first: dict[int, int] = {}
+    for group, new in enumerate(group_ids):
+        first.setdefault(new, group)
+    call, _ = sort_functions()
+    take = pa.array([first[new] for new in range(len(ids))], pa.int64())
+    return finished, (group_ids, [call("take", [k, take]) for k in finished])
+
+
+def _nan_as_one(value: Any) -> Any:
+    """NaN as one hashable value (NaN != NaN would keep every NaN key apart)."""
+    return ("NaN",) if isinstance(value, float) and value != value else value
+
+
 def _typed(values: list[Any], kind: int) -> pa.Array:
-    if kind in (TS, TSTZ):
-        return pa.array(values, pa.int64()).cast(arrow_type(kind))
-    if kind == DATE:
-        return pa.array(values, pa.int32()).cast(pa.date32())
+    if kind in (TS, TSTZ, DATE):
+        return pa.array(values, arrow_type(kind))  # the integers are its unit (us, days)
     if kind == BOOL:
         return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
     return pa.array(values, arrow_type(kind))
