@@ -93,6 +93,8 @@ def _timestamps(value: Any) -> Any:
 
 def _pieces(fmt: str) -> list[tuple[str, str]]:
     """The format as ("arrow", an Arrow format) and ("part", a DuckDB-only specifier) runs."""
+    if not fmt:
+        raise _unsupported("strftime with an empty format")  # DuckDB refuses it
     pieces: list[tuple[str, str]] = []
     run = ""
     pos = 0
@@ -139,8 +141,6 @@ def strftime(value: Any, fmt: str) -> Any:
              for kind, text in pieces]
     if len(parts) == 1:
         return parts[0]
-    if not parts:  # strftime(ts, ''): '' for every non-NULL ts
-        return _strftime(seconds, "")
     return _call("binary_join_element_wise", *parts, "")
 
 
