@@ -6,6 +6,7 @@
     .venv/bin/python bench/csv_bench.py --mode startup
     .venv/bin/python bench/csv_bench.py --mode process --install dev   # the dev venv's arrowgate
     .venv/bin/python bench/csv_bench.py --rows 1000000 --mode csvql
+    .venv/bin/python bench/csv_bench.py --rows 1000000 --mode csvql --forms-only --rounds 15
 
 ``inprocess``: the Python API, each engine warm in its own worker process,
 against DuckDB's engine reading the same raw file (``read_csv``, sniffed, not
@@ -181,16 +182,21 @@ def csvql_available() -> str | None:
     return None
 
 
-def csvql_forms(rows: int, rounds: int) -> str:
+def csvql_forms(rows: int, rounds: int, forms_only: bool) -> str:
+    """The csvql mode's table; ``forms_only``: only the csv engine's two forms of Q03 and
+    Q04, for many rounds without the slower engines between them."""
     path = taxi_file(rows)
     cfg = config(path)
-    contenders: list[Contender] = [GatewayEngine("duckdb", cfg), GatewayEngine("csv", cfg),
+    contenders: list[Contender] = [GatewayEngine("csv", cfg),
                                    YearForm("csv", cfg, label="csv year()")]
-    missing = csvql_available()
-    if missing is None:
-        contenders.append(Csvql(str(path)))
-    report = run_benchmark(contenders, CSVQL_QUERIES, rounds=rounds)
-    report.write_json(RESULTS / f"csv_csvql_{rows}.json")
+    missing = "--forms-only" if forms_only else csvql_available()
+    if not forms_only:
+        contenders.insert(0, GatewayEngine("duckdb", cfg))
+        if missing is None:
+            contenders.append(Csvql(str(path)))
+    queries = CSVQL_QUERIES[2:] if forms_only else CSVQL_QUERIES
+    report = run_benchmark(contenders, queries, rounds=rounds)
+    report.write_json(RESULTS / f"csv_csvql_{rows}{'_forms' if forms_only else ''}.json")
     names = [c.name for c in contenders]
     lines = []
     for q in report.queries:
@@ -211,7 +217,7 @@ def csvql_forms(rows: int, rounds: int) -> str:
             + " | ".join(f"csv vs {n}" for n in others) + " | "
             + " | ".join(f"{n} peak MB" for n in names) + " |")
     rule = "|" + "---|" * (1 + 2 * len(names) + len(others))
-    note = "" if missing is None else f"\ncsvql skipped: {missing}"
+    note = "" if missing is None or forms_only else f"\ncsvql skipped: {missing}"
     return "\n".join([head, rule, *lines]) + note
 
 
@@ -324,6 +330,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--mode", choices=["inprocess", "process", "startup", "csvql"],
                         default="inprocess")
+    parser.add_argument("--forms-only", action="store_true",
+                        help="csvql mode: only the csv engine's two forms of Q03 and Q04")
     parser.add_argument("--install", choices=["runtime", "dev"], default="runtime",
                         help="whose arrowgate the process and startup modes run: a regular "
                              "install with runtime dependencies only, or this dev venv's")
@@ -338,7 +346,7 @@ def main() -> None:
     if args.mode == "csvql":
         for rows in args.rows:
             print(f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
-            print(csvql_forms(rows, args.rounds), flush=True)
+            print(csvql_forms(rows, args.rounds, args.forms_only), flush=True)
             print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
         return
     run = inprocess if args.mode == "inprocess" else whole_process

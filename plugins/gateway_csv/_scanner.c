@@ -1245,8 +1245,10 @@ static int passes(const Scan *sc) {
 static double round_half_away(double x) { return round(x); }
 
 /* A date (days) or timestamp (days + microseconds of the day) truncated to fn's
- * unit, in the column's own representation: days for a date, microseconds since
- * the epoch otherwise. */
+ * unit: the year for F_TRUNC_YEAR, year * 12 + month - 1 for F_TRUNC_MONTH (the
+ * first day of either is computed per group afterwards: per row it cost a fifth
+ * more than year()), otherwise in the column's own representation: days for a
+ * date, microseconds since the epoch for a timestamp. */
 static int64_t truncated(int kind, int64_t days, int64_t us, int fn) {
     static const int64_t unit_us[] = {[F_TRUNC_DAY] = 86400000000LL, [F_TRUNC_HOUR] = 3600000000LL,
                                       [F_TRUNC_MINUTE] = 60000000LL, [F_TRUNC_SECOND] = 1000000LL};
@@ -1254,11 +1256,9 @@ static int64_t truncated(int kind, int64_t days, int64_t us, int fn) {
         int64_t y;
         unsigned m, d;
         civil_from_days(days, &y, &m, &d);
-        days = days_from_civil(y, fn == F_TRUNC_YEAR ? 1 : m, 1);
-        us = 0;
-    } else {
-        us -= us % unit_us[fn];
+        return fn == F_TRUNC_YEAR ? y : y * 12 + (int64_t)m - 1;
     }
+    us -= us % unit_us[fn];
     return kind == K_DATE ? days : days * 86400000000LL + us;
 }
 

@@ -305,6 +305,36 @@ def trunc_unit(node: exp.TimestampTrunc | exp.DateTrunc) -> str:
     return unit.name if isinstance(unit, exp.Var | exp.Literal) else unit.sql()
 
 
+#: what a strftime specifier prints of a timestamp (I and p print the hour together)
+_FIELDS = {"Y": "Y", "m": "m", "-m": "m", "b": "m", "B": "m", "h": "m", "d": "d", "-d": "d",
+           "j": "j", "-j": "j", "H": "H", "-H": "H", "M": "M", "-M": "M", "S": "S", "-S": "S",
+           "c": "YmdHMS", "x": "Ymd", "T": "HMS", "X": "HMS", "g": "g", "f": "f", "n": "f"}
+#: per grain, the sets of fields that tell its truncated values apart
+_TELLS = {YEAR: ["Y"], MONTH: ["Ym"], DAY: ["Ymd", "Yj"], HOUR: ["YmdH", "YjH"],
+          MINUTE: ["YmdHM", "YjHM"], SECOND: ["YmdHMS", "YjHMS"], MICROSECOND: ["YmdHMSf", "YjHMSf"]}
+#: date_part's parts and date_trunc's units that give each truncated value its own answer
+_ONE_TO_ONE_PARTS = {"year", "epoch"}
+_ONE_TO_ONE_UNITS = {"year", "month", "day", "hour", "minute", "second", "microsecond"}
+
+
+def one_to_one(node: exp.Expression) -> bool:
+    """Whether the function gives distinct answers for distinct values truncated to its
+    grain (strftime('%Y-%m') of months, date_trunc('month') of months), so no two of the
+    scanner's groups can share an answer; False when unsure."""
+    if isinstance(node, exp.TimeToStr):
+        text = _text(strftime_arguments(node)[1]) or ""
+        fields = set()
+        for m in _SPEC.finditer(text):
+            fields.update(_FIELDS.get(m.group(1) + m.group(2), ""))
+        if "I" in text and "p" in text:
+            fields.add("H")
+        return any(set(need) <= fields for need in _TELLS[strftime_grain(text)])
+    if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
+        return part_name(trunc_unit(node)) in _ONE_TO_ONE_UNITS
+    found = date_part_arguments(node)
+    return found is not None and part_name(found[0]) in _ONE_TO_ONE_PARTS
+
+
 def grain_of(node: exp.Expression) -> tuple[exp.Expression, int] | None:
     """(the timestamp argument, the unit the answer needs of it) for strftime with a
     constant format, date_part/extract of a known part and date_trunc to a known unit;
@@ -330,5 +360,5 @@ def grain_of(node: exp.Expression) -> tuple[exp.Expression, int] | None:
 
 
 __all__ = ["DAY", "HOUR", "MICROSECOND", "MINUTE", "MONTH", "SECOND", "YEAR", "date_part",
-           "date_part_arguments", "date_trunc", "grain_of", "part_name", "strftime",
+           "date_part_arguments", "date_trunc", "grain_of", "one_to_one", "part_name", "strftime",
            "strftime_arguments", "strftime_grain", "trunc_unit"]
