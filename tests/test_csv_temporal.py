@@ -35,7 +35,7 @@ def _rows() -> str:
         x = "nan" if i % 29 == 3 else "" if i % 17 == 2 else f"{(i * 37) % 101 - 50}.5"
         lines.append(f"{i},{i % 3},{t:%Y-%m-%d %H:%M:%S.%f},{t:%Y-%m-%d %H:%M:%S}{offset},{t:%Y-%m-%d},{x}")
     for fixed in ("2020-02-29 23:59:59", "2021-01-03 00:00:00", "2008-12-29 12:00:00",
-                  "2024-12-30 06:30:00"):
+                  "2024-12-30 06:30:00", "2022-05-05 01:15:00", "2022-05-05 13:15:00"):
         lines.append(f"999,2,{fixed},{fixed}Z,{fixed[:10]},1")
     return "\n".join(lines) + "\n"
 
@@ -117,6 +117,9 @@ def test_groups_sharing_a_key_are_merged(path, fused):
                         "FROM t GROUP BY 1, 2")
         assert_same(gw, "SELECT strftime(ts, '%p') AS half, round(x) AS r, count(*) AS n "
                         "FROM t WHERE i > 10 GROUP BY 1, 2")
+        # the letter p is text here, not %p: 1 AM and 1 PM print alike and are one group
+        assert_same(gw, "SELECT strftime(ts, '%Y-%m-%d %I p') AS k, count(*) AS n FROM t "
+                        "GROUP BY 1")
 
 
 def test_a_format_keeps_its_case_as_a_key(path, fused):

@@ -323,10 +323,9 @@ def one_to_one(node: exp.Expression) -> bool:
     scanner's groups can share an answer; False when unsure."""
     if isinstance(node, exp.TimeToStr):
         text = _text(strftime_arguments(node)[1]) or ""
-        fields = set()
-        for m in _SPEC.finditer(text):
-            fields.update(_FIELDS.get(m.group(1) + m.group(2), ""))
-        if "I" in text and "p" in text:
+        specs = {m.group(1) + m.group(2) for m in _SPEC.finditer(text)}
+        fields = {field for spec in specs for field in _FIELDS.get(spec, "")}
+        if specs & {"I", "-I"} and "p" in specs:
             fields.add("H")
         return any(set(need) <= fields for need in _TELLS[strftime_grain(text)])
     if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
