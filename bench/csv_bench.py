@@ -338,7 +338,7 @@ def main() -> None:
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     global ARROWGATE_BIN
-    if args.mode != "inprocess" and args.install == "runtime":
+    if args.mode in ("process", "startup") and args.install == "runtime":
         ARROWGATE_BIN = runtime_install()
     if args.mode == "startup":
         print(startup(max(args.rounds, 5)))
