@@ -244,8 +244,8 @@ def _days_from_civil(year: int, month: int) -> int:
 
 
 def _typed(values: list[Any], kind: int) -> pa.Array:
-    if kind in (TS, TSTZ, DATE):
-        return pa.array(values, arrow_type(kind))  # the integers are its unit (us, days)
+    """The scanner's values as ``kind``'s Arrow type (temporal ones are integers of its
+    unit: microseconds, days; no cast, which would import pyarrow.compute)."""
     if kind == BOOL:
         return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
     return pa.array(values, arrow_type(kind))
