@@ -5,12 +5,19 @@
     .venv/bin/python bench/csv_bench.py --rows 1000000 5000000 --mode process
     .venv/bin/python bench/csv_bench.py --mode startup
     .venv/bin/python bench/csv_bench.py --mode process --install dev   # the dev venv's arrowgate
+    .venv/bin/python bench/csv_bench.py --rows 1000000 --mode csvql
+    .venv/bin/python bench/csv_bench.py --rows 1000000 --mode csvql --forms-only --rounds 15
 
 ``inprocess``: the Python API, each engine warm in its own worker process,
 against DuckDB's engine reading the same raw file (``read_csv``, sniffed, not
 loaded). ``process``: the whole ``arrowgate query`` command against the DuckDB
 CLI (``duckdb -csv``), both started once per query with their output read
 through a pipe. ``startup``: ``arrowgate query`` on a one-row file.
+``csvql``: csvql's own four taxi queries as its benchmark writes them
+(``STRFTIME('%Y', pickup_datetime)`` in Q03 and Q04), in process, on DuckDB,
+the csv engine, the csv engine with ``year(pickup_datetime)`` written
+instead, and csvql itself (the ``csvql-query`` package, when it is installed
+and loads; it is no dependency of this project).
 
 The two whole-process modes run the ``arrowgate`` that a user's
 ``pip install`` gives (``--install runtime``, the default): a regular,
@@ -37,13 +44,18 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from taxi import DATA, taxi_file
+from taxi import CSVQL_QUERIES, DATA, taxi_file
 from taxi import QUERIES as TAXI_QUERIES
 
-from gateway.bench import Command, GatewayEngine, run_benchmark
+from gateway.bench import Command, Contender, GatewayEngine, run_benchmark
 from gateway.corpus import Query
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -110,6 +122,112 @@ def whole_process(rows: int, rounds: int) -> str:
     report = run_benchmark(contenders, QUERIES[1:], rounds=rounds)
     report.write_json(RESULTS / f"csv_process_{rows}.json")
     return summary(report, rows, "duckdb-cli", "arrowgate")
+
+
+@dataclass
+class YearForm(GatewayEngine):
+    """The csv engine answering csvql's queries with ``year(pickup_datetime)`` where csvql
+    writes ``STRFTIME('%Y',pickup_datetime)``. The year comes back as text (a cast of the
+    answer's 50-2,600 rows, timed with the query) so its answers are checked against the
+    other engines' like any contender's."""
+
+    def run(self, sql: str) -> pa.Table:
+        import pyarrow as pa
+
+        table = super().run(sql.replace("STRFTIME('%Y',pickup_datetime)",
+                                        "year(pickup_datetime)"))
+        if "y" in table.column_names:
+            at = table.column_names.index("y")
+            table = table.set_column(at, "y", table.column("y").cast(pa.string()))
+        return table
+
+
+@dataclass
+class Csvql(Contender):
+    """csvql (the ``csvql-query`` package, a Zig engine) on the same file, through its
+    Python API. Its answer is CSV text, read into Arrow inside the timed run; the year
+    column ``y`` stays text, as ``STRFTIME`` gives it."""
+
+    path: str
+    name: str = "csvql"
+
+    def start(self) -> str:
+        from csvql._loader import load
+
+        load()
+        from importlib.metadata import version
+
+        return f"csvql {version('csvql-query')}"
+
+    def run(self, sql: str) -> pa.Table:
+        import io
+
+        import csvql
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        text = csvql.query_csv(sql.replace("FROM trips", f"FROM '{self.path}'"))
+        return pacsv.read_csv(io.BytesIO(text.encode()),
+                              convert_options=pacsv.ConvertOptions(column_types={"y": pa.string()}))
+
+
+def csvql_available() -> str | None:
+    """None when csvql loads here; otherwise why not."""
+    try:
+        from csvql._loader import load
+
+        load()
+    except (ImportError, OSError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def csvql_forms(rows: int, rounds: int, forms_only: bool) -> str:
+    """The csvql mode's table; ``forms_only``: only the csv engine's two forms of Q03 and
+    Q04, for many rounds without the slower engines between them."""
+    path = taxi_file(rows)
+    cfg = config(path)
+    contenders: list[Contender] = [GatewayEngine("csv", cfg),
+                                   YearForm("csv", cfg, label="csv year()")]
+    missing = "--forms-only" if forms_only else csvql_available()
+    if not forms_only:
+        contenders.insert(0, GatewayEngine("duckdb", cfg))
+        if missing is None:
+            contenders.append(Csvql(str(path)))
+    queries = CSVQL_QUERIES[2:] if forms_only else CSVQL_QUERIES
+    report = run_benchmark(contenders, queries, rounds=rounds)
+    report.write_json(RESULTS / f"csv_csvql_{rows}{'_forms' if forms_only else ''}.json")
+    names = [c.name for c in contenders]
+    lines = []
+    for q in report.queries:
+        if q.status != "timed":
+            lines.append(f"| {q.query.name} {rows / 10**6:g}M | {q.status}: "
+                         + "; ".join(f"{e}: {v.message}" for e, v in q.verdicts.items()
+                                     if not v.ok) + "; ".join(q.errors.values()) + " |")
+            continue
+        t = q.timings
+        cells = [f"{q.query.name} {rows / 10**6:g}M"]
+        cells += [f"{t[n].median * 1000:.0f} ({t[n].low * 1000:.0f}-{t[n].high * 1000:.0f})"
+                  for n in names]
+        cells += [_ratio(t[other], t["csv"]) for other in names if other != "csv"]
+        cells += [_mb(t[n].peak_rss, None) for n in names]
+        lines.append("| " + " | ".join(cells) + " |")
+    others = [n for n in names if n != "csv"]
+    head = ("| query | " + " | ".join(f"{n} ms (min-max)" for n in names) + " | "
+            + " | ".join(f"csv vs {n}" for n in others) + " | "
+            + " | ".join(f"{n} peak MB" for n in names) + " |")
+    rule = "|" + "---|" * (1 + 2 * len(names) + len(others))
+    note = "" if missing is None or forms_only else f"\ncsvql skipped: {missing}"
+    return "\n".join([head, rule, *lines]) + note
+
+
+def _ratio(base: object, ours: object) -> str:
+    """base's median over ours (above 1: ours is faster), with the spread of the rounds."""
+    from gateway.bench import EngineTiming
+
+    assert isinstance(base, EngineTiming) and isinstance(ours, EngineTiming)
+    return (f"**{base.median / ours.median:.2f}x** ({base.low / ours.high:.2f}-"
+            f"{base.high / ours.low:.2f})")
 
 
 def summary(report: object, rows: int, base: str, ours: str) -> str:
@@ -210,17 +328,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--mode", choices=["inprocess", "process", "startup"], default="inprocess")
+    parser.add_argument("--mode", choices=["inprocess", "process", "startup", "csvql"],
+                        default="inprocess")
+    parser.add_argument("--forms-only", action="store_true",
+                        help="csvql mode: only the csv engine's two forms of Q03 and Q04")
     parser.add_argument("--install", choices=["runtime", "dev"], default="runtime",
                         help="whose arrowgate the process and startup modes run: a regular "
                              "install with runtime dependencies only, or this dev venv's")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     global ARROWGATE_BIN
-    if args.mode != "inprocess" and args.install == "runtime":
+    if args.mode in ("process", "startup") and args.install == "runtime":
         ARROWGATE_BIN = runtime_install()
     if args.mode == "startup":
         print(startup(max(args.rounds, 5)))
+        return
+    if args.mode == "csvql":
+        for rows in args.rows:
+            print(f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+            print(csvql_forms(rows, args.rounds, args.forms_only), flush=True)
+            print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
         return
     run = inprocess if args.mode == "inprocess" else whole_process
     base, ours = ("DuckDB", "csv") if args.mode == "inprocess" else ("duckdb -csv", "arrowgate")

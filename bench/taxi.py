@@ -22,6 +22,18 @@ QUERIES = [
                  "FROM trips GROUP BY 1, 2, 3 ORDER BY 2, 4 DESC"),
 ]
 
+#: csvql's own benchmark queries, as its bench/bench_taxi.sh writes them (FROM its file,
+#: here FROM trips): STRFTIME('%Y', ...) first-argument-format, as csvql and SQLite write it
+CSVQL_QUERIES = [
+    Query("Q01", "SELECT cab_type, COUNT(*) FROM trips GROUP BY cab_type"),
+    Query("Q02", "SELECT passenger_count, AVG(total_amount) FROM trips GROUP BY passenger_count"),
+    Query("Q03", "SELECT passenger_count, STRFTIME('%Y',pickup_datetime) AS y, COUNT(*) "
+                 "FROM trips GROUP BY passenger_count, y"),
+    Query("Q04", "SELECT passenger_count, STRFTIME('%Y',pickup_datetime) AS y, "
+                 "ROUND(trip_distance) AS d, COUNT(*) AS c FROM trips "
+                 "GROUP BY passenger_count, y, d ORDER BY y, c DESC"),
+]
+
 
 def taxi_file(rows: int) -> Path:
     """bench/data/taxi_ROWS.csv, generated (atomically) when missing."""

@@ -33,7 +33,10 @@
 
 enum { K_STR = 0, K_INT = 1, K_FLOAT = 2, K_TS = 3, K_BOOL = 4, K_DATE = 5, K_TSTZ = 6 };
 enum { OP_EQ = 0, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL };
-enum { F_IDENT = 0, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND };
+/* group key functions; F_TRUNC_* keep a temporal value truncated to a unit (the key
+ * strftime, date_part and date_trunc are computed from after the scan) */
+enum { F_IDENT = 0, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND,
+       F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_SECOND };
 enum { A_COUNT_STAR = 0, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX };
 enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE, E_CHANGED };
 
@@ -892,11 +895,54 @@ fail:
     return NULL;
 }
 
+/* fold(ids) -> AggState: this state's groups merged by ids[g] (one integer per group, in
+ * export order), in a new state keyed by the id alone. Keys computed after the scan
+ * (strftime('%m', ts) of a month-truncated ts) can send several groups to one. */
+static PyObject *AggState_fold(AggStateObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "fold() needs a sequence of group ids");
+    if (!seq) return NULL;
+    if ((size_t)PySequence_Fast_GET_SIZE(seq) != self->ngroups) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "fold() needs one id per group");
+    }
+    AggStateObject *out = PyObject_New(AggStateObject, &AggStateType);
+    if (!out) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    memset((char *)out + sizeof(PyObject), 0, sizeof(AggStateObject) - sizeof(PyObject));
+    out->nkeys = 1;
+    out->key_kinds[0] = K_INT;
+    out->naggs = self->naggs;
+    memcpy(out->agg_fns, self->agg_fns, sizeof out->agg_fns);
+    memcpy(out->agg_kinds, self->agg_kinds, sizeof out->agg_kinds);
+    for (size_t g = 0; g < self->ngroups; g++) {
+        char key[9] = {1};
+        int64_t id = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)g));
+        if (id == -1 && PyErr_Occurred()) goto fail;
+        memcpy(key + 1, &id, 8);
+        Cell *dst = table_lookup(out, key, sizeof key);
+        if (!dst) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        Cell *src = &self->cells[g * (size_t)self->naggs];
+        for (int a = 0; a < self->naggs; a++) cell_merge(&dst[a], &src[a], self->agg_fns[a], self->agg_kinds[a]);
+    }
+    Py_DECREF(seq);
+    return (PyObject *)out;
+fail:
+    Py_DECREF(seq);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyObject *AggState_len(AggStateObject *self, void *c) { return PyLong_FromSize_t(self->ngroups); }
 
 static PyMethodDef AggState_methods[] = {
     {"merge", (PyCFunction)AggState_merge, METH_O, "fold another partial state into this one"},
     {"export", (PyCFunction)AggState_export, METH_NOARGS, "(keys, aggs) as lists of Python values"},
+    {"fold", (PyCFunction)AggState_fold, METH_O, "the groups merged by one id per group, keyed by the id"},
     {NULL},
 };
 static PyGetSetDef AggState_getset[] = {{"groups", (getter)AggState_len, NULL, "number of groups", NULL}, {NULL}};
@@ -1198,6 +1244,24 @@ static int passes(const Scan *sc) {
 
 static double round_half_away(double x) { return round(x); }
 
+/* A date (days) or timestamp (days + microseconds of the day) truncated to fn's
+ * unit: the year for F_TRUNC_YEAR, year * 12 + month - 1 for F_TRUNC_MONTH (the
+ * first day of either is computed per group afterwards: per row it cost a fifth
+ * more than year()), otherwise in the column's own representation: days for a
+ * date, microseconds since the epoch for a timestamp. */
+static int64_t truncated(int kind, int64_t days, int64_t us, int fn) {
+    static const int64_t unit_us[] = {[F_TRUNC_DAY] = 86400000000LL, [F_TRUNC_HOUR] = 3600000000LL,
+                                      [F_TRUNC_MINUTE] = 60000000LL, [F_TRUNC_SECOND] = 1000000LL};
+    if (fn == F_TRUNC_YEAR || fn == F_TRUNC_MONTH) {
+        int64_t y;
+        unsigned m, d;
+        civil_from_days(days, &y, &m, &d);
+        return fn == F_TRUNC_YEAR ? y : y * 12 + (int64_t)m - 1;
+    }
+    us -= us % unit_us[fn];
+    return kind == K_DATE ? days : days * 86400000000LL + us;
+}
+
 static int aggregate_row(Scan *sc) {
     const Plan *pl = sc->plan;
     Buf *kb = &sc->keybuf;
@@ -1245,11 +1309,15 @@ static int aggregate_row(Scan *sc) {
                 us = v->i % 86400000000LL;
                 if (us < 0) us += 86400000000LL, days--;
             }
+            int fn = pl->keys[k].fn;
+            if (fn >= F_TRUNC_YEAR) {
+                out = truncated(kind, days, us, fn);
+                break;
+            }
             int64_t y;
             unsigned m, d;
             civil_from_days(days, &y, &m, &d);
-            out = pl->keys[k].fn == F_YEAR ? y : pl->keys[k].fn == F_MONTH ? (int64_t)m
-                : pl->keys[k].fn == F_DAY ? (int64_t)d : us / 3600000000LL;
+            out = fn == F_YEAR ? y : fn == F_MONTH ? (int64_t)m : fn == F_DAY ? (int64_t)d : us / 3600000000LL;
         }
         }
         if (buf_put(kb, &tag, 1) || buf_put(kb, &out, 8)) return -1;

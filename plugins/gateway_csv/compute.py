@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from gateway.errors import QueryError, Unsupported
 from gateway.startup import LazyModule
+from gateway_csv import temporal
 from gateway_csv.query import ENGINES_FOR_MORE, column_list, key, unsupported
 
 # imported on first use: the fused aggregations never need it (see gateway.startup)
@@ -446,34 +447,23 @@ def _temporal(frame: Frame, node: exp.Expression) -> Value:
 
 
 def _date_trunc(frame: Frame, node: exp.Expression) -> Value:
-    unit = node.args["unit"]
-    unit_name = (unit.name if isinstance(unit, exp.Var | exp.Literal) else unit.sql()).lower()
-    if unit_name not in ("year", "quarter", "month", "week", "day", "hour", "minute", "second"):
-        raise unsupported(node, f"date_trunc to {unit_name!r}")
-    value = frame._eval(node.this)
-    if pa.types.is_date(value.type) or pa.types.is_string(value.type):
-        value = value.cast(pa.timestamp("us"))
-    return pc.floor_temporal(value, unit=unit_name)
+    return temporal.date_trunc(temporal.trunc_unit(node), frame._eval(node.this))
 
 
-def _strftime(frame: Frame, node: exp.Expression) -> Value:
-    value_node, fmt_node = node.this, node.args["format"]
-    if _is_text(value_node) and not _is_text(fmt_node):
-        # strftime('%Y', ts): csvql's and SQLite's order, which DuckDB accepts too
-        value_node, fmt_node = fmt_node, value_node
+def _strftime(frame: Frame, node: exp.TimeToStr) -> Value:
+    value_node, fmt_node = temporal.strftime_arguments(node)
     fmt = frame._eval(fmt_node)
     if not isinstance(fmt, pa.Scalar):
         raise unsupported(node, "strftime with a non-constant format")
-    value = frame._eval(value_node)
-    text = fmt.as_py()
-    if pa.types.is_timestamp(value.type) and "%f" not in text:
-        # Arrow's %S prints fractions of a second; DuckDB's does not
-        value = pc.floor_temporal(value, unit="second").cast(pa.timestamp("s", value.type.tz))
-    return pc.strftime(value, format=text)
+    return temporal.strftime(frame._eval(value_node), fmt.as_py())
 
 
-def _is_text(node: exp.Expression) -> bool:
-    return isinstance(node, exp.Literal) and node.is_string
+def _date_part(frame: Frame, node: exp.Expression) -> Value:
+    found = temporal.date_part_arguments(node)
+    if found is None:
+        raise unsupported(node)
+    part, value = found
+    return temporal.date_part(part, frame._eval(value))
 
 
 def _round(frame: Frame, node: exp.Expression) -> Value:
@@ -576,6 +566,7 @@ _HANDLERS: dict[type, Callable[[Frame, Any], Value]] = {
     exp.Case: _case, exp.Coalesce: _coalesce, exp.Cast: _cast, exp.TryCast: _cast,
     exp.Year: _temporal, exp.Month: _temporal, exp.Day: _temporal, exp.Hour: _temporal,
     exp.TimestampTrunc: _date_trunc, exp.DateTrunc: _date_trunc, exp.TimeToStr: _strftime,
+    exp.Extract: _date_part, exp.Anonymous: _date_part,
     exp.Round: _round, exp.Abs: _unary("abs_checked"),
     exp.Floor: _unary("floor", keep_int=True), exp.Ceil: _unary("ceil", keep_int=True),
     exp.Lower: _unary("utf8_lower"), exp.Upper: _unary("utf8_upper"),

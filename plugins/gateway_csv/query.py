@@ -23,12 +23,18 @@ from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
 # Shared with _scanner.c
 OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL = range(8)
 F_IDENT, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND = range(6)
+F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_SECOND = \
+    range(6, 12)
 A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX = range(6)
 
 _OPS = {exp.EQ: OP_EQ, exp.NEQ: OP_NE, exp.LT: OP_LT, exp.LTE: OP_LE, exp.GT: OP_GT,
         exp.GTE: OP_GE}
 _FLIP = {OP_LT: OP_GT, OP_LE: OP_GE, OP_GT: OP_LT, OP_GE: OP_LE, OP_EQ: OP_EQ, OP_NE: OP_NE}
 _KEY_FNS = {exp.Year: F_YEAR, exp.Month: F_MONTH, exp.Day: F_DAY, exp.Hour: F_HOUR}
+#: the scanner's key function truncating to each grain of gateway_csv.temporal (YEAR ...
+#: MICROSECOND); at MICROSECOND the value itself is the key
+_TRUNC_FNS = (F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE,
+              F_TRUNC_SECOND, F_IDENT)
 _AGG_FNS = {exp.Sum: A_SUM, exp.Avg: A_AVG, exp.Min: A_MIN, exp.Max: A_MAX}
 _AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 _REFUSED = {
@@ -49,8 +55,17 @@ def unsupported(node: exp.Expression, what: str | None = None) -> Unsupported:
 
 
 def key(node: exp.Expression) -> str:
-    """A canonical text for an expression, to match GROUP BY keys and aggregates."""
-    return node.sql(dialect="duckdb", normalize_functions="lower").lower()
+    """A canonical text for an expression, to match GROUP BY keys and aggregates: names in
+    lower case, string constants as written (``strftime(ts, '%M')``, minutes, is not
+    ``strftime(ts, '%m')``, months)."""
+    def lowered(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Identifier):
+            return exp.Identifier(this=n.name.lower(), quoted=False)
+        if isinstance(n, exp.Var):
+            return exp.Var(this=n.name.lower())
+        return n
+
+    return node.transform(lowered).sql(dialect="duckdb", normalize_functions="lower")
 
 
 def output_name(node: exp.Expression) -> str:
@@ -374,27 +389,39 @@ class FusedAggregate:
     #: per key: (column index, fn); per aggregate: (fn, column index or -1)
     key_columns: list[tuple[int, int]]
     agg_columns: list[tuple[int, int]]
+    #: per key: the expression computed from the truncated key after the scan (strftime,
+    #: date_part, date_trunc), or None when the scanner's key is the answer
+    derived: list[exp.Expression | None]
 
 
 def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
     """The fused plan for an aggregate query, or None when Arrow must finish it."""
     if query.distinct:
         return None
+    from gateway_csv.temporal import grain_of
+
     wanted: dict[int, int] = {}
     key_columns: list[tuple[int, int]] = []
+    derived: list[exp.Expression | None] = []
     for g in query.group:
         fn = F_IDENT
         node = g
+        finished: exp.Expression | None = None
         if type(g) in _KEY_FNS:
             fn, node = _KEY_FNS[type(g)], g.this
         elif isinstance(g, exp.Round) and g.args.get("decimals") is None:
             fn, node = F_ROUND, g.this
+        elif (grained := grain_of(g)) is not None:
+            node, grain = grained
+            fn, finished = _TRUNC_FNS[grain], g
         idx = _column_index(node, layout)
         if idx is None:
             return None
         kind = layout.scan_kind(idx)
-        if fn in (F_YEAR, F_MONTH, F_DAY, F_HOUR) and kind not in (TS, TSTZ, DATE):
+        if (fn in (F_YEAR, F_MONTH, F_DAY, F_HOUR) or finished is not None) and \
+                kind not in (TS, TSTZ, DATE):
             return None
+        derived.append(finished)
         if fn == F_ROUND and kind not in (INT, FLOAT):
             return None
         wanted[idx] = -1
@@ -440,7 +467,7 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
         filters=tuple((slot_of[c], op, ct, v) for c, op, ct, v in filters),
         keys=tuple((slot_of[c], fn) for c, fn in key_columns),
         aggs=tuple((fn, slot_of[c] if c >= 0 else -1) for fn, c in agg_columns),
-        key_columns=key_columns, agg_columns=agg_columns,
+        key_columns=key_columns, agg_columns=agg_columns, derived=derived,
     )
 
 

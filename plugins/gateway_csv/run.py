@@ -26,6 +26,8 @@ from gateway_csv.query import (
     ENGINES_FOR_MORE,
     F_IDENT,
     F_ROUND,
+    F_TRUNC_MONTH,
+    F_TRUNC_YEAR,
     FusedAggregate,
     Query,
     column_plan,
@@ -149,12 +151,21 @@ def _fused(scanners: list[Scanner], fused: FusedAggregate, layout: Layout,
     keys = []
     for (col, fn), values in zip(fused.key_columns, key_values, strict=True):
         kind = layout.kinds[col]
-        if fn == F_IDENT:
+        if fn in (F_TRUNC_YEAR, F_TRUNC_MONTH):
+            keys.append(_first_days(values, fn, kind))
+        elif fn == F_IDENT or fn > F_TRUNC_MONTH:
             keys.append(_typed(values, kind))
         elif fn == F_ROUND:
             keys.append(pa.array(values, pa.int64() if kind == INT else pa.float64()))
         else:
             keys.append(pa.array(values, pa.int64()))
+    if any(fused.derived):
+        keys, folded = _finish_keys(keys, fused, layout)
+        if folded is not None:
+            call, _ = sort_functions()
+            ids, agg_values = state.fold(folded[0]).export()
+            keys = [call("take", [k, pa.array(ids[0], pa.int64())]) for k in folded[1]]
+            n = len(ids[0])
     aggs = []
     for (fn, col), values in zip(fused.agg_columns, agg_values, strict=True):
         if fn in (A_COUNT_STAR, A_COUNT):
@@ -173,11 +184,68 @@ def _fused(scanners: list[Scanner], fused: FusedAggregate, layout: Layout,
     return keys, aggs, n
 
 
-def _typed(values: list[Any], kind: int) -> pa.Array:
-    if kind in (TS, TSTZ):
-        return pa.array(values, pa.int64()).cast(arrow_type(kind))
+def _finish_keys(keys: list[pa.Array], fused: FusedAggregate, layout: Layout) \
+        -> tuple[list[pa.Array], tuple[list[int], list[pa.Array]] | None]:
+    """The keys strftime, date_part and date_trunc give of the scanner's truncated keys.
+
+    Returns the keys, and when two groups now share every key (strftime('%m', ts) of
+    two years' Januaries), the group id of each scanner group and the distinct keys
+    the ids index, for ``AggState.fold`` to merge their aggregates. (Plain Python on
+    the few groups: Arrow's group_by would import pyarrow.compute, see gateway.startup.)
+    """
+    from gateway_csv.temporal import one_to_one
+
+    finished = []
+    for (col, _), arr, node in zip(fused.key_columns, keys, fused.derived, strict=True):
+        if node is not None:
+            arr = Frame({layout.names[col].lower(): arr}, len(arr)).array(node)
+        finished.append(arr)
+    if all(node is None or one_to_one(node) for node in fused.derived):
+        return finished, None
+    ids: dict[tuple[Any, ...], int] = {}
+    group_ids = [ids.setdefault(row, len(ids))
+                 for row in zip(*(_hashable(k) for k in finished), strict=True)]
+    if len(ids) == len(group_ids):
+        return finished, None
+    first: dict[int, int] = {}
+    for group, new in enumerate(group_ids):
+        first.setdefault(new, group)
+    call, _ = sort_functions()
+    take = pa.array([first[new] for new in range(len(ids))], pa.int64())
+    return finished, (group_ids, [call("take", [k, take]) for k in finished])
+
+
+def _hashable(arr: pa.Array) -> list[Any]:
+    """The values, NaN as one value (NaN != NaN would keep every NaN key apart)."""
+    values = arr.to_pylist()
+    if pa.types.is_floating(arr.type):
+        return [("NaN",) if v is not None and v != v else v for v in values]
+    return values
+
+
+def _first_days(values: list[int | None], fn: int, kind: int) -> pa.Array:
+    """The scanner's year (F_TRUNC_YEAR) or year * 12 + month - 1 (F_TRUNC_MONTH) keys as
+    the first day of that year or month, a date or timestamp as the column is."""
+    days = [None if v is None else
+            _days_from_civil(v, 1) if fn == F_TRUNC_YEAR else _days_from_civil(v // 12, v % 12 + 1)
+            for v in values]
     if kind == DATE:
-        return pa.array(values, pa.int32()).cast(pa.date32())
+        return pa.array(days, pa.date32())
+    return pa.array([None if d is None else d * 86_400_000_000 for d in days], arrow_type(kind))
+
+
+def _days_from_civil(year: int, month: int) -> int:
+    """Days since 1970-01-01 of the first of a month (any year, as the scanner's C)."""
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def _typed(values: list[Any], kind: int) -> pa.Array:
+    """The scanner's values as ``kind``'s Arrow type (temporal ones are integers of its
+    unit: microseconds, days; no cast, which would import pyarrow.compute)."""
     if kind == BOOL:
         return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
     return pa.array(values, arrow_type(kind))
