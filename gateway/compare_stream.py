@@ -1,0 +1,650 @@
+"""Comparing two answers too big to hold: streamed, checksummed by bucket, spilled to disk.
+
+:func:`gateway.compare.compare_tables` holds both answers. The shadow runner
+uses this module once the answers pass ``max_compare_bytes``; the verdict is
+the same one, in the same format (``evidence["compared"] == "streamed"``).
+
+How, per side (:class:`SpilledAnswer`), as the batches arrive:
+
+- each batch is kept in memory while the side's share of the cap allows, and
+  written to an Arrow IPC file in a temporary folder after that;
+- every million rows or so, DuckDB hashes the rows (vectorised, one thread)
+  into 4096 buckets and adds to each bucket's row count, sum and xor of row
+  hashes: order-insensitive checksums, as reladiff and data-diff use them.
+  Rows go to a bucket by the hash of their key columns (those
+  :class:`~gateway.row_pairing.RowPairing` pairs on, minus floats), so a row
+  whose measures changed lands in the same bucket on both sides.
+
+Then (:meth:`StreamingComparison.compare`): buckets whose checksums agree hold
+the same rows and drop out. The rows of the other buckets are read back from
+the spill and paired by the in-memory comparator, a group of buckets at a
+time, each group within the cap (written to files of their own first when all
+of them together would not fit); the groups' counts and samples make the
+verdict. With an ORDER BY, both spills are then read in step, a million rows
+at a time, and the order keys compared position by position.
+
+A checksum only proves equality when equal values hash alike and unequal ones
+do not; each column is hashed in a form that holds to the comparator's
+equivalences:
+
+- integers of any width as HUGEINT, decimals as their common decimal, all
+  string types alike, all binary types alike, timestamps with a zone as the
+  instant; other columns whose types are the same on both sides as they are;
+- floats (on both sides) rounded down to a grid of ``2**-m`` relative, with
+  ``2**(1-m) <= rel_tol``: two floats in one cell are within the tolerance,
+  so equal checksums never hide a difference; two floats within the
+  tolerance but on either side of a cell's edge make their buckets differ, and
+  the comparator, which applies the tolerance exactly, finds they agree.
+  NaN hashes as NaN and -0.0 as 0.0, as the default options have it.
+
+A column that has no such form (a float against an integer or a decimal,
+floats inside nested values, two different timestamp units, NaN or signed
+zero options that make equal hashes unequal values) is hashed as nothing:
+then no checksum proves anything and every bucket is paired, still within the
+cap, only slower. The evidence says which columns (``unhashed_columns``).
+Columns the SQL derives from volatile functions are left out of hashing and
+pairing alike, as :func:`~gateway.compare.compare_tables` leaves them out.
+A LIMIT no total order fixes is judged by row count and checksums only.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gateway.compare import (
+    CompareOptions,
+    Verdict,
+    _common_type,
+    _kind,
+    allow_for,
+    contains_float,
+    pairing_for,
+)
+from gateway.errors import GatewayError
+from gateway.query_shape import QueryShape
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+    from gateway.nondeterminism import Nondeterminism
+
+#: checksum buckets per answer
+BUCKETS = 4096
+#: rows hashed by one DuckDB query (fewer when they pass _CHUNK_BYTES)
+_CHUNK_ROWS = 1 << 20
+_CHUNK_BYTES = 64 << 20
+#: rows per step when the order of two spilled answers is compared
+_ORDER_ROWS = 1 << 20
+_MOD = 1 << 64
+
+
+class StreamingComparison:
+    """One comparison of answers to ``sql``, each fed batch by batch; spills to a temp folder.
+
+    Args:
+        sql: the query the answers answer (order, keys, volatile columns).
+        options: the comparator's options (``-- arrowgate:`` overrides in
+            ``sql`` apply).
+        memory_bytes: what the comparison may hold of the answers at once:
+            each side keeps up to a quarter of it in memory before it spills,
+            and rows are paired in groups of at most a quarter per side.
+        folder: where the temporary folder goes (the system's temp folder
+            when None); it is removed by :meth:`close`.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, sql: str | None, options: CompareOptions | None = None,
+                 memory_bytes: int = 256 << 20, folder: str | None = None):
+        from gateway.nondeterminism import Nondeterminism
+
+        self.sql = sql
+        self.opts = (options or CompareOptions()).for_sql(sql)
+        self.shape = QueryShape.of(sql, self.opts.dialect)
+        self.found: Nondeterminism = Nondeterminism.of(sql, self.opts.dialect)
+        self.memory_bytes = memory_bytes
+        self.folder = tempfile.mkdtemp(prefix="arrowgate-compare-", dir=folder)
+        self._sides = 0
+
+    def side(self) -> SpilledAnswer:
+        """A new side to feed (``add`` each batch, then ``finish``)."""
+        self._sides += 1
+        return SpilledAnswer(self, f"side{self._sides}")
+
+    def __enter__(self) -> StreamingComparison:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the spilled files."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def compare(self, primary: SpilledAnswer, reference: SpilledAnswer) -> Verdict:
+        """The verdict on two finished sides, as :func:`compare_tables` would give it."""
+        assert primary.schema is not None and reference.schema is not None
+        verdict, _, found, volatile = pairing_for(primary.schema.empty_table(),
+                                                  reference.schema.empty_table(), self.sql,
+                                                  self.opts)
+        evidence: dict[str, Any] = {
+            "compared": "streamed", "memory_bytes": self.memory_bytes,
+            "spilled_bytes": primary.spilled_bytes + reference.spilled_bytes,
+            "primary_rows": primary.rows, "reference_rows": reference.rows,
+        }
+        if verdict is not None:
+            verdict.evidence.update(evidence)
+            return verdict
+        plan = _Plan.of(primary.stored_schema, reference.stored_schema,
+                        primary.schema.names, self)
+        for side in (primary, reference):
+            if side.plan != plan.side(side is primary):
+                side.rehash(plan.side(side is primary))
+        differing = _differing_buckets(primary, reference) if plan.exact else \
+            list(range(BUCKETS))
+        evidence.update(differing_buckets=len(differing) if plan.exact else None,
+                        buckets=BUCKETS, key_columns=[primary.schema.names[i]
+                                                      for i in plan.partition])
+        if plan.unhashed:
+            evidence["unhashed_columns"] = [primary.schema.names[i] for i in plan.unhashed]
+        verdict = self._pair(primary, reference, plan, differing, evidence)
+        if verdict.ok and (self.shape.order or not self.opts.ignore_order_without_order_by):
+            verdict = self._check_order(primary, reference, evidence)
+        return self._allow_for_the_sql(found, volatile, verdict, primary, reference)
+
+    # -- pairing the rows of the differing buckets ---------------------------------
+    def _pair(self, primary: SpilledAnswer, reference: SpilledAnswer, plan: _Plan,
+              differing: list[int], evidence: dict[str, Any]) -> Verdict:
+        n_p, n_r = primary.rows, reference.rows
+        if primary.schema is not None and len(primary.schema) == 0:
+            category = "match" if n_p == n_r else ("missing_rows" if n_p < n_r else "extra_rows")
+            return Verdict(category, f"primary returned {n_p} rows, reference {n_r}", evidence)
+        if not differing:
+            return Verdict("match", f"{n_p} rows agree", evidence)
+        wanted = sum(int(side.counts[differing].sum()) * side.row_bytes()
+                     for side in (primary, reference))
+        groups = max(1, math.ceil(wanted / max(1, self.memory_bytes // 4)))
+        evidence.update(paired_rows=int(primary.counts[differing].sum()
+                                        + reference.counts[differing].sum()),
+                        pairing_groups=groups)
+        verdicts = [self._judge_group(p, r)
+                    for p, r in _groups(primary, reference, plan, differing, groups, self)]
+        return _merged(verdicts, n_p, n_r, self.opts, evidence)
+
+    def _judge_group(self, p: pa.Table, r: pa.Table) -> Verdict:
+        verdict, pairing, _, _ = pairing_for(p, r, self.sql, self.opts, order=False)
+        if verdict is not None:  # a column's values do not cast (schema), as in memory
+            return verdict
+        assert pairing is not None
+        return pairing.judge()
+
+    # -- order ----------------------------------------------------------------------
+    def _check_order(self, primary: SpilledAnswer, reference: SpilledAnswer,
+                     evidence: dict[str, Any]) -> Verdict:
+        offset, message = 0, ""
+        for p, r in zip(_rechunked(primary.batches(), _ORDER_ROWS),
+                        _rechunked(reference.batches(), _ORDER_ROWS), strict=True):
+            _, pairing, _, _ = pairing_for(p, r, self.sql, self.opts)
+            assert pairing is not None
+            verdict = pairing.order_verdict(offset)
+            if not verdict.ok:
+                verdict.evidence.update(evidence, primary_rows=primary.rows,
+                                        reference_rows=reference.rows)
+                return verdict
+            if offset == 0:
+                evidence.update({k: v for k, v in verdict.evidence.items()
+                                 if k.startswith("order_")})
+                message = verdict.message.split(" rows agree", 1)[1]
+            offset += p.num_rows
+            if evidence.get("order_checked") is False:
+                break
+        return Verdict("match", f"{primary.rows} rows agree{message}", evidence)
+
+    def _allow_for_the_sql(self, found: Nondeterminism, volatile: list[str], verdict: Verdict,
+                           primary: SpilledAnswer, reference: SpilledAnswer) -> Verdict:
+        if found.cut is not None and not verdict.ok and primary.rows == reference.rows:
+            evidence = {**verdict.evidence, "verified": ["schema", "row_count"]}
+            return Verdict("nondeterministic", "LIMIT without an ORDER BY that fixes its rows: "
+                           f"the answers differ ({verdict.category}) but the row count and the "
+                           "schema agree (above the memory cap, which rows the cut allows is "
+                           "not checked)", evidence)
+        return allow_for(found, volatile, verdict)
+
+
+class SpilledAnswer:
+    """One side of a :class:`StreamingComparison`: kept, then spilled, and checksummed."""
+
+    def __init__(self, comparison: StreamingComparison, name: str):
+        import numpy as np
+
+        self.comparison = comparison
+        self.path = os.path.join(comparison.folder, f"{name}.arrow")
+        self.rows = 0
+        self.spilled_bytes = 0
+        self.schema: pa.Schema | None = None
+        #: the schema the batches are stored in (dictionaries decoded)
+        self.stored_schema: pa.Schema | None = None
+        self.counts = np.zeros(BUCKETS, np.int64)
+        self.sums = np.zeros(BUCKETS, np.uint64)
+        self.xors = np.zeros(BUCKETS, np.uint64)
+        self.plan: _SidePlan | None = None
+        self._kept: list[pa.RecordBatch] = []
+        self._kept_bytes = 0
+        self._writer: Any = None
+        self._chunk: list[pa.RecordBatch] = []
+        self._chunk_rows = 0
+        self._chunk_bytes = 0
+        self._con: Any = None
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Take the next batch of the answer.
+
+        Raises:
+            GatewayError: (kind ``resource``) the spill folder's disk is full.
+        """
+        batch = _decoded(batch)
+        if self.stored_schema is None:
+            self._start(batch.schema)
+        if batch.num_rows == 0:
+            return
+        self.rows += batch.num_rows
+        self._store(batch)
+        self._chunk.append(batch)
+        self._chunk_rows += batch.num_rows
+        self._chunk_bytes += batch.nbytes
+        if self._chunk_rows >= _CHUNK_ROWS or self._chunk_bytes >= _CHUNK_BYTES:
+            self._hash_chunk()
+
+    def finish(self, schema: pa.Schema) -> None:
+        """The answer is complete; ``schema`` is its schema as the engine gave it."""
+        self.schema = schema
+        if self.stored_schema is None:
+            self._start(_decoded_schema(schema))
+        if self._chunk:
+            self._hash_chunk()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._close_connection()
+
+    def _start(self, schema: pa.Schema) -> None:
+        comparison = self.comparison
+        self.stored_schema = schema
+        self.plan = _Plan.of(schema, schema, schema.names, comparison).side(True)
+
+    def _store(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
+        share = self.comparison.memory_bytes // 4
+        if self._writer is None and self._kept_bytes + batch.nbytes <= share:
+            self._kept.append(batch)
+            self._kept_bytes += batch.nbytes
+            return
+        try:
+            if self._writer is None:
+                self._writer = pa.ipc.new_stream(self.path, self.stored_schema)
+                for kept in self._kept:
+                    self._write(kept)
+                self._kept, self._kept_bytes = [], 0
+            self._write(batch)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC or "No space left" in str(exc):
+                raise GatewayError(
+                    f"the comparison ran out of disk space after spilling {self.spilled_bytes} "
+                    f"bytes to {self.comparison.folder}",
+                    hint="free space there, or point TMPDIR at a larger disk",
+                    kind="resource") from exc
+            raise
+
+    def _write(self, batch: pa.RecordBatch) -> None:
+        self._writer.write_batch(batch)
+        self.spilled_bytes += batch.nbytes
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The stored batches, in the order they came (read back from disk when spilled)."""
+        import pyarrow as pa
+
+        if self.spilled_bytes:
+            with pa.OSFile(self.path) as f, pa.ipc.open_stream(f) as reader:
+                yield from reader
+        else:
+            yield from self._kept
+
+    def row_bytes(self) -> float:
+        """The average bytes of one row."""
+        total = self.spilled_bytes or self._kept_bytes
+        return total / self.rows if self.rows else 0.0
+
+    def _hash_chunk(self) -> None:
+        import pyarrow as pa
+
+        assert self.plan is not None
+        table = pa.Table.from_batches(self._chunk, schema=self.stored_schema)
+        self._chunk, self._chunk_rows, self._chunk_bytes = [], 0, 0
+        self._add_sums(table, self.plan)
+
+    def _close_connection(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def _connection(self) -> Any:
+        if self._con is None:
+            import duckdb
+
+            self._con = duckdb.connect(config={"threads": 1})
+        return self._con
+
+    def _registered(self, table: pa.Table) -> Any:
+        """A connection with ``table`` registered as ``chunk``, its columns named c0, c1..."""
+        con = self._connection()
+        con.register("chunk", table.rename_columns([f"c{i}" for i in range(table.num_columns)]))
+        return con
+
+    def _add_sums(self, table: pa.Table, plan: _SidePlan) -> None:
+        con = self._registered(table)
+        try:
+            b, s, x, n = con.execute(plan.checksum_sql).fetchnumpy().values()
+        finally:
+            con.unregister("chunk")
+        b = b.astype("int64")
+        self.counts[b] += n.astype("int64")
+        self.sums[b] += s.astype("uint64")
+        self.xors[b] ^= x.astype("uint64")
+
+    def buckets_of(self, table: pa.Table, plan: _SidePlan) -> np.ndarray:
+        """Each row's bucket under ``plan``."""
+        con = self._registered(table)
+        try:
+            return con.execute(plan.bucket_sql).fetchnumpy()["b"].astype("int64")
+        finally:
+            con.unregister("chunk")
+
+    def rehash(self, plan: _SidePlan) -> None:
+        """Recompute the checksums under the pair's plan (the types differ from the other side's)."""
+        self.counts[:] = 0
+        self.sums[:] = 0
+        self.xors[:] = 0
+        self.plan = plan
+        for table in _rechunked(self.batches(), _CHUNK_ROWS):
+            self._add_sums(table, plan)
+        self._close_connection()
+
+
+# -- what is hashed -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _SidePlan:
+    """The SQL one side is checksummed with (over a registered table ``chunk``)."""
+
+    checksum_sql: str
+    bucket_sql: str
+
+
+@dataclass
+class _Plan:
+    """How the columns of a pair of answers are hashed, and which place rows in buckets."""
+
+    p: _SidePlan
+    r: _SidePlan
+    partition: list[int] = field(default_factory=list)
+    unhashed: list[int] = field(default_factory=list)
+
+    @property
+    def exact(self) -> bool:
+        """Equal checksums prove equal rows (every compared column is hashed)."""
+        return not self.unhashed
+
+    def side(self, primary: bool) -> _SidePlan:
+        return self.p if primary else self.r
+
+    @classmethod
+    def of(cls, p: pa.Schema, r: pa.Schema, names: list[str],
+           comparison: StreamingComparison) -> _Plan:
+        """The plan for answers of types ``p`` and ``r`` (the same schema twice: one side's own)."""
+        import pyarrow as pa
+
+        opts, shape = comparison.opts, comparison.shape
+        volatile = set(comparison.found.columns_in(names))
+        exprs: list[tuple[str, str] | None] = []
+        unhashed = []
+        for i, (tp, tr) in enumerate(zip(p.types, r.types, strict=True)):
+            if i in volatile:
+                exprs.append(None)
+                continue
+            col = f'"c{i}"'
+            pair = (_hashed(col, tp, tr, opts), _hashed(col, tr, tp, opts))
+            if pair[0] is None or pair[1] is None:
+                unhashed.append(i)
+                exprs.append(None)
+            else:
+                exprs.append((pair[0], pair[1]))
+        if shape.group_keys and len(shape.group_keys) == len(p):
+            keys = [i for i, k in enumerate(shape.group_keys) if k]
+        else:
+            keys = [i for i, (tp, tr) in enumerate(zip(p.types, r.types, strict=True))
+                    if not pa.types.is_decimal(_common_type(tp, tr, opts) or pa.null())]
+        partition = [i for i in keys if exprs[i] is not None
+                     and not contains_float(p.types[i]) and not contains_float(r.types[i])]
+
+        def side(which: int) -> _SidePlan:
+            hashed = [e[which] for e in exprs if e is not None] or ["0"]
+            row = f"hash({', '.join(hashed)})"
+            parts = [exprs[i][which] for i in partition]  # type: ignore[index]
+            key = f"hash({', '.join(parts)})" if parts else row
+            return _SidePlan(
+                f"SELECT (k % {BUCKETS})::INTEGER AS b, (sum(h::HUGEINT) % {_MOD})::UBIGINT "
+                f"AS s, bit_xor(h) AS x, count(*) AS n FROM (SELECT {row} AS h, {key} AS k "
+                "FROM chunk) GROUP BY b",
+                f"SELECT ({key} % {BUCKETS})::INTEGER AS b FROM chunk")
+
+        return cls(side(0), side(1), partition, unhashed)
+
+
+def _hashed(col: str, own: pa.DataType, other: pa.DataType, opts: CompareOptions) -> str | None:
+    """The DuckDB expression a cell of type ``own`` is hashed as, against ``other``; None: none holds."""
+    import pyarrow as pa
+
+    k, ko = _kind(own), _kind(other)
+    if k == "float" and ko == "float":
+        return _float_hashed(col, opts)
+    if "float" in (k, ko) or contains_float(own) or contains_float(other):
+        return None
+    if k == "int" and ko == "int":
+        return f"{col}::HUGEINT"
+    if k in ("int", "decimal") and ko in ("int", "decimal"):
+        common = _common_type(own, other, opts)
+        if common is None or not pa.types.is_decimal(common):
+            return None
+        return f"{col}::DECIMAL({common.precision}, {common.scale})"
+    if k == ko and k in ("string", "binary") and opts.strings_equivalent:
+        return col
+    if k == ko == "timestamp" and own.unit == other.unit and own.tz and other.tz:
+        return col
+    if own == other:
+        return col
+    return None
+
+
+def _float_hashed(col: str, opts: CompareOptions) -> str | None:
+    """A float rounded down to a grid finer than ``rel_tol`` (see the module's docstring)."""
+    if not (opts.nan_equals_nan and opts.signed_zero_equal):
+        return None
+    v = f"{col}::DOUBLE"
+    m = math.ceil(1 - math.log2(opts.rel_tol)) if opts.rel_tol > 0 else 53
+    if m >= 52:
+        return f"({v} + 0.0)"
+    e = f"floor(log2(abs({v})))"
+    return (f"(CASE WHEN isfinite({v}) AND abs({v}) BETWEEN 1e-290 AND 1e290 "
+            f"THEN floor({v} * pow(2, {m} - {e})) * pow(2, {e} - {m}) ELSE {v} + 0.0 END)")
+
+
+def _decoded(batch: Any) -> Any:
+    """``batch`` with dictionary columns decoded (the comparator reads their values)."""
+    import pyarrow as pa
+
+    if not any(pa.types.is_dictionary(t) for t in batch.schema.types):
+        return batch
+    columns = [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
+               for c in batch.columns]
+    return pa.record_batch(columns, names=batch.schema.names)
+
+
+def _decoded_schema(schema: pa.Schema) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type)
+                               else f.type) for f in schema])
+
+
+# -- reading back -----------------------------------------------------------------------------
+def _differing_buckets(primary: SpilledAnswer, reference: SpilledAnswer) -> list[int]:
+    import numpy as np
+
+    differ = (primary.counts != reference.counts) | (primary.sums != reference.sums) | \
+        (primary.xors != reference.xors)
+    return [int(b) for b in np.flatnonzero(differ)]
+
+
+def _rechunked(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """The batches as tables of ``rows`` rows each (the last one shorter)."""
+    import pyarrow as pa
+
+    held: list[pa.RecordBatch] = []
+    count = 0
+    schema = None
+    for batch in batches:
+        schema = batch.schema
+        while batch.num_rows:
+            take = min(rows - count, batch.num_rows)
+            held.append(batch.slice(0, take))
+            count += take
+            batch = batch.slice(take)
+            if count == rows:
+                yield pa.Table.from_batches(held, schema=schema)
+                held, count = [], 0
+    if count:
+        yield pa.Table.from_batches(held, schema=schema)
+
+
+def _groups(primary: SpilledAnswer, reference: SpilledAnswer, plan: _Plan, differing: list[int],
+            groups: int, comparison: StreamingComparison) -> Iterator[tuple[pa.Table, pa.Table]]:
+    """The rows of the differing buckets of both sides, ``groups`` tables apart (by bucket).
+
+    One group is gathered in memory; more are first written to files of their own,
+    so each side's spill is read once whatever the number of groups.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    wanted = np.zeros(BUCKETS, bool)
+    wanted[differing] = True
+    group_of = np.arange(BUCKETS) % groups
+
+    def picked(side: SpilledAnswer, side_plan: _SidePlan) -> Iterator[tuple[np.ndarray, pa.Table]]:
+        for table in _rechunked(side.batches(), _CHUNK_ROWS):
+            buckets = side.buckets_of(table, side_plan)
+            keep = wanted[buckets]
+            if keep.any():
+                yield group_of[buckets[keep]], table.filter(pa.array(keep))
+
+    sides = ((primary, plan.p), (reference, plan.r))
+    if groups == 1:
+        tables = []
+        for side, side_plan in sides:
+            parts = [t for _, t in picked(side, side_plan)]
+            tables.append(pa.concat_tables(parts) if parts else
+                          side.stored_schema.empty_table())  # type: ignore[union-attr]
+            side._close_connection()
+        yield tables[0], tables[1]
+        return
+    paths = [[os.path.join(comparison.folder, f"g{g}-{n}.arrow") for n in range(2)]
+             for g in range(groups)]
+    for n, (side, side_plan) in enumerate(sides):
+        schema = side.stored_schema
+        writers = [pa.ipc.new_stream(paths[g][n], schema) for g in range(groups)]
+        try:
+            for group, table in picked(side, side_plan):
+                for g in np.unique(group):
+                    writers[g].write_table(table.filter(pa.array(group == g)))
+        finally:
+            for w in writers:
+                w.close()
+            side._close_connection()
+    for g in range(groups):
+        p, r = (_read_and_remove(path) for path in paths[g])
+        yield p, r
+
+
+def _read_and_remove(path: str) -> pa.Table:
+    import pyarrow as pa
+
+    with pa.OSFile(path) as f:
+        table = pa.ipc.open_stream(f).read_all()
+    os.remove(path)
+    return table
+
+
+def _merged(verdicts: list[Verdict], n_p: int, n_r: int, opts: CompareOptions,
+            evidence: dict[str, Any]) -> Verdict:
+    """One verdict from the verdicts on each group of buckets (as RowPairing classifies)."""
+    from gateway.row_pairing import values_message
+
+    for v in verdicts:
+        if v.category == "schema":
+            v.evidence.update(evidence)
+            return v
+    counts = {k: sum(int(v.evidence.get(f"{k}_count", 0)) for v in verdicts)
+              for k in ("missing", "extra", "changed")}
+    missing, extra, changed = counts["missing"], counts["extra"], counts["changed"]
+    for v in verdicts:
+        evidence.setdefault("key_columns", v.evidence.get("key_columns"))
+    if not (missing or extra or changed):
+        return Verdict("match", f"{n_p} rows agree", evidence)
+    evidence.update(missing_count=missing, extra_count=extra, changed_count=changed)
+    for name in ("missing", "extra", "differences"):
+        sample = [row for v in verdicts for row in v.evidence.get(name, [])][:opts.sample_size]
+        if sample:
+            evidence[name] = sample
+    if n_p != n_r:
+        if missing and not extra and not changed:
+            return Verdict("missing_rows", f"primary lacks {missing} of the reference's "
+                           f"{n_r} rows", evidence)
+        if extra and not missing and not changed:
+            return Verdict("extra_rows", f"primary has {extra} rows the reference does not "
+                           f"({n_p} vs {n_r})", evidence)
+        return Verdict("row_count", f"primary returned {n_p} rows, reference {n_r}", evidence)
+    return Verdict("values", values_message(changed + missing, n_r, evidence.get("differences")),
+                   evidence)
+
+
+def compare_streams(primary: Iterator[pa.RecordBatch] | pa.RecordBatchReader,
+                    reference: Iterator[pa.RecordBatch] | pa.RecordBatchReader,
+                    primary_schema: pa.Schema, reference_schema: pa.Schema, *,
+                    sql: str | None = None, options: CompareOptions | None = None,
+                    memory_bytes: int = 256 << 20, folder: str | None = None,
+                    on_spill: Callable[[str], None] | None = None) -> Verdict:
+    """Compare two answers read batch by batch (one after the other), within ``memory_bytes``.
+
+    ``on_spill(folder)`` is called with the temporary folder before it is removed
+    (for tests and benchmarks that look at what was spilled).
+    """
+    with StreamingComparison(sql, options, memory_bytes, folder) as comparison:
+        sides = []
+        for batches, schema in ((primary, primary_schema), (reference, reference_schema)):
+            side = comparison.side()
+            for batch in batches:
+                side.add(batch)
+            side.finish(schema)
+            sides.append(side)
+        verdict = comparison.compare(sides[0], sides[1])
+        if on_spill is not None:
+            on_spill(comparison.folder)
+        return verdict
