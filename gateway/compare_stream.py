@@ -76,8 +76,9 @@ if TYPE_CHECKING:
 
     from gateway.nondeterminism import Nondeterminism
 
-#: checksum buckets per answer
-BUCKETS = 4096
+#: checksum buckets per answer: the top bits of the row hash
+_BUCKET_BITS = 12
+BUCKETS = 1 << _BUCKET_BITS
 #: rows hashed by one DuckDB query (fewer when they pass _CHUNK_BYTES)
 _CHUNK_ROWS = 1 << 20
 _CHUNK_BYTES = 64 << 20
@@ -114,10 +115,15 @@ class StreamingComparison:
         self.folder = tempfile.mkdtemp(prefix="arrowgate-compare-", dir=folder)
         self._sides = 0
 
-    def side(self) -> SpilledAnswer:
-        """A new side to feed (``add`` each batch, then ``finish``)."""
+    def side(self, keep: bool = True) -> SpilledAnswer:
+        """A new side to feed (``add`` each batch, then ``finish``).
+
+        ``keep``: hold batches in memory up to the side's share of the cap
+        before spilling; False spills from the first batch (the shadow runner's
+        sides, which held the cap's worth already).
+        """
         self._sides += 1
-        return SpilledAnswer(self, f"side{self._sides}")
+        return SpilledAnswer(self, f"side{self._sides}", keep)
 
     def __enter__(self) -> StreamingComparison:
         return self
@@ -152,7 +158,7 @@ class StreamingComparison:
             list(range(BUCKETS))
         evidence.update(differing_buckets=len(differing) if plan.exact else None,
                         buckets=BUCKETS, key_columns=[primary.schema.names[i]
-                                                      for i in plan.partition])
+                                                      for i in plan.keys])
         if plan.unhashed:
             evidence["unhashed_columns"] = [primary.schema.names[i] for i in plan.unhashed]
         verdict = self._pair(primary, reference, plan, differing, evidence)
@@ -222,7 +228,7 @@ class StreamingComparison:
 class SpilledAnswer:
     """One side of a :class:`StreamingComparison`: kept, then spilled, and checksummed."""
 
-    def __init__(self, comparison: StreamingComparison, name: str):
+    def __init__(self, comparison: StreamingComparison, name: str, keep: bool = True):
         import numpy as np
 
         self.comparison = comparison
@@ -234,10 +240,11 @@ class SpilledAnswer:
         self.stored_schema: pa.Schema | None = None
         self.counts = np.zeros(BUCKETS, np.int64)
         self.sums = np.zeros(BUCKETS, np.uint64)
-        self.xors = np.zeros(BUCKETS, np.uint64)
         self.plan: _SidePlan | None = None
         self._kept: list[pa.RecordBatch] = []
         self._kept_bytes = 0
+        self._share = comparison.memory_bytes // 4 if keep else 0
+        self._chunk_limit = min(_CHUNK_BYTES, max(1 << 20, comparison.memory_bytes // 8))
         self._writer: Any = None
         self._chunk: list[pa.RecordBatch] = []
         self._chunk_rows = 0
@@ -260,7 +267,7 @@ class SpilledAnswer:
         self._chunk.append(batch)
         self._chunk_rows += batch.num_rows
         self._chunk_bytes += batch.nbytes
-        if self._chunk_rows >= _CHUNK_ROWS or self._chunk_bytes >= _CHUNK_BYTES:
+        if self._chunk_rows >= _CHUNK_ROWS or self._chunk_bytes >= self._chunk_limit:
             self._hash_chunk()
 
     def finish(self, schema: pa.Schema) -> None:
@@ -283,8 +290,7 @@ class SpilledAnswer:
     def _store(self, batch: pa.RecordBatch) -> None:
         import pyarrow as pa
 
-        share = self.comparison.memory_bytes // 4
-        if self._writer is None and self._kept_bytes + batch.nbytes <= share:
+        if self._writer is None and self._kept_bytes + batch.nbytes <= self._share:
             self._kept.append(batch)
             self._kept_bytes += batch.nbytes
             return
@@ -343,36 +349,38 @@ class SpilledAnswer:
             self._con = duckdb.connect(config={"threads": 1})
         return self._con
 
-    def _registered(self, table: pa.Table) -> Any:
-        """A connection with ``table`` registered as ``chunk``, its columns named c0, c1..."""
-        con = self._connection()
-        con.register("chunk", table.rename_columns([f"c{i}" for i in range(table.num_columns)]))
-        return con
+    def _query(self, table: pa.Table, plan: _SidePlan, sql: str) -> list[np.ndarray]:
+        """The columns of ``sql`` run over ``table`` as ``chunk`` (columns c0, c1...)."""
+        columns = [_rounded_bits(c, plan.mantissa_bits) if i in plan.floats else c
+                   for i, c in enumerate(table.columns)]
+        import pyarrow as pa
 
-    def _add_sums(self, table: pa.Table, plan: _SidePlan) -> None:
-        con = self._registered(table)
+        con = self._connection()
+        con.register("chunk", pa.table(columns, names=[f"c{i}" for i in range(len(columns))]))
         try:
-            b, s, x, n = con.execute(plan.checksum_sql).fetchnumpy().values()
+            answer = con.sql(sql).to_arrow_table()
         finally:
             con.unregister("chunk")
+        return [c.to_numpy() for c in answer.columns]
+
+    def _add_sums(self, table: pa.Table, plan: _SidePlan) -> None:
+        b, s, n = self._query(table, plan, plan.checksum_sql)
         b = b.astype("int64")
         self.counts[b] += n.astype("int64")
         self.sums[b] += s.astype("uint64")
-        self.xors[b] ^= x.astype("uint64")
 
     def buckets_of(self, table: pa.Table, plan: _SidePlan) -> np.ndarray:
         """Each row's bucket under ``plan``."""
-        con = self._registered(table)
-        try:
-            return con.execute(plan.bucket_sql).fetchnumpy()["b"].astype("int64")
-        finally:
-            con.unregister("chunk")
+        return self._query(table, plan, plan.bucket_sql)[0].astype("int64")
+
+    def keys_of(self, table: pa.Table, plan: _SidePlan) -> np.ndarray:
+        """The hash of each row's key columns under ``plan``."""
+        return self._query(table, plan, plan.key_sql)[0]
 
     def rehash(self, plan: _SidePlan) -> None:
         """Recompute the checksums under the pair's plan (the types differ from the other side's)."""
         self.counts[:] = 0
         self.sums[:] = 0
-        self.xors[:] = 0
         self.plan = plan
         for table in _rechunked(self.batches(), _CHUNK_ROWS):
             self._add_sums(table, plan)
@@ -382,19 +390,27 @@ class SpilledAnswer:
 # -- what is hashed -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _SidePlan:
-    """The SQL one side is checksummed with (over a registered table ``chunk``)."""
+    """How one side is hashed: SQL over a registered table ``chunk`` (columns c0, c1...)."""
 
+    #: per bucket: the bucket, the sum of row hashes mod 2**64, the row count
     checksum_sql: str
+    #: each row's bucket
     bucket_sql: str
+    #: the hash of each row's key columns (which pairing group it goes to)
+    key_sql: str
+    #: columns replaced by their floats' rounded bits before hashing
+    floats: tuple[int, ...]
+    #: the float grid: bits of the mantissa kept (52: every bit)
+    mantissa_bits: int
 
 
 @dataclass
 class _Plan:
-    """How the columns of a pair of answers are hashed, and which place rows in buckets."""
+    """How the columns of a pair of answers are hashed, and which are keys."""
 
     p: _SidePlan
     r: _SidePlan
-    partition: list[int] = field(default_factory=list)
+    keys: list[int] = field(default_factory=list)
     unhashed: list[int] = field(default_factory=list)
 
     @property
@@ -415,37 +431,44 @@ class _Plan:
         volatile = set(comparison.found.columns_in(names))
         exprs: list[tuple[str, str] | None] = []
         unhashed = []
+        floats = []
         for i, (tp, tr) in enumerate(zip(p.types, r.types, strict=True)):
             if i in volatile:
                 exprs.append(None)
                 continue
-            col = f'"c{i}"'
+            col = f"c{i}"
             pair = (_hashed(col, tp, tr, opts), _hashed(col, tr, tp, opts))
             if pair[0] is None or pair[1] is None:
                 unhashed.append(i)
                 exprs.append(None)
-            else:
-                exprs.append((pair[0], pair[1]))
+                continue
+            if pa.types.is_floating(tp):
+                floats.append(i)
+            exprs.append((pair[0], pair[1]))
         if shape.group_keys and len(shape.group_keys) == len(p):
             keys = [i for i, k in enumerate(shape.group_keys) if k]
         else:
             keys = [i for i, (tp, tr) in enumerate(zip(p.types, r.types, strict=True))
                     if not pa.types.is_decimal(_common_type(tp, tr, opts) or pa.null())]
-        partition = [i for i in keys if exprs[i] is not None
-                     and not contains_float(p.types[i]) and not contains_float(r.types[i])]
+        # floats are rounded to a grid: two within the tolerance may hash apart, so
+        # they never decide which group a row is paired in
+        keys = [i for i in keys if exprs[i] is not None
+                and not contains_float(p.types[i]) and not contains_float(r.types[i])]
+        bits = _mantissa_bits(opts)
 
         def side(which: int) -> _SidePlan:
             hashed = [e[which] for e in exprs if e is not None] or ["0"]
             row = f"hash({', '.join(hashed)})"
-            parts = [exprs[i][which] for i in partition]  # type: ignore[index]
-            key = f"hash({', '.join(parts)})" if parts else row
+            parts = [exprs[i][which] for i in keys]  # type: ignore[index]
             return _SidePlan(
-                f"SELECT (k % {BUCKETS})::INTEGER AS b, (sum(h::HUGEINT) % {_MOD})::UBIGINT "
-                f"AS s, bit_xor(h) AS x, count(*) AS n FROM (SELECT {row} AS h, {key} AS k "
-                "FROM chunk) GROUP BY b",
-                f"SELECT ({key} % {BUCKETS})::INTEGER AS b FROM chunk")
+                f"SELECT (h >> {64 - _BUCKET_BITS})::INTEGER AS b, "
+                f"(sum(h) % {_MOD})::UBIGINT AS s, count(*) AS n "
+                f"FROM (SELECT {row} AS h FROM chunk) GROUP BY b",
+                f"SELECT ({row} >> {64 - _BUCKET_BITS})::INTEGER AS b FROM chunk",
+                f"SELECT hash({', '.join(parts) or '0'}) AS k FROM chunk",
+                tuple(floats), bits)
 
-        return cls(side(0), side(1), partition, unhashed)
+        return cls(side(0), side(1), keys, unhashed)
 
 
 def _hashed(col: str, own: pa.DataType, other: pa.DataType, opts: CompareOptions) -> str | None:
@@ -454,9 +477,11 @@ def _hashed(col: str, own: pa.DataType, other: pa.DataType, opts: CompareOptions
 
     k, ko = _kind(own), _kind(other)
     if k == "float" and ko == "float":
-        return _float_hashed(col, opts)
+        return col if opts.nan_equals_nan and opts.signed_zero_equal else None
     if "float" in (k, ko) or contains_float(own) or contains_float(other):
         return None
+    if own == other:
+        return col
     if k == "int" and ko == "int":
         return f"{col}::HUGEINT"
     if k in ("int", "decimal") and ko in ("int", "decimal"):
@@ -468,22 +493,44 @@ def _hashed(col: str, own: pa.DataType, other: pa.DataType, opts: CompareOptions
         return col
     if k == ko == "timestamp" and own.unit == other.unit and own.tz and other.tz:
         return col
-    if own == other:
-        return col
     return None
 
 
-def _float_hashed(col: str, opts: CompareOptions) -> str | None:
-    """A float rounded down to a grid finer than ``rel_tol`` (see the module's docstring)."""
-    if not (opts.nan_equals_nan and opts.signed_zero_equal):
-        return None
-    v = f"{col}::DOUBLE"
-    m = math.ceil(1 - math.log2(opts.rel_tol)) if opts.rel_tol > 0 else 53
-    if m >= 52:
-        return f"({v} + 0.0)"
-    e = f"floor(log2(abs({v})))"
-    return (f"(CASE WHEN isfinite({v}) AND abs({v}) BETWEEN 1e-290 AND 1e290 "
-            f"THEN floor({v} * pow(2, {m} - {e})) * pow(2, {e} - {m}) ELSE {v} + 0.0 END)")
+def _mantissa_bits(opts: CompareOptions) -> int:
+    """Mantissa bits kept: floats equal in those (and the exponent) are within ``rel_tol``."""
+    if opts.rel_tol <= 0:
+        return 52
+    return min(52, max(0, math.ceil(-math.log2(opts.rel_tol))))
+
+
+def _rounded_bits(column: Any, bits: int) -> Any:
+    """A float column as uint64 bits rounded down to ``bits`` of mantissa.
+
+    NaN becomes one NaN and -0.0 becomes 0.0; subnormals keep every bit (their
+    cells would be wider than the tolerance). Two values with the same result
+    differ by less than ``2**-bits`` of either.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    original = column
+    if column.type != pa.float64():
+        column = column.cast(pa.float64())
+    if column.null_count:
+        column = column.fill_null(0.0)  # the validity bitmap below keeps them null
+    raw = column.to_numpy().view(np.uint64)
+    exponent = raw & np.uint64(0x7FF0000000000000)
+    rounded = raw & np.uint64(((1 << 64) - 1) ^ ((1 << (52 - bits)) - 1))
+    odd = np.flatnonzero((exponent == 0) | (exponent == np.uint64(0x7FF0000000000000)))
+    if len(odd):  # zeros, subnormals, infinities and NaN
+        values = raw[odd].view(np.float64)
+        rounded[odd] = np.where(values == 0, np.uint64(0),
+                                np.where(np.isnan(values), np.uint64(0x7FF8000000000000),
+                                         raw[odd]))
+    return pa.Array.from_buffers(pa.uint64(), len(column),
+                                 [original.buffers()[0], pa.py_buffer(rounded)],
+                                 original.null_count, original.offset)
 
 
 def _decoded(batch: Any) -> Any:
@@ -508,8 +555,7 @@ def _decoded_schema(schema: pa.Schema) -> pa.Schema:
 def _differing_buckets(primary: SpilledAnswer, reference: SpilledAnswer) -> list[int]:
     import numpy as np
 
-    differ = (primary.counts != reference.counts) | (primary.sums != reference.sums) | \
-        (primary.xors != reference.xors)
+    differ = (primary.counts != reference.counts) | (primary.sums != reference.sums)
     return [int(b) for b in np.flatnonzero(differ)]
 
 
@@ -546,14 +592,15 @@ def _groups(primary: SpilledAnswer, reference: SpilledAnswer, plan: _Plan, diffe
 
     wanted = np.zeros(BUCKETS, bool)
     wanted[differing] = True
-    group_of = np.arange(BUCKETS) % groups
 
     def picked(side: SpilledAnswer, side_plan: _SidePlan) -> Iterator[tuple[np.ndarray, pa.Table]]:
         for table in _rechunked(side.batches(), _CHUNK_ROWS):
-            buckets = side.buckets_of(table, side_plan)
-            keep = wanted[buckets]
+            keep = wanted[side.buckets_of(table, side_plan)]
             if keep.any():
-                yield group_of[buckets[keep]], table.filter(pa.array(keep))
+                rows = table.filter(pa.array(keep))
+                group = side.keys_of(rows, side_plan) % np.uint64(groups) if groups > 1 else \
+                    np.zeros(rows.num_rows, np.uint64)
+                yield group, rows
 
     sides = ((primary, plan.p), (reference, plan.r))
     if groups == 1:
