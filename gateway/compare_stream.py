@@ -54,6 +54,7 @@ import math
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -344,9 +345,7 @@ class SpilledAnswer:
 
     def _connection(self) -> Any:
         if self._con is None:
-            import duckdb
-
-            self._con = duckdb.connect(config={"threads": 1})
+            self._con = _cursor()
         return self._con
 
     def _query(self, table: pa.Table, plan: _SidePlan, sql: str) -> list[np.ndarray]:
@@ -385,6 +384,22 @@ class SpilledAnswer:
         for table in _rechunked(self.batches(), _CHUNK_ROWS):
             self._add_sums(table, plan)
         self._close_connection()
+
+
+_database: Any = None
+_database_lock = threading.Lock()
+
+
+def _cursor() -> Any:
+    """A cursor on one shared single-threaded DuckDB database (hashing needs no tables of
+    its own, and opening a database costs ~40 ms on a busy machine)."""
+    global _database
+    import duckdb
+
+    with _database_lock:
+        if _database is None:
+            _database = duckdb.connect(config={"threads": 1})
+        return _database.cursor()
 
 
 # -- what is hashed -------------------------------------------------------------------------
