@@ -17,8 +17,8 @@ How, per side (:class:`SpilledAnswer`), as the batches arrive:
 
 Then (:meth:`StreamingComparison.compare`): buckets whose checksums agree hold
 the same rows and drop out. The rows of the other buckets are read back from
-the spill and paired by the in-memory comparator, a group of buckets at a
-time, each group within the cap (written to files of their own first when all
+the spill and paired by the in-memory comparator, a group of rows at a time
+(by the hash of their keys), each group a sixteenth of the cap (written to files of their own first when all
 of them together would not fit); the groups' counts and samples make the
 verdict. With an ORDER BY, both spills are then read in step, a million rows
 at a time, and the order keys compared position by position.
@@ -152,11 +152,17 @@ class StreamingComparison:
             return verdict
         plan = _Plan.of(primary.stored_schema, reference.stored_schema,
                         primary.schema.names, self)
-        for side in (primary, reference):
-            if side.plan != plan.side(side is primary):
-                side.rehash(plan.side(side is primary))
+        _rehashed(primary, reference, plan)
         differing = _differing_buckets(primary, reference) if plan.exact else \
             list(range(BUCKETS))
+        if plan.rounds_floats and len(differing) > BUCKETS // 8:
+            # most buckets differ: floats a little off everywhere, or a real difference
+            # everywhere; floats rounded to the tolerance's grid tell which
+            plan = _Plan.of(primary.stored_schema, reference.stored_schema,
+                            primary.schema.names, self, rounded=True)
+            _rehashed(primary, reference, plan)
+            differing = _differing_buckets(primary, reference)
+            evidence["floats_rounded"] = True
         evidence.update(differing_buckets=len(differing) if plan.exact else None,
                         buckets=BUCKETS, key_columns=[primary.schema.names[i]
                                                       for i in plan.keys])
@@ -178,7 +184,8 @@ class StreamingComparison:
             return Verdict("match", f"{n_p} rows agree", evidence)
         wanted = sum(int(side.counts[differing].sum()) * side.row_bytes()
                      for side in (primary, reference))
-        groups = max(1, math.ceil(wanted / max(1, self.memory_bytes // 4)))
+        # pairing holds a group several times over (casts, DuckDB's hash tables)
+        groups = max(1, math.ceil(wanted / max(1, self.memory_bytes // 16)))
         evidence.update(paired_rows=int(primary.counts[differing].sum()
                                         + reference.counts[differing].sum()),
                         pairing_groups=groups)
@@ -427,6 +434,8 @@ class _Plan:
     r: _SidePlan
     keys: list[int] = field(default_factory=list)
     unhashed: list[int] = field(default_factory=list)
+    #: hashing the floats rounded would hash differently (the plan hashes them as they are)
+    rounds_floats: bool = False
 
     @property
     def exact(self) -> bool:
@@ -438,8 +447,12 @@ class _Plan:
 
     @classmethod
     def of(cls, p: pa.Schema, r: pa.Schema, names: list[str],
-           comparison: StreamingComparison) -> _Plan:
-        """The plan for answers of types ``p`` and ``r`` (the same schema twice: one side's own)."""
+           comparison: StreamingComparison, rounded: bool = False) -> _Plan:
+        """The plan for answers of types ``p`` and ``r`` (the same schema twice: one side's own).
+
+        ``rounded``: floats are hashed rounded to the tolerance's grid (else as they are,
+        which is cheaper and proves equality just as well when they are equal bit for bit).
+        """
         import pyarrow as pa
 
         opts, shape = comparison.opts, comparison.shape
@@ -457,7 +470,7 @@ class _Plan:
                 unhashed.append(i)
                 exprs.append(None)
                 continue
-            if pa.types.is_floating(tp):
+            if pa.types.is_floating(tp) and (rounded or tp != r.types[i]):
                 floats.append(i)
             exprs.append((pair[0], pair[1]))
         if shape.group_keys and len(shape.group_keys) == len(p):
@@ -469,7 +482,7 @@ class _Plan:
         # they never decide which group a row is paired in
         keys = [i for i in keys if exprs[i] is not None
                 and not contains_float(p.types[i]) and not contains_float(r.types[i])]
-        bits = _mantissa_bits(opts)
+        bits = _mantissa_bits(opts) if rounded else 52
 
         def side(which: int) -> _SidePlan:
             hashed = [e[which] for e in exprs if e is not None] or ["0"]
@@ -483,7 +496,9 @@ class _Plan:
                 f"SELECT hash({', '.join(parts) or '0'}) AS k FROM chunk",
                 tuple(floats), bits)
 
-        return cls(side(0), side(1), keys, unhashed)
+        hashed_floats = any(exprs[i] is not None and pa.types.is_floating(t)
+                            for i, t in enumerate(p.types))
+        return cls(side(0), side(1), keys, unhashed, hashed_floats and not rounded)
 
 
 def _hashed(col: str, own: pa.DataType, other: pa.DataType, opts: CompareOptions) -> str | None:
@@ -567,6 +582,13 @@ def _decoded_schema(schema: pa.Schema) -> pa.Schema:
 
 
 # -- reading back -----------------------------------------------------------------------------
+def _rehashed(primary: SpilledAnswer, reference: SpilledAnswer, plan: _Plan) -> None:
+    """Recompute a side's checksums where the pair's plan is not the one it was hashed with."""
+    for side in (primary, reference):
+        if side.plan != plan.side(side is primary):
+            side.rehash(plan.side(side is primary))
+
+
 def _differing_buckets(primary: SpilledAnswer, reference: SpilledAnswer) -> list[int]:
     import numpy as np
 

@@ -179,6 +179,18 @@ def test_a_planted_difference_in_a_large_answer_is_pinpointed_with_evidence():
          "reference": 1851850.5}]
 
 
+def test_floats_off_within_the_tolerance_everywhere_pair_no_row():
+    con = duckdb.connect()
+    sql = "SELECT i AS id, (i / 7)::DOUBLE AS f FROM range(300000) t(i)"
+    reference = con.sql(sql).to_arrow_table()
+    primary = con.sql(f"SELECT id, f * (1 + 1e-12) AS f FROM ({sql})").to_arrow_table()
+    verdict = streamed(primary, reference, memory=1 << 20, batch=50_000)
+    assert verdict.category == "match", verdict.message
+    assert verdict.evidence["floats_rounded"]
+    assert verdict.evidence["differing_buckets"] < 50  # the few on a cell's edge
+    assert verdict.evidence.get("paired_rows", 0) < 1000
+
+
 def test_a_full_disk_is_a_resource_error():
     with StreamingComparison("SELECT 1", memory_bytes=1) as comparison:
         side = comparison.side(keep=False)
