@@ -27,8 +27,8 @@ class ShadowRecord:
     ``arrowgate_shadow_finished``. ``ratio`` is primary time over reference
     time. ``downgraded``: the answers passed ``max_compare_bytes`` and were
     compared by the streaming comparison (``evidence["compared"]`` is
-    ``"streamed"``). Peak memory is filled when an engine reports it (``peak_memory_bytes`` in its result notes);
-    in-process engines sharing one process cannot be told apart, so it is
+    ``"streamed"``). Peak memory is filled when an engine reports it
+    (``peak_memory_bytes`` in its result notes); in-process engines sharing one process cannot be told apart, so it is
     often None here (``arrowgate bench`` measures it).
     """
 
