@@ -28,8 +28,9 @@ class ShadowRecord:
     time. ``downgraded``: the answers passed ``max_compare_bytes`` and were
     compared by the streaming comparison (``evidence["compared"]`` is
     ``"streamed"``). Peak memory is filled when an engine reports it
-    (``peak_memory_bytes`` in its result notes); in-process engines sharing one process cannot be told apart, so it is
-    often None here (``arrowgate bench`` measures it).
+    (``peak_memory_bytes`` in its result notes); in-process engines sharing
+    one process cannot be told apart, so it is often None here (``arrowgate
+    bench`` measures it).
     """
 
     sql: str
