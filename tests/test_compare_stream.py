@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.compare import CompareOptions, compare_tables
-from gateway.compare_stream import StreamingComparison, _rounded_bits, compare_streams
+from gateway.compare_stream import StreamingComparison, compare_streams
 from gateway.errors import GatewayError
+from gateway.row_checksums import rounded_bits
 from tests.test_compare_properties import FAST, ROWS, table
 
 #: so small that every side spills from its first batch and rows are paired in many groups
@@ -135,7 +136,7 @@ def test_streamed_and_in_memory_agree_on_one_planted_difference(rows, data):
        rel_tol=st.sampled_from([1e-9, 1e-6, 1e-3]))
 def test_floats_that_round_alike_are_within_the_tolerance(a, b, rel_tol):
     bits = math.ceil(-math.log2(rel_tol))
-    ra, rb = _rounded_bits(pa.array([a, b], pa.float64()), bits).to_pylist()
+    ra, rb = rounded_bits(pa.array([a, b], pa.float64()), bits).to_pylist()
     if ra == rb:
         both_nan = math.isnan(a) and math.isnan(b)
         assert both_nan or a == b or abs(a - b) <= rel_tol * max(abs(a), abs(b))
