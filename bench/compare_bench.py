@@ -79,7 +79,7 @@ def _reader(sql: str) -> Any:
     return duckdb.connect(config={"threads": 1}).sql(sql).to_arrow_reader(1 << 17)
 
 
-def stream_cases(rows: int, rounds: int, memory: int, skip: list[str]) -> None:
+def stream_cases(rows: int, rounds: int, memory: int, skip: list[str], warmups: int) -> None:
     """The streaming comparison on answers generated batch by batch, against EXCEPT ALL."""
     from gateway.compare_stream import compare_streams
 
@@ -99,7 +99,7 @@ def stream_cases(rows: int, rounds: int, memory: int, skip: list[str]) -> None:
         ("worst case: every row differs", everything, answer, None),
     ]
     print(f"{rows} rows per answer, memory cap {memory >> 20} MiB, median of {rounds} "
-          "rounds (min-max), one warm-up\n")
+          f"rounds (min-max), {warmups} warm-up(s)\n")
     print("| case | verdict | compare s | CPU s | net CPU s | rows/s per core (net) | "
           "peak RSS growth MiB (read only) | EXCEPT ALL both ways s | EXCEPT ALL rows | "
           "ratio |\n|---|---|---|---|---|---|---|---|---|---|")
@@ -128,13 +128,13 @@ def stream_cases(rows: int, rounds: int, memory: int, skip: list[str]) -> None:
         memory_mib = {"read": 0.0, "compare": 0.0}
         contenders: list[tuple[str, Callable[[], Any]]] = [
             ("read", read_only), ("compare", judge), ("except", except_all)]
-        for i in range(rounds + 1):
+        for i in range(rounds + warmups):
             for label, fn in contenders[i % 3:] + contenders[:i % 3]:
                 cpu = _cpu()
                 result, seconds, grown = measured(fn)
                 if label in memory_mib:
                     memory_mib[label] = max(memory_mib[label], grown)
-                if i:
+                if i >= warmups:
                     runs[label].append((result, seconds, grown, _cpu() - cpu))
         verdict, anchor_rows = runs["compare"][0][0], runs["except"][0][0]
         c_s = [r[1] for r in runs["compare"]]
@@ -161,12 +161,14 @@ def main() -> None:
                         help="the streaming comparison on answers generated batch by batch")
     parser.add_argument("--memory", type=int, default=256 << 20,
                         help="the streaming comparison's memory cap in bytes")
+    parser.add_argument("--warmups", type=int, default=1,
+                        help="streamed cases: rounds run first and not counted")
     parser.add_argument("--skip", action="append", default=[],
                         help="leave out the streamed cases whose name holds this word")
     args = parser.parse_args()
     if args.stream:
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        stream_cases(args.rows, args.rounds, args.memory, args.skip)
+        stream_cases(args.rows, args.rounds, args.memory, args.skip, args.warmups)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
         print(f"\npeak RSS of the whole process: {peak:.0f} MiB")
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
