@@ -62,7 +62,7 @@ class StreamingComparison:
             ``sql`` apply).
         memory_bytes: what the comparison may hold of the answers at once:
             each side keeps up to a quarter of it in memory before it spills,
-            and rows are paired in groups of at most a quarter per side.
+            and rows are paired in groups of a sixteenth of it (4 MiB at least).
         folder: where the temporary folder goes (the system's temp folder
             when None); it is removed by :meth:`close`.
 
