@@ -2,6 +2,16 @@
 """How fast the comparator judges two large answers, against DuckDB's EXCEPT ALL (docs/shadow.md).
 
     .venv/bin/python bench/compare_bench.py --rows 10000000
+    .venv/bin/python bench/compare_bench.py --stream --rows 10000000
+
+``--stream``: the streaming comparison (:mod:`gateway.compare_stream`) on two
+answers DuckDB generates batch by batch from ``range()`` (so 100M rows never
+sit in memory), within ``--memory`` bytes; the anchor is DuckDB's own
+``EXCEPT ALL`` both ways over the same two queries, run inside DuckDB. Both
+sides run on one thread each (DuckDB ``threads = 1``). Besides the wall time,
+the CPU seconds of the whole process; "net" subtracts the CPU of only reading
+both answers (measured in the same round), which leaves the comparator's own.
+Rows/s per core is the rows of both answers over the net CPU seconds.
 
 Builds one answer of ROWS rows (id, string, double, small int) in DuckDB, and
 variants of it, then, round by round with the order alternated, times
@@ -16,6 +26,7 @@ RSS; and the load average.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import statistics
@@ -60,11 +71,114 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _reader(sql: str) -> Any:
+    return duckdb.connect(config={"threads": 1}).sql(sql).to_arrow_reader(1 << 17)
+
+
+def stream_cases(rows: int, rounds: int, memory: int, skip: list[str], warmups: int,
+                 anchor: bool) -> None:
+    """The streaming comparison on answers generated batch by batch, against EXCEPT ALL."""
+    from gateway.compare_stream import compare_streams
+
+    row = "i AS id, (i % 1000)::VARCHAR AS s, (i * 1.5)::DOUBLE AS f, (i % 7)::INTEGER AS g"
+    answer = f"SELECT {row} FROM range({rows}) t(i)"
+    reversed_ = f"SELECT {row} FROM range({rows - 1}, -1, -1) t(i)"
+    changed = (f"SELECT i AS id, (i % 1000)::VARCHAR AS s, CASE WHEN i % 100000 = 0 THEN "
+               f"i * 1.5 + 1 ELSE i * 1.5 END::DOUBLE AS f, (i % 7)::INTEGER AS g "
+               f"FROM range({rows}) t(i)")
+    everything = (f"SELECT i AS id, (i % 1000)::VARCHAR AS s, (i * 1.5 + 1)::DOUBLE AS f, "
+                  f"(i % 7)::INTEGER AS g FROM range({rows}) t(i)")
+    cases = [
+        ("equal", answer, answer, None),
+        ("same rows reversed, no ORDER BY", reversed_, answer, None),
+        ("order only: reversed, ORDER BY id", reversed_, answer, "SELECT * FROM t ORDER BY id"),
+        (f"values differ: {rows // 100000} cells", changed, answer, None),
+        ("worst case: every row differs", everything, answer, None),
+    ]
+    print(f"{rows} rows per answer, memory cap {memory >> 20} MiB, median of {rounds} "
+          f"rounds (min-max), {warmups} warm-up(s)\n")
+    print("| case | verdict | compare s | CPU s | net CPU s | rows/s per core (net) | "
+          "peak RSS growth MiB (read only) | EXCEPT ALL both ways s | EXCEPT ALL rows | "
+          "ratio |\n|---|---|---|---|---|---|---|---|---|---|")
+    equal_net: float | None = None
+    for name, p_sql, r_sql, sql in cases:
+        if any(word in name for word in skip):
+            continue
+
+        def read_only(a: str = p_sql, b: str = r_sql) -> int:
+            return sum(batch.num_rows for q in (a, b) for batch in _reader(q))
+
+        def judge(a: str = p_sql, b: str = r_sql, q: str | None = sql) -> Any:
+            pr, rr = _reader(a), _reader(b)
+            return compare_streams(pr, rr, pr.schema, rr.schema, sql=q, memory_bytes=memory)
+
+        def except_all(a: str = p_sql, b: str = r_sql) -> int:
+            con = duckdb.connect(config={"threads": 1, "memory_limit": "4GB"})
+            try:
+                return sum(con.execute(f"SELECT count(*) FROM (({x}) EXCEPT ALL ({y}))"
+                                       ).fetchall()[0][0] for x, y in ((a, b), (b, a)))
+            finally:
+                con.close()
+
+        runs: dict[str, list[tuple[Any, float, float, float]]] = {"read": [], "compare": [],
+                                                                   "except": []}
+        memory_mib = {"read": 0.0, "compare": 0.0}
+        contenders: list[tuple[str, Callable[[], Any]]] = [
+            ("read", read_only), ("compare", judge)] + ([("except", except_all)] if anchor else [])
+        n = len(contenders)
+        for i in range(rounds + warmups):
+            for label, fn in contenders[i % n:] + contenders[:i % n]:
+                cpu = _cpu()
+                result, seconds, grown = measured(fn)
+                if label in memory_mib:
+                    memory_mib[label] = max(memory_mib[label], grown)
+                if i >= warmups:
+                    runs[label].append((result, seconds, grown, _cpu() - cpu))
+        verdict = runs["compare"][0][0]
+        anchor_rows = runs["except"][0][0] if anchor else "not run"
+        c_s = [r[1] for r in runs["compare"]]
+        e_s = [r[1] for r in runs["except"]] or [math.nan] * len(c_s)
+        cpu_s = [r[3] for r in runs["compare"]]
+        net = [c - r[3] for c, r in zip(cpu_s, runs["read"], strict=True)]
+        per_core = [2 * rows / n / 1e6 for n in net]
+        ratios = [c / e for c, e in zip(c_s, e_s, strict=True)]
+        if name == "equal":
+            equal_net = statistics.median(net)
+        vs_equal = f" ({statistics.median(net) / equal_net:.1f}x equal's net CPU)" \
+            if equal_net and name != "equal" else ""
+        print(f"| {name} | {verdict.category} | {spread(c_s)} | {spread(cpu_s)} | "
+              f"{spread(net)}{vs_equal} | {spread(per_core)}M | {memory_mib['compare']:.0f} "
+              f"({memory_mib['read']:.0f}) | {spread(e_s)} | {anchor_rows} | {spread(ratios)} |",
+              flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--stream", action="store_true",
+                        help="the streaming comparison on answers generated batch by batch")
+    parser.add_argument("--memory", type=int, default=256 << 20,
+                        help="the streaming comparison's memory cap in bytes")
+    parser.add_argument("--anchor", action=argparse.BooleanOptionalAction, default=True,
+                        help="streamed cases: run DuckDB's EXCEPT ALL both ways beside")
+    parser.add_argument("--warmups", type=int, default=1,
+                        help="streamed cases: rounds run first and not counted")
+    parser.add_argument("--skip", action="append", default=[],
+                        help="leave out the streamed cases whose name holds this word")
     args = parser.parse_args()
+    if args.stream:
+        print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        stream_cases(args.rows, args.rounds, args.memory, args.skip, args.warmups, args.anchor)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+        print(f"\npeak RSS of the whole process: {peak:.0f} MiB")
+        print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     con = duckdb.connect()
     answer = con.sql(f"SELECT i AS id, (i % 1000)::VARCHAR AS s, i * 1.5 AS f, i % 7 AS g "

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gateway.nondeterminism import Nondeterminism
+    from gateway.row_pairing import RowPairing
 
 CATEGORIES = ("match", "schema", "row_count", "missing_rows", "extra_rows", "values",
               "order", "error", "nondeterministic")
@@ -173,22 +174,43 @@ def compare_tables(
         A :class:`Verdict`; ``category == "match"`` when the answers agree.
     """
     opts = (options or CompareOptions()).for_sql(sql)
-    shape = QueryShape.of(sql, opts.dialect)
-    schema_verdict, p, r, rules = _align(primary, reference, shape, opts)
-    if schema_verdict is not None:
-        return schema_verdict
+    verdict, pairing, found, volatile = pairing_for(primary, reference, sql, opts)
+    if verdict is not None:
+        return verdict
+    assert pairing is not None
+    return allow_for(found, volatile, pairing.judge())
+
+
+def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: CompareOptions,
+                *, order: bool = True
+                ) -> tuple[Verdict | None, RowPairing | None, Nondeterminism, list[str]]:
+    """The two answers aligned, ready to pair: a ``schema`` verdict, or the pairing.
+
+    Also returns what the SQL leaves undetermined and the names of the columns
+    left out as volatile (see :func:`compare_tables`). ``order=False`` pairs
+    the rows as a multiset (no order check, no LIMIT cut): the streaming
+    comparison (:mod:`gateway.compare_stream`) pairs one part of two answers
+    at a time and checks their order on its own.
+    """
     from gateway.nondeterminism import Nondeterminism
     from gateway.row_pairing import RowPairing
 
+    shape = QueryShape.of(sql, opts.dialect)
     found = Nondeterminism.of(sql, opts.dialect)
+    schema_verdict, p, r, rules = _align(primary, reference, shape, opts)
+    if schema_verdict is not None:
+        return schema_verdict, None, found, []
+    if not order:
+        shape = dataclasses.replace(shape, order=[])
+        opts = dataclasses.replace(opts, ignore_order_without_order_by=True)
     names = primary.column_names
     volatile = found.columns_in(names)
     if volatile:
         keep = [i for i in range(p.num_columns) if i not in volatile]
         p, r, shape = _drop_columns(p, keep), _drop_columns(r, keep), _shape_without(shape, keep)
         rules, names = [rules[i] for i in keep], [names[i] for i in keep]
-    verdict = RowPairing(p, r, shape, opts, names, rules, cut=found.cut).judge()
-    return _allow_for(found, [primary.column_names[i] for i in volatile], verdict)
+    pairing = RowPairing(p, r, shape, opts, names, rules, cut=found.cut if order else None)
+    return None, pairing, found, [primary.column_names[i] for i in volatile]
 
 
 def _drop_columns(table: pa.Table, keep: list[int]) -> pa.Table:
@@ -206,7 +228,7 @@ def _shape_without(shape: QueryShape, keep: list[int]) -> QueryShape:
     return dataclasses.replace(shape, order=order, group_keys=groups)
 
 
-def _allow_for(found: Nondeterminism, volatile: list[str], verdict: Verdict) -> Verdict:
+def allow_for(found: Nondeterminism, volatile: list[str], verdict: Verdict) -> Verdict:
     """The verdict once what the SQL leaves undetermined is taken into account."""
     evidence = verdict.evidence
     if volatile:

@@ -20,6 +20,7 @@ import datetime as _dt
 import decimal
 import math
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gateway.compare import EXACT_FLOAT_RANGE, ColumnRule, CompareOptions, Verdict, contains_float
@@ -83,12 +84,23 @@ class RowPairing:
             return self._judge_row_counts()
         if self.opts.nan_equals_nan and self.opts.signed_zero_equal and self.p.equals(self.r):
             return self._order_or_match(same_positions=True)
+        return self._with_connection(self._judge)
+
+    def order_verdict(self, offset: int = 0) -> Verdict:
+        """``match`` or ``order`` for answers known to hold the same rows: the order check alone.
+
+        ``offset``: the answers are a slice starting at this row of two longer
+        ones; positions in the verdict count from the start of those.
+        """
+        return self._with_connection(lambda con: self._order_or_match(offset=offset))
+
+    def _with_connection(self, judge: Callable[[Any], Verdict]) -> Verdict:
         con = _connection(max(self.p.num_rows, self.r.num_rows) > _SMALL)
         self.con = con
         try:
             con.register("p_in", self.p)
             con.register("r_in", self.r)
-            return self._judge(con)
+            return judge(con)
         finally:
             con.close()
 
@@ -233,14 +245,8 @@ class RowPairing:
                            self.evidence)
         if missing and not changed:
             self.evidence["differences"] = self._unpaired_differences(con, n)
-        total = changed + missing
-        first = self.evidence["differences"][0] if self.evidence.get("differences") else None
-        detail = ""
-        if first:
-            key = ", ".join(f"{k}={_short(v)}" for k, v in first["key"].items())
-            detail = (f"; first: {first['column']} is {_short(first['primary'])} on primary, "
-                      f"{_short(first['reference'])} on reference" + (f" at {key}" if key else ""))
-        return Verdict("values", f"{total} of {n_r} rows differ{detail}", self.evidence)
+        return Verdict("values", values_message(changed + missing, n_r,
+                                                self.evidence.get("differences")), self.evidence)
 
     def _within_the_cut(self, con: Any, differing: int) -> Verdict | None:
         """Same row count under a LIMIT no total order fixes: differences the SQL allows.
@@ -333,10 +339,11 @@ class RowPairing:
                             "reference": rrow[col]})
         return out[:n]
 
-    def _order_or_match(self, same_positions: bool = False) -> Verdict:
+    def _order_or_match(self, same_positions: bool = False, offset: int = 0) -> Verdict:
         """``match``, or ``order`` when the ORDER BY keys differ at some position.
 
         ``same_positions``: the answers are known to be equal row for row.
+        ``offset``: added to the positions reported (see :meth:`order_verdict`).
         """
         n = self.p.num_rows
         shape = self.shape
@@ -366,11 +373,11 @@ class RowPairing:
                            self.evidence)
         lo, hi = max(pos - 1, 0), min(pos + 2, n)
         self.evidence.update(
-            first_out_of_order=pos + 1,
+            first_out_of_order=offset + pos + 1,
             primary_rows_around=[self._row(r) for r in self.p.slice(lo, hi - lo).to_pylist()],
             reference_rows_around=[self._row(r) for r in self.r.slice(lo, hi - lo).to_pylist()],
         )
-        return Verdict("order", f"same rows, but row {pos + 1} is out of order for ORDER BY "
+        return Verdict("order", f"same rows, but row {offset + pos + 1} is out of order for ORDER BY "
                        f"{', '.join(t.text for t in shape.order) or '(all columns)'}", self.evidence)
 
     def _keys_floats_leave_decidable(self, keys: list[str]) -> list[str]:
@@ -531,6 +538,17 @@ def _exact_vs_float(e: str, f: str, o: CompareOptions) -> str:
 
 
 # -- evidence ---------------------------------------------------------------------
+def values_message(differing: int, rows: int, differences: list[dict[str, Any]] | None) -> str:
+    """The message of a ``values`` verdict: how many rows differ, and the first difference."""
+    first = differences[0] if differences else None
+    detail = ""
+    if first:
+        key = ", ".join(f"{k}={_short(v)}" for k, v in first["key"].items())
+        detail = (f"; first: {first['column']} is {_short(first['primary'])} on primary, "
+                  f"{_short(first['reference'])} on reference" + (f" at {key}" if key else ""))
+    return f"{differing} of {rows} rows differ{detail}"
+
+
 def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value

@@ -14,7 +14,7 @@ shadows every query the gateway runs on its primary engine::
     noise = true           # run the reference twice; what differs is nondeterministic
     shadow_writes = false  # true only when the reference is a separate copy of the data
     store = ".arrowgate/shadow"  # where records are appended (false: nowhere)
-    max_compare_bytes = 268435456     # both answers kept whole up to this; hashed above it
+    max_compare_bytes = 268435456     # both answers kept whole up to this; streamed above it
     keep_reference_bytes = 67108864   # record.reference_answer() up to this size
     uncut_rows = 0         # > 0: a LIMIT's rows checked against the reference's answer without it
     rel_tol = 1e-9         # and any other gateway.compare.CompareOptions field
@@ -29,7 +29,9 @@ The primary's answer streams to the caller: each batch is handed on as the
 engine produces it and teed to the comparison, while the reference runs in a
 thread of its own (:mod:`gateway.shadow_run`). The comparison keeps both
 answers up to ``max_compare_bytes`` (default 256 MiB); above it they are
-compared by row count and row hash, and the verdict says so
+compared in full by the streaming comparison (:mod:`gateway.compare_stream`:
+checksummed by bucket, spilled to disk, differing buckets paired), and the
+verdict says so
 (:mod:`gateway.shadow_answer`). ``result.shadow`` is ``pending`` until the
 answer has been read to its end; then the reference gets ``timeout`` more
 seconds (it is cancelled after that and the verdict is ``error`` with
@@ -94,7 +96,7 @@ SHADOW_OPTIONS: dict[str, Option] = {
                     help="folder the records are appended to; false for none"),
     "max_compare_bytes": Option((int,), default=DEFAULT_MAX_COMPARE_BYTES,
                                 help="bytes both answers may hold for the comparison; above "
-                                "it, they are compared by row count and row hash"),
+                                "it, they are compared streamed, spilling to disk"),
     "keep_reference_bytes": Option((int,), default=DEFAULT_KEEP_REFERENCE_BYTES,
                                    help="keep the reference's answer (record.reference_answer()) "
                                    "when it is at most this many bytes; 0 keeps none"),

@@ -4,38 +4,45 @@ The two answers of a shadowed query (three with ``noise``) share one
 :class:`Budget` of ``max_compare_bytes``. While they fit together, their
 batches are kept (references to the engines' buffers, not copies) and the
 comparator later sees both tables whole. When they pass it, every side is
-downgraded: a thread per side reduces its batches to a row count and an
-order-insensitive digest (the sum and the xor of DuckDB's row hashes over
-normalized columns) and drops them, so the bytes held never exceed the budget
-by more than one batch. The digest says whether two answers hold the same
-multiset of rows; it cannot say which rows differ, check order, or allow a
-float tolerance, and :func:`digest_verdict` says so.
+*streamed*: a thread per side hands its batches to a
+:class:`~gateway.compare_stream.StreamingComparison`, which checksums them by
+bucket and spills them to disk, and drops them, so the bytes held never exceed
+the budget by more than one batch. The verdict is then the streaming
+comparison's: the same categories and evidence, computed within the cap.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from gateway.compare import CompareOptions, Verdict, compare_tables
+from gateway.compare import CompareOptions, Verdict
+from gateway.compare_stream import SpilledAnswer, StreamingComparison
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-_MASK = (1 << 64) - 1
 
 
 class Budget:
     """The bytes every side of one comparison may keep, together."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, sql: str | None = None,
+                 options: CompareOptions | None = None):
         self.limit = limit
         self.held = 0
         self.peak = 0
         self.downgraded = False
         self.cv = threading.Condition()
         self.answers: list[Answer] = []
+        self.sql, self.options = sql, options
+        self.streaming: StreamingComparison | None = None
+
+    def close(self) -> None:
+        """Remove what the streaming comparison spilled (the verdict is in, or never will be)."""
+        with self.cv:
+            streaming, self.streaming = self.streaming, None
+        if streaming is not None:
+            streaming.close()
 
     def _hold(self, nbytes: int) -> None:
         self.held += nbytes
@@ -45,16 +52,6 @@ class Budget:
         with self.cv:
             self.held -= nbytes
             self.cv.notify_all()
-
-
-@dataclass(frozen=True)
-class Digest:
-    """What is left of an answer too big to keep: its shape, row count and row hashes."""
-
-    schema: pa.Schema
-    rows: int
-    hash_sum: int
-    hash_xor: int
 
 
 class Answer:
@@ -78,7 +75,7 @@ class Answer:
         self._kept: list[pa.RecordBatch] | None = [] if keep_bytes > 0 else None
         self._pending: list[pa.RecordBatch] = []
         self._finished = False
-        self._hasher: _Hasher | None = None
+        self._spiller: _Spiller | None = None
         with budget.cv:
             budget.answers.append(self)
             if budget.downgraded:
@@ -117,16 +114,20 @@ class Answer:
             self.budget.cv.notify_all()
 
     def _start_hashing(self) -> None:
-        """Hand the kept batches to a hashing thread (called under the budget's lock)."""
-        if self._hasher is None:
+        """Hand the kept batches to a spilling thread (called under the budget's lock)."""
+        if self._spiller is None:
+            budget = self.budget
+            if budget.streaming is None:
+                budget.streaming = StreamingComparison(budget.sql, budget.options, budget.limit)
             self._pending.extend(self._batches)
             self._batches = []
-            self._hasher = _Hasher(self)
-            self._hasher.start()
+            self._spiller = _Spiller(self, budget.streaming.side(keep=False))
+            self._spiller.start()
 
     @property
     def downgraded(self) -> bool:
-        return self._hasher is not None
+        """The answers passed the budget: this one is streamed to the spill."""
+        return self._spiller is not None
 
     def table(self) -> pa.Table:
         """The whole answer (not downgraded, finished without error)."""
@@ -135,14 +136,17 @@ class Answer:
         assert self.schema is not None and not self.downgraded
         return pa.Table.from_batches(self._batches, schema=self.schema)
 
-    def digest(self) -> Digest:
-        """The row count and row hashes (of the kept batches when not downgraded)."""
-        assert self.schema is not None
-        if self._hasher is None:
-            rows, hsum, hxor = _hash_rows(self._batches, None)
-            return Digest(self.schema, rows, hsum, hxor)
-        self._hasher.join()
-        return Digest(self.schema, self.rows, self._hasher.hash_sum, self._hasher.hash_xor)
+    def spilled(self) -> SpilledAnswer:
+        """The streamed answer, once every batch is spilled (downgraded, finished without error).
+
+        Raises:
+            GatewayError: spilling failed (the disk filled up).
+        """
+        assert self._spiller is not None
+        self._spiller.join()
+        if self._spiller.error is not None:
+            raise self._spiller.error
+        return self._spiller.side
 
     def kept(self) -> pa.Table | None:
         """The whole answer when it fit in ``keep_bytes`` and did not fail, else None."""
@@ -160,107 +164,42 @@ class Answer:
             self.budget.cv.notify_all()
 
 
-class _Hasher(threading.Thread):
-    """Digests an answer's pending batches as they come, releasing their bytes."""
+class _Spiller(threading.Thread):
+    """Hands an answer's pending batches to its side of the streaming comparison as they come,
+    releasing their bytes."""
 
-    def __init__(self, answer: Answer):
-        super().__init__(name="shadow-digest", daemon=True)
-        self.answer = answer
-        self.hash_sum = 0
-        self.hash_xor = 0
-        # one DuckDB query per chunk, not per batch; the chunk's normalized copy
-        # is the only memory beyond the budget
-        self.chunk_bytes = max(1 << 20, min(64 << 20, answer.budget.limit // 8))
+    def __init__(self, answer: Answer, side: SpilledAnswer):
+        super().__init__(name="shadow-spill", daemon=True)
+        self.answer, self.side = answer, side
+        self.error: BaseException | None = None
 
     def run(self) -> None:
         answer, budget = self.answer, self.answer.budget
-        con = None
         try:
             while True:
                 with budget.cv:
                     while not answer._pending and not answer._finished:
                         budget.cv.wait()
                     if not answer._pending:
-                        return
-                    chunk: list[pa.RecordBatch] = []
-                    size = 0
-                    while answer._pending and (not chunk or size < self.chunk_bytes):
-                        batch = answer._pending.pop(0)
-                        chunk.append(batch)
-                        size += batch.nbytes
-                if con is None:
-                    import duckdb
-
-                    con = duckdb.connect(config={"threads": 1})
-                _, hsum, hxor = _hash_rows(chunk, con)
-                self.hash_sum = (self.hash_sum + hsum) & _MASK
-                self.hash_xor ^= hxor
-                del chunk
-                budget._release(size)
-        finally:
-            if con is not None:
-                con.close()
+                        break
+                    batch = answer._pending.pop(0)
+                if self.error is None:
+                    try:
+                        self.side.add(batch)
+                    except BaseException as exc:  # kept for the verdict; keep draining
+                        self.error = exc
+                budget._release(batch.nbytes)
+            if self.error is None and answer.error is None and answer.schema is not None:
+                self.side.finish(answer.schema)
+        except BaseException as exc:
+            self.error = exc
 
 
-def _hash_rows(batches: list[pa.RecordBatch], con: Any) -> tuple[int, int, int]:
-    """Row count, sum (mod 2**64) and xor of the hashes of the rows' normalized values."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    rows = sum(b.num_rows for b in batches)
-    if not batches or batches[0].num_columns == 0 or rows == 0:
-        return rows, 0, 0
-    table = pa.Table.from_batches(batches)
-    columns = [pc.cast(c, c.type.value_type) if pa.types.is_dictionary(c.type) else c
-               for c in table.columns]
-    table = pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
-    if con is None:
-        import duckdb
-
-        con = duckdb.connect(config={"threads": 1})
-    con.register("answer", table)
-    try:
-        args = ", ".join(_normalized(f"c{i}", c.type) for i, c in enumerate(columns))
-        hsum, hxor = con.execute(
-            f"SELECT coalesce(sum(h), 0)::HUGEINT, coalesce(bit_xor(h), 0) "
-            f"FROM (SELECT hash({args}) AS h FROM answer)").fetchall()[0]
-    finally:
-        con.unregister("answer")
-    return rows, int(hsum) & _MASK, int(hxor)
-
-
-def _normalized(name: str, t: pa.DataType) -> str:
-    """One value, one representation, in DuckDB SQL (vector at a time, no copy of the
-    answer): what the comparator's equivalences treat as equal hashes alike. Numbers
-    of any type as DOUBLE (``+ 0.0`` turns -0.0 into 0.0), timestamps of any unit and
-    zone as UTC microseconds; DuckDB reads every Arrow string and binary type alike."""
-    import pyarrow as pa
-
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return f"({name}::DOUBLE + 0.0)"
-    if pa.types.is_timestamp(t):
-        if t.tz is not None:
-            return f"epoch_us({name}::TIMESTAMPTZ)"
-        return f"epoch_us({name}::TIMESTAMP)"
-    return name
-
-
-def digest_verdict(primary: Digest, reference: Digest, *, sql: str | None,
-                   options: CompareOptions, budget: Budget) -> Verdict:
-    """Compare two answers by shape, row count and row hashes (the downgraded comparison)."""
-    why = (f"compared by row count and row hash only: the answers passed max_compare_bytes "
-           f"({budget.limit} bytes), so order and float tolerance were not checked")
-    evidence: dict[str, Any] = {
-        "downgraded": True, "max_compare_bytes": budget.limit, "held_peak_bytes": budget.peak,
-        "primary_rows": primary.rows, "reference_rows": reference.rows,
-    }
-    shape = compare_tables(primary.schema.empty_table(), reference.schema.empty_table(),
-                           sql=sql, options=options)
-    if shape.category != "match":
-        return Verdict(shape.category, f"{shape.message} ({why})", {**shape.evidence, **evidence})
-    if primary.rows != reference.rows:
-        return Verdict("row_count", f"{primary.rows} rows vs {reference.rows} ({why})", evidence)
-    if (primary.hash_sum, primary.hash_xor) != (reference.hash_sum, reference.hash_xor):
-        return Verdict("values", f"same row count ({primary.rows}), different rows: the row "
-                       f"hashes differ ({why})", evidence)
-    return Verdict("match", f"{primary.rows} rows agree ({why})", evidence)
+def streamed_verdict(primary: Answer, reference: Answer, *, budget: Budget) -> Verdict:
+    """Compare two streamed answers (see :mod:`gateway.compare_stream`), within the budget."""
+    assert budget.streaming is not None
+    verdict = budget.streaming.compare(primary.spilled(), reference.spilled())
+    verdict.message += (f" (streamed: the answers passed max_compare_bytes, {budget.limit} "
+                        "bytes)")
+    verdict.evidence.update(max_compare_bytes=budget.limit, held_peak_bytes=budget.peak)
+    return verdict

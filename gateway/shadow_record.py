@@ -26,10 +26,11 @@ class ShadowRecord:
     :meth:`add_done_callback` deliver the final record; so does the hook
     ``arrowgate_shadow_finished``. ``ratio`` is primary time over reference
     time. ``downgraded``: the answers passed ``max_compare_bytes`` and were
-    compared by row count and row hash only. Peak memory is filled when an
-    engine reports it (``peak_memory_bytes`` in its result notes);
-    in-process engines sharing one process cannot be told apart, so it is
-    often None here (``arrowgate bench`` measures it).
+    compared by the streaming comparison (``evidence["compared"]`` is
+    ``"streamed"``). Peak memory is filled when an engine reports it
+    (``peak_memory_bytes`` in its result notes); in-process engines sharing
+    one process cannot be told apart, so it is often None here (``arrowgate
+    bench`` measures it).
     """
 
     sql: str

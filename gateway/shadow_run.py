@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.compare import Verdict, compare_outcomes, compare_with_noise
 from gateway.errors import Cancelled, GatewayError, QueryTimeout
 from gateway.result import Result
-from gateway.shadow_answer import Answer, Budget, digest_verdict
+from gateway.shadow_answer import Answer, Budget, streamed_verdict
 from gateway.shadow_record import ShadowRecord
 from gateway.shadow_store import ShadowStore
 
@@ -94,7 +94,7 @@ class _ShadowRun:
     def __init__(self, gw: Gateway, record: ShadowRecord, settings: ShadowSettings,
                  parameters: Any, store: bool):
         self.gw, self.record, self.settings, self.store = gw, record, settings, store
-        self.budget = Budget(settings.max_compare_bytes)
+        self.budget = Budget(settings.max_compare_bytes, record.sql, settings.compare)
         self.primary = Answer(self.budget)
         self.reference = _Reference(
             gw, record.reference, record.sql, parameters,
@@ -159,12 +159,14 @@ class _ShadowRun:
                               "there was nothing whole to compare")
         self.primary.finish(None, GatewayError("closed before its end"))
         self.primary.release()
+        self.budget.close()
         self._save_and_complete()
 
     def _finish(self) -> None:
         try:
             self._judge()
         finally:
+            self.budget.close()
             self._save_and_complete()
 
     def _judge(self) -> None:
@@ -193,7 +195,13 @@ class _ShadowRun:
             again = ref.second
             if again is not None:
                 sides.append(again)
-            verdict = self._compare(ref.first, again)
+            try:
+                verdict = self._compare(ref.first, again)
+            except GatewayError as exc:  # the streamed comparison could not spill
+                record.status, record.skip_reason = "skipped", f"the comparison failed: {exc}"
+                for side in sides:
+                    side.release()
+                return
             if settings.uncut_rows and verdict.category == "nondeterministic" \
                     and self.primary.error is None and not self.primary.downgraded:
                 from gateway.shadow_uncut import check_without_the_cut
@@ -222,14 +230,12 @@ class _ShadowRun:
             return compare_outcomes(_outcome(primary), _outcome(reference), sql=sql,
                                     options=self.settings.compare)
         opts = self.settings.compare.for_sql(sql)
-        verdict = digest_verdict(primary.digest(), reference.digest(), sql=sql, options=opts,
-                                 budget=self.budget)
+        verdict = streamed_verdict(primary, reference, budget=self.budget)
         if again is None or verdict.ok:
             return verdict
         noise = compare_outcomes(again.error, _outcome(reference), sql=sql, options=opts) \
             if again.error is not None else \
-            digest_verdict(again.digest(), reference.digest(), sql=sql, options=opts,
-                           budget=self.budget)
+            streamed_verdict(again, reference, budget=self.budget)
         if noise.ok:
             return verdict
         return Verdict("nondeterministic",

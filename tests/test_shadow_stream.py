@@ -11,7 +11,7 @@ import pytest
 
 import gateway
 from gateway.compare import CompareOptions
-from gateway.shadow_answer import Answer, Budget, digest_verdict
+from gateway.shadow_answer import Answer, Budget, streamed_verdict
 from tests import planted_bugs
 from tests.conformance.corpus import SOURCES
 
@@ -70,7 +70,8 @@ def test_a_shadowed_10m_row_answer_streams_within_the_memory_cap(tmp_path):
     assert rows == ROWS
     assert first_at < clock.finished["reference"]
     assert record.category == "match", record.message
-    assert record.downgraded and "row hash" in record.message
+    assert record.downgraded and "streamed" in record.message
+    assert record.evidence["compared"] == "streamed" and record.evidence["spilled_bytes"] > 0
     assert record.evidence["held_peak_bytes"] <= cap + biggest
     assert record.primary_rows == record.reference_rows == ROWS
     assert record.reference_answer() is None  # 160 MB is over keep_reference_bytes
@@ -124,7 +125,7 @@ def test_an_answer_over_keep_reference_bytes_is_not_kept(tmp_path):
     assert result.shadow.category == "match" and result.shadow.reference_answer() is None
 
 
-@pytest.mark.parametrize("bug, category", [("limit_off_by_one", "row_count"),
+@pytest.mark.parametrize("bug, category", [("limit_off_by_one", "extra_rows"),
                                            ("float_perturbed", "values")])
 def test_the_downgraded_comparison_still_catches_divergences(tmp_path, bug, category):
     sql = {"limit_off_by_one": "SELECT range AS i FROM range(200000) ORDER BY i LIMIT 100000",
@@ -134,7 +135,9 @@ def test_the_downgraded_comparison_still_catches_divergences(tmp_path, bug, cate
         result.to_arrow()
     record = result.shadow
     assert record.downgraded and record.category == category, record.message
-    assert record.evidence["downgraded"] and "max_compare_bytes" in record.message
+    assert record.evidence["compared"] == "streamed" and "max_compare_bytes" in record.message
+    if category == "values":  # pinpointed, with both sides' values
+        assert record.evidence["changed_count"] > 0 and record.evidence["differences"]
 
 
 def test_noise_over_the_cap_is_nondeterministic(tmp_path):
@@ -144,8 +147,8 @@ def test_noise_over_the_cap_is_nondeterministic(tmp_path):
     assert result.shadow.category == "nondeterministic" and result.shadow.downgraded
 
 
-def test_row_hashes_follow_the_comparators_equivalences():
-    budget = Budget(1)  # every side downgraded at once
+def test_streamed_answers_follow_the_comparators_equivalences():
+    budget = Budget(1, "SELECT n, s FROM t", CompareOptions())  # every side streamed at once
     ints, floats = Answer(budget), Answer(budget)
     ints.add(pa.record_batch({"n": pa.array([3, 1, 2, 0], pa.int32()), "s": ["c", "a", "b", "z"]}))
     floats.add(pa.record_batch({"n": pa.array([1.0, 2.0, -0.0], pa.float64()),
@@ -154,9 +157,13 @@ def test_row_hashes_follow_the_comparators_equivalences():
                                 "s": pa.array(["c"], pa.large_string())}))
     ints.finish(pa.schema([("n", pa.int32()), ("s", pa.string())]))
     floats.finish(pa.schema([("n", pa.float64()), ("s", pa.large_string())]))
-    verdict = digest_verdict(ints.digest(), floats.digest(), sql="SELECT n, s FROM t",
-                             options=CompareOptions(), budget=budget)
+    try:
+        verdict = streamed_verdict(ints, floats, budget=budget)
+    finally:
+        budget.close()
     assert verdict.category == "match", verdict.message
+    assert verdict.evidence["compared"] == "streamed"
+    assert verdict.evidence["unhashed_columns"] == ["n"]  # an integer against a float
 
 
 def test_closing_the_answer_early_skips_the_record_and_stops_the_reference(tmp_path):
