@@ -109,7 +109,7 @@ class CsvEngine(Engine):
         return source.name, files, dict(source.options)
 
     def layout(self, path: str, file: Any, options: dict[str, Any]) -> Layout:
-        from gateway_csv.layout import SAMPLE_BYTES, sniff
+        from gateway_csv.layout import DIALECT_BYTES, sniff
 
         st = os.stat(path)
         cache_key = (path, st.st_size, st.st_mtime_ns, json.dumps(options, sort_keys=True,
@@ -118,7 +118,7 @@ class CsvEngine(Engine):
             hit = self._layouts.get(cache_key)
         if hit is not None:
             return hit
-        head = file.pread(0, SAMPLE_BYTES)
+        head = file.pread(0, DIALECT_BYTES)
         layout = sniff(head, options, path=path, complete=len(head) >= file.size)
         with self._lock:
             self._layouts[cache_key] = layout

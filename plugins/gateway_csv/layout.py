@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import ConfigError, QueryError
+from gateway_csv import dialect
 
 # Kinds shared with _scanner.c, then kinds the scanner reads as text and Arrow
 # converts: HUGE (integers past 64 bits, DuckDB's HUGEINT, as decimal128(38, 0))
@@ -39,7 +40,8 @@ TYPE_KINDS = {
 }
 
 SAMPLE_ROWS = 20_480
-SAMPLE_BYTES = 512 << 10
+SAMPLE_BYTES = 512 << 10  # types are sniffed on the rows of this head
+DIALECT_BYTES = 8 << 20  # the dialect on up to SAMPLE_ROWS rows of this one, as DuckDB does
 DELIMITERS = (",", "|", ";", "\t")
 QUOTES = ('"', "'")
 #: DuckDB's date formats (ISO is read natively), in the order that reproduces its
@@ -95,6 +97,7 @@ class Layout:
             afterwards).
         skipped_lines: rows before the header that the sniffer skipped (a preamble).
         comment: lines starting with it are skipped ("" for none).
+        trailing: every data row ends in one more, empty, field, which is not a column.
     """
 
     names: list[str]
@@ -110,6 +113,7 @@ class Layout:
     formats: dict[int, str] = field(default_factory=dict)
     skipped_lines: int = 0
     comment: str = ""
+    trailing: bool = False
     lower_names: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -125,8 +129,9 @@ class Layout:
     def dialect(self) -> tuple[Any, ...]:
         """The dialect tuple _scanner.scan takes."""
         return (ord(self.delimiter), ord(self.quote) if self.quote else -1,
-                ord(self.escape) if self.escape else -1, self.ncols, self.skip_bad,
-                tuple(n.encode() for n in self.nulls), ord(self.comment) if self.comment else -1)
+                ord(self.escape) if self.escape else -1, self.ncols + self.trailing,
+                self.skip_bad, tuple(n.encode() for n in self.nulls),
+                ord(self.comment) if self.comment else -1, self.trailing)
 
     def scan_kind(self, index: int) -> int:
         """The kind the scanner reads a column as (text when a custom format converts it later)."""
@@ -148,8 +153,8 @@ def _split_lines(text: str, delimiter: str, quote: str, escape: str) -> list[lis
     else:
         kwargs["quoting"] = csv.QUOTE_NONE
     rows: list[list[str | None]] = []
-    if csv.field_size_limit() < SAMPLE_BYTES:
-        csv.field_size_limit(SAMPLE_BYTES)  # a field may fill the sample (default: 128 KiB)
+    if csv.field_size_limit() < DIALECT_BYTES:
+        csv.field_size_limit(DIALECT_BYTES)  # a field may fill the sample (default: 128 KiB)
     reader = csv.reader(io.StringIO(text, newline=""), **kwargs)
     try:
         for row in reader:
@@ -242,7 +247,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     """Work out a file's layout from its first bytes and the source's overrides.
 
     Args:
-        head: the first bytes of the file (up to :data:`SAMPLE_BYTES`).
+        head: the first bytes of the file (up to :data:`DIALECT_BYTES`).
         options: the source's CSV options (delimiter, quote, header, columns, ...).
         path: the file, for messages.
         complete: ``head`` is the whole file.
@@ -252,6 +257,13 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         ConfigError: an override names an unknown column or type.
     """
     bom = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+    candidates = dialect.detect(head[bom:], options, complete) if \
+        options.get("delimiter") is None or len(options["delimiter"]) == 1 else []
+    if len(head) > SAMPLE_BYTES:
+        # types from the rows of the first SAMPLE_BYTES, the row across its end included
+        cut = head.find(b"\n", SAMPLE_BYTES)
+        if cut >= 0:
+            head, complete = head[:cut + 1], False
     if not complete:
         cut = head.rfind(b"\n")
         head = head[:cut + 1] if cut > 0 else head
@@ -270,18 +282,38 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         return Layout(names=["column0"], kinds=[STR], header=False, data_start=len(head),
                       nulls=null_set, skip_bad=skip_bad)
 
-    comment = ""
-    delimiter, quote, escape, score = _dialect(text[:65536], options)
-    if _COMMENT_LINE.search(text[:65536]):
-        # lines starting with # are comments when the table is more regular without them
-        uncommented = _COMMENT_LINE.sub("", text)
-        d, q, e, s = _dialect(uncommented[:65536], options)
-        if s > score:
-            comment, delimiter, quote, escape, text = "#", d, q, e, uncommented
-    rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
-    skipped = _preamble(rows)
-    rows = rows[skipped:]
-    ncols = max(len(rows[0]), 1)
+    if not candidates and not skip_bad and \
+            all(options.get(k) is None for k in ("delimiter", "quote", "escape")):
+        raise QueryError(f"{path}: no delimiter, quote and comment character DuckDB's sniffer "
+                         "tries reads the file as a table (under each, the rows have different "
+                         "numbers of fields, or a quote is never closed); DuckDB refuses it too",
+                         hint="set delimiter, quote or escape on the source, or "
+                              'on_error = "skip" to skip the rows that do not fit')
+    if candidates:
+        found = _typed_best(candidates, text, null_set)
+        delimiter, quote, escape, comment = found.delimiter, found.quote, found.escape, \
+            found.comment
+        text = _uncommented(text, comment)
+        rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
+        skipped = found.skip
+        rows = rows[skipped:] or [[""] * found.ncols]
+        ncols, trailing = found.ncols, found.trailing
+        if trailing:
+            rows = rows[:1] + [r[:ncols] if len(r) == ncols + 1 else r for r in rows[1:]]
+    elif skip_bad or any(options.get(k) is not None for k in ("delimiter", "quote", "escape")):
+        # the given dialect, or rows to skip: the scan reports the rows that do not fit
+        comment, trailing = "", False
+        delimiter, quote, escape, score = _dialect(text[:65536], options)
+        if _COMMENT_LINE.search(text[:65536]):
+            # lines starting with # are comments when the table is more regular without them
+            uncommented = _COMMENT_LINE.sub("", text)
+            d, q, e, s = _dialect(uncommented[:65536], options)
+            if s > score:
+                comment, delimiter, quote, escape, text = "#", d, q, e, uncommented
+        rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
+        skipped = _preamble(rows)
+        rows = rows[skipped:]
+        ncols = max(len(rows[0]), 1)
     first, body = rows[0], [r for r in rows[1:] if len(r) == ncols]
     kinds, formats = _kinds(body, ncols, null_set)
 
@@ -324,7 +356,8 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         formats.pop(lower[col.lower()], None)
 
     try:
-        data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment)
+        data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment,
+                                      multiline=bool(candidates))
     except QueryError:
         if options.get("quote") is not None or not quote:
             raise
@@ -334,7 +367,37 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   escape=escape or "", header=bool(header), data_start=data_start,
                   nulls=null_set, skip_bad=skip_bad,
                   timestamp_format=options.get("timestamp_format"), formats=formats,
-                  skipped_lines=skipped, comment=comment)
+                  skipped_lines=skipped, comment=comment, trailing=trailing)
+
+
+def _typed_best(candidates: list[dialect.Dialect], text: str, null_set: tuple[str, ...]) \
+        -> dialect.Dialect:
+    """DuckDB's DetectTypes choice among dialects that fit equally: the first with the
+    fewest text columns."""
+    best, fewest = candidates[0], None
+    for cand in candidates if len(candidates) > 1 else ():
+        rows = _split_lines(_uncommented(text, cand.comment), cand.delimiter, cand.quote,
+                            cand.escape)[cand.skip:]
+        body = [r for r in (rows[1:] if len(rows) > 1 else rows) if len(r) == cand.ncols]
+        text_columns = _kinds(body, cand.ncols, null_set)[0].count(STR) if body else cand.ncols
+        if fewest is None or text_columns < fewest:
+            best, fewest = cand, text_columns
+    return best
+
+
+def _uncommented(text: str, comment: str) -> str:
+    """The text without its comments: a line is cut at its comment character, and
+    dropped when nothing but blanks is left of it."""
+    if not comment or comment not in text:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        if comment in line:
+            line = line[:line.index(comment)]
+            if not line.strip():
+                continue
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str, str, float]:
@@ -420,8 +483,11 @@ def _unique_names(raw: list[str], ncols: int) -> list[str]:
     return names
 
 
-def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str) -> int:
-    """The byte offset after ``count`` rows and the blank and comment lines before them.
+def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str,
+               multiline: bool) -> int:
+    """The byte offset after ``count`` rows and the blank and comment lines before them;
+    ``multiline``: their quoted fields may hold line ends (the dialect was detected
+    by DuckDB's rules, which saw those quotes close).
 
     Raises:
         QueryError: a quote opened in those rows is never closed.
@@ -449,7 +515,7 @@ def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str) -> 
             elif byte == 10 and not in_quote:
                 break
             pos += 1
-        if in_quote or b"\n" in data[start:pos]:
+        if in_quote or (not multiline and b"\n" in data[start:pos]):
             # a header whose quote runs past its line swallows the rows after it
             line = data[start:start + 60].decode("utf-8", "replace").splitlines()[0]
             raise QueryError(f"{path}: the quote opened in the header line ({line!r}) is not "

@@ -45,7 +45,9 @@ def open_csv(path: str, options: dict[str, Any]) -> Any:
     if compression is None and encoding == "utf-8":
         file = _scanner.File(path)
         head = file.pread(0, 64 << 10)
-        if not _LONE_CR.search(head[:-1]):
+        lone = _LONE_CR.search(head)
+        # a CR ending a partial head may be the first half of CRLF
+        if lone is None or (lone.end() == len(head) < file.size):
             return file
         file.close()
     return _decoded_copy(path, compression, encoding)
