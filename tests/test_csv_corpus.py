@@ -49,6 +49,9 @@ AGREE = {
     "bug_12596.csv": "rows ending in a delimiter the header lacks: the empty field is dropped",
     "test_apple_financial.csv.gz": "a preamble, then rows ending in a delimiter the header lacks",
     "csv_quoted_newline_odd.csv": "a preamble whose quoted fields hold line ends",
+    "comments/mid_line_header.csv": "comments after values, the header's too",
+    "comments/mid_line_quote.csv": "comments after values; a comment character inside quotes",
+    "comments/empty_space.csv": "comment lines that start with blanks",
 }
 
 #: files both engines refuse, or that DuckDB refuses and the csv engine reads

@@ -192,7 +192,8 @@ static PyObject *count_rows(PyObject *mod, PyObject *args) {
             if (s0 != STANDARD && s0 != DELIMITER) r.starts_as_comment = 1;
             r.comment = 1;
             /* the rest of the line is skipped without transitions, as DuckDB does,
-             * up to the last byte of the sample */
+             * up to the last byte of the sample (which DuckDB then reads in the
+             * comment state: a comment ending the file starts its line) */
             while (i + 1 < n - 1 && p[i + 1] != '\n' && p[i + 1] != '\r') i++;
             break;
         }

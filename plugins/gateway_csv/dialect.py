@@ -15,7 +15,7 @@ column per line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AnyStr
 
 from gateway_csv import _dialect
 
@@ -69,7 +69,7 @@ def detect(sample: bytes, options: dict[str, Any], complete: bool) -> list[Diale
         complete: ``sample`` is the whole file.
     """
     newline = _newline(sample)
-    chosen = _Choice()
+    chosen = _Choice(comment_given=options.get("comment") is not None)
     for comment in _given(options, "comment", COMMENTS):
         for quote, escape in _quote_escapes(options):
             for delimiter in _given(options, "delimiter", DELIMITERS):
@@ -80,6 +80,27 @@ def detect(sample: bytes, options: dict[str, Any], complete: bool) -> list[Diale
                 if not error:
                     chosen.analyze(cand)
     return chosen.refine(sample, newline, complete)
+
+
+def cut_comment(line: AnyStr, mark: AnyStr, quote: AnyStr, in_quote: bool) \
+        -> tuple[AnyStr, bool]:
+    """``line`` (with its line end) cut at its comment ``mark``, and whether a quoted
+    field is still open after it. As in DuckDB's state machine, the mark starts a
+    comment outside quoted fields only; a line blank before it stays a bare mark
+    (a comment line)."""
+    if mark not in line:
+        if quote and line.count(quote) % 2:
+            in_quote = not in_quote
+        return line, in_quote
+    body = line.rstrip("\r\n" if isinstance(line, str) else b"\r\n")  # type: ignore[arg-type]
+    end = line[len(body):]
+    for i in range(len(body)):
+        char = body[i:i + 1]
+        if quote and char == quote:
+            in_quote = not in_quote
+        elif char == mark and not in_quote:
+            return (mark if not body[:i].strip() else body[:i]) + end, in_quote
+    return line, in_quote
 
 
 def _byte(char: str) -> int:
@@ -136,7 +157,8 @@ def _comments_acceptable(cand: Dialect, ncols: int) -> bool:
 class _Choice:
     """DuckDB's AnalyzeDialectCandidate and RefineCandidates, with their state."""
 
-    def __init__(self) -> None:
+    def __init__(self, comment_given: bool) -> None:
+        self.comment_given = comment_given
         self.best_consistent_rows = 0
         self.prev_padding_count = 0
         self.min_ignored_rows = 0
@@ -188,7 +210,7 @@ class _Choice:
         rows_consistent = consistent_rows + dirty_minus_comments + comment_rows - empty_lines \
             == len(rows)
         start_good = bool(self.successful) and dirty_notes <= self.successful[0].duck_skip
-        comments_ok = _comments_acceptable(cand, num_cols)
+        comments_ok = self.comment_given or _comments_acceptable(cand, num_cols)
         quoted = cand.quoted and cand.quote != ""
         cand.ncols = num_cols
         cand.skip = sum(1 for row in rows[:start] if not row[_COMMENT])

@@ -124,6 +124,23 @@ class CsvEngine(Engine):
             self._layouts[cache_key] = layout
         return layout
 
+    def _without_comments(self, path: str, file: Any, layout: Layout,
+                          options: dict[str, Any]) -> tuple[Any, Layout]:
+        """The file cut at its comments, and its layout, sniffed again in the dialect found."""
+        from gateway_csv.opening import without_comments
+
+        try:
+            copy = without_comments(file, layout.comment, layout.quote)
+        finally:
+            file.close()
+        given = {**options, "delimiter": layout.delimiter, "quote": layout.quote,
+                 "escape": layout.escape, "comment": layout.comment}
+        try:
+            return copy, self.layout(path, copy, given)
+        except BaseException:
+            copy.close()
+            raise
+
     def _open(self, name: str, is_path: bool, stop: Stop | None) -> list[Scanner]:
         from gateway_csv.opening import open_csv
         from gateway_csv.scan import Scanner
@@ -148,9 +165,11 @@ class CsvEngine(Engine):
                     raise QueryError(f"{path} is a folder, not a CSV file") from None
                 except OSError as exc:
                     raise QueryError(f"cannot open {path}: {exc.strerror}") from None
-                scanners.append(Scanner(path, file, self.layout(path, file, options),
-                                        self._pool, self.config["chunk_bytes"], self.name,
-                                        stop))
+                layout = self.layout(path, file, options)
+                if layout.cut_comments:
+                    file, layout = self._without_comments(path, file, layout, options)
+                scanners.append(Scanner(path, file, layout, self._pool,
+                                        self.config["chunk_bytes"], self.name, stop))
             first = scanners[0].layout
             for s in scanners[1:]:
                 if [n.lower() for n in s.layout.names] != [n.lower() for n in first.names]:

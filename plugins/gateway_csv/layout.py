@@ -98,6 +98,8 @@ class Layout:
         skipped_lines: rows before the header that the sniffer skipped (a preamble).
         comment: lines starting with it are skipped ("" for none).
         trailing: every data row ends in one more, empty, field, which is not a column.
+        cut_comments: comments follow values on some lines (``1;3 # note``): the
+            file is read through a copy cut at the comment character.
     """
 
     names: list[str]
@@ -114,6 +116,7 @@ class Layout:
     skipped_lines: int = 0
     comment: str = ""
     trailing: bool = False
+    cut_comments: bool = False
     lower_names: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -293,7 +296,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         found = _typed_best(candidates, text, null_set)
         delimiter, quote, escape, comment = found.delimiter, found.quote, found.escape, \
             found.comment
-        text = _uncommented(text, comment)
+        text = _uncommented(text, comment, quote)
         rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
         skipped = found.skip
         rows = rows[skipped:] or [[""] * found.ncols]
@@ -367,7 +370,10 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   escape=escape or "", header=bool(header), data_start=data_start,
                   nulls=null_set, skip_bad=skip_bad,
                   timestamp_format=options.get("timestamp_format"), formats=formats,
-                  skipped_lines=skipped, comment=comment, trailing=trailing)
+                  skipped_lines=skipped, comment=comment, trailing=trailing,
+                  cut_comments=bool(comment) and any(
+                      comment in line and not line.startswith(comment)
+                      for line in head.decode("utf-8", "replace").splitlines()))
 
 
 def _typed_best(candidates: list[dialect.Dialect], text: str, null_set: tuple[str, ...]) \
@@ -376,8 +382,8 @@ def _typed_best(candidates: list[dialect.Dialect], text: str, null_set: tuple[st
     fewest text columns."""
     best, fewest = candidates[0], None
     for cand in candidates if len(candidates) > 1 else ():
-        rows = _split_lines(_uncommented(text, cand.comment), cand.delimiter, cand.quote,
-                            cand.escape)[cand.skip:]
+        rows = _split_lines(_uncommented(text, cand.comment, cand.quote), cand.delimiter,
+                            cand.quote, cand.escape)[cand.skip:]
         body = [r for r in (rows[1:] if len(rows) > 1 else rows) if len(r) == cand.ncols]
         text_columns = _kinds(body, cand.ncols, null_set)[0].count(STR) if body else cand.ncols
         if fewest is None or text_columns < fewest:
@@ -385,18 +391,16 @@ def _typed_best(candidates: list[dialect.Dialect], text: str, null_set: tuple[st
     return best
 
 
-def _uncommented(text: str, comment: str) -> str:
-    """The text without its comments: a line is cut at its comment character, and
-    dropped when nothing but blanks is left of it."""
+def _uncommented(text: str, comment: str, quote: str) -> str:
+    """The text without its comments: lines cut at their comment character (outside
+    quotes), and dropped when nothing but blanks is left of them."""
     if not comment or comment not in text:
         return text
-    lines = []
+    lines, in_quote = [], False
     for line in text.split("\n"):
-        if comment in line:
-            line = line[:line.index(comment)]
-            if not line.strip():
-                continue
-        lines.append(line)
+        line, in_quote = dialect.cut_comment(line, comment, quote, in_quote)
+        if line != comment:
+            lines.append(line)
     return "\n".join(lines)
 
 

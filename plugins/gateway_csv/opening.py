@@ -7,6 +7,9 @@ decompressors, Python's incremental decoders and a line-ending rewrite into
 an unlinked temporary file, which is then mapped like any other: memory stays
 bounded, and everything downstream (chunking, sniffing, errors) is unchanged.
 Byte offsets and line numbers in errors then refer to that decoded text.
+So is a file with comments after values (``1;3 # note``), which the scanner,
+skipping only whole comment lines, would read as part of the row: the copy
+cuts each line at its comment character.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from gateway.errors import ConfigError, QueryError
 from gateway_csv import _scanner
+from gateway_csv.dialect import cut_comment
 
 COMPRESSIONS = ("auto", "none", "gzip", "zstd")
 _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
@@ -110,6 +114,35 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
     finally:
         _remove(name)
     return file
+
+
+def without_comments(file: Any, comment: str, quote: str) -> Any:
+    """A copy of a mapped ``file`` whose lines end before their comment character.
+
+    As in DuckDB's state machine, the character starts a comment outside quoted
+    fields only; a line that is blank before it becomes a bare comment line,
+    which the scanner skips. The caller keeps ``file`` open (and closes it).
+    """
+    mark, q = comment.encode(), quote.encode()
+    fd, name = tempfile.mkstemp(prefix="arrowgate-csv-", suffix=".csv")
+    try:
+        with os.fdopen(fd, "wb") as copy:
+            in_quote, offset, held = False, 0, b""
+            while offset < file.size:
+                block = held + file.pread(offset, _BLOCK)
+                offset += len(block) - len(held)
+                cut = block.rfind(b"\n") + 1 if offset < file.size else len(block)
+                block, held = block[:cut], block[cut:]
+                lines = []
+                for line in block.splitlines(keepends=True):
+                    line, in_quote = cut_comment(line, mark, q, in_quote)
+                    lines.append(line)
+                copy.write(b"".join(lines))
+            copy.write(held)
+        copy_file = _scanner.File(name)
+    finally:
+        _remove(name)
+    return copy_file
 
 
 def _remove(name: str) -> None:
