@@ -52,6 +52,9 @@ AGREE = {
     "comments/mid_line_header.csv": "comments after values, the header's too",
     "comments/mid_line_quote.csv": "comments after values; a comment character inside quotes",
     "comments/empty_space.csv": "comment lines that start with blanks",
+    "14512.csv": "blanks after a closing quote",
+    "empty_space_start_value.csv": "blanks before an opening quote, and unquoted blanks kept",
+    "validator/quoted_new_value.csv": "blanks before an opening quote (' as the quote)",
 }
 
 #: files both engines refuse, or that DuckDB refuses and the csv engine reads

@@ -132,3 +132,16 @@ def test_a_file_no_dialect_reads_is_refused_as_duckdb_refuses_it(tmp_path):
             gw.execute("SELECT * FROM t", engine="csv").to_arrow()
         with pytest.raises(QueryError):
             gw.execute("SELECT * FROM t", engine="duck").to_arrow()
+
+
+def test_the_dialect_is_detected_in_few_candidates_on_a_plain_file(tmp_path):
+    """Characters absent from the sample are not tried (the reading would be the
+    same as without them); the choice is still DuckDB's."""
+    from gateway_csv import dialect
+
+    rows = "".join(f"{i},x{i},{i / 3}\n" for i in range(3000))
+    path = write(tmp_path, "p.csv", "a,b,c\n" + rows)
+    found = dialect.detect(path.read_bytes(), {}, True)
+    assert [(d.delimiter, d.quote, d.ncols) for d in found] == [(",", "", 3)]
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")

@@ -70,9 +70,18 @@ def detect(sample: bytes, options: dict[str, Any], complete: bool) -> list[Diale
     """
     newline = _newline(sample)
     chosen = _Choice(comment_given=options.get("comment") is not None)
+    # A character absent from the sample changes nothing: a candidate using it reads
+    # exactly as one without it that DuckDB tries first (no quote, no escape, no
+    # comment, the first absent delimiter), which then wins every tie. Skipping
+    # them keeps a plain file to a few candidates.
+    absent = {c for c in {'"', "'", "\\", "#", *DELIMITERS} if c.encode() not in sample}
+    first_absent = next((d for d in DELIMITERS if d in absent), None)
     for comment in _given(options, "comment", COMMENTS):
         for quote, escape in _quote_escapes(options):
             for delimiter in _given(options, "delimiter", DELIMITERS):
+                if _same_as_earlier(options, absent, first_absent, delimiter, quote, escape,
+                                    comment):
+                    continue
                 cand = Dialect(delimiter, quote, escape, comment)
                 error, cand.quoted, cand.escaped, cand.finished, cand.rows = _dialect.count_rows(
                     sample, _byte(delimiter), _byte(quote), _byte(escape), _byte(comment), newline,
@@ -101,6 +110,67 @@ def cut_comment(line: AnyStr, mark: AnyStr, quote: AnyStr, in_quote: bool) \
         elif char == mark and not in_quote:
             return (mark if not body[:i].strip() else body[:i]) + end, in_quote
     return line, in_quote
+
+
+def _same_as_earlier(options: dict[str, Any], absent: set[str], first_absent: str | None,
+                     delimiter: str, quote: str, escape: str, comment: str) -> bool:
+    if any(options.get(k) is not None for k in ("delimiter", "quote", "escape", "comment")):
+        return False  # given characters are the only candidates: try them as DuckDB does
+    if comment in absent or quote in absent:
+        return True
+    if escape in absent and escape != quote and escape:
+        return True
+    return delimiter in absent and delimiter != first_absent
+
+
+def unpad_quotes(line: bytes, delimiter: bytes, quote: bytes, escape: bytes,
+                 in_quote: bool) -> tuple[bytes, bool]:
+    """``line`` without the blanks between a field's start and its opening quote and
+    between its closing quote and the field's end, which DuckDB's state machine
+    skips (EMPTY_SPACE, and blanks after UNQUOTED); blanks anywhere else stay.
+    Returns the line and whether a quoted field is still open after it."""
+    body = line.rstrip(b"\r\n")
+    out = bytearray()
+    i, n = 0, len(body)
+    at_start = not in_quote
+    while i < n:
+        if in_quote:
+            char = body[i:i + 1]
+            if escape and escape != quote and char == escape and i + 1 < n:
+                out += body[i:i + 2]
+                i += 2
+                continue
+            out += char
+            i += 1
+            if char == quote:
+                if body[i:i + 1] == quote:  # a doubled quote
+                    out += quote
+                    i += 1
+                    continue
+                in_quote = False
+                j = i
+                while j < n and body[j:j + 1] == b" ":
+                    j += 1
+                if j == n or body[j:j + 1] == delimiter:
+                    i = j  # blanks after the closing quote
+            continue
+        if at_start:
+            j = i
+            while j < n and body[j:j + 1] == b" ":
+                j += 1
+            if j < n and body[j:j + 1] == quote:
+                i = j  # blanks before the opening quote
+                out += quote
+                i += 1
+                in_quote = True
+                at_start = False
+                continue
+            at_start = False
+        char = body[i:i + 1]
+        out += char
+        i += 1
+        at_start = char == delimiter
+    return bytes(out) + line[len(body):], in_quote
 
 
 def _byte(char: str) -> int:

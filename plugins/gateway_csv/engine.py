@@ -124,13 +124,26 @@ class CsvEngine(Engine):
             self._layouts[cache_key] = layout
         return layout
 
-    def _without_comments(self, path: str, file: Any, layout: Layout,
-                          options: dict[str, Any]) -> tuple[Any, Layout]:
-        """The file cut at its comments, and its layout, sniffed again in the dialect found."""
-        from gateway_csv.opening import without_comments
+    def _rewritten(self, path: str, file: Any, layout: Layout,
+                   options: dict[str, Any]) -> tuple[Any, Layout]:
+        """The file cut at its comments and without blanks around its quoted fields,
+        and its layout, sniffed again in the dialect found."""
+        from gateway_csv.opening import without_comments, without_quote_padding
 
+        copy = file
         try:
-            copy = without_comments(file, layout.comment, layout.quote)
+            if layout.cut_comments:
+                copy = without_comments(file, layout.comment, layout.quote)
+            if layout.padded_quotes:
+                unpadded = without_quote_padding(copy, layout.delimiter, layout.quote,
+                                                 layout.escape)
+                if copy is not file:
+                    copy.close()
+                copy = unpadded
+        except BaseException:
+            if copy is not file:
+                copy.close()
+            raise
         finally:
             file.close()
         given = {**options, "delimiter": layout.delimiter, "quote": layout.quote,
@@ -166,8 +179,8 @@ class CsvEngine(Engine):
                 except OSError as exc:
                     raise QueryError(f"cannot open {path}: {exc.strerror}") from None
                 layout = self.layout(path, file, options)
-                if layout.cut_comments:
-                    file, layout = self._without_comments(path, file, layout, options)
+                if layout.cut_comments or layout.padded_quotes:
+                    file, layout = self._rewritten(path, file, layout, options)
                 scanners.append(Scanner(path, file, layout, self._pool,
                                         self.config["chunk_bytes"], self.name, stop))
             first = scanners[0].layout

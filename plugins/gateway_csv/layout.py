@@ -100,6 +100,8 @@ class Layout:
         trailing: every data row ends in one more, empty, field, which is not a column.
         cut_comments: comments follow values on some lines (``1;3 # note``): the
             file is read through a copy cut at the comment character.
+        padded_quotes: blanks sit around quoted fields (``1, "a" ,2``): the file is
+            read through a copy without them.
     """
 
     names: list[str]
@@ -117,6 +119,7 @@ class Layout:
     comment: str = ""
     trailing: bool = False
     cut_comments: bool = False
+    padded_quotes: bool = False
     lower_names: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -373,7 +376,10 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   skipped_lines=skipped, comment=comment, trailing=trailing,
                   cut_comments=bool(comment) and any(
                       comment in line and not line.startswith(comment)
-                      for line in head.decode("utf-8", "replace").splitlines()))
+                      for line in head.decode("utf-8", "replace").splitlines()),
+                  padded_quotes=bool(quote) and re.search(
+                      f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
+                      f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None)
 
 
 def _typed_best(candidates: list[dialect.Dialect], text: str, null_set: tuple[str, ...]) \

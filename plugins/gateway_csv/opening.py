@@ -9,7 +9,8 @@ bounded, and everything downstream (chunking, sniffing, errors) is unchanged.
 Byte offsets and line numbers in errors then refer to that decoded text.
 So is a file with comments after values (``1;3 # note``), which the scanner,
 skipping only whole comment lines, would read as part of the row: the copy
-cuts each line at its comment character.
+cuts each line at its comment character. Blanks around quoted fields
+(``1, "a" ,2``) are dropped the same way.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import codecs
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from gateway.errors import ConfigError, QueryError
 from gateway_csv import _scanner
-from gateway_csv.dialect import cut_comment
+from gateway_csv.dialect import cut_comment, unpad_quotes
 
 COMPRESSIONS = ("auto", "none", "gzip", "zstd")
 _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
@@ -124,6 +126,20 @@ def without_comments(file: Any, comment: str, quote: str) -> Any:
     which the scanner skips. The caller keeps ``file`` open (and closes it).
     """
     mark, q = comment.encode(), quote.encode()
+    return _rewritten(file, lambda line, in_quote: cut_comment(line, mark, q, in_quote))
+
+
+def without_quote_padding(file: Any, delimiter: str, quote: str, escape: str) -> Any:
+    """A copy of a mapped ``file`` without the blanks around its quoted fields
+    (``1, "a" ,2``), which DuckDB's state machine skips and the scanner would
+    read as text. The caller keeps ``file`` open (and closes it)."""
+    d, q, e = delimiter.encode(), quote.encode(), escape.encode()
+    return _rewritten(file, lambda line, in_quote: unpad_quotes(line, d, q, e, in_quote))
+
+
+def _rewritten(file: Any, fix: Callable[[bytes, bool], tuple[bytes, bool]]) -> Any:
+    """A mapped copy of ``file`` with each line passed through ``fix`` (which also
+    carries whether a quoted field is open from one line to the next)."""
     fd, name = tempfile.mkstemp(prefix="arrowgate-csv-", suffix=".csv")
     try:
         with os.fdopen(fd, "wb") as copy:
@@ -135,7 +151,7 @@ def without_comments(file: Any, comment: str, quote: str) -> Any:
                 block, held = block[:cut], block[cut:]
                 lines = []
                 for line in block.splitlines(keepends=True):
-                    line, in_quote = cut_comment(line, mark, q, in_quote)
+                    line, in_quote = fix(line, in_quote)
                     lines.append(line)
                 copy.write(b"".join(lines))
             copy.write(held)
