@@ -145,3 +145,17 @@ def test_the_dialect_is_detected_in_few_candidates_on_a_plain_file(tmp_path):
     assert [(d.delimiter, d.quote, d.ncols) for d in found] == [(",", "", 3)]
     with gateway_for(path) as gw:
         assert_same(gw, "SELECT * FROM t")
+
+
+def test_yes_and_no_are_booleans_as_in_duckdb_and_y_n_are_text(tmp_path):
+    path = write(tmp_path, "yn.csv", "a,b\nyes,1\nNo,2\nYES,3\n")
+    with gateway_for(path) as gw:
+        got = assert_same(gw, "SELECT * FROM t")
+        assert str(got.schema.field("a").type) == "bool"
+    path = write(tmp_path, "y.csv", "a,b\ny,1\nn,2\n")
+    with gateway_for(path) as gw:
+        assert str(assert_same(gw, "SELECT * FROM t").schema.field("a").type) == "string"
+    # a column declared BOOLEAN takes y/n too, as DuckDB's cast does
+    with gateway_for(path, columns={"a": "BOOLEAN"}) as gw:
+        assert gw.execute("SELECT a FROM t", engine="csv").to_arrow().column(0).to_pylist() == \
+            [True, False]

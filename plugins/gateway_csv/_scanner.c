@@ -392,6 +392,11 @@ static int parse_bool(const char *s, size_t n, int64_t *out) {
     if (n == 5 && strncasecmp(s, "false", 5) == 0) return *out = 0, 0;
     if (n == 1 && (s[0] == 't' || s[0] == 'T' || s[0] == '1')) return *out = 1, 0;
     if (n == 1 && (s[0] == 'f' || s[0] == 'F' || s[0] == '0')) return *out = 0, 0;
+    /* and DuckDB's cast also takes yes/no/y/n */
+    if (n == 3 && strncasecmp(s, "yes", 3) == 0) return *out = 1, 0;
+    if (n == 2 && strncasecmp(s, "no", 2) == 0) return *out = 0, 0;
+    if (n == 1 && (s[0] == 'y' || s[0] == 'Y')) return *out = 1, 0;
+    if (n == 1 && (s[0] == 'n' || s[0] == 'N')) return *out = 0, 0;
     return -1;
 }
 

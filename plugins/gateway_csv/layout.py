@@ -63,7 +63,7 @@ _FLOAT = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|-?(?:nan|infinity|inf)"
 _DATE = r"\d{4}-\d\d-\d\d"
 _TIME = r"[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?"
 _PATTERNS = [
-    (BOOL, re.compile(r"(?:true|false|t|f)", re.I)),
+    (BOOL, re.compile(r"(?:true|false|t|f|yes|no)", re.I)),  # not y/n, as DuckDB sniffs
     (INT, re.compile(_INT)),
     (FLOAT, re.compile(_FLOAT, re.I)),
     (TIME, re.compile(r"\d\d:\d\d(?::\d\d(?:\.\d+)?)?")),
@@ -334,10 +334,14 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         elif all(not (v or "").strip() for v in first):
             header = True  # a header of only delimiters: default names
         else:
+            # a column of only NULLs below the first row keeps DuckDB's narrowest
+            # candidate, BOOLEAN, when the first row is tested against it
+            tested = [BOOL if all(r[i] in null_set for r in body) else kind
+                      for i, kind in enumerate(kinds)]
             header = any(kind != STR and first[i] not in null_set
                          and _column_kind([first[i]]) not in _compatible(kind)
-                         for i, kind in enumerate(kinds))
-            header = header or all(k == STR for k in kinds)
+                         for i, kind in enumerate(tested))
+            header = header or all(k == STR for k in tested)
     if header:
         names = _unique_names([(v or "").strip() for v in first], ncols)
         if not body:
