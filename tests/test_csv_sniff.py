@@ -159,3 +159,11 @@ def test_yes_and_no_are_booleans_as_in_duckdb_and_y_n_are_text(tmp_path):
     with gateway_for(path, columns={"a": "BOOLEAN"}) as gw:
         assert gw.execute("SELECT a FROM t", engine="csv").to_arrow().column(0).to_pylist() == \
             [True, False]
+
+
+def test_a_one_line_file_with_an_empty_value_is_a_row_as_in_duckdb(tmp_path):
+    # DuckDB tests the empty value (a NULL) against BOOLEAN, which it fits: no header
+    path = write(tmp_path, "one.csv", "AAA|")
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT count(*) AS n FROM t")
+        assert gw.execute("SELECT * FROM t", engine="csv").to_arrow().num_rows == 1

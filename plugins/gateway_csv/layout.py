@@ -328,9 +328,11 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         if not body and ncols == 1 and len(text.splitlines()) > 1:
             header = True  # the rows are blank lines, NULLs of a text column
         elif not body:
-            # one line: a header when it is all text ("a,b"), else a row ("42")
-            header = len(rows) == 1 and all(_column_kind([v]) == STR for v in first
-                                            if v not in null_set)
+            # one line: a header when it is all text ("a,b") or all empty, else a row
+            # ("42"; "AAA|", whose empty value DuckDB tests against BOOLEAN)
+            empty = [v is None or v in null_set for v in first]
+            header = len(rows) == 1 and (all(empty) or (not any(empty) and all(
+                _column_kind([v]) == STR for v in first)))
         elif all(not (v or "").strip() for v in first):
             header = True  # a header of only delimiters: default names
         else:
