@@ -27,7 +27,8 @@ setup(
             "gateway_csv._scanner",
             sources=["plugins/gateway_csv/_scanner.c"],
             depends=["plugins/gateway_csv/_mapfile.h"],
-        )
+        ),
+        Extension("gateway_csv._dialect", sources=["plugins/gateway_csv/_dialect.c"]),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -50,7 +50,7 @@ def test_an_unclosed_quote_in_the_header_is_an_error_not_an_empty_table(tmp_path
 
 def test_a_ragged_row_says_how_many_fields_it_has_and_why(tmp_path):
     path = write(tmp_path, "r.csv", "a,b,c,d,e\n1,2,3,4,5\n1,2,3\n")
-    with gateway_for(path) as gw, pytest.raises(QueryError) as info:
+    with gateway_for(path, delimiter=",") as gw, pytest.raises(QueryError) as info:
         gw.execute("SELECT * FROM t", engine="csv").to_arrow()
     assert "line 3, byte 20: the row has 3 fields; the header has 5" in str(info.value)
     assert "delimiter ','" in str(info.value.hint)
@@ -97,13 +97,73 @@ def test_a_quote_that_never_opens_a_field_is_not_a_candidate(tmp_path, content):
 
 
 def test_rows_ending_in_a_delimiter_do_not_make_the_header_a_preamble(tmp_path):
-    # DuckDB drops the trailing empty field; the csv engine says what it found
+    # DuckDB drops the trailing empty field, and so does the csv engine
     path = write(tmp_path, "t.csv", "c1,c2\n1,2,\n3,4,\n")
-    with gateway_for(path) as gw, pytest.raises(QueryError, match="the row has 3 fields"):
-        gw.execute("SELECT * FROM t", engine="csv").to_arrow()
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")
+        assert gw.execute("SELECT * FROM t", engine="csv").to_arrow().column_names == ["c1", "c2"]
 
 
-def test_a_field_larger_than_the_csv_modules_limit_is_a_clear_error(tmp_path):
+def test_a_quote_never_closed_in_a_field_larger_than_the_csv_modules_limit(tmp_path):
+    """The quote never closes, so DuckDB's sniffer (and the csv engine's) reads the
+    file unquoted; with the delimiter and quote set, it is a clear error."""
     path = write(tmp_path, "big.csv", 'a\tb\n1\t"' + "x" * 600_000 + "\n")
-    with gateway_for(path) as gw, pytest.raises(QueryError, match="not closed"):
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT a, length(b) AS n FROM t")
+    with gateway_for(path, delimiter="\t", quote='"') as gw, \
+            pytest.raises(QueryError, match="not closed"):
         gw.execute("SELECT * FROM t", engine="csv").to_arrow()
+
+
+def test_a_value_in_the_dropped_trailing_field_past_the_sample_is_an_error(tmp_path):
+    """The sniffer reads 8 MiB: rows past it whose dropped trailing field holds a
+    value are ragged rows, a clear error, never a silently dropped value."""
+    rows = ("x" * 6000 + ",2,\n") * 1500
+    path = write(tmp_path, "t.csv", "a,b\n" + rows + "3,4,5\n")
+    with gateway_for(path) as gw, pytest.raises(QueryError, match="line 1502"):
+        gw.execute("SELECT b FROM t", engine="csv").to_arrow()
+
+
+def test_a_file_no_dialect_reads_is_refused_as_duckdb_refuses_it(tmp_path):
+    # CRLF then LF: DuckDB's strict state machine rejects every candidate dialect
+    path = write(tmp_path, "m.csv", "a,b\r\n1,2\n3,4")
+    with gateway_for(path) as gw:
+        with pytest.raises(QueryError, match="no delimiter, quote and comment character"):
+            gw.execute("SELECT * FROM t", engine="csv").to_arrow()
+        with pytest.raises(QueryError):
+            gw.execute("SELECT * FROM t", engine="duck").to_arrow()
+
+
+def test_the_dialect_is_detected_in_few_candidates_on_a_plain_file(tmp_path):
+    """Characters absent from the sample are not tried (the reading would be the
+    same as without them); the choice is still DuckDB's."""
+    from gateway_csv import dialect
+
+    rows = "".join(f"{i},x{i},{i / 3}\n" for i in range(3000))
+    path = write(tmp_path, "p.csv", "a,b,c\n" + rows)
+    found = dialect.detect(path.read_bytes(), {}, True)
+    assert [(d.delimiter, d.quote, d.ncols) for d in found] == [(",", "", 3)]
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT * FROM t")
+
+
+def test_yes_and_no_are_booleans_as_in_duckdb_and_y_n_are_text(tmp_path):
+    path = write(tmp_path, "yn.csv", "a,b\nyes,1\nNo,2\nYES,3\n")
+    with gateway_for(path) as gw:
+        got = assert_same(gw, "SELECT * FROM t")
+        assert str(got.schema.field("a").type) == "bool"
+    path = write(tmp_path, "y.csv", "a,b\ny,1\nn,2\n")
+    with gateway_for(path) as gw:
+        assert str(assert_same(gw, "SELECT * FROM t").schema.field("a").type) == "string"
+    # a column declared BOOLEAN takes y/n too, as DuckDB's cast does
+    with gateway_for(path, columns={"a": "BOOLEAN"}) as gw:
+        assert gw.execute("SELECT a FROM t", engine="csv").to_arrow().column(0).to_pylist() == \
+            [True, False]
+
+
+def test_a_one_line_file_with_an_empty_value_is_a_row_as_in_duckdb(tmp_path):
+    # DuckDB tests the empty value (a NULL) against BOOLEAN, which it fits: no header
+    path = write(tmp_path, "one.csv", "AAA|")
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT count(*) AS n FROM t")
+        assert gw.execute("SELECT * FROM t", engine="csv").to_arrow().num_rows == 1

@@ -11,7 +11,7 @@ from tests.conftest import DATA
 
 def test_a_bad_source_fails_its_queries_not_the_engine(tmp_path):
     bad = tmp_path / "bad.csv"
-    bad.write_bytes(b"a,b\n1,\"unterminated\n")
+    bad.write_bytes(b"a,b\r\n1,2\n3,4\r\n")  # mixed line ends: no dialect reads it
     config = {"engines": {"scan": {"type": "csv"}},
               "sources": {"bad": {"path": str(bad)},
                           "trips": {"path": str(DATA / "trips.csv")}}}

@@ -395,6 +395,11 @@ static int parse_bool(const char *s, size_t n, int64_t *out) {
     if (n == 5 && strncasecmp(s, "false", 5) == 0) return *out = 0, 0;
     if (n == 1 && (s[0] == 't' || s[0] == 'T' || s[0] == '1')) return *out = 1, 0;
     if (n == 1 && (s[0] == 'f' || s[0] == 'F' || s[0] == '0')) return *out = 0, 0;
+    /* and DuckDB's cast also takes yes/no/y/n */
+    if (n == 3 && strncasecmp(s, "yes", 3) == 0) return *out = 1, 0;
+    if (n == 2 && strncasecmp(s, "no", 2) == 0) return *out = 0, 0;
+    if (n == 1 && (s[0] == 'y' || s[0] == 'Y')) return *out = 1, 0;
+    if (n == 1 && (s[0] == 'n' || s[0] == 'N')) return *out = 0, 0;
     return -1;
 }
 
@@ -574,6 +579,7 @@ typedef struct {
     int quote, escape;
     int comment; /* a line starting with it is skipped; -1 for none */
     int ncols;
+    int trailing; /* every row ends in a delimiter: its last field, not a column, must be empty */
     int skip_bad;
     int nnull;
     char **nulls;
@@ -611,7 +617,7 @@ static int bytes_dup(PyObject *o, char **out, size_t *n) {
     return 0;
 }
 
-/* dialect = (delim, quote, escape, ncols, skip_bad, nulls); slots = ((col, kind), ...);
+/* dialect = (delim, quote, escape, ncols, skip_bad, nulls[, comment, trailing]); slots = ((col, kind), ...);
  * filters = ((slot, op, ctype, value), ...); keys = ((slot, fn), ...); aggs = ((fn, slot), ...) */
 static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *filters, PyObject *keys,
                       PyObject *aggs) {
@@ -619,8 +625,8 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
     int delim;
     PyObject *nulls;
     p->comment = -1;
-    if (!PyArg_ParseTuple(dialect, "iiiipO!|i", &delim, &p->quote, &p->escape, &p->ncols, &p->skip_bad,
-                          &PyTuple_Type, &nulls, &p->comment))
+    if (!PyArg_ParseTuple(dialect, "iiiipO!|ip", &delim, &p->quote, &p->escape, &p->ncols, &p->skip_bad,
+                          &PyTuple_Type, &nulls, &p->comment, &p->trailing))
         return -1;
     p->delim = (char)delim;
     p->nnull = (int)PyTuple_GET_SIZE(nulls);
@@ -1035,9 +1041,9 @@ static void unescape(const Plan *pl, const char *s, size_t n, Buf *b) {
     }
 }
 
-/* skip the remaining fields of a row from p (which is at a delimiter or a row end),
+/* count_row: skip the remaining fields of a row from p (which is at a delimiter or a row end),
  * counting them; returns the error code, sets *next to the next row's start */
-static int finish_row(const Plan *pl, const char *p, const char *end, int fields, const char **next) {
+static int count_row(const Plan *pl, const char *p, const char *end, int fields, const char **next) {
     int count;
     const char *next_row = count_to_row_end(p, end, pl->delim, pl->quote, &count);
     if (next_row) {
@@ -1067,6 +1073,17 @@ static int finish_row(const Plan *pl, const char *p, const char *end, int fields
     }
     *next = p < end ? p + 1 : end;
     return fields == pl->ncols ? E_NONE : E_RAGGED;
+}
+
+/* count_row, and with a trailing delimiter, the row's last field must be empty
+ * (the check runs only on rows that end well, and only for such files) */
+static int finish_row(const Plan *pl, const char *p, const char *end, int fields, const char **next) {
+    int e = count_row(pl, p, end, fields, next);
+    if (e || !pl->trailing) return e;
+    const char *last = *next;
+    if (last > p && last[-1] == '\n') last--;
+    if (last > p && last[-1] == '\r') last--;
+    return last > p && last[-1] == pl->delim ? E_NONE : E_RAGGED;
 }
 
 static int convert(Scan *sc, int si, const char *s, size_t n, int quoted, int esc) {

@@ -109,7 +109,7 @@ class CsvEngine(Engine):
         return source.name, files, dict(source.options)
 
     def layout(self, path: str, file: Any, options: dict[str, Any]) -> Layout:
-        from gateway_csv.layout import SAMPLE_BYTES, sniff
+        from gateway_csv.layout import DIALECT_BYTES, sniff
 
         st = os.stat(path)
         cache_key = (path, st.st_size, st.st_mtime_ns, json.dumps(options, sort_keys=True,
@@ -118,11 +118,41 @@ class CsvEngine(Engine):
             hit = self._layouts.get(cache_key)
         if hit is not None:
             return hit
-        head = file.pread(0, SAMPLE_BYTES)
+        head = file.pread(0, DIALECT_BYTES)
         layout = sniff(head, options, path=path, complete=len(head) >= file.size)
         with self._lock:
             self._layouts[cache_key] = layout
         return layout
+
+    def _rewritten(self, path: str, file: Any, layout: Layout,
+                   options: dict[str, Any]) -> tuple[Any, Layout]:
+        """The file cut at its comments and without blanks around its quoted fields,
+        and its layout, sniffed again in the dialect found."""
+        from gateway_csv.opening import without_comments, without_quote_padding
+
+        copy = file
+        try:
+            if layout.cut_comments:
+                copy = without_comments(file, layout.comment, layout.quote)
+            if layout.padded_quotes:
+                unpadded = without_quote_padding(copy, layout.delimiter, layout.quote,
+                                                 layout.escape)
+                if copy is not file:
+                    copy.close()
+                copy = unpadded
+        except BaseException:
+            if copy is not file:
+                copy.close()
+            raise
+        finally:
+            file.close()
+        given = {**options, "delimiter": layout.delimiter, "quote": layout.quote,
+                 "escape": layout.escape, "comment": layout.comment}
+        try:
+            return copy, self.layout(path, copy, given)
+        except BaseException:
+            copy.close()
+            raise
 
     def _open(self, name: str, is_path: bool, stop: Stop | None) -> list[Scanner]:
         from gateway_csv.opening import open_csv
@@ -148,9 +178,11 @@ class CsvEngine(Engine):
                     raise QueryError(f"{path} is a folder, not a CSV file", kind="unknown_object") from None
                 except OSError as exc:
                     raise QueryError(f"cannot open {path}: {exc.strerror}", kind="resource") from None
-                scanners.append(Scanner(path, file, self.layout(path, file, options),
-                                        self._pool, self.config["chunk_bytes"], self.name,
-                                        stop))
+                layout = self.layout(path, file, options)
+                if layout.cut_comments or layout.padded_quotes:
+                    file, layout = self._rewritten(path, file, layout, options)
+                scanners.append(Scanner(path, file, layout, self._pool,
+                                        self.config["chunk_bytes"], self.name, stop))
             first = scanners[0].layout
             for s in scanners[1:]:
                 if [n.lower() for n in s.layout.names] != [n.lower() for n in first.names]:

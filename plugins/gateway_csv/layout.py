@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import ConfigError, QueryError
+from gateway_csv import dialect
 
 # Kinds shared with _scanner.c, then kinds the scanner reads as text and Arrow
 # converts: HUGE (integers past 64 bits, DuckDB's HUGEINT, as decimal128(38, 0))
@@ -39,7 +40,8 @@ TYPE_KINDS = {
 }
 
 SAMPLE_ROWS = 20_480
-SAMPLE_BYTES = 512 << 10
+SAMPLE_BYTES = 512 << 10  # types are sniffed on the rows of this head
+DIALECT_BYTES = 8 << 20  # the dialect on up to SAMPLE_ROWS rows of this one, as DuckDB does
 DELIMITERS = (",", "|", ";", "\t")
 QUOTES = ('"', "'")
 #: DuckDB's date formats (ISO is read natively), in the order that reproduces its
@@ -61,7 +63,7 @@ _FLOAT = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|-?(?:nan|infinity|inf)"
 _DATE = r"\d{4}-\d\d-\d\d"
 _TIME = r"[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?"
 _PATTERNS = [
-    (BOOL, re.compile(r"(?:true|false|t|f)", re.I)),
+    (BOOL, re.compile(r"(?:true|false|t|f|yes|no)", re.I)),  # not y/n, as DuckDB sniffs
     (INT, re.compile(_INT)),
     (FLOAT, re.compile(_FLOAT, re.I)),
     (TIME, re.compile(r"\d\d:\d\d(?::\d\d(?:\.\d+)?)?")),
@@ -95,6 +97,11 @@ class Layout:
             afterwards).
         skipped_lines: rows before the header that the sniffer skipped (a preamble).
         comment: lines starting with it are skipped ("" for none).
+        trailing: every data row ends in one more, empty, field, which is not a column.
+        cut_comments: comments follow values on some lines (``1;3 # note``): the
+            file is read through a copy cut at the comment character.
+        padded_quotes: blanks sit around quoted fields (``1, "a" ,2``): the file is
+            read through a copy without them.
     """
 
     names: list[str]
@@ -110,6 +117,9 @@ class Layout:
     formats: dict[int, str] = field(default_factory=dict)
     skipped_lines: int = 0
     comment: str = ""
+    trailing: bool = False
+    cut_comments: bool = False
+    padded_quotes: bool = False
     lower_names: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -125,8 +135,9 @@ class Layout:
     def dialect(self) -> tuple[Any, ...]:
         """The dialect tuple _scanner.scan takes."""
         return (ord(self.delimiter), ord(self.quote) if self.quote else -1,
-                ord(self.escape) if self.escape else -1, self.ncols, self.skip_bad,
-                tuple(n.encode() for n in self.nulls), ord(self.comment) if self.comment else -1)
+                ord(self.escape) if self.escape else -1, self.ncols + self.trailing,
+                self.skip_bad, tuple(n.encode() for n in self.nulls),
+                ord(self.comment) if self.comment else -1, self.trailing)
 
     def scan_kind(self, index: int) -> int:
         """The kind the scanner reads a column as (text when a custom format converts it later)."""
@@ -148,8 +159,8 @@ def _split_lines(text: str, delimiter: str, quote: str, escape: str) -> list[lis
     else:
         kwargs["quoting"] = csv.QUOTE_NONE
     rows: list[list[str | None]] = []
-    if csv.field_size_limit() < SAMPLE_BYTES:
-        csv.field_size_limit(SAMPLE_BYTES)  # a field may fill the sample (default: 128 KiB)
+    if csv.field_size_limit() < DIALECT_BYTES:
+        csv.field_size_limit(DIALECT_BYTES)  # a field may fill the sample (default: 128 KiB)
     reader = csv.reader(io.StringIO(text, newline=""), **kwargs)
     try:
         for row in reader:
@@ -242,7 +253,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     """Work out a file's layout from its first bytes and the source's overrides.
 
     Args:
-        head: the first bytes of the file (up to :data:`SAMPLE_BYTES`).
+        head: the first bytes of the file (up to :data:`DIALECT_BYTES`).
         options: the source's CSV options (delimiter, quote, header, columns, ...).
         path: the file, for messages.
         complete: ``head`` is the whole file.
@@ -252,6 +263,13 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         ConfigError: an override names an unknown column or type.
     """
     bom = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+    candidates = dialect.detect(head[bom:], options, complete) if \
+        options.get("delimiter") is None or len(options["delimiter"]) == 1 else []
+    if len(head) > SAMPLE_BYTES:
+        # types from the rows of the first SAMPLE_BYTES, the row across its end included
+        cut = head.find(b"\n", SAMPLE_BYTES)
+        if cut >= 0:
+            head, complete = head[:cut + 1], False
     if not complete:
         cut = head.rfind(b"\n")
         head = head[:cut + 1] if cut > 0 else head
@@ -270,18 +288,38 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         return Layout(names=["column0"], kinds=[STR], header=False, data_start=len(head),
                       nulls=null_set, skip_bad=skip_bad)
 
-    comment = ""
-    delimiter, quote, escape, score = _dialect(text[:65536], options)
-    if _COMMENT_LINE.search(text[:65536]):
-        # lines starting with # are comments when the table is more regular without them
-        uncommented = _COMMENT_LINE.sub("", text)
-        d, q, e, s = _dialect(uncommented[:65536], options)
-        if s > score:
-            comment, delimiter, quote, escape, text = "#", d, q, e, uncommented
-    rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
-    skipped = _preamble(rows)
-    rows = rows[skipped:]
-    ncols = max(len(rows[0]), 1)
+    if not candidates and not skip_bad and \
+            all(options.get(k) is None for k in ("delimiter", "quote", "escape")):
+        raise QueryError(f"{path}: no delimiter, quote and comment character DuckDB's sniffer "
+                         "tries reads the file as a table (under each, the rows have different "
+                         "numbers of fields, or a quote is never closed); DuckDB refuses it too",
+                         hint="set delimiter, quote or escape on the source, or "
+                              'on_error = "skip" to skip the rows that do not fit', kind="type")
+    if candidates:
+        found = _typed_best(candidates, text, null_set)
+        delimiter, quote, escape, comment = found.delimiter, found.quote, found.escape, \
+            found.comment
+        text = _uncommented(text, comment, quote)
+        rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
+        skipped = found.skip
+        rows = rows[skipped:] or [[""] * found.ncols]
+        ncols, trailing = found.ncols, found.trailing
+        if trailing:
+            rows = rows[:1] + [r[:ncols] if len(r) == ncols + 1 else r for r in rows[1:]]
+    elif skip_bad or any(options.get(k) is not None for k in ("delimiter", "quote", "escape")):
+        # the given dialect, or rows to skip: the scan reports the rows that do not fit
+        comment, trailing = "", False
+        delimiter, quote, escape, score = _dialect(text[:65536], options)
+        if _COMMENT_LINE.search(text[:65536]):
+            # lines starting with # are comments when the table is more regular without them
+            uncommented = _COMMENT_LINE.sub("", text)
+            d, q, e, s = _dialect(uncommented[:65536], options)
+            if s > score:
+                comment, delimiter, quote, escape, text = "#", d, q, e, uncommented
+        rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
+        skipped = _preamble(rows)
+        rows = rows[skipped:]
+        ncols = max(len(rows[0]), 1)
     first, body = rows[0], [r for r in rows[1:] if len(r) == ncols]
     kinds, formats = _kinds(body, ncols, null_set)
 
@@ -290,16 +328,22 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         if not body and ncols == 1 and len(text.splitlines()) > 1:
             header = True  # the rows are blank lines, NULLs of a text column
         elif not body:
-            # one line: a header when it is all text ("a,b"), else a row ("42")
-            header = len(rows) == 1 and all(_column_kind([v]) == STR for v in first
-                                            if v not in null_set)
+            # one line: a header when it is all text ("a,b") or all empty, else a row
+            # ("42"; "AAA|", whose empty value DuckDB tests against BOOLEAN)
+            empty = [v is None or v in null_set for v in first]
+            header = len(rows) == 1 and (all(empty) or (not any(empty) and all(
+                _column_kind([v]) == STR for v in first)))
         elif all(not (v or "").strip() for v in first):
             header = True  # a header of only delimiters: default names
         else:
+            # a column of only NULLs below the first row keeps DuckDB's narrowest
+            # candidate, BOOLEAN, when the first row is tested against it
+            tested = [BOOL if all(r[i] in null_set for r in body) else kind
+                      for i, kind in enumerate(kinds)]
             header = any(kind != STR and first[i] not in null_set
                          and _column_kind([first[i]]) not in _compatible(kind)
-                         for i, kind in enumerate(kinds))
-            header = header or all(k == STR for k in kinds)
+                         for i, kind in enumerate(tested))
+            header = header or all(k == STR for k in tested)
     if header:
         names = _unique_names([(v or "").strip() for v in first], ncols)
         if not body:
@@ -324,7 +368,8 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         formats.pop(lower[col.lower()], None)
 
     try:
-        data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment)
+        data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment,
+                                      multiline=bool(candidates))
     except QueryError:
         if options.get("quote") is not None or not quote:
             raise
@@ -334,7 +379,41 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   escape=escape or "", header=bool(header), data_start=data_start,
                   nulls=null_set, skip_bad=skip_bad,
                   timestamp_format=options.get("timestamp_format"), formats=formats,
-                  skipped_lines=skipped, comment=comment)
+                  skipped_lines=skipped, comment=comment, trailing=trailing,
+                  cut_comments=bool(comment) and any(
+                      comment in line and not line.startswith(comment)
+                      for line in head.decode("utf-8", "replace").splitlines()),
+                  padded_quotes=bool(quote) and re.search(
+                      f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
+                      f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None)
+
+
+def _typed_best(candidates: list[dialect.Dialect], text: str, null_set: tuple[str, ...]) \
+        -> dialect.Dialect:
+    """DuckDB's DetectTypes choice among dialects that fit equally: the first with the
+    fewest text columns."""
+    best, fewest = candidates[0], None
+    for cand in candidates if len(candidates) > 1 else ():
+        rows = _split_lines(_uncommented(text, cand.comment, cand.quote), cand.delimiter,
+                            cand.quote, cand.escape)[cand.skip:]
+        body = [r for r in (rows[1:] if len(rows) > 1 else rows) if len(r) == cand.ncols]
+        text_columns = _kinds(body, cand.ncols, null_set)[0].count(STR) if body else cand.ncols
+        if fewest is None or text_columns < fewest:
+            best, fewest = cand, text_columns
+    return best
+
+
+def _uncommented(text: str, comment: str, quote: str) -> str:
+    """The text without its comments: lines cut at their comment character (outside
+    quotes), and dropped when nothing but blanks is left of them."""
+    if not comment or comment not in text:
+        return text
+    lines, in_quote = [], False
+    for line in text.split("\n"):
+        line, in_quote = dialect.cut_comment(line, comment, quote, in_quote)
+        if line != comment:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def _dialect(probe: str, options: dict[str, Any]) -> tuple[str, str, str, float]:
@@ -420,8 +499,11 @@ def _unique_names(raw: list[str], ncols: int) -> list[str]:
     return names
 
 
-def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str) -> int:
-    """The byte offset after ``count`` rows and the blank and comment lines before them.
+def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str,
+               multiline: bool) -> int:
+    """The byte offset after ``count`` rows and the blank and comment lines before them;
+    ``multiline``: their quoted fields may hold line ends (the dialect was detected
+    by DuckDB's rules, which saw those quotes close).
 
     Raises:
         QueryError: a quote opened in those rows is never closed.
@@ -449,7 +531,7 @@ def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str) -> 
             elif byte == 10 and not in_quote:
                 break
             pos += 1
-        if in_quote or b"\n" in data[start:pos]:
+        if in_quote or (not multiline and b"\n" in data[start:pos]):
             # a header whose quote runs past its line swallows the rows after it
             line = data[start:start + 60].decode("utf-8", "replace").splitlines()[0]
             raise QueryError(f"{path}: the quote opened in the header line ({line!r}) is not "

@@ -7,6 +7,10 @@ decompressors, Python's incremental decoders and a line-ending rewrite into
 an unlinked temporary file, which is then mapped like any other: memory stays
 bounded, and everything downstream (chunking, sniffing, errors) is unchanged.
 Byte offsets and line numbers in errors then refer to that decoded text.
+So is a file with comments after values (``1;3 # note``), which the scanner,
+skipping only whole comment lines, would read as part of the row: the copy
+cuts each line at its comment character. Blanks around quoted fields
+(``1, "a" ,2``) are dropped the same way.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ import codecs
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from gateway.errors import ConfigError, QueryError
 from gateway_csv import _scanner
+from gateway_csv.dialect import cut_comment, unpad_quotes
 
 COMPRESSIONS = ("auto", "none", "gzip", "zstd")
 _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
@@ -45,7 +51,9 @@ def open_csv(path: str, options: dict[str, Any]) -> Any:
     if compression is None and encoding == "utf-8":
         file = _scanner.File(path)
         head = file.pread(0, 64 << 10)
-        if not _LONE_CR.search(head[:-1]):
+        lone = _LONE_CR.search(head)
+        # a CR ending a partial head may be the first half of CRLF
+        if lone is None or (lone.end() == len(head) < file.size):
             return file
         file.close()
     return _decoded_copy(path, compression, encoding)
@@ -108,6 +116,49 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
     finally:
         _remove(name)
     return file
+
+
+def without_comments(file: Any, comment: str, quote: str) -> Any:
+    """A copy of a mapped ``file`` whose lines end before their comment character.
+
+    As in DuckDB's state machine, the character starts a comment outside quoted
+    fields only; a line that is blank before it becomes a bare comment line,
+    which the scanner skips. The caller keeps ``file`` open (and closes it).
+    """
+    mark, q = comment.encode(), quote.encode()
+    return _rewritten(file, lambda line, in_quote: cut_comment(line, mark, q, in_quote))
+
+
+def without_quote_padding(file: Any, delimiter: str, quote: str, escape: str) -> Any:
+    """A copy of a mapped ``file`` without the blanks around its quoted fields
+    (``1, "a" ,2``), which DuckDB's state machine skips and the scanner would
+    read as text. The caller keeps ``file`` open (and closes it)."""
+    d, q, e = delimiter.encode(), quote.encode(), escape.encode()
+    return _rewritten(file, lambda line, in_quote: unpad_quotes(line, d, q, e, in_quote))
+
+
+def _rewritten(file: Any, fix: Callable[[bytes, bool], tuple[bytes, bool]]) -> Any:
+    """A mapped copy of ``file`` with each line passed through ``fix`` (which also
+    carries whether a quoted field is open from one line to the next)."""
+    fd, name = tempfile.mkstemp(prefix="arrowgate-csv-", suffix=".csv")
+    try:
+        with os.fdopen(fd, "wb") as copy:
+            in_quote, offset, held = False, 0, b""
+            while offset < file.size:
+                block = held + file.pread(offset, _BLOCK)
+                offset += len(block) - len(held)
+                cut = block.rfind(b"\n") + 1 if offset < file.size else len(block)
+                block, held = block[:cut], block[cut:]
+                lines = []
+                for line in block.splitlines(keepends=True):
+                    line, in_quote = fix(line, in_quote)
+                    lines.append(line)
+                copy.write(b"".join(lines))
+            copy.write(held)
+        copy_file = _scanner.File(name)
+    finally:
+        _remove(name)
+    return copy_file
 
 
 def _remove(name: str) -> None:

@@ -1,0 +1,236 @@
+/*
+ * gateway_csv._dialect: DuckDB's CSV state machine, counting the fields of
+ * each row of a sample under one candidate dialect, for the sniffer.
+ *
+ * A port of DuckDB's sniffing path (csv_state_machine_cache.cpp,
+ * base_scanner.hpp's Process, column_count_scanner.cpp) in its default
+ * strict mode with a one-byte delimiter, so that the csv engine sees the same
+ * rows, comment lines, quoting and errors as DuckDB's read_csv_auto when it
+ * picks a dialect. It never runs on the scan path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+enum {
+    STANDARD = 0, DELIMITER = 1, RECORD_SEPARATOR = 5, CARRIAGE_RETURN = 6, QUOTED = 7, UNQUOTED = 8,
+    ESCAPE = 9, INVALID = 10, NOT_SET = 11, QUOTED_NEW_LINE = 12, EMPTY_SPACE = 13, COMMENT = 14,
+    STANDARD_NEWLINE = 15, MAYBE_QUOTED = 18, NSTATES = 19
+};
+enum { NL_N = 0, NL_R = 1, NL_RN = 2 }; /* SINGLE_N, SINGLE_R, CARRY_ON */
+
+typedef unsigned char Table[256][NSTATES];
+
+static void build(Table t, int delim, int quote, int escape, int comment, int nl) {
+    for (int s = 0; s < NSTATES; s++) {
+        int to = STANDARD;
+        if (s == MAYBE_QUOTED || s == QUOTED || s == QUOTED_NEW_LINE || s == ESCAPE) to = QUOTED;
+        else if (s == UNQUOTED || s == CARRIAGE_RETURN) to = INVALID;
+        else if (s == COMMENT) to = COMMENT;
+        for (int c = 0; c < 256; c++) t[c][s] = (unsigned char)to;
+    }
+    int cr_state = nl == NL_RN ? CARRIAGE_RETURN : RECORD_SEPARATOR;
+    const int std_inv[] = {STANDARD, INVALID, STANDARD_NEWLINE};
+    for (int i = 0; i < 3; i++) {
+        int s = std_inv[i];
+        t[delim][s] = DELIMITER;
+        if (nl == NL_RN) {
+            t['\r'][s] = CARRIAGE_RETURN;
+            t['\n'][s] = s == STANDARD_NEWLINE ? STANDARD : INVALID;
+        } else if (nl == NL_N) {
+            t['\n'][s] = RECORD_SEPARATOR;
+            t['\r'][s] = INVALID;
+        } else {
+            t['\r'][s] = RECORD_SEPARATOR;
+            t['\n'][s] = INVALID;
+        }
+        if (comment) t[comment][s] = COMMENT;
+    }
+    if (quote) t[quote][DELIMITER] = QUOTED;
+    if (delim != ' ') t[' '][DELIMITER] = EMPTY_SPACE;
+    t[delim][DELIMITER] = DELIMITER;
+    t['\n'][DELIMITER] = RECORD_SEPARATOR;
+    t['\r'][DELIMITER] = (unsigned char)cr_state;
+    if (comment) t[comment][DELIMITER] = COMMENT;
+
+    t[delim][RECORD_SEPARATOR] = DELIMITER;
+    t['\n'][RECORD_SEPARATOR] = RECORD_SEPARATOR;
+    t['\r'][RECORD_SEPARATOR] = (unsigned char)cr_state;
+    if (quote) t[quote][RECORD_SEPARATOR] = QUOTED;
+    if (delim != ' ') t[' '][RECORD_SEPARATOR] = EMPTY_SPACE;
+    if (comment) t[comment][RECORD_SEPARATOR] = COMMENT;
+    if (nl == NL_N) t['\r'][RECORD_SEPARATOR] = INVALID;
+    else t['\n'][RECORD_SEPARATOR] = INVALID;
+
+    t['\n'][CARRIAGE_RETURN] = RECORD_SEPARATOR;
+    t['\r'][CARRIAGE_RETURN] = INVALID;
+    if (quote) t[quote][CARRIAGE_RETURN] = QUOTED;
+    if (delim != ' ') t[' '][CARRIAGE_RETURN] = EMPTY_SPACE;
+    if (comment) t[comment][CARRIAGE_RETURN] = COMMENT;
+
+    t[quote][QUOTED] = UNQUOTED;
+    t['\n'][QUOTED] = QUOTED_NEW_LINE;
+    t['\r'][QUOTED] = QUOTED_NEW_LINE;
+    if (quote != escape && escape) t[escape][QUOTED] = ESCAPE;
+
+    t['\n'][UNQUOTED] = RECORD_SEPARATOR;
+    t['\r'][UNQUOTED] = (unsigned char)cr_state;
+    t[delim][UNQUOTED] = DELIMITER;
+    if (quote == escape) t[quote][UNQUOTED] = QUOTED;
+    if (nl == NL_N) t['\r'][UNQUOTED] = INVALID;
+    else t['\n'][UNQUOTED] = INVALID;
+    if (comment) t[comment][UNQUOTED] = COMMENT;
+    if (delim != ' ' && quote != ' ' && escape != ' ' && comment != ' ') t[' '][UNQUOTED] = UNQUOTED;
+
+    t[delim][NOT_SET] = DELIMITER;
+    t['\n'][NOT_SET] = RECORD_SEPARATOR;
+    t['\r'][NOT_SET] = (unsigned char)cr_state;
+    if (quote) t[quote][NOT_SET] = QUOTED;
+    if (delim != ' ') t[' '][NOT_SET] = EMPTY_SPACE;
+    if (comment) t[comment][NOT_SET] = COMMENT;
+
+    t[quote][QUOTED_NEW_LINE] = UNQUOTED;
+    if (quote != escape && escape) t[escape][QUOTED_NEW_LINE] = ESCAPE;
+
+    t[delim][EMPTY_SPACE] = DELIMITER;
+    t['\n'][EMPTY_SPACE] = RECORD_SEPARATOR;
+    t['\r'][EMPTY_SPACE] = (unsigned char)cr_state;
+    if (quote) t[quote][EMPTY_SPACE] = QUOTED;
+    if (comment) t[comment][EMPTY_SPACE] = COMMENT;
+
+    t['\n'][COMMENT] = RECORD_SEPARATOR;
+    t['\r'][COMMENT] = (unsigned char)cr_state;
+}
+
+typedef struct {
+    PyObject *rows; /* list of (fields, last_value_always_empty, is_comment, is_mid_comment, empty_lines) */
+    Py_ssize_t fields, empty_lines;
+    int comment, starts_as_comment;
+} Counts;
+
+/* AddRow / UnsetComment: one row ends */
+static int add_row(Counts *r, int last_empty, int as_comment) {
+    Py_ssize_t n = PyList_GET_SIZE(r->rows);
+    if (!last_empty) {
+        /* "from this row on, every last value is empty" no longer holds for the rows
+         * that had it, back to the last one that did not */
+        for (Py_ssize_t i = n - 1; i >= 0; i--) {
+            PyObject *row = PyList_GET_ITEM(r->rows, i);
+            if (PyTuple_GET_ITEM(row, 1) != Py_True) break;
+            Py_INCREF(Py_False);
+            Py_DECREF(PyTuple_GET_ITEM(row, 1));
+            PyTuple_SET_ITEM(row, 1, Py_False);
+        }
+    }
+    PyObject *row = Py_BuildValue("(nOOOn)", r->fields + 1, last_empty ? Py_True : Py_False,
+                                  as_comment == 1 ? Py_True : Py_False, as_comment == 2 ? Py_True : Py_False,
+                                  r->empty_lines);
+    if (!row || PyList_Append(r->rows, row)) {
+        Py_XDECREF(row);
+        return -1;
+    }
+    Py_DECREF(row);
+    r->fields = 0;
+    return 0;
+}
+
+static int end_row(Counts *r, int s0, int s1) {
+    int last_empty = (s0 == DELIMITER && (s1 == RECORD_SEPARATOR || s1 == CARRIAGE_RETURN || s1 == DELIMITER)) ||
+                     (s0 == STANDARD && s1 == DELIMITER);
+    int kind = 0;
+    if (r->comment) kind = r->starts_as_comment ? 1 : 2;
+    r->comment = r->starts_as_comment = 0;
+    return add_row(r, last_empty, kind);
+}
+
+/* count_rows(data, delimiter, quote, escape, comment, newline, max_rows, complete)
+ *   -> (error, ever_quoted, ever_escaped, finished, rows)
+ * One-byte characters as ints (0 for none); newline 0 = \n, 1 = \r, 2 = \r\n.
+ * rows: (fields, last_value_always_empty, is_comment, is_mid_comment, empty_lines
+ * before it). error: the state machine reached an invalid state (DuckDB drops the
+ * candidate), a quote is still open at the end of a complete sample, or open over
+ * all of an incomplete one. finished:
+ * the sample ended before max_rows rows. */
+static PyObject *count_rows(PyObject *mod, PyObject *args) {
+    const unsigned char *p;
+    Py_ssize_t n, max_rows;
+    int delim, quote, escape, comment, nl, complete;
+    if (!PyArg_ParseTuple(args, "y#iiiiinp", &p, &n, &delim, &quote, &escape, &comment, &nl, &max_rows,
+                          &complete))
+        return NULL;
+    Table t;
+    build(t, delim, quote, escape, comment, nl);
+    Counts r = {PyList_New(0), 0, 0, 0, 0};
+    if (!r.rows) return NULL;
+    int s0 = NOT_SET, s1 = NOT_SET, error = 0, ever_quoted = 0, ever_escaped = 0, finished = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        s0 = s1;
+        s1 = t[p[i]][s1];
+        int row_end = 0;
+        switch (s1) {
+        case INVALID:
+            error = 1;
+            Py_DECREF(r.rows);
+            r.rows = PyList_New(0);
+            goto done;
+        case RECORD_SEPARATOR:
+        case CARRIAGE_RETURN:
+            if (s0 == RECORD_SEPARATOR || s0 == NOT_SET) r.empty_lines++;
+            else if (s0 != CARRIAGE_RETURN) row_end = 1;
+            break;
+        case DELIMITER: r.fields++; break;
+        case QUOTED:
+            if ((s0 == UNQUOTED || s0 == MAYBE_QUOTED) && escape) ever_escaped = 1;
+            if (s0 == ESCAPE && p[i] == quote) ever_escaped = 1;
+            ever_quoted = 1;
+            break;
+        case UNQUOTED:
+            if (s0 == MAYBE_QUOTED) ever_escaped = 1;
+            break;
+        case COMMENT:
+            if (s0 != STANDARD && s0 != DELIMITER) r.starts_as_comment = 1;
+            r.comment = 1;
+            /* the rest of the line is skipped without transitions, as DuckDB does,
+             * up to the last byte of the sample (which DuckDB then reads in the
+             * comment state: a comment ending the file starts its line) */
+            while (i + 1 < n - 1 && p[i + 1] != '\n' && p[i + 1] != '\r') i++;
+            break;
+        }
+        if (row_end) {
+            if (end_row(&r, s0, s1)) goto fail;
+            if (PyList_GET_SIZE(r.rows) >= max_rows) {
+                finished = i + 1 >= n;
+                goto done;
+            }
+        }
+    }
+    if (!complete) {
+        /* a quote open over the whole sample: DuckDB's line size limit ends it */
+        error = ever_quoted && PyList_GET_SIZE(r.rows) == 0;
+        finished = 0;
+    } else if ((s1 == QUOTED || s1 == QUOTED_NEW_LINE) && s0 != UNQUOTED) {
+        error = 1;
+        Py_DECREF(r.rows);
+        r.rows = PyList_New(0);
+    } else if (!(s1 == RECORD_SEPARATOR || s1 == CARRIAGE_RETURN || s1 == NOT_SET)) {
+        if (end_row(&r, s0, s1)) goto fail;
+    }
+done:
+    if (!r.rows) return NULL;
+    return Py_BuildValue("(OOOON)", error ? Py_True : Py_False, ever_quoted ? Py_True : Py_False,
+                         ever_escaped ? Py_True : Py_False, finished ? Py_True : Py_False, r.rows);
+fail:
+    Py_DECREF(r.rows);
+    return NULL;
+}
+
+static PyMethodDef module_methods[] = {
+    {"count_rows", count_rows, METH_VARARGS, "DuckDB's sniffing state machine over a sample; see the source"},
+    {NULL},
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_dialect",
+                                       "DuckDB's CSV sniffing state machine", -1, module_methods};
+
+PyMODINIT_FUNC PyInit__dialect(void) { return PyModule_Create(&moduledef); }
