@@ -55,7 +55,9 @@ class Source:
 
     @property
     def is_glob(self) -> bool:
-        return any(ch in self.path for ch in "*?[")
+        """A pattern, unless a file or folder of that very name exists
+        (``[avalon]_daily-avg.csv`` is a file of DuckDB's corpus)."""
+        return any(ch in self.path for ch in "*?[") and not Path(self.path).exists()
 
     @property
     def is_folder(self) -> bool:
@@ -70,9 +72,11 @@ class Source:
     def files(self) -> list[str]:
         """The files this source currently covers, sorted."""
         pattern = self.scan_pattern()
+        if Path(pattern).is_file():
+            return [pattern]
         if any(ch in pattern for ch in "*?["):
             return sorted(globmod.glob(pattern, recursive=True))
-        return [pattern] if Path(pattern).is_file() else []
+        return []
 
 
 def not_regular(source: Source) -> tuple[str, str] | None:
