@@ -33,6 +33,7 @@ class Query:
 
 def split_statements(text: str) -> list[str]:
     """The statements of a SQL text, cut at the ``;`` tokens, comments kept."""
+    import sqlglot  # noqa: F401 - first: sqlglot.tokens alone breaks beside a thread importing sqlglot
     from sqlglot.tokens import Tokenizer, TokenType
 
     try:

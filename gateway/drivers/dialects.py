@@ -190,6 +190,7 @@ class SqlRewriter:
 
 def _slice_colon(before: Any, colon: Any) -> bool:
     """The ``:`` is an array slice's (``a[1:2]``), not a placeholder's."""
+    import sqlglot  # noqa: F401 - first: sqlglot.tokens alone breaks beside a thread importing sqlglot
     from sqlglot.tokens import TokenType
 
     return bool(before.end + 1 == colon.start or before.token_type in (

@@ -21,6 +21,7 @@ def statements(text: str) -> list[Statement]:
     Semicolons inside strings and comments do not split; text that does not
     tokenize (an unclosed quote) is one statement.
     """
+    import sqlglot  # noqa: F401 - first: sqlglot.tokens alone breaks beside a thread importing sqlglot
     from sqlglot.tokens import Tokenizer, TokenType
 
     try:
@@ -72,6 +73,7 @@ def format_sql(sql: str, dialect: str) -> str:
 @functools.cache
 def keywords() -> tuple[str, ...]:
     """SQL keywords as sqlglot's tokenizer knows them (words only)."""
+    import sqlglot  # noqa: F401 - first: sqlglot.tokens alone breaks beside a thread importing sqlglot
     from sqlglot.tokens import Tokenizer
 
     return tuple(sorted({k for k in Tokenizer.KEYWORDS if k.replace(" ", "").isalpha()}))
