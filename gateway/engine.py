@@ -384,7 +384,8 @@ class EngineSession:
         Returns, Raises: as :meth:`Engine.execute`.
         """
         if self.engine.supports_cancel:
-            handle.on_cancel(self.engine.cancel)
+            # it stops every query of the engine: once, never again by the handle's nudges
+            handle.on_cancel(self.engine.cancel, repeat=False)
         return self.engine.execute(sql, parameters)
 
     def prepare(self, sql: str) -> EnginePrepared:

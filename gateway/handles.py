@@ -73,24 +73,29 @@ class QueryHandle:
         self.rows = 0
         self._lock = threading.Lock()
         self._stoppers: list[Callable[[], None]] = []
+        self._repeated: list[Callable[[], None]] = []  # the stoppers nudges call again
         self._reason: type[GatewayError] | None = None
         self._on_done: list[Callable[[QueryHandle], None]] = []
         self._done = False
         _live.add(self)
 
     # -- what engines use --------------------------------------------------------
-    def on_cancel(self, fn: Callable[[], None]) -> None:
+    def on_cancel(self, fn: Callable[[], None], repeat: bool = True) -> None:
         """Register how to stop this query; ``fn`` runs at once if it is already cancelled.
 
         ``fn`` is called from the cancelling thread and must not block for long.
-        It is called again, a few times over some seconds, while a cancelled
-        query is still running, so it must be harmless to repeat (an interrupt,
-        a cancel request). Exceptions from it are ignored (a query that just
+        With ``repeat`` it is called again, a few times over some seconds, while
+        a cancelled query is still running, so it must stop this query only and
+        be harmless to repeat (an interrupt of its own cursor, a cancel request);
+        a stopper that reaches further (every query of an engine) passes
+        ``repeat=False``. Exceptions from it are ignored (a query that just
         finished cannot be interrupted).
         """
         with self._lock:
             if not self._done:
                 self._stoppers.append(fn)
+                if repeat:
+                    self._repeated.append(fn)
             if self._reason is None:
                 return
         _quietly(fn)
@@ -136,7 +141,7 @@ class QueryHandle:
         with self._lock:
             if self._done:
                 return
-            stoppers = list(self._stoppers)
+            stoppers = list(self._repeated)
         for fn in stoppers:
             _quietly(fn)
         if nudge + 1 < len(_NUDGES):
@@ -164,7 +169,7 @@ class QueryHandle:
             if self._done:
                 return
             self._done = True
-            self._stoppers = []
+            self._stoppers, self._repeated = [], []
             callbacks, self._on_done = self._on_done, []
         for fn in callbacks:
             fn(self)

@@ -54,3 +54,16 @@ def test_cancel_all_stops_every_running_query_and_no_finished_one():
     assert all(h.cancelled for h in running) and not done.cancelled
     for h in running:
         h.finish()
+
+
+def test_a_stopper_that_reaches_the_whole_engine_is_not_repeated():
+    """The base engine session's stopper cancels every query of the engine: repeating it
+    for seconds would cancel other users' queries that started meanwhile."""
+    engine_wide, own = [], []
+    handle = QueryHandle("e", 1, "SELECT 1")
+    handle.on_cancel(lambda: engine_wide.append(1), repeat=False)
+    handle.on_cancel(lambda: own.append(1))
+    handle.cancel()
+    assert _wait_for(lambda: len(own) >= 3), own
+    handle.finish()
+    assert engine_wide == [1]
