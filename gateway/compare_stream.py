@@ -1,4 +1,4 @@
-"""Comparing two answers too big to hold: streamed, checksummed by bucket, spilled to disk.
+"""Comparing two answers too big to hold: streamed, checksummed, spilled to disk.
 
 :func:`gateway.compare.compare_tables` holds both answers. The shadow runner
 uses this module once the answers pass ``max_compare_bytes``; the verdict is
@@ -7,13 +7,17 @@ the same one, in the same format (``evidence["compared"] == "streamed"``).
 Per side (:class:`SpilledAnswer`), as the batches arrive: each batch is kept
 in memory while the side's share of the cap allows and written to an Arrow
 IPC file in a temporary folder after that; a million rows at a time, its rows
-are added to order-insensitive checksums in 4096 buckets
-(:mod:`gateway.row_checksums`, as reladiff and data-diff use them).
+are added to an order-insensitive checksum, the row count and the sum of the
+row hashes (:mod:`gateway.row_checksums`, as reladiff and data-diff use them).
 
-Then (:meth:`StreamingComparison.compare`): buckets whose checksums agree hold
-the same rows and drop out (when most differ and there are floats, the floats
-are first rehashed rounded to the tolerance's grid). The rows of the other
-buckets are read back from the spill and paired by the in-memory comparator
+Then (:meth:`StreamingComparison.compare`): equal checksums end it (then the
+order). Otherwise each side's rows are hashed again from the spill, each
+row's hash stored, and summed into buckets by the hash's top bits, enough of
+them for a few differing rows to touch few rows; buckets whose sums agree
+hold the same rows and drop out (when an eighth of the rows or more are in
+differing buckets and there are floats, the floats are first rehashed rounded
+to the tolerance's grid). The rows of the other buckets are read back from
+the spill and paired by the in-memory comparator
 (:func:`gateway.compare.pairing_for`), a group of rows at a time, by the hash
 of their key columns so that a row whose measures changed meets its partner;
 each group is a sixteenth of the cap (4 MiB at least), written to files of its
@@ -36,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.compare import CompareOptions, Verdict, allow_for, pairing_for
 from gateway.errors import GatewayError
 from gateway.query_shape import QueryShape
-from gateway.row_checksums import BUCKETS, BucketChecksums, ChecksumPlan, SidePlan
+from gateway.row_checksums import ChecksumPlan, RowHashes, SidePlan, bucket_bits
 
 if TYPE_CHECKING:
     import numpy as np
@@ -116,19 +120,15 @@ class StreamingComparison:
             verdict.evidence.update(evidence)
             return verdict
         plan = self._plan(primary, reference)
-        _rehashed(primary, reference, plan)
-        differing = primary.checksums.differing(reference.checksums) if plan.exact else \
-            list(range(BUCKETS))
-        if plan.rounds_floats and len(differing) > BUCKETS // 8:
-            # most buckets differ: floats a little off everywhere, or a real difference
+        differing = self._differing(primary, reference, plan, evidence)
+        if differing is not None and plan.rounds_floats and \
+                evidence["paired_rows"] * 8 > primary.rows + reference.rows:
+            # many rows differ: floats a little off everywhere, or a real difference
             # everywhere; floats rounded to the tolerance's grid tell which
             plan = self._plan(primary, reference, rounded=True)
-            _rehashed(primary, reference, plan)
-            differing = primary.checksums.differing(reference.checksums)
+            differing = self._differing(primary, reference, plan, evidence)
             evidence["floats_rounded"] = True
-        evidence.update(differing_buckets=len(differing) if plan.exact else None,
-                        buckets=BUCKETS, key_columns=[primary.schema.names[i]
-                                                      for i in plan.keys])
+        evidence["key_columns"] = [primary.schema.names[i] for i in plan.keys]
         if plan.unhashed:
             evidence["unhashed_columns"] = [primary.schema.names[i] for i in plan.unhashed]
         verdict = self._pair(primary, reference, plan, differing, evidence)
@@ -149,25 +149,52 @@ class StreamingComparison:
         volatile = set(self.found.columns_in(schema.names))
         return ChecksumPlan.of(p, r, self.opts, self.shape, volatile, rounded)
 
+    def _differing(self, primary: SpilledAnswer, reference: SpilledAnswer, plan: ChecksumPlan,
+                   evidence: dict[str, Any]) -> np.ndarray | None:
+        """The buckets to pair (a bool per bucket), with ``paired_rows`` in the evidence;
+        None: every row is paired (no checksum proves anything)."""
+        import numpy as np
+
+        if not plan.exact:
+            evidence.update(differing_buckets=None, buckets=None,
+                            paired_rows=primary.rows + reference.rows)
+            return None
+        sides = (primary, reference)
+        bits = bucket_bits(max(primary.rows, reference.rows), self.memory_bytes)
+        for side in sides:  # hashed under the side's own plan while streaming
+            if side.hashes.plan != plan.side(side is primary):
+                side.store_hashes(plan.side(side is primary), bits)
+        if primary.hashes.same_total(reference.hashes):
+            evidence.update(differing_buckets=0, buckets=None, paired_rows=0)
+            return np.zeros(1, bool)
+        for side in sides:
+            if not side.hashes.stored:
+                side.store_hashes(side.hashes.plan, bits)
+        counts = [side.hashes.counts for side in sides]
+        sums = [side.hashes.sums for side in sides]
+        assert counts[0] is not None and counts[1] is not None
+        differing = (counts[0] != counts[1]) | (sums[0] != sums[1])
+        evidence.update(differing_buckets=int(differing.sum()), buckets=1 << bits,
+                        paired_rows=int(counts[0][differing].sum() + counts[1][differing].sum()))
+        return differing
+
     # -- pairing the rows of the differing buckets ---------------------------------
     def _pair(self, primary: SpilledAnswer, reference: SpilledAnswer, plan: ChecksumPlan,
-              differing: list[int], evidence: dict[str, Any]) -> Verdict:
+              differing: np.ndarray | None, evidence: dict[str, Any]) -> Verdict:
         n_p, n_r = primary.rows, reference.rows
         if primary.schema is not None and len(primary.schema) == 0:
             category = "match" if n_p == n_r else ("missing_rows" if n_p < n_r else "extra_rows")
             return Verdict(category, f"primary returned {n_p} rows, reference {n_r}", evidence)
-        if not differing:
+        if not evidence["paired_rows"]:
             return Verdict("match", f"{n_p} rows agree", evidence)
-        wanted = sum(int(side.checksums.counts[differing].sum()) * side.row_bytes()
-                     for side in (primary, reference))
+        row_bytes = max(side.row_bytes() for side in (primary, reference))
+        wanted = evidence["paired_rows"] * row_bytes
         # pairing holds a group several times over (casts, DuckDB's hash tables); below
         # a few MiB a group costs more in set-up than in pairing
         groups = max(1, math.ceil(wanted / max(_MIN_GROUP_BYTES, self.memory_bytes // 16)))
-        evidence.update(paired_rows=int(primary.checksums.counts[differing].sum()
-                                        + reference.checksums.counts[differing].sum()),
-                        pairing_groups=groups)
-        verdicts = [self._judge_group(p, r)
-                    for p, r in _groups(primary, reference, differing, groups, self.folder)]
+        evidence.update(pairing_groups=groups)
+        verdicts = [self._judge_group(p, r) for p, r in
+                    _groups(primary, reference, plan, differing, groups, self.folder)]
         return _merged(verdicts, n_p, n_r, self.opts, evidence)
 
     def _judge_group(self, p: pa.Table, r: pa.Table) -> Verdict:
@@ -221,9 +248,9 @@ class SpilledAnswer:
         self.schema: pa.Schema | None = None
         #: the schema the batches are stored in (dictionaries decoded)
         self.stored_schema: pa.Schema | None = None
-        #: the checksums, under this side's own plan until the pair's differs (set by
+        #: the row hashes, under this side's own plan until the pair's differs (set by
         #: the first batch or by finish)
-        self.checksums: BucketChecksums
+        self.hashes: RowHashes
         self._kept: list[pa.RecordBatch] = []
         self._kept_bytes = 0
         self._share = comparison.memory_bytes // 4 if keep else 0
@@ -262,11 +289,12 @@ class SpilledAnswer:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-        self.checksums.close()
+        self.hashes.close()
 
     def _start(self, schema: pa.Schema) -> None:
         self.stored_schema = schema
-        self.checksums = BucketChecksums(self.comparison._plan(None, schema=schema).side(True))
+        self.hashes = RowHashes(self.comparison._plan(None, schema=schema).side(True),
+                                self.path + ".hashes")
 
     def _store(self, batch: pa.RecordBatch) -> None:
         import pyarrow as pa
@@ -283,13 +311,16 @@ class SpilledAnswer:
                 self._kept, self._kept_bytes = [], 0
             self._write(batch)
         except OSError as exc:
-            if exc.errno == errno.ENOSPC or "No space left" in str(exc):
-                raise GatewayError(
-                    f"the comparison ran out of disk space after spilling {self.spilled_bytes} "
-                    f"bytes to {self.comparison.folder}",
-                    hint="free space there, or point TMPDIR at a larger disk",
-                    kind="resource") from exc
-            raise
+            raise self._disk_full(exc) from exc
+
+    def _disk_full(self, exc: OSError) -> Exception:
+        """``exc`` as the comparison's error when it says the disk is full, else itself."""
+        if exc.errno == errno.ENOSPC or "No space left" in str(exc):
+            return GatewayError(
+                f"the comparison ran out of disk space after spilling {self.spilled_bytes} "
+                f"bytes to {self.comparison.folder}",
+                hint="free space there, or point TMPDIR at a larger disk", kind="resource")
+        return exc
 
     def _write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
@@ -315,14 +346,20 @@ class SpilledAnswer:
 
         table = pa.Table.from_batches(self._chunk, schema=self.stored_schema)
         self._chunk, self._chunk_rows, self._chunk_bytes = [], 0, 0
-        self.checksums.add(table)
+        self.hashes.add(table)
 
-    def rehash(self, plan: SidePlan) -> None:
-        """Recompute the checksums under the pair's plan (the types differ from the other side's)."""
-        self.checksums = BucketChecksums(plan)
-        for table in _rechunked(self.batches(), _CHUNK_ROWS):
-            self.checksums.add(table)
-        self.checksums.close()
+    def store_hashes(self, plan: SidePlan, bits: int) -> None:
+        """Hash every row again under ``plan``, into buckets of ``bits`` top bits of the row
+        hash, and store each row's bucket.
+
+        Raises:
+            GatewayError: (kind ``resource``) the spill folder's disk is full.
+        """
+        self.hashes = RowHashes(plan, self.hashes.path)
+        try:
+            self.hashes.store(_rechunked(self.batches(), _CHUNK_ROWS), bits)
+        except OSError as exc:
+            raise self._disk_full(exc) from exc
 
 
 def _decoded(batch: Any) -> Any:
@@ -344,13 +381,6 @@ def _decoded_schema(schema: pa.Schema) -> pa.Schema:
 
 
 # -- reading back -----------------------------------------------------------------------------
-def _rehashed(primary: SpilledAnswer, reference: SpilledAnswer, plan: ChecksumPlan) -> None:
-    """Recompute a side's checksums where the pair's plan is not the one it was hashed with."""
-    for side in (primary, reference):
-        if side.checksums.plan != plan.side(side is primary):
-            side.rehash(plan.side(side is primary))
-
-
 def _rechunked(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
     """The batches as tables of ``rows`` rows each (the last one shorter)."""
     import pyarrow as pa
@@ -372,33 +402,39 @@ def _rechunked(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Tabl
         yield pa.Table.from_batches(held, schema=schema)
 
 
-def _groups(primary: SpilledAnswer, reference: SpilledAnswer, differing: list[int],
-            groups: int, folder: str) -> Iterator[tuple[pa.Table, pa.Table]]:
-    """The rows of the differing buckets of both sides, in ``groups`` pairs of tables.
+def _groups(primary: SpilledAnswer, reference: SpilledAnswer, plan: ChecksumPlan,
+            differing: np.ndarray | None, groups: int,
+            folder: str) -> Iterator[tuple[pa.Table, pa.Table]]:
+    """The rows of the ``differing`` buckets of both sides (every row: None), in ``groups``
+    pairs of tables.
 
-    A row's group is the hash of its key columns, so rows that pair are in one
-    group. One group is gathered in memory; more are first written to files of
-    their own in ``folder``, so each side's spill is read once whatever their number.
-    Each side's checksums carry the pair's plan (see :func:`_rehashed`).
+    A row's bucket was stored by :meth:`SpilledAnswer.store_hashes` (under ``plan``). A row's group is the hash of its key columns, so rows that
+    pair are in one group. One group is gathered in memory; more are first
+    written to files of their own in ``folder``, so each side's spill is read
+    once whatever their number.
     """
     import numpy as np
     import pyarrow as pa
 
-    wanted = np.zeros(BUCKETS, bool)
-    wanted[differing] = True
-
     def picked(side: SpilledAnswer) -> Iterator[tuple[np.ndarray, pa.Table]]:
-        checksums = side.checksums
+        keyed = RowHashes(plan.side(side is primary), side.hashes.path)  # hashes the keys
+        stored = side.hashes.stored_buckets() if differing is not None else None
+        held = np.zeros(0, np.intp)
         try:
             for table in _rechunked(side.batches(), _CHUNK_ROWS):
-                keep = wanted[checksums.buckets_of(table)]
-                if keep.any():
-                    rows = table.filter(pa.array(keep))
-                    group = checksums.keys_of(rows) % np.uint64(groups) if groups > 1 else \
-                        np.zeros(rows.num_rows, np.uint64)
-                    yield group, rows
+                if stored is not None and differing is not None:
+                    while len(held) < table.num_rows:
+                        held = np.concatenate([held, next(stored)])
+                    buckets, held = held[:table.num_rows], held[table.num_rows:]
+                    keep = differing[buckets]
+                    if not keep.any():
+                        continue
+                    table = table.filter(pa.array(keep))
+                group = keyed.keys_of(table) % np.uint64(groups) if groups > 1 else \
+                    np.zeros(table.num_rows, np.uint64)
+                yield group, table
         finally:
-            checksums.close()
+            keyed.close()
 
     sides = (primary, reference)
     if groups == 1:

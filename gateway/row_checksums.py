@@ -1,17 +1,21 @@
-"""Order-insensitive checksums of an answer's rows, by bucket, that prove equality.
+"""Order-insensitive checksums of an answer's rows that prove equality, and find what differs.
 
 Used by :mod:`gateway.compare_stream`. A :class:`ChecksumPlan` says how each
 column of a pair of answers is hashed so that equal hashes mean values the
 comparator's equivalences take as equal (the rules are in docs/shadow.md,
-"What a checksum proves"); :class:`BucketChecksums` adds tables to one side's
-per-bucket row counts and sums of row hashes, in DuckDB (vectorised, one
-thread).
+"What a checksum proves"). :class:`RowHashes` keeps one side's row count and
+sum of row hashes (mod 2**64) as tables are added, in DuckDB (vectorised, one
+thread): two equal answers cost that one pass. When the sums differ, the
+rows are hashed again and summed per bucket, each row's bucket stored
+(:meth:`RowHashes.store`), with as many buckets as the answer needs for a
+few differing rows to touch few rows (:func:`bucket_bits`).
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +27,13 @@ if TYPE_CHECKING:
 
     from gateway.query_shape import QueryShape
 
-#: checksum buckets per answer: the top bits of the row hash
-BUCKET_BITS = 12
-BUCKETS = 1 << BUCKET_BITS
+#: the fewest and the most buckets (the top bits of the row hash) an answer is split into
+MIN_BUCKET_BITS = 12
+MAX_BUCKET_BITS = 22
+#: about this many rows per bucket, where the cap allows
+ROWS_PER_BUCKET = 64
+#: row hashes read back from a stored file at once
+_READ_ROWS = 1 << 20
 _MOD = 1 << 64
 
 
@@ -50,10 +58,10 @@ def cursor() -> Any:
 class SidePlan:
     """How one side is hashed: SQL over a registered table ``chunk`` (columns c0, c1...)."""
 
-    #: per bucket: the bucket, the sum of row hashes mod 2**64, the row count
-    checksum_sql: str
-    #: each row's bucket
-    bucket_sql: str
+    #: the sum of the row hashes mod 2**64 and the row count
+    total_sql: str
+    #: each row's hash
+    hash_sql: str
     #: the hash of each row's key columns (which pairing group it goes to)
     key_sql: str
     #: columns replaced by their floats' rounded bits before hashing
@@ -125,10 +133,8 @@ class ChecksumPlan:
             row = f"hash({', '.join(hashed)})"
             parts = [exprs[i][which] for i in keys]  # type: ignore[index]
             return SidePlan(
-                f"SELECT (h >> {64 - BUCKET_BITS})::INTEGER AS b, "
-                f"(sum(h) % {_MOD})::UBIGINT AS s, count(*) AS n "
-                f"FROM (SELECT {row} AS h FROM chunk) GROUP BY b",
-                f"SELECT ({row} >> {64 - BUCKET_BITS})::INTEGER AS b FROM chunk",
+                f"SELECT (sum({row}) % {_MOD})::UBIGINT AS s, count(*) AS n FROM chunk",
+                f"SELECT {row} AS h FROM chunk",
                 f"SELECT hash({', '.join(parts) or '0'}) AS k FROM chunk",
                 tuple(floats), bits)
 
@@ -199,40 +205,95 @@ def rounded_bits(column: Any, bits: int) -> Any:
                                  original.null_count, original.offset)
 
 
-class BucketChecksums:
-    """Per bucket, the row count and the sum of row hashes (mod 2**64) of the tables added."""
+def bucket_bits(rows: int, memory_bytes: int) -> int:
+    """How many top bits of the row hash make the buckets of answers of up to ``rows`` rows.
 
-    def __init__(self, plan: SidePlan):
-        import numpy as np
+    About :data:`ROWS_PER_BUCKET` rows a bucket, so that a few differing rows make
+    few rows to pair; the two sides' bucket sums and counts (16 bytes a bucket)
+    take at most an eighth of ``memory_bytes``.
+    """
+    wanted = max(1, math.ceil(rows / ROWS_PER_BUCKET)).bit_length()
+    allowed = max(1, memory_bytes // (8 * 2 * 16)).bit_length() - 1
+    return max(MIN_BUCKET_BITS, min(MAX_BUCKET_BITS, wanted, allowed))
 
+
+class RowHashes:
+    """One side's row count and sum of row hashes (mod 2**64) under a plan; by bucket on demand.
+
+    ``path``: the file :meth:`store` writes each row's bucket to, in the order
+    the rows were added.
+    """
+
+    def __init__(self, plan: SidePlan, path: str):
         self.plan = plan
-        self.counts = np.zeros(BUCKETS, np.int64)
-        self.sums = np.zeros(BUCKETS, np.uint64)
+        self.path = path
+        self.count = 0
+        self.sum = 0
+        #: :meth:`store` ran: each row's bucket is in ``path``, the buckets' sums below
+        self.stored = False
+        self.bits = 0
+        self.counts: np.ndarray | None = None
+        self.sums: np.ndarray | None = None
         self._con: Any = None
 
     def add(self, table: pa.Table) -> None:
-        b, s, n = self._query(table, self.plan.checksum_sql)
-        b = b.astype("int64")
-        self.counts[b] += n.astype("int64")
-        self.sums[b] += s.astype("uint64")
+        """Add ``table``'s rows to the count and the sum."""
+        s, n = self._query(table, self.plan.total_sql)
+        if len(n) and int(n[0]):
+            self.count += int(n[0])
+            self.sum = (self.sum + int(s[0])) % _MOD
 
-    def buckets_of(self, table: pa.Table) -> np.ndarray:
-        """Each row's bucket."""
-        return self._query(table, self.plan.bucket_sql)[0].astype("int64")
+    def same_total(self, other: RowHashes) -> bool:
+        return (self.count, self.sum) == (other.count, other.sum)
+
+    def store(self, tables: Iterator[pa.Table], bits: int) -> None:
+        """Hash every row of ``tables`` (the whole answer, again): the count and the sum
+        anew, the row count and hash sum of each bucket (the top ``bits`` bits of the
+        row hash), and each row's bucket in ``path`` (the hash's top 32 bits, 4 bytes a row)."""
+        import numpy as np
+
+        self.count, self.sum, self.stored, self.bits = 0, 0, False, bits
+        self.counts = np.zeros(1 << bits, np.int64)
+        self.sums = np.zeros(1 << bits, np.uint64)
+        shift = np.uint64(64 - bits)
+        with open(self.path, "wb") as f:
+            for table in tables:
+                h = self.hashes_of(table)
+                b = (h >> shift).astype(np.intp)
+                np.add.at(self.sums, b, h)
+                self.counts += np.bincount(b, minlength=1 << bits)
+                f.write((h >> np.uint64(32)).astype(np.uint32).data)  # (tofile hides ENOSPC)
+                self.count += len(h)
+                self.sum = (self.sum + int(h.sum(dtype=np.uint64))) % _MOD
+        self.stored = True
+        self.close()
+
+    def hashes_of(self, table: pa.Table) -> np.ndarray:
+        """Each row's hash (uint64)."""
+        import numpy as np
+
+        return np.ascontiguousarray(self._query(table, self.plan.hash_sql)[0], dtype=np.uint64)
+
+    def stored_buckets(self) -> Iterator[np.ndarray]:
+        """Each row's bucket (see :meth:`store`), in the order the rows were added, a million
+        at a time (read, not mapped: mapped pages would count against the process's memory)."""
+        import numpy as np
+
+        assert self.stored
+        shift = np.uint32(32 - self.bits)
+        with open(self.path, "rb") as f:
+            while True:
+                top = np.fromfile(f, np.uint32, _READ_ROWS)
+                if not len(top):
+                    return
+                yield (top >> shift).astype(np.intp)
 
     def keys_of(self, table: pa.Table) -> np.ndarray:
         """The hash of each row's key columns."""
         return self._query(table, self.plan.key_sql)[0]
 
-    def differing(self, other: BucketChecksums) -> list[int]:
-        """The buckets whose count or sum differ from ``other``'s."""
-        import numpy as np
-
-        differ = (self.counts != other.counts) | (self.sums != other.sums)
-        return [int(b) for b in np.flatnonzero(differ)]
-
     def close(self) -> None:
-        """Give back the DuckDB cursor (another add opens one again)."""
+        """Give back the DuckDB cursor (another call opens one again)."""
         if self._con is not None:
             self._con.close()
             self._con = None

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gateway.compare import CompareOptions, compare_tables
 from gateway.compare_stream import StreamingComparison, compare_streams
 from gateway.errors import GatewayError
-from gateway.row_checksums import rounded_bits
+from gateway.row_checksums import MAX_BUCKET_BITS, MIN_BUCKET_BITS, bucket_bits, rounded_bits
 from tests.test_compare_properties import FAST, ROWS, table
 
 #: so small that every side spills from its first batch and rows are paired in many groups
@@ -175,6 +175,10 @@ def test_a_planted_difference_in_a_large_answer_is_pinpointed_with_evidence():
     assert verdict.category == "values", verdict.message
     assert verdict.evidence["changed_count"] == 1
     assert verdict.evidence["differing_buckets"] <= 2  # the row's old and new bucket
+    # the buckets grow with the answer: a row's buckets hold a few dozen rows, not
+    # 2M / 4096 = 488 each side
+    assert verdict.evidence["buckets"] >= 2_000_000 // 128
+    assert verdict.evidence["paired_rows"] < 1000
     assert verdict.evidence["differences"] == [
         {"key": {"id": 1234567, "s": "567"}, "column": "f", "primary": -1.0,
          "reference": 1851850.5}]
@@ -198,4 +202,43 @@ def test_a_full_disk_is_a_resource_error():
         side.path = "/dev/full"
         with pytest.raises(GatewayError) as caught:
             side.add(pa.record_batch({"v": pa.array(range(100_000))}))
+    assert caught.value.kind == "resource" and "disk space" in str(caught.value)
+
+
+def test_equal_answers_are_proven_in_one_pass_without_storing_row_hashes():
+    con = duckdb.connect()
+    answer = con.sql("SELECT i, i % 13 AS g FROM range(100000) t(i)").to_arrow_table()
+    shuffled = con.sql("SELECT * FROM answer ORDER BY hash(i)").to_arrow_table()
+    seen = {}
+    verdict = compare_streams(shuffled.to_batches(10000), answer.to_batches(10000),
+                              shuffled.schema, answer.schema, memory_bytes=1 << 20,
+                              on_spill=lambda folder: seen.update(files=os.listdir(folder)))
+    assert verdict.category == "match", verdict.message
+    assert verdict.evidence["paired_rows"] == 0
+    assert not [f for f in seen["files"] if f.endswith(".hashes")]
+
+
+def test_the_buckets_grow_with_the_answer_within_the_cap():
+    assert bucket_bits(0, 256 << 20) == MIN_BUCKET_BITS
+    assert bucket_bits(10_000_000, 256 << 20) == 18  # 10M / 2**18 = 38 rows a bucket
+    assert bucket_bits(100_000_000, 256 << 20) == 20  # capped: 2 sides x 2**20 x 16 B = 32 MiB
+    assert bucket_bits(10**12, 1 << 40) == MAX_BUCKET_BITS
+    assert bucket_bits(100_000_000, 4096) == MIN_BUCKET_BITS
+
+
+def test_a_full_disk_while_storing_row_hashes_is_a_resource_error():
+    con = duckdb.connect()
+    p = con.sql("SELECT i FROM range(50000) t(i)").to_arrow_table()
+    r = con.sql("SELECT i + 1 AS i FROM range(50000) t(i)").to_arrow_table()
+    with StreamingComparison(None, memory_bytes=1 << 30) as comparison:
+        sides = []
+        for table in (p, r):
+            side = comparison.side()
+            for batch in table.to_batches(10000):
+                side.add(batch)
+            side.finish(table.schema)
+            side.hashes.path = "/dev/full"
+            sides.append(side)
+        with pytest.raises(GatewayError) as caught:
+            comparison.compare(sides[0], sides[1])
     assert caught.value.kind == "resource" and "disk space" in str(caught.value)
