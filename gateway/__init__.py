@@ -20,10 +20,10 @@ from gateway.errors import (
     QueryTimeout,
     Unsupported,
 )
-from gateway.plugins import hookimpl
 
 if TYPE_CHECKING:
     from gateway.core import Gateway, connect
+    from gateway.plugins import hookimpl
     from gateway.result import Result
 
 __version__ = "0.1.0"
@@ -31,7 +31,13 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     # The core (and through it pyarrow and the config parser) loads on first use,
-    # so `import gateway` stays cheap for the CLI and for plugins.
+    # so `import gateway` stays cheap for the CLI and for plugins; pluggy too (35 ms,
+    # importlib.metadata's), which keeps the CLI's first moments short, where a
+    # Ctrl-C would come before its handler (gateway.startup.console)
+    if name == "hookimpl":
+        from gateway.plugins import hookimpl
+
+        return hookimpl
     if name in ("connect", "Gateway"):
         from gateway import core
 

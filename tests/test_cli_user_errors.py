@@ -186,3 +186,42 @@ def test_config_may_follow_the_command(tmp_path, cli):
     before = cli("--config", str(config), "query", "SELECT 1 AS x")
     assert after.code == before.code == 0, after.err
     assert "from mine" in after.err and "from mine" in before.err
+
+
+def test_the_console_script_is_the_guarded_entry():
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["arrowgate"] == "gateway.startup:console"
+
+
+@pytest.mark.parametrize("after", [0.005, 0.02, 0.04, 0.08])
+def test_ctrl_c_while_the_command_starts_is_no_traceback(after, tmp_path):
+    """A Ctrl-C while the command's modules import (pluggy's alone took 35 ms) came before
+    the CLI's handler and printed a KeyboardInterrupt traceback."""
+    env = {k: v for k, v in os.environ.items() if k != "ARROWGATE_CONFIG"}
+    env["PYTHONPATH"] = str(ROOT)
+    # -X importtime writes a line as each import ends: once gateway.startup's is out,
+    # console() runs (a signal before it, in the interpreter's own start and the ~7 ms
+    # of `import gateway`, is as any Python program's)
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-c",
+         "from gateway.startup import console; console()", "query", "SELECT 42"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if line.rstrip().endswith(b"| gateway.startup"):
+                break
+        time.sleep(after)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    err = "\n".join(line for line in (b"".join(seen) + err).decode().splitlines()
+                    if not line.startswith("import time:"))
+    assert "Traceback" not in err, err[-2000:]
+    assert proc.returncode in (0, 130), err[-2000:]
+    if proc.returncode == 130:
+        assert err.strip().splitlines()[-1] == "interrupted"
