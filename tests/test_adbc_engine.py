@@ -273,15 +273,24 @@ def test_a_write_on_a_second_pooled_connection_is_committed(pg):
 
 
 @pytest.mark.postgres
-def test_a_one_shot_query_sends_nothing_after_it_but_a_write_is_rolled_back(pg):
+def test_a_one_shot_query_sends_nothing_after_it_and_a_statement_leaves_no_state(pg):
     postgres, name = pg
-    last = f"SELECT query FROM pg_stat_activity WHERE datname = '{name}' " \
-           "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+    clients = f"FROM pg_stat_activity WHERE datname = '{name}' " \
+              "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
     with gateway.connect({"engines": {"a": db.adbc_pg(postgres, name)}}) as gw:
         assert _answer(gw, "SELECT 42 AS marker") == [{"marker": 42}]
-        assert "SELECT 42 AS marker" in postgres.psql(last, dbname=name)  # no ROLLBACK after
+        assert "SELECT 42 AS marker" in postgres.psql(f"SELECT query {clients}",
+                                                      dbname=name)  # no ROLLBACK after
         gw.execute("BEGIN").to_arrow()  # a one-shot transaction must not outlive its session
-        assert postgres.psql(last, dbname=name) == "ROLLBACK"
+        gw.execute("SET TimeZone = 'Asia/Tokyo'").to_arrow()  # nor a setting
+        gw.execute("CREATE TEMP TABLE left_behind AS SELECT 1 AS a").to_arrow()  # nor a table
+        # their connections were closed, not lent again
+        assert postgres.psql(f"SELECT count(*) {clients} AND state <> 'idle'",
+                             dbname=name) == "0"
+        assert _answer(gw, "SELECT current_setting('TimeZone') AS tz") != \
+            [{"tz": "Asia/Tokyo"}]
+        with pytest.raises(gateway.QueryError, match="left_behind"):
+            gw.execute("SELECT * FROM left_behind").to_arrow()
         gw.execute("CREATE TABLE after_begin (a int)").to_arrow()
     assert postgres.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'after_begin'",
                          dbname=name) == "1"

@@ -427,6 +427,25 @@ def test_a_closed_adbc_session_leaves_nothing_to_the_next(
                     later.execute("SELECT * FROM left_behind").to_arrow()
 
 
+def test_one_shot_statements_on_a_pooled_adbc_engine_leave_no_state(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A one-shot statement's pooled connection went back to the pool whatever ran on it:
+    the next user's query saw the temp table and the time zone a one-shot statement left."""
+    use_shared_home(tmp_path_factory)
+    with gateway.connect({"engines": {"adbc": {"type": "duckdb", "version": V155}}}) as gw:
+        for sql in ("SET VARIABLE v = 7", "CREATE TEMP TABLE tt AS SELECT 1 AS x",
+                    "SET TimeZone = 'Asia/Tokyo'"):
+            gw.execute(sql, engine="adbc").to_arrow()
+        assert gw.execute("SELECT getvariable('v') AS v, current_setting('TimeZone') AS tz",
+                          engine="adbc").to_arrow().to_pylist() == [{"v": None, "tz": "Etc/UTC"}]
+        with pytest.raises(QueryError, match="tt"):
+            gw.execute("SELECT * FROM tt", engine="adbc").to_arrow()
+        pool = gw.engine("adbc")._session._pool
+        idle = list(pool._idle)
+        gw.execute("SELECT 1", engine="adbc").to_arrow()
+        assert pool._idle == idle  # a query's connection is lent again
+
+
 def test_a_started_engine_answers_for_its_own_dialect(tmp_path: Path) -> None:
     db = tmp_path / "x.sqlite"
     import sqlite3

@@ -57,11 +57,14 @@ class ConnectionPool:
             belongs to a connection, not the database: settings, a search path).
         translate: turns a driver exception into the gateway error the caller sees.
         engine: the engine's name, for errors.
+        dialect: the engine's SQL dialect (which statements are queries).
     """
 
     def __init__(self, first: Any, *, on_clone: Callable[[Any], None],
-                 translate: Callable[[BaseException], GatewayError], engine: str):
+                 translate: Callable[[BaseException], GatewayError], engine: str,
+                 dialect: str = "duckdb"):
         self.engine = engine
+        self.dialect = dialect
         self.translate = translate
         self._on_clone = on_clone
         self._lock = threading.Lock()
@@ -119,15 +122,17 @@ class ConnectionPool:
         Errors, from running or from reading, are already translated. A
         connection whose statement was cancelled is closed, not lent again: a
         server may still be busy with the statement on it (a Flight SQL server
-        stops it when the connection closes).
+        stops it when the connection closes). So is one that ran a statement
+        other than a query (see :meth:`PooledSession.close`).
         """
+        stateful = not is_read(sql, self.dialect)
         con = self.take()
         cur = self.cursor(con)
 
         def done() -> None:
             cancelled = self.asked(cur)
             self.release(cur)
-            if cancelled:
+            if cancelled or stateful:
                 self.discard(con)
             else:
                 self.give_back(con)
@@ -234,12 +239,12 @@ class PooledSession(EngineSession):
         engine: the engine (None inside a duckdb worker, which has none).
         pool: the pool the connection comes from.
         notes: the notes each answer carries.
-        reuse: give the connection back to the pool when the session closes
-            (after a ROLLBACK, when a statement other than a query ran: one
-            round trip less per one-shot query); otherwise close it, so no temporary table or
-            setting of this session reaches a later one. A connection one of
-            whose statements was cancelled is closed either way, as in
-            :meth:`ConnectionPool.execute`.
+        reuse: give the connection back to the pool when the session closes,
+            if only queries ran on it (a one-shot query: no connection to open
+            next time); otherwise close it, so no temporary table, setting or
+            open transaction of this session reaches a later one. A
+            connection one of whose statements was cancelled is closed either
+            way, as in :meth:`ConnectionPool.execute`.
     """
 
     def __init__(self, engine: Any, pool: ConnectionPool,
@@ -276,19 +281,13 @@ class PooledSession(EngineSession):
         con, self.connection = self.connection, None
         if con is None:
             return
-        if not self._reuse or self._was_cancelled:
-            self.pool.discard(con)
-            return
-        if self._only_queries:
+        if self._reuse and self._only_queries and not self._was_cancelled:
             self.pool.give_back(con)
             return
-        try:  # a transaction left open must not leak into the next session
-            cur = con.cursor()
-            cur.execute("ROLLBACK")
-            cur.close()
-        except Exception:  # no transaction was open
-            pass
-        self.pool.give_back(con)
+        # a statement other than a query may have left a temporary table, a setting or
+        # an open transaction on the connection: none may reach the next user, and
+        # no statement undoes them all (a ROLLBACK ends the transaction only)
+        self.pool.discard(con)
 
 
 def _quietly(fn: Callable[[], Any]) -> None:

@@ -172,7 +172,7 @@ class AdbcEngine(Engine):
             raise ConfigError(f"cannot load the ADBC driver {path}: {exc}",
                               key=f"engines.{self.name}.driver_path", engine=self.name) from None
         self._pool = ConnectionPool(first, on_clone=lambda con: None, translate=self._translate,
-                                    engine=self.name)
+                                    engine=self.name, dialect=self.dialect)
 
     def _connect_error(self, exc: BaseException) -> GatewayError:
         from gateway.drivers.adbc import error_message

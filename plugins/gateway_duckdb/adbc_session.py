@@ -125,9 +125,9 @@ class AdbcSession:
     def open(self, engine: Any, one_shot: bool = False) -> PooledSession:
         """A session: a connection of its own, taken from the pool until the session closes.
 
-        A one-shot statement's connection goes back to the pool; a session's is
-        closed, since its temp tables, variables and settings would otherwise
-        reach whichever session takes the connection next.
+        A one-shot query's connection goes back to the pool; a session's, and one
+        that ran another statement, is closed, since its temp tables, variables
+        and settings would otherwise reach whichever session takes it next.
         """
         notes = engine.result_notes if engine is not None else dict
         return PooledSession(engine, self._pool, notes, reuse=one_shot)
