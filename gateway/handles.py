@@ -13,12 +13,13 @@ any of them.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from gateway.errors import Cancelled, GatewayError, QueryTimeout
@@ -78,6 +79,9 @@ class QueryHandle:
         self._on_done: list[Callable[[QueryHandle], None]] = []
         self._done = False
         _live.add(self)
+        started_here = getattr(_started, "handles", None)
+        if started_here is not None:
+            started_here.append(self)
 
     # -- what engines use --------------------------------------------------------
     def on_cancel(self, fn: Callable[[], None], repeat: bool = True) -> None:
@@ -257,6 +261,27 @@ def cancel_all() -> int:
     to its end.
     """
     return sum(handle.cancel() for handle in list(_live) if not handle.finished)
+
+
+#: per thread: where :func:`started_in_block` collects the handles created
+_started = threading.local()
+
+
+@contextlib.contextmanager
+def started_in_block() -> Iterator[list[QueryHandle]]:
+    """The handles of the queries this thread starts inside the block (its own list).
+
+    For a caller that cannot reach a query's result until it is done (a write
+    a Flight handler runs to its end) and must still be able to cancel it from
+    another thread. Blocks nest; an inner block's queries are its own only.
+    """
+    outer = getattr(_started, "handles", None)
+    handles: list[QueryHandle] = []
+    _started.handles = handles
+    try:
+        yield handles
+    finally:
+        _started.handles = outer
 
 
 def _quietly(fn: Callable[[], None]) -> None:

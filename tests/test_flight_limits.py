@@ -118,3 +118,36 @@ def test_idle_sessions_expire():
         assert session_engine(c, options) == "other"
         time.sleep(1.0)
         assert session_engine(c, options) == "duck"
+
+
+SLOW_WRITE = ("CREATE TABLE slow AS SELECT count(*) AS n FROM range(100000000000) a "
+              "WHERE a.range % 7 = 3")
+
+
+def _stops(server, within: float = 20.0) -> float:
+    """Seconds until the gateway runs no query (fails after ``within``)."""
+    started = time.monotonic()
+    while server.backend.gw.running():
+        assert time.monotonic() - started < within, server.backend.gw.running()
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("how", ["statement", "update"])
+def test_a_client_that_gives_up_on_a_write_stops_it(how):
+    """A write runs to its end inside GetFlightInfo (or DoPut): a client whose deadline
+    passed, or that went away, left it running for nobody until the query timeout."""
+    with serving() as server, flight.connect(server.location) as c:
+        options = flight.FlightCallOptions(timeout=0.5)
+        with pytest.raises((flight.FlightTimedOutError, flight.FlightCancelledError)):
+            if how == "statement":
+                c.get_flight_info(query(SLOW_WRITE), options)
+            else:
+                command = M.pack(M.CommandStatementUpdate(query=SLOW_WRITE))
+                writer, _ = c.do_put(flight.FlightDescriptor.for_command(command),
+                                     pa.schema([]), options)
+                writer.close()
+        _stops(server)
+        info = c.get_flight_info(query("SELECT count(*) AS n FROM information_schema.tables "
+                                       "WHERE table_name = 'slow'"))
+        assert read(c, info).to_pylist() == [{"n": 0}]

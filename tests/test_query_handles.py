@@ -67,3 +67,21 @@ def test_a_stopper_that_reaches_the_whole_engine_is_not_repeated():
     assert _wait_for(lambda: len(own) >= 3), own
     handle.finish()
     assert engine_wide == [1]
+
+
+def test_started_in_block_collects_this_threads_handles_only():
+    from gateway.handles import started_in_block
+
+    elsewhere = []
+    with started_in_block() as outer:
+        first = QueryHandle("e", 1, "SELECT 1")
+        with started_in_block() as inner:
+            second = QueryHandle("e", 1, "SELECT 2")
+        thread = threading.Thread(target=lambda: elsewhere.append(QueryHandle("e", 2, "x")))
+        thread.start()
+        thread.join()
+    after = QueryHandle("e", 1, "SELECT 3")
+    assert outer == [first] and inner == [second]
+    assert elsewhere[0] not in outer and after not in outer
+    for handle in (first, second, elsewhere[0], after):
+        handle.finish()

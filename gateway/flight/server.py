@@ -300,7 +300,7 @@ class FlightSqlServer(flight.FlightServerBase):
         self._admit(user)
         session = self._session(context, create=False)
         reference = session.reference if session is not None else None
-        return self._start(user, engine, sql, lambda: self.backend.execute(
+        return self._start(context, user, engine, sql, lambda: self.backend.execute(
             sql, engine, core, self.settings.query_timeout, shadow=reference))
 
     def _run_prepared(self, context: Any, user: User, handle: bytes) -> Query:
@@ -310,21 +310,23 @@ class FlightSqlServer(flight.FlightServerBase):
         self._admit(user)
         session = self._session(context, create=False)
         reference = session.reference if session is not None else None
-        return self._start(user, prepared.engine, prepared.sql, lambda: prepared.execute(
+        return self._start(context, user, prepared.engine, prepared.sql, lambda: prepared.execute(
             entry.parameters, self.settings.query_timeout, shadow=reference))
 
-    def _start(self, user: User, engine: str, sql: str, run: Callable[[], Result]) -> Query:
+    def _start(self, context: Any, user: User, engine: str, sql: str,
+               run: Callable[[], Result]) -> Query:
         started = time.monotonic()
+        write = not _QUERY.match(sql)
         try:
-            result = run()
+            # DDL and DML run to the end now (clients often never fetch their answer),
+            # stopped if the client goes away meanwhile
+            result = while_connected(context, lambda: _ran(run())) if write else run()
         except GatewayError as exc:
             querylog.record(query_id=None, user=user.name, engine=engine, sql=sql, rows=0,
                             nbytes=0, started=started, outcome=exc.kind)
             raise to_flight(exc) from None
         query = Query(user.name, engine, sql, result, shadow=result.shadow)
-        if not _QUERY.match(sql):
-            # DDL and DML run to the end now: clients often never fetch their answer
-            self._call(result.to_arrow)
+        if write:
             query.holds_slot = False
         self.queries.add(query)
         return query
@@ -373,7 +375,7 @@ class FlightSqlServer(flight.FlightServerBase):
             engine, core = self._target(context, user, command)
             self._check_statement(user, engine, command.query)
             self._admit(user)
-            count = self._update(user, engine, command.query, lambda: self.backend.execute(
+            count = self._update(context, user, engine, command.query, lambda: self.backend.execute(
                 command.query, engine, core, self.settings.query_timeout))
         elif isinstance(command, M.CommandPreparedStatementQuery):
             entry = self.prepared.get(command.prepared_statement_handle, user.name)
@@ -385,17 +387,18 @@ class FlightSqlServer(flight.FlightServerBase):
             self._check_statement(user, prepared.engine, prepared.sql)
             self._admit(user)
             parameters = self._parameters(reader) or entry.parameters
-            count = self._update(user, prepared.engine, prepared.sql, lambda: prepared.execute(
+            count = self._update(context, user, prepared.engine, prepared.sql, lambda: prepared.execute(
                 parameters, self.settings.query_timeout))
         else:
             raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} is not a DoPut command")
         writer.write(pa.py_buffer(M.DoPutUpdateResult(record_count=count).SerializeToString()))
 
-    def _update(self, user: User, engine: str, sql: str, run: Callable[[], Result]) -> int:
+    def _update(self, context: Any, user: User, engine: str, sql: str,
+                run: Callable[[], Result]) -> int:
         """Run a write; the rows it changed, or -1 when the engine does not say."""
         total, started, outcome, query_id = -1, time.monotonic(), "ok", None
         try:
-            result = run()
+            result = while_connected(context, lambda: _ran(run()))
             query_id = result.query_id
             total = self.backend.update_count(result)
         except GatewayError as exc:
@@ -657,3 +660,46 @@ def _sources_only(gw: Gateway) -> None:
     for cfg in gw.config.engines.values():
         if "files" in gw.engine_types[cfg.type].options and cfg.options.get("files") == "any":
             cfg.options["files"] = "sources"
+
+
+def _ran(result: Result) -> Result:
+    """``result`` read to its end (it keeps the answer)."""
+    result.to_arrow()
+    return result
+
+
+#: how often a handler running a statement to its end asks whether its client is still there
+_WATCH_SECONDS = 0.1
+
+
+def while_connected(context: Any, run: Callable[[], Any]) -> Any:
+    """``run()`` in a thread of its own, while the handler's thread watches the call: a
+    client that cancels or goes away (its deadline passed, its connection dropped)
+    cancels the queries ``run`` started, instead of a write running to its end (or to
+    the query timeout) for nobody."""
+    from gateway.handles import started_in_block
+
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+    started: list[Any] = []
+
+    def work() -> None:
+        try:
+            with started_in_block() as handles:
+                started.append(handles)
+                outcome["value"] = run()
+        except BaseException as exc:  # handed to the handler's thread below
+            outcome["error"] = exc
+        finally:
+            finished.set()
+
+    threading.Thread(target=work, name="flight-statement", daemon=True).start()
+    cancelled = False
+    while not finished.wait(_WATCH_SECONDS):
+        if not cancelled and context.is_cancelled():
+            cancelled = True
+            for handle in list(started[0] if started else ()):
+                handle.cancel()  # the statement ends with Cancelled, which ends the wait
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
