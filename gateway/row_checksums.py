@@ -255,14 +255,15 @@ class RowHashes:
         self.count, self.sum, self.stored, self.bits = 0, 0, False, bits
         self.counts = np.zeros(1 << bits, np.int64)
         self.sums = np.zeros(1 << bits, np.uint64)
-        shift = np.uint64(64 - bits)
+        shift = np.uint32(32 - bits)
         with open(self.path, "wb") as f:
             for table in tables:
                 h = self.hashes_of(table)
-                b = (h >> shift).astype(np.intp)
+                top = (h >> np.uint64(32)).astype(np.uint32)
+                f.write(top.data)  # (ndarray.tofile hides a full disk's ENOSPC)
+                b = top >> shift
                 np.add.at(self.sums, b, h)
                 self.counts += np.bincount(b, minlength=1 << bits)
-                f.write((h >> np.uint64(32)).astype(np.uint32).data)  # (tofile hides ENOSPC)
                 self.count += len(h)
                 self.sum = (self.sum + int(h.sum(dtype=np.uint64))) % _MOD
         self.stored = True
@@ -286,7 +287,7 @@ class RowHashes:
                 top = np.fromfile(f, np.uint32, _READ_ROWS)
                 if not len(top):
                     return
-                yield (top >> shift).astype(np.intp)
+                yield top >> shift
 
     def keys_of(self, table: pa.Table) -> np.ndarray:
         """The hash of each row's key columns."""
