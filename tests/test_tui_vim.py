@@ -175,3 +175,53 @@ async def test_the_tui_section_is_checked():
         ConsoleCore(Gateway({**quickstart_config(), "tui": {"vim": "yes"}}))
     with pytest.raises(ConfigError, match="unknown key"):
         ConsoleCore(Gateway({**quickstart_config(), "tui": {"emacs": True}}))
+
+
+async def test_counts_repeat_motions_and_edits():
+    app = make_app(vim_config())
+    async with app.run_test(size=(120, 30)) as pilot:
+        tab = await start(pilot, "a b c d e\ntwo\nthree\nfour\nfive")
+        await pilot.press("3", "w")
+        assert cursor(tab) == (0, 6)  # d
+        await pilot.press("2", "j")
+        assert cursor(tab) == (2, 4)  # clamped to "three"
+        await pilot.press("4", "G")
+        assert cursor(tab) == (3, 0)
+        await pilot.press("g", "g", "3", "x")
+        assert tab.editor.text.startswith(" c d e\n")
+        await pilot.press("u", "j", "2", "d", "d")
+        assert tab.editor.text == "a b c d e\nfour\nfive"
+        await pilot.press("p")  # the two lines go in below
+        assert tab.editor.text == "a b c d e\nfour\ntwo\nthree\nfive"
+        await pilot.press("1", "0", "0", "G")  # past the end: the last line
+        assert cursor(tab) == (4, 0)
+
+
+async def test_operators_take_motions():
+    app = make_app(vim_config())
+    async with app.run_test(size=(120, 30)) as pilot:
+        tab = await start(pilot, "select a, b from t\nwhere x\nand y")
+        await pilot.press("d", "w")
+        assert tab.editor.text.startswith("a, b from t\n")
+        await pilot.press("P")  # dw yanked "select "
+        assert tab.editor.text.startswith("select a, b from t\n")
+        await pilot.press("0", "w", "c", "w", "z", "escape")  # cw changes to the word's end
+        assert tab.editor.text.startswith("select z, b from t\n")
+        await pilot.press("w", "w", "d", "2", "w")  # "b from "
+        assert tab.editor.text.startswith("select z, t\n")
+        await pilot.press("0", "y", "e", "dollar_sign", "p")
+        assert tab.editor.text.startswith("select z, tselect\n")
+        await pilot.press("0", "w", "D")
+        assert tab.editor.text.startswith("select \n")
+        await pilot.press("j", "0", "C", "w", "h", "e", "n", "escape")
+        assert tab.editor.text == "select \nwhen\nand y"
+        await pilot.press("g", "g", "d", "j")  # linewise: both lines
+        assert tab.editor.text == "and y"
+        await pilot.press("c", "c", "o", "r", "escape")
+        assert tab.editor.text == "or"
+        await pilot.press("y", "y", "p")
+        assert tab.editor.text == "or\nor"
+        await pilot.press("d", "g", "g")  # linewise up to the first line: both
+        assert tab.editor.text == ""
+        await pilot.press("i", "x", "escape", "d", "escape", "x")  # escape drops the d
+        assert tab.editor.text == "" and tab.editor.area.mode == "normal"

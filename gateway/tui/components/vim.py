@@ -3,7 +3,10 @@
 Off by default (``[tui] vim = true`` or f9 turn it on). Normal mode moves with
 ``h j k l w b e 0 $ gg G``, enters insert mode with ``i a I A o O``, edits with
 ``x dd yy p P u ctrl+r`` and selects with ``v``; escape returns to normal mode.
-Keys vim does not use here (ctrl+enter, f-keys, arrows) keep their usual meaning.
+A count repeats a motion or an edit (``3j``, ``2dd``, ``5x``, ``4G`` goes to line
+4); the operators ``d c y`` take a motion (``dw``, ``c$``, ``y2w``, ``dj``; ``D``
+and ``C`` are ``d$`` and ``c$``). Keys vim does not use here (ctrl+enter, f-keys,
+arrows) keep their usual meaning.
 """
 
 from __future__ import annotations
@@ -78,14 +81,20 @@ class VimTextArea(TextAreaPlus):
             super().__init__()
             self.mode = mode
 
-    #: normal-mode keys that start a two-key command (dd, yy, gg)
-    PENDING: ClassVar[frozenset[str]] = frozenset("dyg")
+    #: operators that take a motion (or themselves again: the count's lines)
+    OPERATORS: ClassVar[frozenset[str]] = frozenset("dcy")
+    #: motions an operator takes whole lines with
+    LINEWISE: ClassVar[frozenset[str]] = frozenset({"j", "k", "G", "gg", "enter"})
+    #: motions whose target character is included in an operator's range
+    INCLUSIVE: ClassVar[frozenset[str]] = frozenset({"e", "$"})
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.register = ""
         self.register_lines = False
         self._pending = ""
+        self._count = ""
+        self._operator = ""
         self._anchor: Location = (0, 0)
         self._head: Location = (0, 0)
 
@@ -94,7 +103,7 @@ class VimTextArea(TextAreaPlus):
 
     def set_vim(self, on: bool) -> None:
         """Turn vim keys on (in normal mode) or off (plain editing)."""
-        self._pending = ""
+        self._pending = self._count = self._operator = ""
         self.mode = "normal" if on else ""
         if on:
             self._to_normal()
@@ -128,34 +137,111 @@ class VimTextArea(TextAreaPlus):
         event.prevent_default()
 
     def _normal_key(self, key: str) -> None:
+        if key.isdigit() and (key != "0" or self._count):
+            self._count += key
+            return
+        count, given = int(self._count or "1"), bool(self._count)
+        operator = self._operator
         pending, self._pending = self._pending, ""
-        if pending:
-            command = pending + key
-            if command == "dd":
-                self._delete_line()
-            elif command == "yy":
-                self._yank_line()
-            elif command == "gg":
-                self._to_normal((0, 0))
+        if key == "escape":
+            self._count = self._operator = ""
             return
-        if key in self.PENDING:
-            self._pending = key
+        if key == "g" and not pending:
+            self._pending = key  # gg
             return
-        target = self._motion(key, self.cursor_location)
+        name = "gg" if pending == "g" and key == "g" else key
+        if pending == "g" and key != "g":
+            self._count = self._operator = ""
+            return
+        if operator:
+            self._count = self._operator = ""
+            if name == operator:  # dd, cc, yy: the count's lines
+                self._lines(operator, count)
+            elif name in ("w", "b", "e", "h", "l", "0", "$", "j", "k", "G", "gg",
+                          "backspace", "enter"):
+                self._operate(operator, name, count, given)
+            return
+        if name in self.OPERATORS:
+            self._operator = name  # the count stays for the motion
+            return
+        self._count = ""
+        if name in ("D", "C"):
+            self._operate("d" if name == "D" else "c", "$", count, given)
+            return
+        target = self._counted_motion(name, self.cursor_location, count, given)
         if target is not None:
             self._to_normal(target)
-        elif key in ("i", "a", "I", "A", "o", "O"):
-            self._insert(key)
-        elif key in ("x", "delete"):
-            self._delete_char()
-        elif key in ("p", "P"):
-            self._put(after=key == "p")
-        elif key == "u":
-            self._edit_with(self.action_undo)
-        elif key == "v":
+        elif name in ("i", "a", "I", "A", "o", "O"):
+            self._insert(name)
+        elif name in ("x", "delete"):
+            self._delete_char(count)
+        elif name in ("p", "P"):
+            for _ in range(count):
+                self._put(after=name == "p")
+        elif name == "u":
+            for _ in range(count):
+                self._edit_with(self.action_undo)
+        elif name == "v":
             self.mode = "visual"
             self._anchor = self._head = self.cursor_location
             self._select_visual()
+
+    def _counted_motion(self, key: str, at: Location, count: int,
+                        given: bool) -> Location | None:
+        """Where ``key`` moves from ``at``, ``count`` times (``4G``: to line 4)."""
+        if key in ("G", "gg") and given:
+            return min(count, self.document.line_count) - 1, 0
+        if key == "gg":
+            return 0, 0
+        if key == "$":  # 3$: the end of the line two below
+            return self._motion("$", (min(at[0] + count - 1, self.document.line_count - 1), 0))
+        target = self._motion(key, at)
+        for _ in range(count - 1):
+            if target is None:
+                break
+            target = self._motion(key, target)
+        return target
+
+    def _operate(self, operator: str, motion: str, count: int, given: bool) -> None:
+        """``d``, ``c`` or ``y`` over what ``motion`` (``count`` times) moves across."""
+        at = self.cursor_location
+        if operator == "c" and motion == "w" and at[1] < len(self.document[at[0]]) and \
+                not self.document[at[0]][at[1]].isspace():
+            # vim's cw changes to the end of the cursor's word (then of count - 1 more)
+            motion = "e"
+            text = self.text
+            i = self._text.get_index_from_location(at)
+            while i + 1 < len(text) and _kind(text[i + 1]) == _kind(text[i]):
+                i += 1
+            at_end = self._text.get_location_from_index(i)
+            target = self._counted_motion("e", at_end, count - 1, given) if count > 1 else at_end
+        else:
+            target = self._counted_motion(motion, at, count, given)
+        if target is None:
+            return
+        if motion in self.LINEWISE:
+            first, last = sorted((at[0], target[0]))
+            self._to_normal((first, 0))
+            self._lines(operator, last - first + 1)
+            return
+        start, end = sorted((at, target))
+        if motion == "w" and end[0] > start[0]:  # dw on a line's last word stops at its end
+            end = (start[0], len(self.document[start[0]]))
+        if motion in self.INCLUSIVE:
+            end = (end[0], min(end[1] + 1, len(self.document[end[0]])))
+        if start == end:
+            return
+        self.register, self.register_lines = self.get_text_range(start, end), False
+        if operator == "y":
+            self._to_normal(start)
+            return
+        self._edit_with(lambda: self.delete(start, end))
+        if operator == "c":
+            self.history.checkpoint()
+            self.selection = Selection.cursor(start)
+            self.mode = "insert"
+        else:
+            self._to_normal(start)
 
     def _visual_key(self, key: str) -> None:
         pending, self._pending = self._pending, ""
@@ -263,27 +349,36 @@ class VimTextArea(TextAreaPlus):
         self.selection = Selection.cursor(at)
         self.mode = "insert"
 
-    def _delete_char(self) -> None:
+    def _delete_char(self, count: int = 1) -> None:
         row, col = self.cursor_location
-        if col >= len(self.document[row]):
+        end = min(col + count, len(self.document[row]))
+        if col >= end:
             return
-        self.register, self.register_lines = self.document[row][col], False
-        self._edit_with(lambda: self.delete((row, col), (row, col + 1)))
+        self.register, self.register_lines = self.document[row][col:end], False
+        self._edit_with(lambda: self.delete((row, col), (row, end)))
 
-    def _yank_line(self) -> None:
+    def _lines(self, operator: str, count: int) -> None:
+        """``dd``, ``cc`` or ``yy`` on ``count`` lines from the cursor's."""
         row = self.cursor_location[0]
-        self.register, self.register_lines = self.document[row] + "\n", True
-
-    def _delete_line(self) -> None:
-        row = self.cursor_location[0]
-        self._yank_line()
-        last = self.document.line_count - 1
-        if row < last:
-            start, end = (row, 0), (row + 1, 0)
+        last = min(row + count, self.document.line_count) - 1
+        self.register = "\n".join(self.document[r] for r in range(row, last + 1)) + "\n"
+        self.register_lines = True
+        if operator == "y":
+            return
+        if operator == "c":  # the lines' text goes, one empty line stays, in insert mode
+            start, end = (row, 0), (last, len(self.document[last]))
+            self._edit_with(lambda: self.delete(start, end))
+            self.history.checkpoint()
+            self.selection = Selection.cursor((row, 0))
+            self.mode = "insert"
+            return
+        final = self.document.line_count - 1
+        if last < final:
+            start, end = (row, 0), (last + 1, 0)
         elif row > 0:
-            start, end = (row - 1, len(self.document[row - 1])), (row, len(self.document[row]))
+            start, end = (row - 1, len(self.document[row - 1])), (last, len(self.document[last]))
         else:
-            start, end = (0, 0), (0, len(self.document[0]))
+            start, end = (0, 0), (last, len(self.document[last]))
         self._edit_with(lambda: self.delete(start, end))
         self._to_normal((min(row, self.document.line_count - 1), 0))
 
