@@ -30,6 +30,7 @@ import math
 import os
 import resource
 import statistics
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -118,12 +119,16 @@ def stream_cases(rows: int, rounds: int, memory: int, skip: list[str], warmups: 
             return compare_streams(pr, rr, pr.schema, rr.schema, sql=q, memory_bytes=memory)
 
         def except_all(a: str = p_sql, b: str = r_sql) -> int:
-            con = duckdb.connect(config={"threads": 1, "memory_limit": "4GB"})
-            try:
-                return sum(con.execute(f"SELECT count(*) FROM (({x}) EXCEPT ALL ({y}))"
-                                       ).fetchall()[0][0] for x, y in ((a, b), (b, a)))
-            finally:
-                con.close()
+            # DuckDB spills past its memory limit into ./.tmp unless told: the system's
+            # temp folder instead, as the comparison's own spill
+            with tempfile.TemporaryDirectory(prefix="arrowgate-except-") as spill:
+                con = duckdb.connect(config={"threads": 1, "memory_limit": "4GB",
+                                             "temp_directory": spill})
+                try:
+                    return sum(con.execute(f"SELECT count(*) FROM (({x}) EXCEPT ALL ({y}))"
+                                           ).fetchall()[0][0] for x, y in ((a, b), (b, a)))
+                finally:
+                    con.close()
 
         runs: dict[str, list[tuple[Any, float, float, float]]] = {"read": [], "compare": [],
                                                                    "except": []}

@@ -40,8 +40,14 @@ ORDER_DEPENDENT_AGGREGATES = frozenset({
     "any_value", "arbitrary", "first", "last", "list", "array_agg", "string_agg",
     "group_concat", "listagg", "json_group_array", "json_arrayagg",
 })
-#: functions that change state when a SELECT calls them
-SIDE_EFFECT_NAMES = frozenset({"nextval", "setval"})
+#: functions that change state when a SELECT calls them: a sequence, a session's
+#: settings, random seed or locks (which a pooled connection would carry to its next
+#: user, gateway.drivers.adbc), a notification sent
+SIDE_EFFECT_NAMES = frozenset({
+    "nextval", "setval", "set_config", "setseed", "pg_advisory_lock",
+    "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_lock_shared",
+    "pg_advisory_unlock", "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "pg_notify",
+})
 
 _VOLATILE_CLASSES = ("Rand", "Randn", "Randstr", "Uuid", "CurrentDate", "CurrentDatetime",
                      "CurrentTime", "CurrentTimestamp", "CurrentTimestampLTZ", "Localtime",

@@ -283,12 +283,15 @@ def test_a_one_shot_query_sends_nothing_after_it_and_a_statement_leaves_no_state
                                                       dbname=name)  # no ROLLBACK after
         gw.execute("BEGIN").to_arrow()  # a one-shot transaction must not outlive its session
         gw.execute("SET TimeZone = 'Asia/Tokyo'").to_arrow()  # nor a setting
+        gw.execute("SELECT set_config('DateStyle', 'SQL, DMY', false)").to_arrow()  # a SELECT's
         gw.execute("CREATE TEMP TABLE left_behind AS SELECT 1 AS a").to_arrow()  # nor a table
         # their connections were closed, not lent again
         assert postgres.psql(f"SELECT count(*) {clients} AND state <> 'idle'",
                              dbname=name) == "0"
         assert _answer(gw, "SELECT current_setting('TimeZone') AS tz") != \
             [{"tz": "Asia/Tokyo"}]
+        assert _answer(gw, "SELECT current_setting('DateStyle') AS ds") != \
+            [{"ds": "SQL, DMY"}]
         with pytest.raises(gateway.QueryError, match="left_behind"):
             gw.execute("SELECT * FROM left_behind").to_arrow()
         gw.execute("CREATE TABLE after_begin (a int)").to_arrow()

@@ -151,6 +151,11 @@ def test_side_effects_are_found():
     assert side_effects("SELECT nextval('s')") == ["nextval"]
     assert side_effects("SELECT a, setval('s', 5) FROM t") == ["setval"]
     assert side_effects("SELECT random()") == []
+    # a session's settings, seed and locks, which a pooled connection would carry on
+    assert side_effects("SELECT set_config('TimeZone', 'UTC', false)", "postgres") == \
+        ["set_config"]
+    assert side_effects("SELECT setseed(0.5)") == ["setseed"]
+    assert side_effects("SELECT pg_advisory_lock(7)", "postgres") == ["pg_advisory_lock"]
 
 
 # -- properties ------------------------------------------------------------------------------
