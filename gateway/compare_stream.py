@@ -381,18 +381,15 @@ def _decoded_schema(schema: pa.Schema) -> pa.Schema:
 
 # -- reading back -----------------------------------------------------------------------------
 def _store_hashes(sides: list[tuple[SpilledAnswer, SidePlan]], bits: int) -> None:
-    """Each side's :meth:`SpilledAnswer.store_hashes`, the two sides on two threads at once
-    (DuckDB and the spill's reads leave the GIL: the verdict comes sooner on two cores, at
-    the same CPU cost; each thread holds one million-row chunk)."""
-    if len(sides) < 2:
-        for side, plan in sides:
-            side.store_hashes(plan, bits)
-        return
-    from concurrent.futures import ThreadPoolExecutor
+    """Each side's :meth:`SpilledAnswer.store_hashes`, one after the other.
 
-    with ThreadPoolExecutor(len(sides), thread_name_prefix="compare-hash") as pool:
-        for done in [pool.submit(side.store_hashes, plan, bits) for side, plan in sides]:
-            done.result()  # the first error, once both are done
+    Not on two threads: that took a 100M-row comparison from 33.5 s to 27.9 s of
+    wall time at the same CPU, but the process's RSS grew by 256 MiB instead of
+    90 MiB (two million-row chunks at once, and the allocators' per-thread caches),
+    the whole cap (docs/benchmarks.md, 2026-12-01).
+    """
+    for side, plan in sides:
+        side.store_hashes(plan, bits)
 
 
 def _rechunked(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
