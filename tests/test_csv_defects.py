@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -93,6 +94,28 @@ def test_integers_past_64_bits_stay_exact_as_duckdb_hugeint(tmp_path):
         assert got.column("n").to_pylist() == [4]
         assert gw.execute("SELECT a FROM t", engine="csv").schema.field("a").type == \
             pa.decimal128(38, 0)
+
+
+def test_sums_of_64_bit_integers_do_not_wrap(tmp_path):
+    """Found by `arrowgate fuzz` on DuckDB's drug_exposure.csv: through Arrow's
+    aggregation (a filter, or an aggregate the fused path does not take) a sum past
+    2**63 wrapped around, silently: 3225965759071614199 where DuckDB says
+    1091583866107935159543."""
+    big = 9_000_000_000_000_000_000
+    rows = "".join(f"{big - i},{i % 3},{'x' if i % 2 else ''}\n" for i in range(8))
+    path = write(tmp_path, "big.csv", "a,g,s\n" + rows)
+    with gateway_for(path) as gw:
+        for sql in ("SELECT sum(a) AS s FROM t WHERE g <> 5",
+                    "SELECT sum(a) AS s, min(s) AS m FROM t",
+                    "SELECT g, sum(a) AS s, avg(a) AS m FROM t GROUP BY g ORDER BY g",
+                    "SELECT g FROM t GROUP BY g HAVING sum(a) > 9223372036854775807 "
+                    "ORDER BY g",
+                    "SELECT sum(g) AS s FROM t WHERE a > 0"):
+            assert_same(gw, sql)
+        got = gw.execute("SELECT sum(a) AS s FROM t WHERE g <> 5", engine="csv").to_arrow()
+        assert got.column("s").to_pylist() == [Decimal(8 * big - 28)]
+        small = gw.execute("SELECT sum(g) AS s FROM t WHERE a > 0", engine="csv").to_arrow()
+        assert small.schema.field("s").type == pa.int64()  # as before, where the sum fits
 
 
 def test_integers_past_38_digits_are_double(tmp_path):

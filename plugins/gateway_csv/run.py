@@ -288,6 +288,10 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
             nan_specs[j] = len(nan_specs) + len(query.aggregates)
 
     specs += [(f"__nan{j}", "sum") for j in nan_specs]
+    #: sum and avg: of integers, added up as DECIMAL(38, 0) (see _exact_sums)
+    exact_sums = {j for j, spec in enumerate(specs[:len(query.aggregates)])
+                  if spec[1] in ("sum", "mean")}
+    widened: set[int] = set()
     key_names = [f"__k{i}" for i in range(len(query.group))]
     # count(DISTINCT x) decomposes when x is one expression: the partials are
     # grouped by the keys and x, so what is held is the distinct (group, x)
@@ -317,6 +321,10 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
                     cols[f"__nan{j}"] = nan.cast(pa.int64())
                     if pa.types.is_floating(arg.type):
                         arg = pc.if_else(nan, pa.scalar(None, arg.type), arg)
+                if j in exact_sums and pa.types.is_integer(arg.type):
+                    # Arrow's sums wrap around past 2**63, silently; DuckDB's are HUGEINT
+                    arg = arg.cast(_EXACT_SUM)
+                    widened.add(j)
                 cols[f"__a{j}"] = arg
         if distinct_node is not None:
             arr = frame.array(distinct_node)
@@ -331,7 +339,7 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
             parts.append(batch)
     if merger is not None:
         keys, aggs, n = merger.result(key_names)
-        return keys, _with_nans(query, aggs, nan_specs), n
+        return keys, _exact_sums(_with_nans(query, aggs, nan_specs), widened), n
     # distinct counts of several expressions: aggregate the columns whole
     table = pa.Table.from_batches(parts)
     grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
@@ -340,7 +348,30 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
     for spec in specs:
         name = "count_all" if spec[1] == "count_all" else f"{spec[0]}_{spec[1]}"
         aggs.append(grouped.column(name).combine_chunks())
-    return keys, _with_nans(query, aggs, nan_specs), grouped.num_rows
+    return keys, _exact_sums(_with_nans(query, aggs, nan_specs), widened), \
+        grouped.num_rows
+
+
+#: the type integer sums are added up in: DuckDB's sum of integers is a HUGEINT
+_EXACT_SUM = pa.decimal128(38, 0)
+
+
+def _exact_sums(aggs: list[pa.Array], exact: set[int]) -> list[pa.Array]:
+    """The integer sums of ``exact`` (positions) back to BIGINT where every one fits, as
+    the fused path gives them (DECIMAL(38, 0) where one does not: DuckDB's value, not a
+    wrapped one)."""
+    out = []
+    for j, arr in enumerate(aggs):
+        if j not in exact:
+            pass
+        elif arr.type == _EXACT_SUM and len(arr) and arr.null_count < len(arr):
+            low, high = pc.min_max(arr).values()
+            if low.as_py() >= -(2**63) and high.as_py() < 2**63:
+                arr = arr.cast(pa.int64())
+        elif arr.type == _EXACT_SUM:
+            arr = arr.cast(pa.int64())
+        out.append(arr)
+    return out
 
 
 def _with_nans(query: Query, aggs: list[pa.Array], nan_specs: dict[int, int]) -> list[pa.Array]:
