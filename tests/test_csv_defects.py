@@ -118,6 +118,18 @@ def test_sums_of_64_bit_integers_do_not_wrap(tmp_path):
         assert small.schema.field("s").type == pa.int64()  # as before, where the sum fits
 
 
+def test_distinct_takes_minus_zero_and_zero_as_one_value(tmp_path):
+    """Found by `arrowgate fuzz` on DuckDB's aws_locations.csv: SELECT DISTINCT
+    latitude * 0 gave 0.0 and -0.0 as two rows, DuckDB one."""
+    path = write(tmp_path, "z.csv", "x,y\n1.5,1\n-2.5,2\n0.0,1\n")
+    with gateway_for(path) as gw:
+        for sql in ("SELECT DISTINCT x * 0 AS z FROM t",
+                    "SELECT DISTINCT x * 0 AS z, y FROM t ORDER BY y"):
+            assert_same(gw, sql)
+        got = gw.execute("SELECT DISTINCT x * 0 AS z FROM t", engine="csv").to_arrow()
+        assert got.num_rows == 1
+
+
 def test_integers_past_38_digits_are_double(tmp_path):
     path = write(tmp_path, "wider.csv", "a\n1\n" + "9" * 39 + "\n")
     with gateway_for(path) as gw:

@@ -522,7 +522,9 @@ def _table(names: list[str], arrays: list[pa.Array], length: int) -> pa.Table:
 
 
 def _distinct(table: pa.Table) -> pa.Table:
-    renamed = table.rename_columns([f"c{i}" for i in range(table.num_columns)])
+    # -0.0 + 0.0 is 0.0: one row, as in DuckDB (Arrow's grouping tells the zeros apart)
+    columns = [pc.add(c, 0.0) if pa.types.is_floating(c.type) else c for c in table.columns]
+    renamed = pa.table(columns, names=[f"c{i}" for i in range(table.num_columns)])
     unique = renamed.group_by(renamed.column_names, use_threads=False).aggregate([])
     return unique.select([f"c{i}" for i in range(table.num_columns)]).rename_columns(
         table.column_names)
