@@ -110,7 +110,13 @@ def test_sums_of_64_bit_integers_do_not_wrap(tmp_path):
                     "SELECT g, sum(a) AS s, avg(a) AS m FROM t GROUP BY g ORDER BY g",
                     "SELECT g FROM t GROUP BY g HAVING sum(a) > 9223372036854775807 "
                     "ORDER BY g",
-                    "SELECT sum(g) AS s FROM t WHERE a > 0"):
+                    "SELECT sum(g) AS s FROM t WHERE a > 0",
+                    # avg beside two distinct counts: Arrow's avg over the whole column
+                    # (an avg of the sum's DECIMAL(38, 0) rounded 5.5 to 6)
+                    "SELECT avg(g) AS m, count(DISTINCT a) AS x, count(DISTINCT s) AS y "
+                    "FROM t",
+                    "SELECT sum(a) AS s FROM t WHERE NULL",
+                    "SELECT count(*) AS n, min(s) AS m FROM t WHERE NULL AND g > 0"):
             assert_same(gw, sql)
         got = gw.execute("SELECT sum(a) AS s FROM t WHERE g <> 5", engine="csv").to_arrow()
         assert got.column("s").to_pylist() == [Decimal(8 * big - 28)]

@@ -105,6 +105,8 @@ def filtered(frame: Frame, rest: list[exp.Expression]) -> Frame:
         m = frame.evaluate(cond)
         if isinstance(m, pa.Scalar) or m.type != pa.bool_():
             m = broadcast(m, frame.length)
+            if pa.types.is_null(m.type):  # WHERE NULL: unknown, so no row, as in DuckDB
+                m = m.cast(pa.bool_())
             if m.type != pa.bool_():
                 raise QueryError("WHERE needs a boolean condition", kind="type")
         mask = m if mask is None else pc.and_kleene(mask, m)
@@ -288,10 +290,6 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
             nan_specs[j] = len(nan_specs) + len(query.aggregates)
 
     specs += [(f"__nan{j}", "sum") for j in nan_specs]
-    #: sum and avg: of integers, added up as DECIMAL(38, 0) (see _exact_sums)
-    exact_sums = {j for j, spec in enumerate(specs[:len(query.aggregates)])
-                  if spec[1] in ("sum", "mean")}
-    widened: set[int] = set()
     key_names = [f"__k{i}" for i in range(len(query.group))]
     # count(DISTINCT x) decomposes when x is one expression: the partials are
     # grouped by the keys and x, so what is held is the distinct (group, x)
@@ -303,6 +301,12 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
     distinct_node = distinct_args[0] if one_distinct else None
     merger = None if distinct_args and not one_distinct \
         else _Partials(specs, distinct="__d" if one_distinct else None)
+    #: sum (and avg, whose partial sums _Partials divides as doubles): of integers, added
+    #: up as DECIMAL(38, 0) (see _exact_sums); Arrow's own avg of a whole column is a
+    #: double already, and its avg of a DECIMAL(38, 0) would round to an integer
+    exact_sums = {j for j, spec in enumerate(specs[:len(query.aggregates)])
+                  if spec[1] == "sum" or (spec[1] == "mean" and merger is not None)}
+    widened: set[int] = set()
     parts: list[pa.RecordBatch] = []
     for frame, rest in scan_columns(scanners, query):
         frame = filtered(frame, rest)
