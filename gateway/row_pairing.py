@@ -263,7 +263,8 @@ class RowPairing:
         if tied and all(c is not None for c in tied):
             if not self._only_ties_at_the_edges(con, [c for c in tied if c is not None]):
                 return None
-            verdict = self._order_or_match()
+            # rows tied within a float key's tolerance may differ in the keys after it
+            verdict = self._order_or_match(up_to_a_float=True)
             if not verdict.ok:
                 return verdict
             self.evidence.update(tied_at_cut=differing,
@@ -282,7 +283,8 @@ class RowPairing:
         """Do the answers differ only in rows tied with the last row (or the first, after OFFSET)?
 
         Rows whose ORDER BY keys equal the last row's compete for the last places; which of
-        them an engine keeps is its own choice.
+        them an engine keeps is its own choice. A float key equals within the tolerance,
+        and the keys after it are not looked at.
         """
         assert self.cut is not None
         if self.r.num_rows == 0:
@@ -294,9 +296,18 @@ class RowPairing:
         def at_edge(side: str) -> str:
             options = []
             for row in rows:
-                options.append(" AND ".join(f"{side}{c} IS NOT DISTINCT FROM ${len(params) + i + 1}"
-                                            for i, c in enumerate(tied)))
-                params.extend(row[c] for c in tied)
+                parts = []
+                for c in tied:
+                    params.append(row[c])
+                    x, edge = f"{side}{c}", f"${len(params)}"
+                    if self.floats[int(c[1:])]:
+                        # a float key ties within the tolerance (two engines' avg() can
+                        # differ in the last bit), and the keys after it then decide
+                        # nothing (see _keys_floats_leave_decidable)
+                        parts.append(_nullable(x, edge, _float_same(x, edge, self.opts, False)))
+                        break
+                    parts.append(f"{x} IS NOT DISTINCT FROM {edge}")
+                options.append(" AND ".join(parts))
             return "(" + " OR ".join(f"({o})" for o in options) + ")"
 
         inside = f"NOT ((NOT in_p OR {at_edge('p_')}) AND (NOT in_r OR {at_edge('r_')}))"
@@ -339,11 +350,13 @@ class RowPairing:
                             "reference": rrow[col]})
         return out[:n]
 
-    def _order_or_match(self, same_positions: bool = False, offset: int = 0) -> Verdict:
+    def _order_or_match(self, same_positions: bool = False, offset: int = 0,
+                        up_to_a_float: bool = False) -> Verdict:
         """``match``, or ``order`` when the ORDER BY keys differ at some position.
 
         ``same_positions``: the answers are known to be equal row for row.
         ``offset``: added to the positions reported (see :meth:`order_verdict`).
+        ``up_to_a_float``: check the keys up to the first float one only.
         """
         n = self.p.num_rows
         shape = self.shape
@@ -361,6 +374,9 @@ class RowPairing:
             self.evidence["order_keys"] = [t.text for t in shape.order]
             if not same_positions:
                 checked = self._keys_floats_leave_decidable(checked)
+            if up_to_a_float:
+                first = next((i for i, c in enumerate(checked) if self.floats[int(c[1:])]), None)
+                checked = checked if first is None else checked[:first + 1]
             if not checked:
                 self.evidence["order_checked"] = False
                 return Verdict("match", f"{n} rows agree (order not checked: the ORDER BY keys "

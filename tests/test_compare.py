@@ -279,6 +279,24 @@ def test_rows_tied_at_the_limit_boundary_may_differ():
     assert verdict(other_tie, reference, sql=without_limit).category == "values"
 
 
+def test_rows_tied_within_a_float_keys_tolerance_at_the_limit_may_differ():
+    """Found by `arrowgate fuzz` (csv against DuckDB, drug_exposure.csv): two engines'
+    avg() of the same huge integers differed in the last bit, so each ordered its
+    groups by its own value and kept another group at the LIMIT; a values divergence
+    between two correct answers."""
+    sql = "SELECT g, n, m FROM t ORDER BY m ASC, n DESC LIMIT 3"
+    m = -9.133360720296561e18
+    near = -9.13336072029656e18  # one bit away
+    reference = pa.table({"g": ["a", "b", "c"], "n": [5, 4, 3], "m": [m, m, m]})
+    primary = pa.table({"g": ["a", "b", "d"], "n": [5, 4, 2], "m": [m, m, m]})
+    assert near != m and abs(near - m) <= 1e-9 * abs(m)
+    v = verdict(primary, reference, sql=sql)
+    assert v.category == "nondeterministic", v.message
+    assert v.evidence["tied_at_cut"] == 1
+    far = pa.table({"g": ["a", "b", "d"], "n": [5, 4, 2], "m": [m, m, m * 0.5]})
+    assert verdict(far, reference, sql=sql).category == "values"  # not tied: a real difference
+
+
 def test_comparisons_in_threads_at_once_keep_their_own_tables():
     from concurrent.futures import ThreadPoolExecutor
 
