@@ -129,7 +129,10 @@ def aggregate(scanners: list[Scanner], query: Query) -> pa.Table:
                                  s.layout.kinds == layout.kinds for s in scanners):
         keys, aggs, n = _fused(scanners, fused, layout, query)
     else:
-        keys, aggs, n = _arrow_aggregate(scanners, query)
+        try:
+            keys, aggs, n = _arrow_aggregate(scanners, query)
+        except _SumsPastBigint:  # rare: scanned again, summing in DECIMAL(38, 0)
+            keys, aggs, n = _arrow_aggregate(scanners, query, exact=True)
     return finish_aggregate(query, keys, aggs, n)
 
 
@@ -256,8 +259,21 @@ def _typed(values: list[Any], kind: int) -> pa.Array:
 _ARROW_AGGS = {exp.Sum: "sum", exp.Avg: "mean", exp.Min: "min", exp.Max: "max"}
 
 
-def _arrow_aggregate(scanners: list[Scanner], query: Query) \
+class _SumsPastBigint(Exception):
+    """An integer sum could pass BIGINT's range: Arrow's would wrap around, silently."""
+
+
+def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False) \
         -> tuple[list[pa.Array], list[pa.Array], int]:
+    """Aggregates through Arrow's grouping.
+
+    Arrow's sums of int64 wrap around past 2**63 without a word, where DuckDB's
+    are HUGEINT. Integer sums are added up as int64 while the rows' largest
+    magnitudes bound every sum below 2**63 (one min_max a batch); past that the
+    scan raises :class:`_SumsPastBigint` and the caller runs it again with
+    ``exact``, which adds them up as DECIMAL(38, 0) (three times the cost of
+    int64 sums, so not by default).
+    """
     specs: list[tuple[Any, ...]] = []
     arg_nodes: list[exp.Expression | None] = []
     #: min/max aggregate -> index of the extra spec counting its NaNs (Arrow skips
@@ -301,12 +317,14 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
     distinct_node = distinct_args[0] if one_distinct else None
     merger = None if distinct_args and not one_distinct \
         else _Partials(specs, distinct="__d" if one_distinct else None)
-    #: sum (and avg, whose partial sums _Partials divides as doubles): of integers, added
-    #: up as DECIMAL(38, 0) (see _exact_sums); Arrow's own avg of a whole column is a
-    #: double already, and its avg of a DECIMAL(38, 0) would round to an integer
+    #: sum (and avg, whose partial sums _Partials divides as doubles) of integers; Arrow's
+    #: own avg of a whole column is a double already, and of a DECIMAL(38, 0) it would
+    #: round to an integer
     exact_sums = {j for j, spec in enumerate(specs[:len(query.aggregates)])
                   if spec[1] == "sum" or (spec[1] == "mean" and merger is not None)}
     widened: set[int] = set()
+    #: per integer sum: the most any of its sums can be (rows times largest magnitude)
+    bounds = dict.fromkeys(exact_sums, 0)
     parts: list[pa.RecordBatch] = []
     for frame, rest in scan_columns(scanners, query):
         frame = filtered(frame, rest)
@@ -326,9 +344,14 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query) \
                     if pa.types.is_floating(arg.type):
                         arg = pc.if_else(nan, pa.scalar(None, arg.type), arg)
                 if j in exact_sums and pa.types.is_integer(arg.type):
-                    # Arrow's sums wrap around past 2**63, silently; DuckDB's are HUGEINT
-                    arg = arg.cast(_EXACT_SUM)
-                    widened.add(j)
+                    if exact:
+                        arg = arg.cast(_EXACT_SUM)
+                        widened.add(j)
+                    else:
+                        low, high = (v.as_py() or 0 for v in pc.min_max(arg).values())
+                        bounds[j] += max(abs(low), abs(high)) * frame.length
+                        if bounds[j] >= 2**63:
+                            raise _SumsPastBigint
                 cols[f"__a{j}"] = arg
         if distinct_node is not None:
             arr = frame.array(distinct_node)
@@ -361,20 +384,14 @@ _EXACT_SUM = pa.decimal128(38, 0)
 
 
 def _exact_sums(aggs: list[pa.Array], exact: set[int]) -> list[pa.Array]:
-    """The integer sums of ``exact`` (positions) back to BIGINT where every one fits, as
-    the fused path gives them (DECIMAL(38, 0) where one does not: DuckDB's value, not a
-    wrapped one)."""
-    out = []
-    for j, arr in enumerate(aggs):
-        if j not in exact:
-            pass
-        elif arr.type == _EXACT_SUM and len(arr) and arr.null_count < len(arr):
-            low, high = pc.min_max(arr).values()
-            if low.as_py() >= -(2**63) and high.as_py() < 2**63:
-                arr = arr.cast(pa.int64())
-        elif arr.type == _EXACT_SUM:
-            arr = arr.cast(pa.int64())
-        out.append(arr)
+    """The DECIMAL(38, 0) sums of ``exact`` (positions) as BIGINT where every one fits, as
+    the fused path gives them (DuckDB's value, not a wrapped one, where one does not)."""
+    out = list(aggs)
+    for j in exact:
+        if out[j].type == _EXACT_SUM:
+            low, high = (v.as_py() for v in pc.min_max(out[j]).values())
+            if low is None or (low >= -(2**63) and high < 2**63):  # (None: no sum at all)
+                out[j] = out[j].cast(pa.int64())
     return out
 
 
