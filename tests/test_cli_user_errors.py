@@ -117,11 +117,17 @@ ENGINES = {
 }
 
 
+def _child_env() -> dict[str, str]:
+    """The environment of an arrowgate child process: this checkout, no ARROWGATE_CONFIG."""
+    env = {k: v for k, v in os.environ.items() if k != "ARROWGATE_CONFIG"}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
 @pytest.mark.parametrize("kind", sorted(ENGINES))
 def test_ctrl_c_exits_130_on_every_engine_type(kind, tmp_path):
     (tmp_path / "arrowgate.toml").write_text(ENGINES[kind])
-    env = {k: v for k, v in os.environ.items() if k != "ARROWGATE_CONFIG"}
-    env["PYTHONPATH"] = str(ROOT)
+    env = _child_env()
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway.cli", "query",
          "SELECT count(*) FROM range(100000000000) a"],
@@ -147,8 +153,7 @@ def test_ctrl_c_while_duckdb_runs_stops_it_every_time(after, tmp_path):
     runs (about 6 times in 10 here), and the query then ran to its end: the CLI now
     also cancels the running queries from a thread of its own."""
     (tmp_path / "arrowgate.toml").write_text(ENGINES["duckdb_in_process"])
-    env = {k: v for k, v in os.environ.items() if k != "ARROWGATE_CONFIG"}
-    env["PYTHONPATH"] = str(ROOT)
+    env = _child_env()
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway.cli", "query",
          "SELECT count(*) FROM range(100000000000) a"],
@@ -199,8 +204,7 @@ def test_the_console_script_is_the_guarded_entry():
 def test_ctrl_c_while_the_command_starts_is_no_traceback(after, tmp_path):
     """A Ctrl-C while the command's modules import (pluggy's alone took 35 ms) came before
     the CLI's handler and printed a KeyboardInterrupt traceback."""
-    env = {k: v for k, v in os.environ.items() if k != "ARROWGATE_CONFIG"}
-    env["PYTHONPATH"] = str(ROOT)
+    env = _child_env()
     # -X importtime writes a line as each import ends: once gateway.startup's is out,
     # console() runs (a signal before it, in the interpreter's own start and the ~7 ms
     # of `import gateway`, is as any Python program's)
