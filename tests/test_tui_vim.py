@@ -225,3 +225,16 @@ async def test_operators_take_motions():
         assert tab.editor.text == ""
         await pilot.press("i", "x", "escape", "d", "escape", "x")  # escape drops the d
         assert tab.editor.text == "" and tab.editor.area.mode == "normal"
+
+
+async def test_a_huge_count_neither_hangs_nor_floods():
+    """A count is a loop: 99999999j ran a motion a hundred million times on the event loop."""
+    app = make_app(vim_config())
+    async with app.run_test(size=(120, 30)) as pilot:
+        tab = await start(pilot, "ab\ncd")
+        await pilot.press(*"99999999", "j")
+        assert cursor(tab) == (1, 0)
+        await pilot.press("g", "g", "y", "l", *"99999999", "p")  # at most 9999 copies
+        assert tab.editor.text.count("a") <= 10_000
+        await pilot.press(*"99999999", "l")
+        assert cursor(tab)[0] == 0

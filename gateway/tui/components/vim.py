@@ -22,6 +22,9 @@ from textual_textarea.text_editor import TextAreaPlus
 
 Mode = Literal["", "normal", "insert", "visual"]
 
+#: the digits a count keeps (the last typed)
+_COUNT_DIGITS = 4
+
 
 def _kind(char: str) -> int:
     """0 blank, 1 word character, 2 anything else (vim's word classes)."""
@@ -138,7 +141,8 @@ class VimTextArea(TextAreaPlus):
 
     def _normal_key(self, key: str) -> None:
         if key.isdigit() and (key != "0" or self._count):
-            self._count += key
+            # at most 9999: a count is a loop, and typing 99999999j must not hang the console
+            self._count = (self._count + key)[-_COUNT_DIGITS:]
             return
         count, given = int(self._count or "1"), bool(self._count)
         operator = self._operator
@@ -176,8 +180,7 @@ class VimTextArea(TextAreaPlus):
         elif name in ("x", "delete"):
             self._delete_char(count)
         elif name in ("p", "P"):
-            for _ in range(count):
-                self._put(after=name == "p")
+            self._put(after=name == "p", count=count)
         elif name == "u":
             for _ in range(count):
                 self._edit_with(self.action_undo)
@@ -199,7 +202,10 @@ class VimTextArea(TextAreaPlus):
         for _ in range(count - 1):
             if target is None:
                 break
-            target = self._motion(key, target)
+            moved = self._motion(key, target)
+            if moved == target:  # at the document's edge: nothing more to repeat
+                break
+            target = moved
         return target
 
     def _operate(self, operator: str, motion: str, count: int, given: bool) -> None:
@@ -382,12 +388,14 @@ class VimTextArea(TextAreaPlus):
         self._edit_with(lambda: self.delete(start, end))
         self._to_normal((min(row, self.document.line_count - 1), 0))
 
-    def _put(self, after: bool) -> None:
+    def _put(self, after: bool, count: int = 1) -> None:
+        """``p``/``P``: the register after/before the cursor, ``count`` times in one edit."""
         if not self.register:
             return
         row, col = self.cursor_location
         if self.register_lines:
             body = self.register[:-1] if self.register.endswith("\n") else self.register
+            body = "\n".join([body] * count)
             if after:
                 at, text, target = (row, len(self.document[row])), "\n" + body, (row + 1, 0)
             else:
@@ -396,7 +404,8 @@ class VimTextArea(TextAreaPlus):
             self._to_normal(target)
             return
         at = (row, min(col + 1, len(self.document[row]))) if after else (row, col)
-        self._edit_with(lambda: self.insert(self.register, at, maintain_selection_offset=False))
+        text = self.register * count
+        self._edit_with(lambda: self.insert(text, at, maintain_selection_offset=False))
         end = self._text.get_location_from_index(
-            self._text.get_index_from_location(at) + len(self.register) - 1)
+            self._text.get_index_from_location(at) + len(text) - 1)
         self._to_normal(end)
