@@ -10,6 +10,7 @@ from tests.tui_support import (
     make_app,
     plain,
     quickstart_config,
+    run_sql,
     screen_text,
     settle,
     styled,
@@ -61,10 +62,8 @@ async def test_a_fallback_shows_in_the_status_bar():
     app = make_app(quickstart_config())
     async with app.run_test(size=(160, 40)) as pilot:
         tab = app.active_tab
-        await type_sql(pilot, tab, "SELECT count(*) AS n FROM trips JOIN zones "
-                                   "ON trips.pickup_zone = zones.zone")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, tab)
+        await run_sql(pilot, tab, "SELECT count(*) AS n FROM trips JOIN zones "
+                                  "ON trips.pickup_zone = zones.zone")
         status = str(tab.status.render())
         assert "duck (fallback from scan" in status, status
 
@@ -74,14 +73,10 @@ async def test_an_error_shows_inline_with_the_engine_and_the_app_goes_on():
     async with app.run_test(size=(140, 40)) as pilot:
         tab = app.active_tab
         tab.picker.pick(engine="duck")
-        await type_sql(pilot, tab, "SELECT * FROM no_such_table")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, tab)
+        await run_sql(pilot, tab, "SELECT * FROM no_such_table")
         shown = str(tab.grid.query_one(".error").render())
         assert "unknown object error on duck" in shown and "no_such_table" in shown
-        await type_sql(pilot, tab, "SELECT '[bold]not markup[/' AS x")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, tab)
+        await run_sql(pilot, tab, "SELECT '[bold]not markup[/' AS x")
         assert tab.grid.table.get_cell_at(Coordinate(0, 0)) == "[bold]not markup[/"
 
 
@@ -92,9 +87,7 @@ async def test_shadow_on_a_planted_divergence_shows_the_verdict_and_marks_cells(
     async with app.run_test(size=(160, 50)) as pilot:
         tab = app.active_tab
         tab.picker.pick(engine="new", reference="old")
-        await type_sql(pilot, tab, "SELECT i, i / 2 AS half FROM range(4) t(i) ORDER BY i")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, tab)
+        await run_sql(pilot, tab, "SELECT i, i / 2 AS half FROM range(4) t(i) ORDER BY i")
         # the primary's answer is in the grid
         assert tab.grid.table.row_count == 4
         assert tab.grid.table.get_cell_at(Coordinate(1, 1)) == 0.5
@@ -130,9 +123,7 @@ async def test_shadow_match_and_earlier_verdicts_stay_browsable():
         tab = app.active_tab
         tab.picker.pick(engine="new", reference="old")
         for sql in ("SELECT 7 AS seven", "SELECT 1 / 2 AS half"):
-            await type_sql(pilot, tab, sql)
-            await pilot.press("ctrl+enter")
-            await settle(pilot, tab)
+            await run_sql(pilot, tab, sql)
         panel = tab.verdicts
         assert [r.category for r in panel.records] == ["match", "values"]
         panel.focus()
@@ -214,9 +205,7 @@ async def test_cancel_a_long_query_while_another_tab_completes():
         second = app.active_tab
         assert second is not first
         second.picker.pick(engine="duck")
-        await type_sql(pilot, second, "SELECT count(*) AS n FROM trips")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, second)
+        await run_sql(pilot, second, "SELECT count(*) AS n FROM trips")
         assert second.answer.table.to_pylist() == [{"n": 400}]
         assert first.running  # the other tab's statement goes on
         app.query_one("#tabs").active = "tab-1"
@@ -230,9 +219,7 @@ async def test_cancel_a_long_query_while_another_tab_completes():
         assert "cancelled" in str(first.status.render()) or \
             "cancel" in str(first.grid.query_one(".error").render()).lower()
         # escape with nothing running is the editor's again, and the tab still runs queries
-        await type_sql(pilot, first, "SELECT 5 AS five")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, first)
+        await run_sql(pilot, first, "SELECT 5 AS five")
         assert first.answer.table.to_pylist() == [{"five": 5}]
 
 
@@ -247,10 +234,8 @@ async def test_export_writes_a_file_that_reads_back(tmp_path, suffix):
     target = tmp_path / f"out.{suffix}"
     async with app.run_test(size=(140, 40)) as pilot:
         tab = app.active_tab
-        await type_sql(pilot, tab, "SELECT cab_type, count(*) AS n FROM trips "
-                                   "GROUP BY 1 ORDER BY n DESC")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, tab)
+        await run_sql(pilot, tab, "SELECT cab_type, count(*) AS n FROM trips "
+                                  "GROUP BY 1 ORDER BY n DESC")
         await pilot.press("ctrl+e")
         await pilot.pause()
         await pilot.press(*str(target), "enter")
@@ -270,10 +255,8 @@ async def test_export_to_the_clipboard_copies_the_answer_as_csv():
     app = make_app(quickstart_config())
     async with app.run_test(size=(140, 40)) as pilot:
         tab = app.active_tab
-        await type_sql(pilot, tab, "SELECT cab_type, count(*) AS n FROM trips "
-                                   "GROUP BY 1 ORDER BY n DESC")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, tab)
+        await run_sql(pilot, tab, "SELECT cab_type, count(*) AS n FROM trips "
+                                  "GROUP BY 1 ORDER BY n DESC")
         await pilot.press("ctrl+e")
         await pilot.pause()
         await pilot.press(*"clipboard", "enter")
@@ -332,9 +315,7 @@ async def test_buffers_and_history_survive_a_restart():
     app = make_app(config)
     async with app.run_test(size=(140, 40)) as pilot:
         tab = app.active_tab
-        await type_sql(pilot, tab, "SELECT 41 + 1 AS answer")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, tab)
+        await run_sql(pilot, tab, "SELECT 41 + 1 AS answer")
         # a run saves the buffers at once, not only on quit
         assert [b.text for b in app.store.load_buffers()] == ["SELECT 41 + 1 AS answer"]
         await pilot.press("ctrl+n")
@@ -461,9 +442,7 @@ async def test_typing_repaints_the_editor_not_the_grid(monkeypatch):
     async with app.run_test(size=(140, 40)) as pilot:
         tab = app.active_tab
         tab.picker.pick(engine="duck")
-        await type_sql(pilot, tab, "SELECT i, 'row ' || i AS label FROM range(100000) t(i)")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, tab)
+        await run_sql(pilot, tab, "SELECT i, 'row ' || i AS label FROM range(100000) t(i)")
         tab.editor.focus()
         await pilot.press("end")
         await pilot.pause()
@@ -535,9 +514,7 @@ async def test_enter_on_a_cell_shows_its_whole_value_as_json():
     async with app.run_test(size=(140, 40)) as pilot:
         tab = app.active_tab
         tab.picker.pick(engine="duck")
-        await type_sql(pilot, tab, """SELECT '{"a": [1, 2], "b": "long text"}' AS doc""")
-        await pilot.press("ctrl+enter")
-        await settle(pilot, tab)
+        await run_sql(pilot, tab, """SELECT '{"a": [1, 2], "b": "long text"}' AS doc""")
         tab.grid.table.focus()
         await pilot.press("enter")
         await pilot.pause()

@@ -61,6 +61,13 @@ async def type_sql(pilot: Any, tab: Any, sql: str) -> None:
     await pilot.pause()
 
 
+async def run_sql(pilot: Any, tab: Any, sql: str, timeout: float = 60.0) -> None:
+    """Type ``sql`` into the tab, run it (ctrl+enter) and wait until it is done."""
+    await type_sql(pilot, tab, sql)
+    await pilot.press("ctrl+enter")
+    await settle(pilot, tab, timeout)
+
+
 def plain(renderable: Any, width: int = 160) -> str:
     """A Rich renderable as the text it shows."""
     from rich.console import Console
