@@ -694,12 +694,15 @@ def while_connected(context: Any, run: Callable[[], Any]) -> Any:
             finished.set()
 
     threading.Thread(target=work, name="flight-statement", daemon=True).start()
-    cancelled = False
+    cancelled = 0  # how many of the started queries were cancelled
     while not finished.wait(_WATCH_SECONDS):
-        if not cancelled and context.is_cancelled():
-            cancelled = True
-            for handle in list(started[0] if started else ()):
+        handles = list(started[0]) if started else []
+        if len(handles) > cancelled and context.is_cancelled():
+            # a query started after the client left (or before the thread's block
+            # was in place at the first look) is cancelled at the next look
+            for handle in handles[cancelled:]:
                 handle.cancel()  # the statement ends with Cancelled, which ends the wait
+            cancelled = len(handles)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
