@@ -11,6 +11,7 @@ value is replaced from the environment (``$${`` writes a literal ``${``).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -262,6 +263,9 @@ def _check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Op
                        f"must be {opt.type_names()}, not {_tname(value)}", opt.help or None)
         if opt.secret:
             remember(*secret_values(value))
+        if isinstance(value, float) and not math.isfinite(value):
+            raise fail(f"{prefix}.{key}", f"{value!r} is not a finite number",
+                       opt.help or "give a number of seconds, bytes or rows")
         if isinstance(value, int | float) and not isinstance(value, bool) \
                 and not _in_range(value, opt):
             raise fail(f"{prefix}.{key}", f"{value!r} is out of range",

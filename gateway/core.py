@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 from gateway.config import EngineConfig, GatewayConfig, load_config
 from gateway.engine import CatalogColumn, Engine, SchemaRef, TableRef
 from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
-from gateway.events import QueryEvent
-from gateway.handles import QueryHandle, RunningQuery
+from gateway.handles import RunningQuery
 from gateway.plugins import build_plugin_manager, engine_types
 from gateway.result import Result
 from gateway.session import Session
+from gateway.statement import LOCAL, Pipeline, Principal, Statement
 
 if TYPE_CHECKING:
     from gateway.shadow import ShadowSettings
@@ -48,11 +48,11 @@ class Gateway:
         self._check_fallbacks()
         self._engines: dict[str, Engine] = {}
         self._starting: dict[str, _EngineStart] = {}
-        self._running: dict[int, QueryHandle] = {}
         self._lock = threading.Lock()
         self._closed = False
-        #: engines being tried as a fallback on this thread, to stop cycles
-        self._fallback_chain = threading.local()
+        #: the path every statement takes (:mod:`gateway.statement`); its ``limits``
+        #: are what the Flight service's ``[serve]`` section sets
+        self.pipeline = Pipeline(self)
 
     def _check_fallbacks(self) -> None:
         """A ``fallback`` option must name another configured engine (checked at load)."""
@@ -167,13 +167,22 @@ class Gateway:
             raise QueryError(f"cannot list the catalog: {exc}", engine=eng.name) from exc
 
     # -- queries ---------------------------------------------------------
-    def session(self, engine: str | None = None) -> Session:
+    def session(self, engine: str | None = None, *, principal: Principal = LOCAL) -> Session:
         """A session pinned to one connection of ``engine`` (see :mod:`gateway.session`).
 
+        Args:
+            principal: who sends its statements (default: this process's own user,
+                who may use every engine and setting).
+
         Raises:
-            gateway.errors.GatewayError: the engine cannot start or open a connection.
+            gateway.errors.GatewayError: the engine cannot start or open a connection,
+                or ``principal`` may not use it (kind ``permission``).
         """
-        return Session(self, engine)
+        name = self.engine_config(engine).name
+        if not principal.may_use(name):
+            raise GatewayError(f"user {principal.name!r} may not use engine {name!r}",
+                               engine=name, kind="permission")
+        return Session(self, name, principal=principal)
 
     def execute(
         self,
@@ -182,6 +191,8 @@ class Gateway:
         parameters: Sequence[Any] | None = None,
         shadow: str | bool | None = None,
         timeout: float | None = None,
+        *,
+        principal: Principal = LOCAL,
     ) -> Result:
         """Run one statement on an engine and return its streaming answer: a session used once.
 
@@ -195,30 +206,14 @@ class Gateway:
             timeout: seconds before the query is cancelled with
                 :class:`~gateway.errors.QueryTimeout`; None takes the engine's
                 ``timeout`` option.
+            principal: who sends it (:class:`gateway.statement.Principal`); the
+                default is this process's own user.
 
         Raises:
             gateway.errors.GatewayError: any failure, translated by the engine.
         """
-        if isinstance(shadow, str) or (shadow is None and self.shadow_settings is not None):
-            from gateway.shadow import shadow_execute
-
-            shadowed = shadow_execute(self, sql, engine, parameters, shadow, timeout=timeout)
-            if shadowed is not None:
-                return shadowed
-        session = Session(self, engine, one_shot=True)
-        try:
-            result = session._run(sql, parameters, timeout,
-                                  lambda handle, run_sql: session._engine_session.execute(
-                                      run_sql, parameters, handle))
-        except BaseException:
-            session.close()
-            raise
-        handle = result._handle
-        if handle is None or handle.session_id != session.id:
-            session.close()  # a fallback engine answered, in a session of its own
-        else:
-            handle.when_done(lambda _h: session.close())
-        return result
+        return self.pipeline.run(Statement(sql, engine, parameters, timeout, shadow,
+                                           principal=principal))
 
     def cancel(self, query_id: int) -> bool:
         """Cancel one running query (from any thread); other queries keep running.
@@ -226,15 +221,12 @@ class Gateway:
         Returns:
             False when no query with that id is running.
         """
-        with self._lock:
-            handle = self._running.get(query_id)
-        return handle is not None and handle.cancel()
+        return self.pipeline.cancel(query_id)
 
     def running(self) -> list[RunningQuery]:
-        """The queries running now, oldest first."""
-        with self._lock:
-            handles = list(self._running.values())
-        return sorted((h.snapshot() for h in handles), key=lambda q: q.query_id)
+        """The queries running now, oldest first: every statement admitted and not yet
+        read to its end, closed or failed (a statement counts from before it is planned)."""
+        return self.pipeline.running()
 
     def rewrite(self, sql: str, engine: str) -> str:
         """``sql`` after the ``arrowgate_rewrite_sql`` hooks, as ``engine`` will run it.
@@ -249,90 +241,13 @@ class Gateway:
         self.engine(cfg.name).check_sql(run_sql)
         return run_sql
 
-    def _run(self, session: Session, sql: str, parameters: Sequence[Any] | None,
-             timeout: float | None, start: Any) -> Result:
-        """Run one statement of ``session``: ``start(handle, run_sql)`` asks the engine."""
-        from gateway.errors import Unsupported
-
-        eng = self.engine(session.engine)
-        cfg = self.config.engines[eng.name]
-        if parameters is not None and not eng.supports_parameters:
-            refused = Unsupported("query parameters are not supported by this engine type "
-                                  f"({cfg.type})", engine=eng.name,
-                                  engines=self._engines_with("parameters"))
-            if cfg.options.get("fallback"):
-                return self._fall_back(cfg.options["fallback"], refused, sql, parameters)
-            raise refused
-        run_sql = self.rewrite(sql, eng.name)
-        limit = timeout if timeout is not None else cfg.options.get("timeout")
-        if limit is not None and limit <= 0:
-            raise GatewayError(f"a timeout must be a positive number of seconds, not {limit}",
-                               engine=eng.name)
-        handle = QueryHandle(eng.name, session.id, sql, limit)
-        event = QueryEvent(
-            query_id=handle.query_id, sql=run_sql, engine=eng.name, engine_type=cfg.type,
-            parameters=list(parameters) if parameters is not None else None,
-            started=handle.started, original_sql=sql,
-        )
-        with self._lock:
-            self._running[handle.query_id] = handle
-        handle.when_done(self._forget)
-        session._handle = handle
-        self._notify("arrowgate_query_started", event=event)
-        started = time.perf_counter()
-        handle.start_timer()
-        try:
-            inner = start(handle, run_sql)
-        except GatewayError as exc:
-            error = handle.translate(exc)
-            handle.finish()
-            if isinstance(error, Unsupported) and cfg.options.get("fallback"):
-                return self._fall_back(cfg.options["fallback"], error, sql, parameters)
-            self._notify("arrowgate_query_failed", event=event, error=error,
-                         elapsed=time.perf_counter() - started)
-            if error is exc:
-                raise
-            raise error from exc
-        except Exception as exc:
-            error = handle.translate(QueryError(str(exc), engine=eng.name))
-            handle.finish()
-            self._notify("arrowgate_query_failed", event=event, error=error,
-                         elapsed=time.perf_counter() - started)
-            raise error from exc
-        answered_by = inner.notes.get("answered_by", eng.name)
-        return Result(
-            answered_by, inner, started,
-            on_finish=lambda rows, elapsed: self._notify(
-                "arrowgate_query_finished", event=event, rows=rows, elapsed=elapsed),
-            on_error=lambda error, elapsed: self._notify(
-                "arrowgate_query_failed", event=event, error=error, elapsed=elapsed),
-            handle=handle,
-        )
-
-    def _forget(self, handle: QueryHandle) -> None:
-        with self._lock:
-            self._running.pop(handle.query_id, None)
-
-    def _fall_back(self, fallback: str, refused: GatewayError, sql: str,
-                   parameters: Sequence[Any] | None) -> Result:
-        """Run a statement the first engine refused as Unsupported on its ``fallback`` engine."""
-        chain = self._fallback_chain.__dict__.setdefault("engines", set())
-        if fallback in chain:
-            raise refused
-        chain.add(fallback)
-        try:
-            result = self.execute(sql, engine=fallback, parameters=parameters, shadow=False)
-        finally:
-            chain.discard(fallback)
-        result.notes["answered_by"] = result.engine
-        result.notes["fallback_reason"] = refused.message
-        return result
-
-    def _engines_with(self, capability: str) -> tuple[str, ...]:
+    def engines_with(self, capability: str) -> tuple[str, ...]:
+        """The configured engines whose type declares ``capability``."""
         return tuple(name for name, cfg in self.config.engines.items()
                      if capability in self.engine_types[cfg.type].capabilities(cfg.options))
 
-    def _notify(self, hook_name: str, **kwargs: Any) -> None:
+    def notify(self, hook_name: str, **kwargs: Any) -> None:
+        """Call a query hook; a plugin's failure is a warning, never the statement's."""
         try:
             getattr(self.pm.hook, hook_name)(**kwargs)
         except Exception as exc:

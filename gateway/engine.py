@@ -16,10 +16,11 @@ importing the engine classes, and must stay cheap.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from gateway.sql.patterns import like_matcher
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -303,6 +304,16 @@ class Engine:
                 if c.table == table and (catalog is None or c.catalog == catalog)
                 and (schema is None or c.schema == schema) and match(c.column)]
 
+    @property
+    def holds_credentials(self) -> bool:
+        """Whether this engine holds credentials its SQL could send elsewhere (a
+        catalog password, a DuckDB secret). The statement pipeline then refuses
+        what would open a connection to a server the configuration does not name
+        (``ATTACH`` of a server, ``postgres_scan('host=...')``), for every user.
+        The base engine holds none.
+        """
+        return False
+
     def cancel(self) -> None:
         """Interrupt the running query, from another thread. Never raises."""
 
@@ -312,48 +323,6 @@ class Engine:
 
 #: The kinds of state a session may keep (:attr:`Engine.session_state`).
 SESSION_STATE = frozenset({"settings", "use", "temp_tables", "transactions"})
-
-_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
-_STATEFUL = [
-    (re.compile(r"(?i)(SET|RESET)\b"), "settings", "a setting"),
-    (re.compile(r"(?i)USE\b"), "use", "USE"),
-    (re.compile(r"(?i)(BEGIN|START\s+TRANSACTION|COMMIT|ROLLBACK|END\s+TRANSACTION|ABORT)\b"),
-     "transactions", "a transaction"),
-    (re.compile(r"(?i)CREATE\s+(OR\s+REPLACE\s+)?(LOCAL\s+|GLOBAL\s+)?(TEMP|TEMPORARY)\b"),
-     "temp_tables", "a temporary object"),
-]
-
-
-def state_needed(sql: str) -> tuple[str, str] | None:
-    """The session state a statement changes, as ``(kind, what)``, or None.
-
-    ``kind`` is one of :data:`SESSION_STATE`. Only the first statement's
-    leading keywords are read: this is a guard against silently losing
-    state, not a parser.
-    """
-    head = sql[_COMMENTS.match(sql).end():]  # type: ignore[union-attr]
-    for pattern, kind, what in _STATEFUL:
-        if pattern.match(head):
-            return kind, what
-    return None
-
-
-def like_matcher(pattern: str | None) -> Any:
-    """A predicate for SQL ``LIKE`` (``%``, ``_``, ``\\`` escapes), case-sensitive; None: all."""
-    if pattern is None or pattern == "%":
-        return lambda name: True
-    out, i = [], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
-        i += 1
-    regex = re.compile("".join(out), re.DOTALL)
-    return lambda name: regex.fullmatch(name) is not None
-
 
 class EngineSession:
     """One connection of an engine, with the state it keeps (:attr:`Engine.session_state`).
@@ -416,6 +385,8 @@ class EnginePrepared:
     def __init__(self, session: EngineSession, sql: str):
         import pyarrow as pa
 
+        from gateway.sql.kinds import placeholder_count
+
         self.session = session
         self.sql = sql
         count = placeholder_count(sql, session.engine.dialect)
@@ -434,6 +405,7 @@ class EnginePrepared:
         import pyarrow as pa
 
         from gateway.handles import QueryHandle
+        from gateway.sql.kinds import is_read
 
         if not is_read(self.sql, self.session.engine.dialect):
             return pa.schema([])
@@ -455,54 +427,3 @@ class EnginePrepared:
 
     def close(self) -> None:
         """Forget the plan. Safe to call twice."""
-
-
-def placeholder_count(sql: str, dialect: str) -> int:
-    """How many positional parameters ``sql`` takes (``?``, ``$n``), read with sqlglot."""
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-    except Exception:  # a dialect corner sqlglot cannot read: count outside quotes
-        bare = _QUOTED.sub("", sql)
-        numbered = [int(n) for n in re.findall(r"\$(\d+)", bare)]
-        return max(numbered) if numbered else bare.count("?")
-    count = 0
-    for stmt in statements:
-        for node in stmt.find_all(exp.Placeholder, exp.Parameter):
-            name = node.name if isinstance(node, exp.Placeholder) else node.this.name
-            count = max(count, int(name)) if name.isdigit() else count + 1
-    return count
-
-
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
-_READ_START = re.compile(r"(?i)(SELECT|FROM|VALUES|TABLE|DESCRIBE|SHOW|SUMMARIZE)\b")
-
-
-def is_read(sql: str, dialect: str) -> bool:
-    """Whether ``sql`` is a query that changes nothing (see :func:`gateway.shadow.statement_kind`).
-
-    A statement sqlglot cannot read counts as a query when it starts like one.
-    """
-    from gateway.shadow import statement_kind
-
-    kind = statement_kind(sql, dialect)
-    if kind == "unrecognized":
-        head = sql[_COMMENTS.match(sql).end():]  # type: ignore[union-attr]
-        return _READ_START.match(head) is not None and ";" not in sql.strip().rstrip(";")
-    return kind == "read"
-
-
-def catalog_table(columns: Sequence[CatalogColumn]) -> pa.Table:
-    """Render a catalog listing as an Arrow table (type names as strings)."""
-    import pyarrow as pa
-
-    return pa.table({
-        "schema_name": pa.array([c.schema for c in columns], pa.string()),
-        "table_name": pa.array([c.table for c in columns], pa.string()),
-        "column_name": pa.array([c.column for c in columns], pa.string()),
-        "data_type": pa.array([str(c.type) for c in columns], pa.string()),
-        "nullable": pa.array([c.nullable for c in columns], pa.bool_()),
-        "table_type": pa.array([c.table_type for c in columns], pa.string()),
-    })

@@ -121,6 +121,13 @@ class Unsupported(GatewayError):
         super().__init__(message, engine=engine, hint=hint)
 
 
+class Overloaded(GatewayError):
+    """A limit on statements running at once is reached (``[serve] max_queries``, ...):
+    nothing ran, and the same statement may succeed later."""
+
+    kind = "resource"
+
+
 class OutputError(GatewayError):
     """The answer could not be written (disk full, no permission); nothing was left behind."""
 

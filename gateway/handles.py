@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import math
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +32,8 @@ _ids = itertools.count(1)
 #: again: an interrupt that reaches an engine just before its query starts is lost
 #: (DuckDB clears the flag when a query begins), and the query would run to its end
 _NUDGES = (0.25, 0.5, 1.0, 2.0, 4.0)
+#: the longest the deadline thread sleeps at once (a longer wait would overflow)
+_LONGEST_WAIT = 3600.0
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,9 @@ class RunningQuery:
         engine: the engine running it.
         session_id: the session it runs in (a one-shot ``gw.execute`` has its own).
         sql: the statement as the caller wrote it.
-        started: ``time.time()`` when it was handed to the engine.
+        started: ``time.time()`` when it was admitted (before it was planned).
         rows: rows delivered to the caller so far.
+        user: the name of the principal that sent it (``local`` in process).
     """
 
     query_id: int
@@ -51,6 +56,7 @@ class RunningQuery:
     sql: str
     started: float
     rows: int
+    user: str = "local"
 
 
 class QueryHandle:
@@ -62,11 +68,14 @@ class QueryHandle:
         sql: the statement, for :meth:`gateway.Gateway.running`.
         timeout: seconds after which the query is cancelled and fails with
             :class:`~gateway.errors.QueryTimeout`; None for no limit.
+        user: the name of the principal that sent it.
     """
 
-    def __init__(self, engine: str, session_id: int, sql: str, timeout: float | None = None):
+    def __init__(self, engine: str, session_id: int, sql: str, timeout: float | None = None,
+                 user: str = "local"):
         self.query_id = next(_ids)
         self.engine = engine
+        self.user = user
         self.session_id = session_id
         self.sql = sql
         self.started = time.time()
@@ -197,7 +206,7 @@ class QueryHandle:
 
     def snapshot(self) -> RunningQuery:
         return RunningQuery(self.query_id, self.engine, self.session_id, self.sql,
-                            self.started, self.rows)
+                            self.started, self.rows, self.user)
 
 
 class _Deadlines:
@@ -215,7 +224,12 @@ class _Deadlines:
         self._thread: threading.Thread | None = None
 
     def add(self, when: float, handle: QueryHandle, nudge: int = -1) -> None:
-        """At ``when``, time ``handle`` out, or with ``nudge`` >= 0 nudge it."""
+        """At ``when``, time ``handle`` out, or with ``nudge`` >= 0 nudge it.
+
+        A ``when`` that is not finite never comes: nothing is added.
+        """
+        if not math.isfinite(when):
+            return
         with self._wake:
             heapq.heappush(self._heap, (when, handle.query_id, nudge, weakref.ref(handle)))
             if self._thread is None:
@@ -235,16 +249,21 @@ class _Deadlines:
                 when, _, nudge, ref = self._heap[0]
                 left = when - time.monotonic()
                 if left > 0:
-                    self._wake.wait(left)
+                    # bounded: a wait of an hour or more is a wait of an hour, then again
+                    self._wake.wait(min(left, _LONGEST_WAIT))
                     continue
                 heapq.heappop(self._heap)
             handle = ref()
             if handle is None or handle.finished:
                 continue
-            if nudge >= 0:
-                handle._nudge(nudge)
-            else:
-                handle._expire()
+            try:
+                if nudge >= 0:
+                    handle._nudge(nudge)
+                else:
+                    handle._expire()
+            except Exception as exc:  # this thread serves every query: it must not die
+                warnings.warn(f"query {handle.query_id}: stopping it failed: {exc!r}",
+                              RuntimeWarning, stacklevel=1)
 
 
 _deadlines = _Deadlines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,14 @@ class Result:
         self._consumed = False
         self._closed = False
         self._table: pa.Table | None = None
+        # an answer dropped unread releases its stream, its connection (the one-shot
+        # session closes when the handle finishes) and its place in gw.running()
+        self._release = weakref.finalize(self, _release, inner, handle)
+
+    @property
+    def handle(self) -> QueryHandle | None:
+        """The query's handle (None for an answer made outside the statement pipeline)."""
+        return self._handle
 
     @property
     def schema(self) -> pa.Schema:
@@ -206,3 +215,15 @@ class Result:
     def __repr__(self) -> str:
         state = f"{self._rows} rows in {self.elapsed:.3f}s" if self.finished else "streaming"
         return f"<Result engine={self.engine!r} {state}>"
+
+
+def _release(inner: EngineResult, handle: QueryHandle | None) -> None:
+    """What a dropped :class:`Result` leaves behind, released (from the garbage collector)."""
+    close = getattr(inner.reader, "close", None)
+    try:
+        if close is not None:
+            close()
+    except Exception:  # the engine's stream may already be gone with its connection
+        pass
+    if handle is not None:
+        handle.finish()

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gateway.engine import EngineResult, state_needed
+from gateway.engine import EngineResult
 from gateway.errors import GatewayError, QueryError, Unsupported
+from gateway.sql.kinds import state_needed, transaction_change
+from gateway.statement import LOCAL, Principal, Statement
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,21 +45,30 @@ class Session:
         engine: the engine's name.
         keeps: the kinds of state this session keeps (``settings``, ``use``,
             ``temp_tables``, ``transactions``).
+        principal: who sends its statements (:class:`gateway.statement.Principal`).
+        engine_session: the engine's connection (for the statement pipeline).
     """
 
-    def __init__(self, gw: Gateway, engine: str | None = None, *, one_shot: bool = False):
+    def __init__(self, gw: Gateway, engine: str | None = None, *, one_shot: bool = False,
+                 principal: Principal = LOCAL):
         eng = gw.engine(engine)
         self.gw = gw
         self.engine = eng.name
         self.id = next(_session_ids)
         self.keeps: frozenset[str] = eng.session_state
-        self._engine_session: EngineSession = eng.open_session(one_shot=one_shot)
-        self._one_shot = one_shot
+        self.principal = principal
+        self.engine_session: EngineSession = eng.open_session(one_shot=one_shot)
         self._busy = threading.Lock()
-        self._current: Result | None = None
+        #: the answer being read, held weakly: an answer its caller dropped is released
+        #: (gateway.result), not kept alive by the session that made it
+        self._current: weakref.ref[Result] | None = None
         #: the handle of the statement being started or read, for cancel()
         self._handle: QueryHandle | None = None
         self._closed = False
+        #: whether a transaction this session began is open (``BEGIN`` ran, and no
+        #: ``COMMIT`` or ``ROLLBACK`` since); the Flight service rolls back one whose
+        #: client went quiet (``transaction_idle``)
+        self.in_transaction = False
 
     # -- statements -------------------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] | None = None, *,
@@ -81,16 +93,12 @@ class Session:
             gateway.errors.GatewayError: the statement failed.
         """
         self._check_state(sql)
-        if isinstance(shadow, str) or (shadow is None and self.gw.shadow_settings is not None):
-            from gateway.shadow import shadow_execute
-
-            shadowed = shadow_execute(self.gw, sql, self.engine, parameters, shadow, session=self,
-                                      timeout=timeout)
-            if shadowed is not None:
-                return shadowed
-        return self._run(sql, parameters, timeout,
-                         lambda handle, run_sql: self._engine_session.execute(
-                             run_sql, parameters, handle))
+        result = self.gw.pipeline.run(Statement(sql, self.engine, parameters, timeout, shadow,
+                                                session=self, principal=self.principal))
+        ends = transaction_change(sql)
+        if ends is not None:
+            self.in_transaction = ends == "begin"
+        return result
 
     def prepare(self, sql: str) -> PreparedStatement:
         """Plan ``sql`` once to run it many times.
@@ -98,11 +106,13 @@ class Session:
         Raises:
             gateway.errors.Unsupported: the engine takes no parameters and ``sql`` has some.
             gateway.errors.QueryError: the statement does not plan.
+            gateway.errors.GatewayError: kind ``permission``: the principal may not run it.
         """
         self._check_state(sql)
-        with self._using():
+        run_sql = self.gw.pipeline.check(Statement(sql, self.engine, principal=self.principal))
+        with self.using():
             try:
-                prepared = self._engine_session.prepare(self.gw.rewrite(sql, self.engine))
+                prepared = self.engine_session.prepare(run_sql)
             except GatewayError:
                 raise
             except Exception as exc:
@@ -122,30 +132,20 @@ class Session:
             return
         self._closed = True
         self.cancel()
-        current = self._current
-        if current is not None and not current.finished:
-            current.close()
-        self._engine_session.close()
+        self.close_current()
+        self.engine_session.close()
 
     @property
     def closed(self) -> bool:
         return self._closed
 
-    # -- the path every statement takes -----------------------------------------------------
-    def _check_state(self, sql: str) -> None:
-        needed = state_needed(sql)
-        if needed is not None and needed[0] not in self.keeps:
-            cfg = self.gw.engine_config(self.engine)
-            keepers = [name for name, c in self.gw.config.engines.items()
-                       if needed[0] in self.gw.engine_types[c.type].session_state]
-            raise Unsupported(
-                f"{needed[1]} would not persist: {cfg.type} engines keep no "
-                f"{needed[0].replace('_', ' ')} between statements",
-                engine=self.engine,
-                hint=("engines that keep it: " + ", ".join(keepers)) if keepers else
-                "run the statement and the query that needs it as one statement")
+    # -- what the statement pipeline uses -------------------------------------------------
+    def using(self) -> Any:
+        """A block in which this session runs one statement; refused while another runs.
 
-    def _using(self) -> Any:
+        Raises:
+            gateway.errors.GatewayError: the session is closed, or busy.
+        """
         session = self
 
         class _Use:
@@ -163,18 +163,32 @@ class Session:
 
         return _Use()
 
-    def _run(self, sql: str, parameters: Any, timeout: float | None,
-             start: Any) -> Result:
-        with self._using():
-            previous = self._current
-            if previous is not None and not previous.finished:
-                previous.close()
-            result = self.gw._run(self, sql, parameters, timeout, start)
-            handle = result._handle
-            # a fallback engine's answer belongs to a session of its own
-            if handle is not None and handle.session_id == self.id:
-                self._current = result
-        return result
+    def close_current(self) -> None:
+        """Close the answer this session is still streaming, if any."""
+        current = self._current() if self._current is not None else None
+        if current is not None and not current.finished:
+            current.close()
+
+    def watch(self, handle: QueryHandle) -> None:
+        """``handle`` is this session's running statement (:meth:`cancel` stops it)."""
+        self._handle = handle
+
+    def adopt(self, result: Result) -> None:
+        """``result`` is this session's answer being read (closed by the next statement)."""
+        self._current = weakref.ref(result)
+
+    def _check_state(self, sql: str) -> None:
+        needed = state_needed(sql)
+        if needed is not None and needed[0] not in self.keeps:
+            cfg = self.gw.engine_config(self.engine)
+            keepers = [name for name, c in self.gw.config.engines.items()
+                       if needed[0] in self.gw.engine_types[c.type].session_state]
+            raise Unsupported(
+                f"{needed[1]} would not persist: {cfg.type} engines keep no "
+                f"{needed[0].replace('_', ' ')} between statements",
+                engine=self.engine,
+                hint=("engines that keep it: " + ", ".join(keepers)) if keepers else
+                "run the statement and the query that needs it as one statement")
 
     def __enter__(self) -> Session:
         return self
@@ -202,7 +216,7 @@ class PreparedStatement:
     @property
     def schema(self) -> pa.Schema:
         """The result schema, found without running the query wherever the engine can."""
-        with self.session._using():
+        with self.session.using():
             return self._prepared.schema
 
     @property
@@ -230,30 +244,22 @@ class PreparedStatement:
 
         if self._closed:
             raise GatewayError("the prepared statement is closed", engine=self.session.engine)
+        session = self.session
         values: list[Any] | None
         if isinstance(parameters, (pa.RecordBatch, pa.Table)):
             rows = self._rows_of(parameters)
             if len(rows) != 1:
-                return self.session._run(self.sql, None, timeout,
-                                         lambda handle, _sql: self._many(rows, handle))
+                return session.gw.pipeline.run(Statement(
+                    self.sql, session.engine, None, timeout, False, session=session,
+                    principal=session.principal, run=lambda handle: self._many(rows, handle)))
             values = rows[0]
         else:
             values = None if parameters is None else list(parameters)
         self._check_count(0 if values is None else len(values))
-
-        def run() -> Result:
-            return self.session._run(self.sql, values, timeout,
-                                     lambda handle, _sql: self._prepared.execute(values, handle))
-
-        gw = self.session.gw
-        if isinstance(shadow, str) or (shadow is None and gw.shadow_settings is not None):
-            from gateway.shadow import shadow_execute
-
-            shadowed = shadow_execute(gw, self.sql, self.session.engine, values, shadow,
-                                      session=self.session, timeout=timeout, primary_run=run)
-            if shadowed is not None:
-                return shadowed
-        return run()
+        return session.gw.pipeline.run(Statement(
+            self.sql, session.engine, values, timeout, shadow, session=session,
+            principal=session.principal,
+            run=lambda handle: self._prepared.execute(values, handle)))
 
     def _rows_of(self, table: pa.RecordBatch | pa.Table) -> list[list[Any]]:
         self._check_count(table.num_columns, "columns")

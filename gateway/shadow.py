@@ -52,7 +52,7 @@ import dataclasses
 import os
 import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,13 +64,12 @@ from gateway.shadow_run import ShadowedResult, run_shadowed
 from gateway.shadow_store import ShadowStore, summarize
 
 __all__ = ["ShadowRecord", "ShadowSettings", "ShadowStore", "ShadowedResult", "run_shadowed",
-           "shadow_execute", "statement_kind", "summarize"]
+           "shadowed", "summarize"]
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
-    from gateway.core import Gateway
     from gateway.result import Result
-    from gateway.session import Session
+    from gateway.statement import Pipeline, Statement
 
 DEFAULT_STORE = os.path.join(".arrowgate", "shadow")
 DEFAULT_MAX_COMPARE_BYTES = 256 * 2**20
@@ -182,6 +181,8 @@ def skip_reason(sql: str, settings: ShadowSettings, dialect: str = "duckdb") -> 
         return "opted out with -- arrowgate: shadow=off"
     if settings.shadow_writes:
         return None
+    from gateway.sql.kinds import statement_kind
+
     kind = statement_kind(sql, dialect)
     if kind != "read":
         what = kind if kind.startswith("SELECT ") else f"{kind} statement"
@@ -190,67 +191,37 @@ def skip_reason(sql: str, settings: ShadowSettings, dialect: str = "duckdb") -> 
     return None
 
 
-def statement_kind(sql: str, dialect: str = "duckdb") -> str:
-    """``read`` for a query; otherwise what the statement is (``INSERT``, ``unrecognized``,
-    ``SELECT calling nextval()``: a query with side effects...)."""
-    import sqlglot
-    from sqlglot import exp
+def shadowed(pipeline: Pipeline, stmt: Statement) -> Result | None:
+    """Step 7 of the statement pipeline: ``stmt`` run on its engine and on a reference,
+    or None when it is not to be shadowed (the pipeline then runs it plainly).
 
-    from gateway.nondeterminism import side_effects_in
-
-    try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-    except Exception:
-        return "unrecognized"
-    if not statements:
-        return "empty"
-    for stmt in statements:
-        if isinstance(stmt, exp.Query) and (calls := side_effects_in(stmt)):
-            return "SELECT calling " + ", ".join(f"{c}()" for c in calls)
-        if isinstance(stmt, (exp.Query, exp.Describe)) and not _writes_inside(stmt, exp):
-            continue
-        if isinstance(stmt, exp.Command):
-            return f"{stmt.name.upper()}"
-        return stmt.key.upper()
-    return "read"
-
-
-def _writes_inside(stmt: Any, exp: Any) -> bool:
-    """A query that writes anyway (``WITH x AS (INSERT ... RETURNING *) SELECT``, ``SELECT INTO``)."""
-    writes = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Into)
-    return any(True for _ in stmt.find_all(*writes))
-
-
-def shadow_execute(gw: Gateway, sql: str, engine: str | None, parameters: Any,
-                   shadow: str | bool | None, session: Session | None = None,
-                   timeout: float | None = None,
-                   primary_run: Callable[[], Result] | None = None) -> Result | None:
-    """What :meth:`Gateway.execute` calls first: the shadowed result, or None to run plainly.
-
-    ``shadow``: a reference engine name, False (never shadow), or None (the
-    configuration's ``[shadow]`` section decides). ``session``: the primary
-    runs in it (the reference always runs in a session of its own).
-    ``timeout``: the primary's per-query timeout. ``primary_run``: how the primary
-    runs, when it is not ``sql`` itself (a prepared statement's execution).
+    ``stmt.shadow``: a reference engine's name, or None (the configuration's
+    ``[shadow]`` section decides). The principal must be allowed to use an engine
+    it names; a configured reference it may not use leaves its statements
+    unshadowed, since the verdict and its differences show the reference's rows.
     """
-    configured: ShadowSettings | None = getattr(gw, "shadow_settings", None)
-    primary = gw.engine_config(engine).name
-    if isinstance(shadow, str):
-        gw.engine_config(shadow)
-        settings = dataclasses.replace(configured, reference=shadow, sample=1.0) \
+    gw = pipeline.gw
+    configured: ShadowSettings | None = gw.shadow_settings
+    primary = gw.engine_config(stmt.engine).name
+    if isinstance(stmt.shadow, str):
+        reference = gw.engine_config(stmt.shadow).name
+        if not stmt.principal.may_use(reference):
+            raise GatewayError(f"user {stmt.principal.name!r} may not use engine "
+                               f"{reference!r}, so it cannot be the shadow reference",
+                               engine=reference, kind="permission")
+        settings = dataclasses.replace(configured, reference=reference, sample=1.0) \
             if configured is not None else \
-            ShadowSettings(reference=shadow, store=str(gw.config.base_dir / DEFAULT_STORE))
-    elif shadow is None and configured is not None:
-        if configured.primary not in (None, primary) or configured.reference == primary:
+            ShadowSettings(reference=reference, store=str(gw.config.base_dir / DEFAULT_STORE))
+    elif stmt.shadow is None and configured is not None:
+        if configured.primary not in (None, primary) or configured.reference == primary \
+                or not stmt.principal.may_use(configured.reference):
             return None
         if configured.sample < 1.0 and random.random() >= configured.sample:
             return None
         settings = configured
     else:
         return None
-    result, error, record = run_shadowed(gw, sql, primary, settings.reference, settings,
-                                         parameters=parameters, session=session,
-                                         timeout=timeout, primary_run=primary_run)
+    result, error, record = run_shadowed(pipeline, stmt, settings)
     if error is not None:
         if isinstance(error, GatewayError):
             error.shadow = record  # type: ignore[attr-defined]

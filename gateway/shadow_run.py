@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from gateway.compare import Verdict, compare_outcomes, compare_with_noise
@@ -24,23 +23,25 @@ from gateway.result import Result
 from gateway.shadow_answer import Answer, Budget, streamed_verdict
 from gateway.shadow_record import ShadowRecord
 from gateway.shadow_store import ShadowStore
+from gateway.statement import Statement
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from gateway.core import Gateway
     from gateway.session import Session
     from gateway.shadow import ShadowSettings
+    from gateway.statement import Pipeline
 
 
 class _Reference(threading.Thread):
     """Runs the reference (once or twice) in a session of its own, streaming its answers
     into the comparison."""
 
-    def __init__(self, gw: Gateway, name: str, sql: str, parameters: Any,
+    def __init__(self, pipeline: Pipeline, name: str, stmt: Statement,
                  first: Answer, second: Answer | None):
         super().__init__(name=f"shadow-{name}", daemon=True)
-        self.gw, self.engine, self.sql, self.parameters = gw, name, sql, parameters
+        self.pipeline, self.engine, self.stmt = pipeline, name, stmt
+        self.sql, self.parameters = stmt.sql, stmt.parameters
         self.first, self.second = first, second
         self.seconds: float | None = None
         self.peak: int | None = None
@@ -50,7 +51,8 @@ class _Reference(threading.Thread):
 
     def _once(self, answer: Answer) -> float:
         try:
-            session = self.gw.session(self.engine)  # starting the engine is not timed
+            # starting the engine is not timed
+            session = self.pipeline.gw.session(self.engine, principal=self.stmt.principal)
         except BaseException as exc:
             answer.finish(None, exc)
             return 0.0
@@ -59,7 +61,9 @@ class _Reference(threading.Thread):
         started = time.perf_counter()
         schema = None
         try:
-            result = session.execute(self.sql, self.parameters, shadow=False)
+            result = self.pipeline.run_plain(Statement(
+                self.sql, self.engine, self.parameters, session=session,
+                principal=self.stmt.principal, part_of="shadow"))
             if self._cancelled:  # cancelled while the query was starting
                 result.cancel()
             schema = result.schema
@@ -108,13 +112,14 @@ class _Reference(threading.Thread):
 class _ShadowRun:
     """One shadowed query: the reference's thread, the primary's answer, the verdict."""
 
-    def __init__(self, gw: Gateway, record: ShadowRecord, settings: ShadowSettings,
-                 parameters: Any, store: bool):
-        self.gw, self.record, self.settings, self.store = gw, record, settings, store
+    def __init__(self, pipeline: Pipeline, record: ShadowRecord, settings: ShadowSettings,
+                 stmt: Statement, store: bool):
+        self.pipeline, self.gw = pipeline, pipeline.gw
+        self.record, self.settings, self.store = record, settings, store
         self.budget = Budget(settings.max_compare_bytes, record.sql, settings.compare)
         self.primary = Answer(self.budget)
         self.reference = _Reference(
-            gw, record.reference, record.sql, parameters,
+            pipeline, record.reference, stmt,
             Answer(self.budget, settings.keep_reference_bytes),
             Answer(self.budget) if settings.noise else None)
         self.background = settings.background
@@ -223,9 +228,9 @@ class _ShadowRun:
                     and self.primary.error is None and not self.primary.downgraded:
                 from gateway.shadow_uncut import check_without_the_cut
 
-                verdict = check_without_the_cut(self.gw, record.reference, record.sql,
-                                                ref.parameters, self.primary.table(), verdict,
-                                                settings)
+                verdict = check_without_the_cut(self.pipeline, ref.stmt.principal,
+                                                record.reference, record.sql, ref.parameters,
+                                                self.primary.table(), verdict, settings)
             record._reference_answer = ref.first.kept()
         record.noise_checked = again is not None
         record.downgraded = any(side.downgraded for side in sides)
@@ -264,7 +269,8 @@ class _ShadowRun:
     def _save_and_complete(self) -> None:
         if self.store and self.settings.store:
             ShadowStore(self.settings.store).add(self.record)  # written with the next flush
-        self.record._complete(lambda r: _notify_finished(self.gw, r))
+        self.record._complete(
+            lambda r: self.gw.notify("arrowgate_shadow_finished", record=r))
 
 
 def _outcome(answer: Answer) -> pa.Table | BaseException:
@@ -276,14 +282,6 @@ def _outcome(answer: Answer) -> pa.Table | BaseException:
         assert answer.schema is not None
         return answer.schema.empty_table()
     return answer.table()
-
-
-def _notify_finished(gw: Gateway, record: ShadowRecord) -> None:
-    try:
-        gw.pm.hook.arrowgate_shadow_finished(record=record)
-    except Exception as exc:
-        warnings.warn(f"a plugin's arrowgate_shadow_finished failed: {exc!r}", RuntimeWarning,
-                      stacklevel=2)
 
 
 class ShadowedResult(Result):
@@ -353,21 +351,21 @@ class ShadowedResult(Result):
 
 
 def run_shadowed(
-    gw: Gateway,
-    sql: str,
-    primary: str,
-    reference: str,
+    pipeline: Pipeline,
+    stmt: Statement,
     settings: ShadowSettings,
     *,
-    parameters: Any = None,
     name: str | None = None,
     concurrent: bool = True,
     store: bool = True,
-    session: Session | None = None,
-    timeout: float | None = None,
-    primary_run: Callable[[], Result] | None = None,
 ) -> tuple[Result | None, BaseException | None, ShadowRecord]:
-    """Run ``sql`` on ``primary`` and ``reference`` and judge the answers.
+    """Run ``stmt`` on its engine and on ``settings.reference``, and judge the answers.
+
+    The primary runs as ``stmt`` says (in its session, with its parameters, its
+    timeout, its prepared execution); the reference runs ``stmt.sql`` with the
+    same parameters, for the same principal, in a session of its own, with the
+    shadow timeout. Both go through every step of the statement pipeline but
+    this one.
 
     Args:
         concurrent: True: the reference starts with the primary, and the
@@ -376,29 +374,20 @@ def run_shadowed(
             end). False: the primary is read to its end, then the reference
             runs, and the record is final on return.
         store: append the record to the store when it is final.
-        session: the primary runs in it (the reference always runs in a
-            session of its own).
-        timeout: the primary's per-query timeout (the reference has the
-            shadow timeout).
-        primary_run: how the primary runs when it is not ``sql`` with ``parameters``
-            (a prepared statement's execution); the reference still runs ``sql``
-            with ``parameters``.
 
     Returns:
         the primary's result or None, the primary's error or None, and the record.
     """
     from gateway.shadow import skip_reason
 
-    record = ShadowRecord(sql=sql, primary=primary, reference=reference, name=name)
-    reason = skip_reason(sql, settings, gw.dialect(primary))
+    gw = pipeline.gw
+    primary = stmt.engine = gw.engine_config(stmt.engine).name
+    record = ShadowRecord(sql=stmt.sql, primary=primary, reference=settings.reference,
+                          name=name)
+    reason = skip_reason(stmt.sql, settings, gw.dialect(primary))
 
     def run_primary() -> Result:
-        if primary_run is not None:
-            return primary_run()
-        if session is not None:
-            return session.execute(sql, parameters, shadow=False, timeout=timeout)
-        return gw.execute(sql, engine=primary, parameters=parameters, shadow=False,
-                          timeout=timeout)
+        return pipeline.run_plain(stmt)
 
     if reason is not None:
         record.status, record.skip_reason = "skipped", reason
@@ -411,11 +400,11 @@ def run_shadowed(
         except GatewayError as exc:
             error = exc
         record.primary_ms = (time.perf_counter() - started) * 1000
-        run = _ShadowRun(gw, record, settings, parameters, store)
+        run = _ShadowRun(pipeline, record, settings, stmt, store)
         run._claim_finish()
         run._save_and_complete()
         return result, error, record
-    run = _ShadowRun(gw, record, settings, parameters, store)
+    run = _ShadowRun(pipeline, record, settings, stmt, store)
     run.background = settings.background and concurrent
     if concurrent:
         run.reference.start()

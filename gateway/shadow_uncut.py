@@ -28,8 +28,8 @@ from gateway.errors import GatewayError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from gateway.core import Gateway
     from gateway.shadow import ShadowSettings
+    from gateway.statement import Pipeline, Principal
 
 _CUT_CLAUSES = ("limit", "offset", "fetch", "order")
 
@@ -62,13 +62,14 @@ def uncut_sql(sql: str, dialect: str, cap: int) -> tuple[str, str] | None:
     return compared, tree.sql(dialect)
 
 
-def check_without_the_cut(gw: Gateway, reference: str, sql: str, parameters: Any,
-                          primary: pa.Table, verdict: Verdict,
+def check_without_the_cut(pipeline: Pipeline, principal: Principal, reference: str, sql: str,
+                          parameters: Any, primary: pa.Table, verdict: Verdict,
                           settings: ShadowSettings) -> Verdict:
     """``verdict`` (``nondeterministic``) made stronger, or ``values``, as the module says."""
     from gateway.nondeterminism import Nondeterminism
+    from gateway.statement import Statement
 
-    dialect = gw.dialect(reference)
+    dialect = pipeline.gw.dialect(reference)
     found = Nondeterminism.of(sql, dialect)
     if found.cut is None or found.functions or found.rows_undetermined is not None:
         return verdict  # undetermined for a reason besides the cut
@@ -79,8 +80,9 @@ def check_without_the_cut(gw: Gateway, reference: str, sql: str, parameters: Any
                           "statement could not be rewritten")
     text, capped = texts
     try:
-        uncut = gw.execute(capped, engine=reference, parameters=parameters, shadow=False,
-                           timeout=settings.timeout).to_arrow()
+        uncut = pipeline.run_plain(Statement(
+            capped, reference, parameters, settings.timeout, principal=principal,
+            part_of="shadow")).to_arrow()
     except GatewayError as exc:
         return _unchecked(verdict, f"the reference failed without the cut: {exc}")
     if uncut.num_rows > cap:

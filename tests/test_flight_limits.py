@@ -156,20 +156,22 @@ def test_a_client_that_gives_up_on_a_write_stops_it(how):
 def test_a_query_started_after_the_client_left_is_cancelled_too():
     """The handler looked for the statement's queries once, when it first saw the client
     gone: a query the statement started after that look ran on."""
-    from gateway.flight.server import while_connected
+    from gateway.flight.watch import ClientWatch
     from gateway.handles import QueryHandle
 
     class Gone:  # the call of a client that has already left
         def is_cancelled(self) -> bool:
             return True
 
-    def run() -> bool:
-        time.sleep(0.3)  # the statement starts its query after the handler's first looks
-        handle = QueryHandle("duck", 1, SLOW_WRITE)
-        deadline = time.monotonic() + 10
-        while not handle.cancelled and time.monotonic() < deadline:
-            time.sleep(0.01)
-        handle.finish()
-        return handle.cancelled
-
-    assert while_connected(Gone(), run) is True
+    watch = ClientWatch()
+    try:
+        with watch.statements_of(Gone()):
+            time.sleep(0.3)  # the statement starts its query after the watch's first looks
+            handle = QueryHandle("duck", 1, SLOW_WRITE)
+            deadline = time.monotonic() + 10
+            while not handle.cancelled and time.monotonic() < deadline:
+                time.sleep(0.01)
+            handle.finish()
+    finally:
+        watch.stop()
+    assert handle.cancelled

@@ -7,7 +7,8 @@ import time
 import pytest
 
 import gateway
-from gateway.shadow import ShadowStore, statement_kind, summarize
+from gateway.shadow import ShadowStore, summarize
+from gateway.sql.kinds import statement_kind
 from tests import planted_bugs
 from tests.conformance.corpus import SOURCES, all_cases
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gateway
-from gateway.shadow import statement_kind
+from gateway.sql.kinds import statement_kind
 
 
 def test_nextval_in_a_select_runs_only_on_the_primary(tmp_path, monkeypatch):

@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     gate = RatioGate(args.max_ratio, args.min_ms)
     from gateway.corpus import read_queries
     from gateway.shadow import ShadowStore, run_shadowed, settings_from_mapping
+    from gateway.statement import Statement
 
     queries = read_queries(args.paths)
     with open_gateway(args) as gw:
@@ -138,8 +139,8 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_from_mapping(raw, gw.config)
         records = []
         for q in queries:
-            _, _, record = run_shadowed(gw, q.sql, primary, reference, settings, name=q.name,
-                                        concurrent=False, store=False)
+            _, _, record = run_shadowed(gw.pipeline, Statement(q.sql, primary), settings,
+                                        name=q.name, concurrent=False, store=False)
             records.append(record)
             print(_line(record, gate), flush=True)
         if settings.store and not args.no_store:

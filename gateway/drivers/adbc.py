@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from gateway.engine import EngineResult, EngineSession, is_read
+from gateway.engine import EngineResult, EngineSession
 from gateway.errors import EngineConnectionError, GatewayError
+from gateway.sql.kinds import is_read
 
 if TYPE_CHECKING:
     from gateway.handles import QueryHandle

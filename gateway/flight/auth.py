@@ -7,6 +7,13 @@ A static token from the configuration works the same way without logging in.
 Tokens issued at login expire after ``session_idle`` seconds without use.
 
 Neither passwords nor tokens are ever logged; only the user's name is.
+
+Failed logins are throttled per user: after ``login_failures`` failures in a
+row (default 3) each next attempt must wait, 1 s, then 2 s, doubling up to 5
+minutes, and is refused before the password hash runs; a success resets the
+count. At most two password hashes are checked at once, so a flood of logins
+cannot take every core from the users' queries. (pyarrow's server middleware
+is not told the client's address, so the throttle cannot be per address.)
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ import pyarrow.flight as flight
 
 from gateway.flight.settings import ANONYMOUS, ServeSettings, User
 
+#: the longest a user's next login waits after failures
+_LONGEST_BACKOFF = 300.0
+
 
 class Authenticator:
     """Checks credentials and keeps the tokens issued at login."""
@@ -29,6 +39,10 @@ class Authenticator:
     def __init__(self, settings: ServeSettings):
         self.settings = settings
         self._issued: dict[str, tuple[User, float]] = {}  # token -> (user, last use)
+        #: user -> (failed logins in a row, monotonic time before which logins are refused)
+        self._failures: dict[str, tuple[int, float]] = {}
+        #: password hashes checked at once: a flood of logins takes at most this many cores
+        self._checking = threading.BoundedSemaphore(2)
         self._lock = threading.Lock()
 
     @property
@@ -43,12 +57,41 @@ class Authenticator:
                 (the message does not say which).
         """
         user = self.settings.users.get(username)
-        if user is None or not user.check_password(password):
+        if user is None:
+            raise flight.FlightUnauthenticatedError("wrong username or password")
+        self._throttle(username)
+        if not self._checking.acquire(blocking=False):
+            raise flight.FlightUnavailableError(
+                "too many logins are being checked at once: try again in a moment")
+        try:
+            good = user.check_password(password)
+        finally:
+            self._checking.release()
+        with self._lock:
+            if good:
+                self._failures.pop(username, None)
+            else:
+                count, _ = self._failures.get(username, (0, 0.0))
+                count += 1
+                over = count - self.settings.login_failures
+                wait = 0.0 if over < 0 else min(_LONGEST_BACKOFF, 2.0 ** over)
+                self._failures[username] = (count, time.monotonic() + wait)
+        if not good:
             raise flight.FlightUnauthenticatedError("wrong username or password")
         token = secrets.token_urlsafe(32)
         with self._lock:
             self._issued[token] = (user, time.monotonic())
         return user, token
+
+    def _throttle(self, username: str) -> None:
+        """Refuse a login of a user whose recent logins failed, before the password hash
+        (scrypt: 50 ms of a core each) runs, until their backoff has passed."""
+        with self._lock:
+            _, until = self._failures.get(username, (0, 0.0))
+        left = until - time.monotonic()
+        if left > 0:
+            raise flight.FlightUnauthenticatedError(
+                f"too many failed logins for this user: try again in {left:.0f} s")
 
     def user_for_token(self, token: str) -> User:
         """The user a bearer token belongs to.

@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 
     from gateway.core import Gateway
     from gateway.engine import CatalogColumn, TableRef
+    from gateway.handles import RunningQuery
     from gateway.result import Result
     from gateway.session import PreparedStatement, Session
+    from gateway.statement import Principal
 
 
 @dataclass
@@ -92,23 +94,26 @@ class Backend:
 
     # -- statements --------------------------------------------------------------
     def execute(self, sql: str, engine: str, session: Session | None, timeout: float | None,
-                shadow: str | None = None) -> Result:
-        """Run a statement in ``session``, or once on ``engine`` when there is none.
+                principal: Principal, shadow: str | None = None) -> Result:
+        """Run a statement in ``session``, or once on ``engine`` when there is none, for
+        ``principal`` (every step of the statement pipeline applies).
 
         ``shadow`` names a reference engine; None lets the ``[shadow]`` section decide.
         """
         limit = timeout or None
         if session is not None:
             return session.execute(sql, timeout=limit, shadow=shadow)
-        return self.gw.execute(sql, engine=engine, shadow=shadow, timeout=limit)
+        return self.gw.execute(sql, engine=engine, shadow=shadow, timeout=limit,
+                               principal=principal)
 
-    def session(self, engine: str) -> Session:
-        """A session pinned to one connection of ``engine``."""
-        return self.gw.session(engine)
+    def session(self, engine: str, principal: Principal) -> Session:
+        """A session pinned to one connection of ``engine``, its statements ``principal``'s."""
+        return self.gw.session(engine, principal=principal)
 
-    def prepare(self, sql: str, engine: str, session: Session | None) -> Prepared:
+    def prepare(self, sql: str, engine: str, session: Session | None,
+                principal: Principal) -> Prepared:
         """Prepare in ``session``, or in a session of the statement's own when there is none."""
-        owned = None if session is not None else self.gw.session(engine)
+        owned = None if session is not None else self.gw.session(engine, principal=principal)
         try:
             statement = (session or owned).prepare(sql)  # type: ignore[union-attr]
         except BaseException:
@@ -117,11 +122,9 @@ class Backend:
             raise
         return Prepared(statement, engine, owned)
 
-    def statement_kind(self, sql: str, engine: str) -> str:
-        """``read`` for a query, else what the statement is (``INSERT``, ``unrecognized``)."""
-        from gateway.shadow import statement_kind
-
-        return statement_kind(sql, self.dialect(engine))
+    def running(self, user: str | None = None) -> list[RunningQuery]:
+        """The statements admitted and not finished (one user's, when named)."""
+        return self.gw.pipeline.running(user)
 
     @staticmethod
     def update_count(result: Result) -> int:

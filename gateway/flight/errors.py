@@ -3,6 +3,8 @@
 =====================================  =====================================
 gateway error                          Flight status
 =====================================  =====================================
+any error of kind ``permission``       UNAUTHORIZED (PERMISSION_DENIED)
+Overloaded (a limit on running ones)   UNAVAILABLE
 ConfigError (an unknown engine)        INVALID_ARGUMENT
 QueryError                             INVALID_ARGUMENT
 Unsupported                            UNIMPLEMENTED
@@ -34,6 +36,7 @@ from gateway.errors import (
     ConfigError,
     EngineConnectionError,
     GatewayError,
+    Overloaded,
     QueryError,
     QueryTimeout,
     Unsupported,
@@ -50,6 +53,10 @@ def to_flight(exc: GatewayError) -> Exception:
 
 def _status_error(exc: GatewayError) -> Exception:
     message = str(exc)
+    if exc.kind == "permission":
+        return flight.FlightUnauthorizedError(message)
+    if isinstance(exc, Overloaded):
+        return flight.FlightUnavailableError(message)
     if isinstance(exc, (ConfigError, QueryError)):
         return pa.ArrowInvalid(message)
     if isinstance(exc, Unsupported):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +34,8 @@ from gateway.flight.sessions import (
 from gateway.flight.settings import ANONYMOUS, ServeSettings, User
 from gateway.flight.statements import PreparedStatements, Queries, Query
 from gateway.flight.transactions import Transactions
+from gateway.flight.watch import ClientWatch
+from gateway.statement import Limits
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -71,15 +74,23 @@ class FlightSqlServer(flight.FlightServerBase):
     """
 
     def __init__(self, gw: Gateway, settings: ServeSettings):
+        # pyarrow sends a client the traceback of every error a handler raises that is not
+        # a FlightError (INVALID_ARGUMENT's ArrowInvalid among them), with the server's
+        # file paths; the traceback module's limit keeps it to the error's own line
+        sys.tracebacklimit = 0
         if not settings.any_file:
             _sources_only(gw)
         self.backend = Backend(gw)
+        gw.pipeline.limits = Limits(
+            max_queries=settings.max_queries,
+            max_queries_per_user=settings.max_queries_per_user if settings.auth else None)
+        self.watch = ClientWatch()
         self.settings = settings
         self.auth = Authenticator(settings)
         self.sessions = SessionStore(settings.session_idle)
         self.queries = Queries(settings)
         self.prepared = PreparedStatements(settings.session_idle)
-        self.transactions = Transactions(settings.session_idle)
+        self.transactions = Transactions(settings.transaction_idle)
         self.draining = False
         tls = []
         if settings.tls_cert is not None and settings.tls_key is not None:
@@ -126,15 +137,11 @@ class FlightSqlServer(flight.FlightServerBase):
     def _engines_of(self, user: User) -> list[str]:
         return [e for e in self.backend.engines if user.may_use(e)]
 
-    def _check_statement(self, user: User, engine: str, sql: str) -> None:
+    def _check_statement(self, sql: str) -> None:
+        """The statement's size; what it may do is the statement pipeline's to check."""
         if len(sql.encode()) > self.settings.max_request_bytes:
             raise pa.ArrowInvalid(f"the statement is longer than the service's limit of "
                                   f"{self.settings.max_request_bytes} bytes")
-        if user.read_only:
-            statement = self.backend.statement_kind(sql, engine)
-            if statement != "read":
-                raise flight.FlightUnauthorizedError(
-                    f"user {user.name!r} is read-only, and this is not a query ({statement})")
 
     def _check_size(self, data: bytes, what: str) -> None:
         if len(data) > self.settings.max_request_bytes:
@@ -174,9 +181,9 @@ class FlightSqlServer(flight.FlightServerBase):
         user = self._user(context)
         if isinstance(command, M.CommandStatementQuery):
             engine = self._engine(context, user)
-            self._check_statement(user, engine, command.query)
+            self._check_statement(command.query)
             prepared = self._call(self.backend.prepare, command.query, engine,
-                                  self._core_session(context, engine))
+                                  self._core_session(context, engine), user.principal)
             try:
                 return flight.SchemaResult(self._call(getattr, prepared, "schema"))
             finally:
@@ -267,10 +274,11 @@ class FlightSqlServer(flight.FlightServerBase):
         except GatewayError as exc:
             raise to_flight(exc) from None
 
-    def _admit(self, user: User) -> None:
+    def _admit(self) -> None:
+        """New statements are refused while the service drains (the limits on running
+        statements are the pipeline's, counted from admission)."""
         if self.draining:
             raise flight.FlightUnavailableError("the service is shutting down")
-        self.queries.admit(user.name)
 
     def _core_session(self, context: Any, engine: str) -> Session | None:
         """The core session of a caller that returns its cookie, on ``engine``; else None.
@@ -283,7 +291,9 @@ class FlightSqlServer(flight.FlightServerBase):
         session = self._session(context, create=True)
         if session is None or not session.by_cookie:
             return None
-        return self._call(session.core_session, engine, self.backend.session)
+        user = self._user(context)
+        return self._call(session.core_session, engine,
+                          lambda name: self.backend.session(name, user.principal))
 
     def _target(self, context: Any, user: User, request: Any) -> tuple[str, Session | None]:
         """The engine and core session a statement runs in: its transaction's, else the caller's."""
@@ -296,18 +306,18 @@ class FlightSqlServer(flight.FlightServerBase):
     def _run(self, context: Any, user: User, command: Any) -> Query:
         sql = command.query
         engine, core = self._target(context, user, command)
-        self._check_statement(user, engine, sql)
-        self._admit(user)
+        self._check_statement(sql)
+        self._admit()
         session = self._session(context, create=False)
         reference = session.reference if session is not None else None
         return self._start(context, user, engine, sql, lambda: self.backend.execute(
-            sql, engine, core, self.settings.query_timeout, shadow=reference))
+            sql, engine, core, self.settings.query_timeout, user.principal, reference))
 
     def _run_prepared(self, context: Any, user: User, handle: bytes) -> Query:
         entry = self.prepared.get(handle, user.name)
         prepared = entry.prepared
-        self._check_statement(user, prepared.engine, prepared.sql)
-        self._admit(user)
+        self._check_statement(prepared.sql)
+        self._admit()
         session = self._session(context, create=False)
         reference = session.reference if session is not None else None
         return self._start(context, user, prepared.engine, prepared.sql, lambda: prepared.execute(
@@ -318,16 +328,16 @@ class FlightSqlServer(flight.FlightServerBase):
         started = time.monotonic()
         write = not _QUERY.match(sql)
         try:
-            # DDL and DML run to the end now (clients often never fetch their answer),
-            # stopped if the client goes away meanwhile
-            result = while_connected(context, lambda: _ran(run())) if write else run()
+            # a query is planned (and a blocking aggregate computed) here, and DDL and DML
+            # run to their end now (clients often never fetch their answer); either is
+            # cancelled if the client goes away meanwhile
+            with self.watch.statements_of(context):
+                result = _ran(run()) if write else run()
         except GatewayError as exc:
             querylog.record(query_id=None, user=user.name, engine=engine, sql=sql, rows=0,
                             nbytes=0, started=started, outcome=exc.kind)
             raise to_flight(exc) from None
         query = Query(user.name, engine, sql, result, shadow=result.shadow)
-        if write:
-            query.holds_slot = False
         self.queries.add(query)
         return query
 
@@ -335,7 +345,10 @@ class FlightSqlServer(flight.FlightServerBase):
         settings = self.settings
 
         def batches() -> Iterator[pa.RecordBatch]:
+            handle = query.first.handle
+            watched = self.watch.handles(context, [handle] if handle is not None else [])
             try:
+                watched.__enter__()
                 for batch in query.first.reader():
                     if query.cancelled or context.is_cancelled():
                         query.first.cancel()
@@ -359,6 +372,7 @@ class FlightSqlServer(flight.FlightServerBase):
                     query.outcome = kind(exc)
                 raise
             finally:
+                watched.__exit__(None, None, None)
                 self.queries.finish(query)
                 querylog.log_query(query)
 
@@ -373,10 +387,10 @@ class FlightSqlServer(flight.FlightServerBase):
         user = self._user(context)
         if isinstance(command, M.CommandStatementUpdate):
             engine, core = self._target(context, user, command)
-            self._check_statement(user, engine, command.query)
-            self._admit(user)
+            self._check_statement(command.query)
+            self._admit()
             count = self._update(context, user, engine, command.query, lambda: self.backend.execute(
-                command.query, engine, core, self.settings.query_timeout))
+                command.query, engine, core, self.settings.query_timeout, user.principal))
         elif isinstance(command, M.CommandPreparedStatementQuery):
             entry = self.prepared.get(command.prepared_statement_handle, user.name)
             entry.parameters = self._parameters(reader)
@@ -384,8 +398,8 @@ class FlightSqlServer(flight.FlightServerBase):
         elif isinstance(command, M.CommandPreparedStatementUpdate):
             entry = self.prepared.get(command.prepared_statement_handle, user.name)
             prepared = entry.prepared
-            self._check_statement(user, prepared.engine, prepared.sql)
-            self._admit(user)
+            self._check_statement(prepared.sql)
+            self._admit()
             parameters = self._parameters(reader) or entry.parameters
             count = self._update(context, user, prepared.engine, prepared.sql, lambda: prepared.execute(
                 parameters, self.settings.query_timeout))
@@ -398,7 +412,8 @@ class FlightSqlServer(flight.FlightServerBase):
         """Run a write; the rows it changed, or -1 when the engine does not say."""
         total, started, outcome, query_id = -1, time.monotonic(), "ok", None
         try:
-            result = while_connected(context, lambda: _ran(run()))
+            with self.watch.statements_of(context):
+                result = _ran(run())
             query_id = result.query_id
             total = self.backend.update_count(result)
         except GatewayError as exc:
@@ -448,8 +463,8 @@ class FlightSqlServer(flight.FlightServerBase):
     def _action_CreatePreparedStatement(self, context: Any, user: User, body: bytes) -> list[bytes]:
         request = M.unpack(M.ActionCreatePreparedStatementRequest, body)
         engine, core = self._target(context, user, request)
-        self._check_statement(user, engine, request.query)
-        prepared = self._call(self.backend.prepare, request.query, engine, core)
+        self._check_statement(request.query)
+        prepared = self._call(self.backend.prepare, request.query, engine, core, user.principal)
         try:
             schema = self._call(getattr, prepared, "schema")
         except BaseException:
@@ -549,7 +564,7 @@ class FlightSqlServer(flight.FlightServerBase):
             raise pa.ArrowNotImplementedError(
                 f"engine {engine!r} has no transactions: run statements one by one "
                 "(autocommit)")
-        session = self._call(self.backend.session, engine)
+        session = self._call(self.backend.session, engine, user.principal)
         transaction_id = self._call(self.transactions.begin, user.name, engine, session)
         return [M.pack(M.ActionBeginTransactionResult(transaction_id=transaction_id))]
 
@@ -567,13 +582,18 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _action_health(self, context: Any, user: User, body: bytes) -> list[bytes]:
         return [_json({"status": "draining" if self.draining else "ok",
-                       "running_queries": len(self.queries.running()),
+                       "running_queries": len(self.backend.running()),
                        "sessions": len(self.sessions)})]
 
     def _action_running_queries(self, context: Any, user: User, body: bytes) -> list[bytes]:
-        everyone = not self.settings.auth
-        return [_json([q.describe() for q in self.queries.running()
-                       if everyone or q.user == user.name])]
+        """Every statement admitted and not finished (planning, computing, waiting for its
+        DoGet, or streaming): the user's own, or everyone's without users configured."""
+        streaming = {q.query_id for q in self.queries.running() if q.streaming}
+        mine = None if not self.settings.auth else user.name
+        return [_json([{"query_id": q.query_id, "user": q.user, "engine": q.engine,
+                        "sql": q.sql, "started": q.started, "rows": q.rows,
+                        "streaming": q.query_id in streaming}
+                       for q in self.backend.running(mine)])]
 
     def _action_shadow_summary(self, context: Any, user: User, body: bytes) -> list[bytes]:
         return [_json(self.backend.shadow_summary())]
@@ -594,13 +614,14 @@ class FlightSqlServer(flight.FlightServerBase):
 
     # -- lifecycle -------------------------------------------------------------
     def _sweep(self) -> None:
-        interval = max(0.05, min(5.0, self.settings.session_idle / 4))
+        shortest = min(self.settings.session_idle, self.settings.transaction_idle)
+        interval = max(0.05, min(5.0, shortest / 4))
         while not self._stop.wait(interval):
             for query in self.queries.expire():
                 querylog.log_query(query)
             self.prepared.expire()
             self.transactions.expire()
-            self.sessions.expire()
+            self.sessions.expire(self.settings.transaction_idle)
             self.auth.expire()
 
     def drain(self, grace: float) -> None:
@@ -615,6 +636,7 @@ class FlightSqlServer(flight.FlightServerBase):
     def shutdown(self) -> None:
         """Stop serving, then release every prepared statement and session."""
         self._stop.set()
+        self.watch.stop()
         super().shutdown()
         self.prepared.close_all()
         self.transactions.close_all()
@@ -666,43 +688,3 @@ def _ran(result: Result) -> Result:
     """``result`` read to its end (it keeps the answer)."""
     result.to_arrow()
     return result
-
-
-#: how often a handler running a statement to its end asks whether its client is still there
-_WATCH_SECONDS = 0.1
-
-
-def while_connected(context: Any, run: Callable[[], Any]) -> Any:
-    """``run()`` in a thread of its own, while the handler's thread watches the call: a
-    client that cancels or goes away (its deadline passed, its connection dropped)
-    cancels the queries ``run`` started, instead of a write running to its end (or to
-    the query timeout) for nobody."""
-    from gateway.handles import started_in_block
-
-    outcome: dict[str, Any] = {}
-    finished = threading.Event()
-    started: list[Any] = []
-
-    def work() -> None:
-        try:
-            with started_in_block() as handles:
-                started.append(handles)
-                outcome["value"] = run()
-        except BaseException as exc:  # handed to the handler's thread below
-            outcome["error"] = exc
-        finally:
-            finished.set()
-
-    threading.Thread(target=work, name="flight-statement", daemon=True).start()
-    cancelled = 0  # how many of the started queries were cancelled
-    while not finished.wait(_WATCH_SECONDS):
-        handles = list(started[0]) if started else []
-        if len(handles) > cancelled and context.is_cancelled():
-            # a query started after the client left (or before the thread's block
-            # was in place at the first look) is cancelled at the next look
-            for handle in handles[cancelled:]:
-                handle.cancel()  # the statement ends with Cancelled, which ends the wait
-            cancelled = len(handles)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]

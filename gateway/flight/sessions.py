@@ -101,11 +101,17 @@ class SessionStore:
             self._sessions.pop(session.id, None)
         session.release()
 
-    def expire(self) -> None:
-        cutoff = time.monotonic() - self.idle
+    def expire(self, transaction_idle: float | None = None) -> None:
+        """Drop sessions unused for ``session_idle``; one inside a transaction is dropped
+        (rolled back) once unused for ``transaction_idle``: a client that died there must
+        not hold its locks and its memory for an hour."""
+        now = time.monotonic()
+        cutoff = now - self.idle
+        in_transaction = now - (self.idle if transaction_idle is None else transaction_idle)
         with self._lock:
             stale = [self._sessions.pop(k) for k, s in list(self._sessions.items())
-                     if s.used < cutoff]
+                     if s.used < cutoff or (s.used < in_transaction and s.core is not None
+                                            and s.core.in_transaction)]
         for session in stale:
             session.release()
 

@@ -15,6 +15,8 @@
     max_request_bytes = 16777216  # a command, a statement or a DoPut upload
     session_idle = 3600         # seconds before an idle session, token, ticket or
                                 # prepared statement is dropped
+    transaction_idle = 60       # seconds before a transaction left unused is rolled back
+    login_failures = 3          # failed logins of a user before the next ones must wait
 
     [serve.users.alice]
     password_hash = "scrypt$..."    # from `arrowgate serve --hash-password`
@@ -45,6 +47,7 @@ from typing import Any
 from gateway.config import GatewayConfig, _check_options
 from gateway.engine import Option
 from gateway.errors import ConfigError
+from gateway.statement import Principal
 
 SERVE_OPTIONS: dict[str, Option] = {
     "host": Option((str,), "127.0.0.1", help="the address to listen on"),
@@ -60,6 +63,12 @@ SERVE_OPTIONS: dict[str, Option] = {
                                 help="bytes a command, statement or DoPut upload may have"),
     "session_idle": Option((int, float), 3600,
                            help="seconds before idle sessions, tokens and handles are dropped"),
+    "transaction_idle": Option((int, float), 60,
+                               help="seconds before a transaction left unused is rolled back "
+                                    "(its client may have died holding locks)"),
+    "login_failures": Option((int,), 3,
+                             help="failed logins of one user before each next attempt must "
+                                  "wait (1 s, doubling up to 5 minutes)"),
     "shutdown_grace": Option((int, float), 10,
                              help="seconds running streams get to finish on SIGTERM"),
     "any_file": Option((bool,), False,
@@ -137,6 +146,11 @@ class User:
     def may_use(self, engine: str) -> bool:
         return self.engines is None or engine in self.engines
 
+    @property
+    def principal(self) -> Principal:
+        """This user as the statement pipeline knows them: a user who shares the server."""
+        return Principal(self.name, self.engines, self.read_only, shared=True)
+
 
 #: The user of a service without users: every engine, reads and writes.
 ANONYMOUS = User("anonymous")
@@ -158,6 +172,8 @@ class ServeSettings:
     max_bytes: int = 0
     max_request_bytes: int = 16 * 1024 * 1024
     session_idle: float = 3600.0
+    transaction_idle: float = 60.0
+    login_failures: int = 3
     shutdown_grace: float = 10.0
     any_file: bool = False
     users: Mapping[str, User] = field(default_factory=dict)
@@ -207,7 +223,10 @@ class ServeSettings:
         for key in ("max_queries", "max_queries_per_user", "max_request_bytes"):
             if values[key] <= 0:
                 raise fail(f"serve.{key}", "must be a positive integer")
-        for key in ("max_rows", "max_bytes", "query_timeout", "session_idle", "shutdown_grace"):
+        if values["transaction_idle"] <= 0:
+            raise fail("serve.transaction_idle", "must be a positive number of seconds")
+        for key in ("max_rows", "max_bytes", "query_timeout", "session_idle", "shutdown_grace",
+                    "login_failures"):
             if values[key] < 0:
                 raise fail(f"serve.{key}", "must not be negative")
         if (values["tls_cert"] is None) != (values["tls_key"] is None):

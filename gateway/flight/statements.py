@@ -2,8 +2,9 @@
 
 A query runs from the moment a client asks for its FlightInfo; its ticket
 names it until the stream ends, the client cancels it, or it waits unread
-longer than ``session_idle``. Each running query holds one slot of the
-service's and of its user's concurrency limit. Handles are random, and a
+longer than ``session_idle``. The concurrency limits are the statement
+pipeline's (:class:`gateway.statement.Limits`): a statement counts from its
+admission, before it is planned, until its answer is read, closed or expired. Handles are random, and a
 handle only works for the user it was issued to: anyone else is told it does
 not exist.
 """
@@ -16,8 +17,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import pyarrow.flight as flight
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -43,9 +42,6 @@ class Query:
     rows: int = 0
     bytes: int = 0
     streaming: bool = False
-    #: whether it counts against the concurrency limits: a write's answer (a count)
-    #: is read at once, and its ticket then waits without holding a slot
-    holds_slot: bool = True
     cancelled: bool = False
     outcome: str = "waiting"
     shadow: Any = None
@@ -76,34 +72,9 @@ class Queries:
         self._lock = threading.Lock()
         self._finished: dict[int, Query] = {}  # the last verdicts, by query id
 
-    def admit(self, user: str) -> None:
-        """Check that ``user`` may start one more query now.
-
-        Raises:
-            flight.FlightUnavailableError: a concurrency limit is reached.
-        """
-        with self._lock:
-            self._check_room(user)
-
-    def _check_room(self, user: str) -> None:
-        running = [q for q in self._by_handle.values() if q.holds_slot]
-        if len(running) >= self.settings.max_queries:
-            raise flight.FlightUnavailableError(
-                f"the service is running its limit of {self.settings.max_queries} queries: "
-                "try again when one has finished")
-        mine = sum(1 for q in running if q.user == user)
-        if self.settings.auth and mine >= self.settings.max_queries_per_user:
-            raise flight.FlightUnavailableError(
-                f"you are running your limit of {self.settings.max_queries_per_user} queries: "
-                "read or cancel one first")
-
     def add(self, query: Query) -> None:
+        """Issue the query's ticket (its statement was admitted by the pipeline)."""
         with self._lock:
-            try:
-                self._check_room(query.user)
-            except flight.FlightError:
-                query.first.close()
-                raise
             self._by_handle[query.handle] = query
 
     def claim(self, handle: bytes, user: str) -> Query:
@@ -140,9 +111,9 @@ class Queries:
         return query if query is not None and query.user == user else None
 
     def running(self) -> list[Query]:
-        """The queries holding a slot: running, or streaming their answer."""
+        """The queries whose ticket is issued and not yet read to its end."""
         with self._lock:
-            return [q for q in self._by_handle.values() if q.holds_slot]
+            return list(self._by_handle.values())
 
     def expire(self) -> list[Query]:
         """Drop queries whose ticket was never redeemed within ``session_idle``."""

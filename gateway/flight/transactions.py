@@ -3,8 +3,8 @@
 A transaction is a core session of its own in which ``BEGIN`` has run;
 statements that carry its id run in it, and ``EndTransaction`` commits or
 rolls back and closes it. An id works only for the user who began it. A
-transaction unused for ``session_idle`` seconds is rolled back (its session
-closed).
+transaction unused for ``transaction_idle`` seconds (default 60) is rolled
+back (its session closed): its client may have died holding its locks.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class Transactions:
             transaction.session.close()
 
     def expire(self, idle: float | None = None) -> None:
-        """Roll back transactions unused for ``idle`` seconds (default: ``session_idle``)."""
+        """Roll back transactions unused for ``idle`` seconds (default: ``transaction_idle``)."""
         cutoff = time.monotonic() - (self.idle if idle is None else idle)
         with self._lock:
             stale = [self._by_id.pop(t) for t, x in list(self._by_id.items()) if x.used <= cutoff]

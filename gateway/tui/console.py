@@ -195,6 +195,7 @@ class TabSession:
     def _start_shadowed(self, sql: str, reference: str,
                         session: Session) -> tuple[Result, ShadowRecord]:
         from gateway.shadow import DEFAULT_STORE, ShadowSettings, run_shadowed
+        from gateway.statement import Statement
 
         gw = self.core.gw
         configured = gw.shadow_settings
@@ -203,8 +204,9 @@ class TabSession:
                                         background=True) if configured is not None else
                     ShadowSettings(reference=reference, background=True,
                                    store=str(Path(gw.config.base_dir) / DEFAULT_STORE)))
-        result, error, record = run_shadowed(gw, sql, self.engine, reference, settings,
-                                             session=session)
+        result, error, record = run_shadowed(gw.pipeline,
+                                             Statement(sql, self.engine, session=session),
+                                             settings)
         if error is not None:
             if isinstance(error, GatewayError):
                 raise error

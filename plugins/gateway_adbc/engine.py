@@ -290,7 +290,7 @@ class AdbcEngine(Engine):
         """``adbc_get_objects``, filtered by the LIKE patterns here: drivers differ in how they
         read a pattern (the PostgreSQL driver compares schema names with ``=``), so only a
         plain name is passed down."""
-        from gateway.engine import like_matcher
+        from gateway.sql.patterns import like_matcher
 
         pool = self._running_pool()
         con = pool.take()
@@ -337,7 +337,7 @@ class AdbcEngine(Engine):
 
     def columns(self, table: str, catalog: str | None = None, schema: str | None = None,
                 pattern: str | None = None) -> list[CatalogColumn]:
-        from gateway.engine import like_matcher
+        from gateway.sql.patterns import like_matcher
 
         match = like_matcher(pattern)
         out: list[CatalogColumn] = []

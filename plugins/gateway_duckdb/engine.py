@@ -183,6 +183,12 @@ class DuckDBEngine(Engine):
                 if not _SETTING_NAME.match(param):
                     raise ConfigError("not a secret parameter name", key=f"{key}.{param}")
 
+    @property
+    def holds_credentials(self) -> bool:
+        """Whether DuckDB holds a secret this engine created (its ``secrets``, a catalog's
+        password): SQL that opens a server then is refused (gateway.statement)."""
+        return bool(self.secret_statements())
+
     def secret_statements(self) -> list[str]:
         """``CREATE OR REPLACE SECRET`` for each entry of ``secrets`` (temporary: in memory).
 

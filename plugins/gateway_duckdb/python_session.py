@@ -9,8 +9,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from gateway.engine import EnginePrepared, EngineResult, EngineSession, is_read
+from gateway.engine import EnginePrepared, EngineResult, EngineSession
 from gateway.errors import EngineConnectionError
+from gateway.sql.kinds import is_read
 from gateway_duckdb.adbc_session import SetupFailed
 from gateway_duckdb.mount import SOURCES_CATALOG, literal
 from gateway_duckdb.translate import translate

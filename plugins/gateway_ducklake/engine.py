@@ -12,14 +12,17 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from gateway.engine import EngineResult, Option
+from gateway.engine import EnginePrepared, EngineResult, EngineSession, Option
 from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
 from gateway.masking import mask_text
 from gateway_duckdb.engine import DuckDBEngine
 from gateway_duckdb.mount import literal, quote_ident
 from gateway_ducklake.catalog import CatalogSpec, parse_libpq
+
+if TYPE_CHECKING:
+    from gateway.handles import QueryHandle
 
 #: DuckDB releases whose extensions exist offline, newest first (docs/ducklake.md,
 #: "How it runs").
@@ -294,6 +297,15 @@ class DuckLakeEngine(DuckDBEngine):
             raise self._explain(exc) from None
         return result
 
+    def open_session(self, one_shot: bool = False) -> EngineSession:
+        """A connection of its own for one-shot statements too (see the base class): a
+        cancel or a timeout then interrupts that statement's connection, never every
+        running query of the lake; errors still get the lake's hints."""
+        opener = getattr(self._running_session(), "open", None)
+        if opener is None or (one_shot and self.config["isolation"] == "process"):
+            return super().open_session(one_shot)
+        return _ExplainedSession(self, opener(self, one_shot))
+
     # -- errors --------------------------------------------------------------------------
     def _explain(self, exc: GatewayError) -> GatewayError:
         """The error with secrets masked and, for known DuckLake failures, what to do."""
@@ -353,6 +365,32 @@ class DuckLakeEngine(DuckDBEngine):
         exc.message = message
         exc.args = (str(exc),)
         return exc
+
+
+class _ExplainedSession(EngineSession):
+    """A native DuckDB session of the lake, its errors explained as the lake explains them."""
+
+    engine: DuckLakeEngine
+
+    def __init__(self, engine: DuckLakeEngine, inner: EngineSession):
+        super().__init__(engine)
+        self._inner = inner
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None,
+                handle: QueryHandle) -> EngineResult:
+        try:
+            return self._inner.execute(sql, parameters, handle)
+        except GatewayError as exc:
+            raise self.engine._explain(exc) from None
+
+    def prepare(self, sql: str) -> EnginePrepared:
+        try:
+            return self._inner.prepare(sql)
+        except GatewayError as exc:
+            raise self.engine._explain(exc) from None
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 def _first_line(message: str) -> str:

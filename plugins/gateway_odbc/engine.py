@@ -288,7 +288,7 @@ class OdbcEngine(Engine):
 
     def _tables(self, catalog: str | None, schema: str | None, pattern: str | None,
                 types: Sequence[str] | None) -> list[TableRef]:
-        from gateway.engine import like_matcher
+        from gateway.sql.patterns import like_matcher
 
         con = self._take()
         try:
@@ -303,7 +303,7 @@ class OdbcEngine(Engine):
 
     def columns(self, table: str, catalog: str | None = None, schema: str | None = None,
                 pattern: str | None = None) -> list[CatalogColumn]:
-        from gateway.engine import like_matcher
+        from gateway.sql.patterns import like_matcher
 
         match = like_matcher(pattern)
         return [c for ref in self.tables(catalog, schema, table) if ref.table == table

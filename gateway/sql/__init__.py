@@ -1,0 +1,50 @@
+"""Reading SQL: what a statement is, before any engine sees it.
+
+One package holds every reading of statement text the gateway does, so the
+statement pipeline (:mod:`gateway.statement`) and the front ends agree on it:
+
+- :mod:`gateway.sql.kinds`: what a statement does (a read, a write, a
+  setting, a transaction), its placeholders, the session state it changes;
+- :mod:`gateway.sql.reach`: what a statement reaches beyond the engine it is
+  sent to (settings of global scope, ``ATTACH``, functions that run SQL or open
+  databases from a string);
+- :mod:`gateway.sql.patterns`: SQL ``LIKE`` patterns for catalog listings.
+
+sqlglot is imported only when a statement needs a parse, and its warnings
+("contains unsupported syntax. Falling back to parsing as a 'Command'") never
+reach the terminal or a log: they quote the statement, and statement text is
+kept out of logs (docs/flight.md). :func:`parse` is the one way in.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+#: sqlglot's logger warns with the statement's text; it is raised to ERROR once, here
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+#: statements longer than this are read by their leading keywords only: a parse of a
+#: multi-megabyte ``IN (...)`` list took sqlglot tens of seconds and gigabytes, in
+#: Python, where no timeout can interrupt it
+PARSE_LIMIT = 1 << 20
+
+
+class Unparsed(Exception):
+    """sqlglot could not read the statement, or it is longer than :data:`PARSE_LIMIT`."""
+
+
+def parse(sql: str, dialect: str) -> list[Any]:
+    """The statements of ``sql`` as sqlglot trees (empty ones left out).
+
+    Raises:
+        Unparsed: sqlglot cannot read it, or it is too long to read safely.
+    """
+    if len(sql) > PARSE_LIMIT:
+        raise Unparsed(f"the statement is longer than {PARSE_LIMIT} characters")
+    import sqlglot
+
+    try:
+        return [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except Exception as exc:  # sqlglot's ParseError, TokenError, and its own bugs
+        raise Unparsed(str(exc)) from None

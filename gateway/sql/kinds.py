@@ -1,0 +1,112 @@
+"""What a statement does: a read or a write, the state it changes, its placeholders."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gateway.sql import Unparsed, parse
+
+#: comments and blanks before a statement's first keyword
+LEADING = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+_READ_START = re.compile(r"(?i)(SELECT|FROM|VALUES|TABLE|DESCRIBE|SHOW|SUMMARIZE)\b")
+_STATEFUL = [
+    (re.compile(r"(?i)(SET|RESET)\b"), "settings", "a setting"),
+    (re.compile(r"(?i)USE\b"), "use", "USE"),
+    (re.compile(r"(?i)(BEGIN|START\s+TRANSACTION|COMMIT|ROLLBACK|END\s+TRANSACTION|ABORT)\b"),
+     "transactions", "a transaction"),
+    (re.compile(r"(?i)CREATE\s+(OR\s+REPLACE\s+)?(LOCAL\s+|GLOBAL\s+)?(TEMP|TEMPORARY)\b"),
+     "temp_tables", "a temporary object"),
+]
+
+
+def head(sql: str) -> str:
+    """``sql`` from its first keyword on (leading comments and blanks cut)."""
+    return sql[LEADING.match(sql).end():]  # type: ignore[union-attr]
+
+
+def state_needed(sql: str) -> tuple[str, str] | None:
+    """The session state a statement changes, as ``(kind, what)``, or None.
+
+    ``kind`` is one of :data:`gateway.engine.SESSION_STATE`. Only the first
+    statement's leading keywords are read: this is a guard against silently
+    losing state, not a parser.
+    """
+    start = head(sql)
+    for pattern, kind, what in _STATEFUL:
+        if pattern.match(start):
+            return kind, what
+    return None
+
+
+_BEGIN = re.compile(r"(?i)(BEGIN|START\s+TRANSACTION)\b")
+_END = re.compile(r"(?i)(COMMIT|ROLLBACK|END|ABORT)\b")
+
+
+def transaction_change(sql: str) -> str | None:
+    """``begin`` for a statement that opens a transaction, ``end`` for one that ends it,
+    else None (the leading keyword only)."""
+    start = head(sql)
+    if _BEGIN.match(start):
+        return "begin"
+    return "end" if _END.match(start) else None
+
+
+def statement_kind(sql: str, dialect: str = "duckdb") -> str:
+    """``read`` for a query; otherwise what the statement is (``INSERT``, ``unrecognized``,
+    ``SELECT calling nextval()``: a query with side effects...)."""
+    from sqlglot import exp
+
+    from gateway.nondeterminism import side_effects_in
+
+    try:
+        statements = parse(sql, dialect)
+    except Unparsed:
+        return "unrecognized"
+    if not statements:
+        return "empty"
+    for stmt in statements:
+        if isinstance(stmt, exp.Query) and (calls := side_effects_in(stmt)):
+            return "SELECT calling " + ", ".join(f"{c}()" for c in calls)
+        if isinstance(stmt, (exp.Query, exp.Describe)) and not _writes_inside(stmt, exp):
+            continue
+        if isinstance(stmt, exp.Command):
+            return f"{stmt.name.upper()}"
+        return str(stmt.key.upper())
+    return "read"
+
+
+def _writes_inside(stmt: Any, exp: Any) -> bool:
+    """A query that writes anyway (``WITH x AS (INSERT ... RETURNING *) SELECT``, ``SELECT INTO``)."""
+    writes = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Into)
+    return any(True for _ in stmt.find_all(*writes))
+
+
+def is_read(sql: str, dialect: str) -> bool:
+    """Whether ``sql`` is a query that changes nothing (see :func:`statement_kind`).
+
+    A statement sqlglot cannot read counts as a query when it starts like one.
+    """
+    kind = statement_kind(sql, dialect)
+    if kind == "unrecognized":
+        return _READ_START.match(head(sql)) is not None and ";" not in sql.strip().rstrip(";")
+    return kind == "read"
+
+
+def placeholder_count(sql: str, dialect: str) -> int:
+    """How many positional parameters ``sql`` takes (``?``, ``$n``), read with sqlglot."""
+    from sqlglot import exp
+
+    try:
+        statements = parse(sql, dialect)
+    except Unparsed:  # a dialect corner sqlglot cannot read: count outside quotes
+        bare = _QUOTED.sub("", sql)
+        numbered = [int(n) for n in re.findall(r"\$(\d+)", bare)]
+        return max(numbered) if numbered else bare.count("?")
+    count = 0
+    for stmt in statements:
+        for node in stmt.find_all(exp.Placeholder, exp.Parameter):
+            name = node.name if isinstance(node, exp.Placeholder) else node.this.name
+            count = max(count, int(name)) if name.isdigit() else count + 1
+    return count
