@@ -370,3 +370,35 @@ def test_a_gateway_process_prints_nothing_of_sqlglot(tmp_path):
                           timeout=60, cwd=Path(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
+
+
+def test_a_cancel_on_a_lake_stops_exactly_that_query(tmp_path):
+    """A one-shot statement on a ducklake engine ran through the engine-wide cancel: one
+    query's cancel (or timeout) interrupted every running query of the lake."""
+    from tests.lakes import duckdb_file_lake
+
+    slow = "SELECT count(*) AS n FROM range(250000000) r(i) WHERE i % 7 = 3"
+    with gateway.connect({"engines": {"lake": duckdb_file_lake(tmp_path)}}) as gw:
+        gw.execute("SELECT 1", engine="lake").to_arrow()
+        outcomes: dict[int, Any] = {}
+
+        def run(i: int) -> None:
+            try:
+                outcomes[i] = gw.execute(slow, engine="lake").to_arrow().to_pylist()
+            except GatewayError as exc:
+                outcomes[i] = exc
+
+        threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(3)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 20
+        while len(gw.running()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(gw.running()) == 3
+        victim = gw.running()[0]
+        assert gw.cancel(victim.query_id)
+        for thread in threads:
+            thread.join(120)
+    cancelled = [o for o in outcomes.values() if isinstance(o, gateway.errors.Cancelled)]
+    answered = [o for o in outcomes.values() if isinstance(o, list)]
+    assert len(cancelled) == 1 and len(answered) == 2, outcomes

@@ -1,0 +1,201 @@
+"""Users who share `arrowgate serve` are kept apart, over a real ADBC Flight SQL client:
+engines through fallbacks, settings, limits counted before planning, cancels that stop
+the work, clean errors and throttled logins."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any
+
+import adbc_driver_flightsql.dbapi as dbapi
+import pyarrow.flight as flight
+import pytest
+
+from gateway.flight.settings import hash_password
+from tests.flight_support import CONFIG, action, serving
+
+COOKIES = {"adbc.flight.sql.rpc.with_cookie_middleware": "true"}
+USERS = {
+    "carol": {"password_hash": hash_password("carol-pw"), "engines": ["scan"]},
+    "dave": {"password_hash": hash_password("dave-pw")},
+    "erin": {"password_hash": hash_password("erin-pw")},
+}
+HEAVY = "SELECT count(*) FROM range(3000000000) r(i) WHERE i % 7 = 3"
+
+
+def _config(**serve: Any) -> dict[str, Any]:
+    return {**CONFIG, "serve": {"users": USERS, **serve}}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serving(_config()) as server:
+        with connect(server, "dave") as conn, conn.cursor() as cur:
+            cur.execute("CREATE OR REPLACE TABLE payroll AS SELECT 'ann' AS name, 100 AS salary")
+            cur.fetchall()
+        yield server
+
+
+def connect(server: Any, user: str, **kwargs: Any) -> Any:
+    return dbapi.connect(server.location, autocommit=True, db_kwargs={
+        "username": user, "password": f"{user}-pw", **COOKIES, **kwargs})
+
+
+def _fails(cur: Any, sql: str) -> str:
+    with pytest.raises(dbapi.Error) as caught:
+        cur.execute(sql)
+        cur.fetchall()
+    return str(caught.value)
+
+
+def test_a_user_of_the_csv_engine_reaches_no_other_through_its_fallback(server):
+    with connect(server, "carol") as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM trips")
+        assert cur.fetchone()[0] > 0
+        for sql in ["SELECT (SELECT max(salary) FROM payroll) AS m",
+                    "SELECT * FROM query('SELECT * FROM payroll')",
+                    "SELECT * FROM duckdb_tables()",
+                    "INSERT INTO payroll VALUES ('eve', 1)",
+                    "DROP TABLE payroll"]:
+            message = _fails(cur, sql)
+            assert "'duck'" in message and "may use" in message, message
+    with connect(server, "dave") as conn, conn.cursor() as cur:
+        cur.execute("SELECT * FROM payroll")
+        assert cur.fetchall() == [("ann", 100)]
+
+
+def test_one_clients_settings_never_change_another_clients_answers(server):
+    with connect(server, "dave") as mine, mine.cursor() as cur, \
+            connect(server, "erin") as theirs, theirs.cursor() as other:
+        assert "every user" in _fails(cur, "SET GLOBAL integer_division = true")
+        cur.execute("SET default_order = 'DESC'")
+        cur.fetchall()
+        cur.execute("SET integer_division = true")
+        cur.fetchall()
+        other.execute("SELECT 7 / 2 AS x, (SELECT list(i ORDER BY i) FROM range(3) r(i)) AS l")
+        assert other.fetchall() == [(3.5, [0, 1, 2])]
+        cur.execute("SELECT 7 / 2 AS x")
+        assert cur.fetchall() == [(3,)]
+        assert "locally" in _fails(cur, "SET memory_limit = '20MB'")
+
+
+def _cpu_seconds() -> float:
+    return time.process_time()
+
+
+def test_a_cancelled_query_stops_computing_within_a_second(server):
+    """The ADBC driver's cancel of a query still being planned and computed (a blocking
+    aggregate inside GetFlightInfo): the server's CPU for it stops."""
+    with connect(server, "dave") as conn, conn.cursor() as cur:
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                cur.execute(HEAVY)
+                cur.fetchall()
+            except BaseException as exc:  # the cancel's error, handed to the test
+                failed.append(exc)
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        deadline = time.monotonic() + 10
+        while not server.backend.running() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        cur.adbc_cancel()
+        worker.join(10)
+        assert failed, "the query was not stopped"
+        time.sleep(1.0)  # the cancel has a second to reach the engine
+        before = _cpu_seconds()
+        time.sleep(1.0)
+        assert _cpu_seconds() - before < 0.3
+        assert server.backend.running() == []
+
+
+def test_running_queries_count_from_admission_and_max_queries_holds():
+    with serving(_config(max_queries=2)) as server:
+        conns = [connect(server, "dave") for _ in range(2)]
+        threads = []
+        try:
+            for conn in conns:
+                def run(conn: Any = conn) -> None:
+                    try:
+                        with conn.cursor() as cur:
+                            cur.execute(HEAVY)
+                            cur.fetchall()
+                    except dbapi.Error:
+                        pass
+
+                threads.append(threading.Thread(target=run, daemon=True))
+                threads[-1].start()
+            deadline = time.monotonic() + 10
+            while len(server.backend.running()) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            client = flight.connect(server.location)
+            options = flight.FlightCallOptions(
+                headers=[client.authenticate_basic_token("erin", "erin-pw")])
+            assert action(client, "health", options=options)["running_queries"] == 2
+            with connect(server, "erin") as conn, conn.cursor() as cur:
+                assert "limit of 2 queries" in _fails(cur, "SELECT 1")
+        finally:
+            for q in server.backend.running():
+                server.backend.gw.cancel(q.query_id)
+            for thread in threads:
+                thread.join(10)
+            for conn in conns:
+                conn.close()
+
+
+def test_errors_sent_to_clients_carry_no_traceback_or_server_path(server):
+    with connect(server, "dave") as conn, conn.cursor() as cur:
+        message = _fails(cur, "SELEC 1")
+    assert "Traceback" not in message
+    assert "/gateway/" not in message and ".py" not in message
+
+
+def test_failed_logins_back_off_before_the_password_hash():
+    with serving(_config(login_failures=2)) as server:
+        client = flight.connect(server.location)
+        for _ in range(2):
+            with pytest.raises(flight.FlightUnauthenticatedError, match="wrong"):
+                client.authenticate_basic_token("dave", "guess")
+        started = time.monotonic()
+        with pytest.raises(flight.FlightUnauthenticatedError, match="too many failed"):
+            client.authenticate_basic_token("dave", "dave-pw")  # even the right one waits
+        assert time.monotonic() - started < 0.05  # refused before scrypt (50 ms) ran
+        time.sleep(1.1)
+        client.authenticate_basic_token("dave", "dave-pw")
+
+
+def test_a_dead_clients_transaction_is_rolled_back_after_transaction_idle():
+    with serving(_config(transaction_idle=0.5)) as server:
+        with connect(server, "dave") as conn, conn.cursor() as cur:
+            cur.execute("CREATE OR REPLACE TABLE ledger (a INTEGER)")
+            cur.fetchall()
+        dead = connect(server, "dave")
+        cur = dead.cursor()
+        cur.execute("BEGIN")
+        cur.fetchall()
+        cur.execute("INSERT INTO ledger VALUES (1)")
+        cur.fetchall()
+        # the client dies without a word: its session holds the transaction
+        time.sleep(2.0)
+        with connect(server, "erin") as conn, conn.cursor() as other:
+            other.execute("INSERT INTO ledger VALUES (2)")  # no "Conflict on update"
+            other.fetchall()
+            other.execute("SELECT a FROM ledger ORDER BY a")
+            assert other.fetchall() == [(2,)]
+        with contextlib.suppress(dbapi.Error):
+            cur.close()
+            dead.close()
+
+
+def test_the_engines_action_lists_only_the_users_engines(server):
+    client = flight.connect(server.location)
+    options = flight.FlightCallOptions(
+        headers=[client.authenticate_basic_token("carol", "carol-pw")])
+    listed = [e["name"] for e in action(client, "engines", options=options)]
+    assert listed == ["scan"]
+    assert action(client, "running-queries", options=options) == []
