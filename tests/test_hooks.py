@@ -151,3 +151,18 @@ def test_arrowgate_shadow_finished(tmp_path):
         time.sleep(0.01)  # the hook runs after the record is marked done
     assert finished == [("compared", "match", True), ("skipped", None, True),
                         ("compared", "match", True)]
+
+
+#: the contract's declarations an engine type makes (besides type_name, options, description)
+DECLARED = ("supports_streaming", "supports_parameters", "supports_cancel", "supports_write",
+            "supports_catalog", "supports_transactions", "dialect", "session_state",
+            "holds_credentials")
+
+
+def test_every_capability_flag_of_the_engine_contract_is_documented():
+    docs = (TESTS.parent / "docs" / "plugins.md").read_text()
+    contract = {name for name in vars(Engine) if name.startswith("supports_")}
+    contract |= {"dialect", "session_state", "holds_credentials"}
+    assert contract == set(DECLARED), "update DECLARED and docs/plugins.md together"
+    for name in DECLARED:
+        assert f"`{name}`" in docs, f"docs/plugins.md does not document {name}"
