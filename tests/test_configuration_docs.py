@@ -45,3 +45,10 @@ def test_the_options_every_engine_takes_are_in_docs_configuration():
     common = getattr(engine_module, "COMMON_OPTIONS", {})
     section = DOC.split("## `[engines.NAME]`", 1)[1].split("### ", 1)[0]
     assert sorted(set(common) - table_keys(section)) == []
+
+
+def test_every_serve_option_is_in_docs_configuration():
+    from gateway.flight.settings import SERVE_OPTIONS
+
+    keys = table_keys(DOC)
+    assert [k for k in SERVE_OPTIONS if k not in keys] == []

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 
-from tests.flight_support import action, server_fixture
+from tests.flight_support import action, server_fixture, serving
 
 COOKIES = {"adbc.flight.sql.rpc.with_cookie_middleware": "true"}
 
@@ -152,7 +152,12 @@ def test_session_option_refuses_an_unknown_engine(server):
         conn.adbc_connection.set_options(**{"adbc.flight.sql.session.option.engine": "nope"})
 
 
-def test_transactions_commit_and_roll_back(server):
+def test_transactions_commit_and_roll_back():
+    with serving(transactions=True) as server:
+        _commit_and_roll_back(server)
+
+
+def _commit_and_roll_back(server):
     with dbapi.connect(server.location, autocommit=True) as setup, setup.cursor() as cur:
         cur.execute("CREATE OR REPLACE TABLE ledger (a INTEGER)")
         cur.fetchall()
@@ -170,6 +175,24 @@ def test_transactions_commit_and_roll_back(server):
     with dbapi.connect(server.location, autocommit=True) as conn, conn.cursor() as cur:
         cur.execute("SELECT a FROM ledger")
         assert cur.fetchall() == [(2,)]
+
+
+def test_a_client_that_never_commits_keeps_its_work_by_default(server):
+    """harlequin-adbc (like DB-API's default) connects with autocommit off and never
+    commits: with transactions advertised, its user's tables were lost at quit."""
+    with pytest.warns(Warning, match="Cannot disable autocommit"):
+        conn = dbapi.connect(server.location)  # asks for autocommit off, as harlequin-adbc does
+    with conn, conn.cursor() as cur:
+        assert conn.adbc_connection.get_option("adbc.connection.autocommit") == "true"
+        cur.execute("CREATE OR REPLACE TABLE harlequin_kept AS SELECT 42 AS answer")
+        cur.fetchall()
+        with pytest.raises(dbapi.Error):
+            cur.execute("SELEC typo")  # a typo wedges no transaction
+        cur.execute("SELECT answer FROM harlequin_kept")
+        assert cur.fetchall() == [(42,)]
+    with dbapi.connect(server.location, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("SELECT answer FROM harlequin_kept")
+        assert cur.fetchall() == [(42,)]
 
 
 @pytest.mark.parametrize(("sql", "kind"), [("SELEC 1", "syntax"),

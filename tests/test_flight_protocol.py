@@ -230,8 +230,14 @@ def test_prepared_statement_bound_to_many_rows_answers_each(client):
 
 def test_begin_transaction_on_an_engine_without_transactions_is_unimplemented():
     config = {**CONFIG, "default_engine": "scan"}
-    with serving(config) as server, flight.connect(server.location) as client, \
+    with serving(config, transactions=True) as server, flight.connect(server.location) as client, \
             pytest.raises(pa.ArrowNotImplementedError, match="has no transactions"):
+        list(client.do_action(flight.Action("BeginTransaction",
+                                            M.pack(M.ActionBeginTransactionRequest()))))
+
+
+def test_begin_transaction_is_unimplemented_while_transactions_are_off(client):
+    with pytest.raises(pa.ArrowNotImplementedError, match="transactions are off"):
         list(client.do_action(flight.Action("BeginTransaction",
                                             M.pack(M.ActionBeginTransactionRequest()))))
 

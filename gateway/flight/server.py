@@ -241,7 +241,8 @@ class FlightSqlServer(flight.FlightServerBase):
                 writable=any(self.backend.writes(e) for e in engines),
                 statement_length=self.settings.max_request_bytes,
                 handle_timeout_ms=int(self.settings.session_idle * 1000),
-                transactions=self._call(self.backend.has_transactions, engine),
+                transactions=self.settings.transactions
+                and self._call(self.backend.has_transactions, engine),
                 dialect=self.backend.dialect(engine))
             return sqlinfo.table(answers, command.info)
         if isinstance(command, M.CommandGetCatalogs):
@@ -559,6 +560,10 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _action_BeginTransaction(self, context: Any, user: User, body: bytes) -> list[bytes]:
         M.unpack(M.ActionBeginTransactionRequest, body)
+        if not self.settings.transactions:
+            raise pa.ArrowNotImplementedError(
+                "transactions are off on this service: statements commit one by one "
+                "([serve] transactions = true turns them on)")
         engine = self._engine(context, user)
         if not self._call(self.backend.has_transactions, engine):
             raise pa.ArrowNotImplementedError(

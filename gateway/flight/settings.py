@@ -15,6 +15,7 @@
     max_request_bytes = 16777216  # a command, a statement or a DoPut upload
     session_idle = 3600         # seconds before an idle session, token, ticket or
                                 # prepared statement is dropped
+    transactions = false        # Flight SQL transactions (true: BeginTransaction works)
     transaction_idle = 60       # seconds before a transaction left unused is rolled back
     login_failures = 3          # failed logins of a user before the next ones must wait
 
@@ -63,6 +64,10 @@ SERVE_OPTIONS: dict[str, Option] = {
                                 help="bytes a command, statement or DoPut upload may have"),
     "session_idle": Option((int, float), 3600,
                            help="seconds before idle sessions, tokens and handles are dropped"),
+    "transactions": Option((bool,), False,
+                           help="advertise and run Flight SQL transactions; off, a client that "
+                                "asks for autocommit off (harlequin-adbc, DB-API's default) "
+                                "gets autocommit, so work it never commits is kept"),
     "transaction_idle": Option((int, float), 60,
                                help="seconds before a transaction left unused is rolled back "
                                     "(its client may have died holding locks)"),
@@ -172,6 +177,7 @@ class ServeSettings:
     max_bytes: int = 0
     max_request_bytes: int = 16 * 1024 * 1024
     session_idle: float = 3600.0
+    transactions: bool = False
     transaction_idle: float = 60.0
     login_failures: int = 3
     shutdown_grace: float = 10.0
