@@ -4,7 +4,9 @@ Each Flight method decodes the Flight SQL command it carries
 (:mod:`gateway.flight.messages`) and dispatches on its type; the answers come
 from :class:`gateway.flight.backend.Backend`. A query runs when its FlightInfo
 is asked for, and its DoGet streams the engine's batches as they come
-(``GeneratorStream``), so no answer is ever held whole in the server.
+(``GeneratorStream``), read a batch or two ahead in a thread of their own
+(:mod:`gateway.flight.ahead`) so the engine's work overlaps the sending; no
+answer is ever held whole in the server.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pyarrow.flight as flight
 
 from gateway.errors import GatewayError
 from gateway.flight import catalog, messages, querylog, sqlinfo
+from gateway.flight.ahead import read_ahead
 from gateway.flight.auth import Authenticator, AuthMiddlewareFactory, NoopAuthHandler
 from gateway.flight.backend import Backend
 from gateway.flight.errors import kind, send_kind, sends_kind, to_flight
@@ -350,7 +353,8 @@ class FlightSqlServer(flight.FlightServerBase):
             watched = self.watch.handles(context, [handle] if handle is not None else [])
             try:
                 watched.__enter__()
-                for batch in query.first.reader():
+                # read ahead: the engine makes the next batches while this one is sent
+                for batch in read_ahead(query.first.reader(), stop=query.first.cancel):
                     if query.cancelled or context.is_cancelled():
                         query.first.cancel()
                         query.outcome = "cancelled"

@@ -1,0 +1,75 @@
+"""Reading an answer ahead of the transport, so an engine's work and the sending overlap.
+
+pyarrow's ``GeneratorStream`` asks for the next batch only once the last one
+is sent: DuckDB then computed, the service sent, and neither waited on the
+other less. :func:`read_ahead` reads the batches in a thread of its own, at
+most ``depth`` ahead, while the call's thread sends.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+#: batches read ahead of the one being sent: enough to keep the engine busy, few enough
+#: that a client reading slowly holds at most this many batches in the server
+DEPTH = 2
+_END = object()
+
+
+class _Raised:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def read_ahead(batches: Iterator[Any], stop: Callable[[], object], depth: int = DEPTH,
+               wait: float = 10.0) -> Iterator[Any]:
+    """``batches``, each read in a thread of its own before the consumer asks for it.
+
+    When the consumer stops early (an error, a disconnect, a limit), ``stop()``
+    is called (it must make the reader's next read end: a cancel of the query),
+    and the reading thread is given ``wait`` seconds to leave the reader before
+    this generator returns, so the caller may close the answer safely.
+    """
+    ready: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    leaving = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not leaving.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if not put(batch):
+                    return
+        except BaseException as exc:  # handed to the consumer, which raises it
+            put(_Raised(exc))
+            return
+        put(_END)
+
+    reader = threading.Thread(target=produce, name="flight-read-ahead", daemon=True)
+    reader.start()
+    finished = False
+    try:
+        while True:
+            item = ready.get()
+            if item is _END:
+                finished = True
+                return
+            if isinstance(item, _Raised):
+                finished = True
+                raise item.error
+            yield item
+    finally:
+        leaving.set()
+        if not finished and reader.is_alive():
+            stop()
+        reader.join(wait)
