@@ -210,7 +210,7 @@ class Pipeline:
             reach = server_reach(sql, dialect)
             if reach is not None:
                 raise GatewayError(
-                    f"{reach} is refused on this engine: it holds credentials, and DuckDB "
+                    f"{reach} is not allowed on this engine: it holds credentials, and DuckDB "
                     "would offer them to any server", engine=name, kind="permission",
                     hint="declare the server as an engine or a source of its own")
         return gw.rewrite(sql, name)
