@@ -199,3 +199,20 @@ def test_the_engines_action_lists_only_the_users_engines(server):
     listed = [e["name"] for e in action(client, "engines", options=options)]
     assert listed == ["scan"]
     assert action(client, "running-queries", options=options) == []
+
+
+def test_the_shadow_summary_quotes_no_other_users_statements(tmp_path):
+    config = {**_config(), "shadow": {"primary": "duck", "reference": "other",
+                                      "store": str(tmp_path / "shadow")}}
+    config["serve"]["users"] = {**USERS, "dave": {**USERS["dave"]}}
+    with serving(config) as server:
+        with connect(server, "dave") as conn, conn.cursor() as cur:
+            cur.execute("SELECT 'dave-private-literal' AS s")
+            cur.fetchall()
+        server.backend.gw.close()  # the store is flushed when the gateway closes
+        client = flight.connect(server.location)
+        options = flight.FlightCallOptions(
+            headers=[client.authenticate_basic_token("erin", "erin-pw")])
+        summary = action(client, "shadow-summary", options=options)
+    assert summary["records"] >= 1
+    assert "dave-private-literal" not in str(summary)

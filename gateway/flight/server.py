@@ -63,7 +63,8 @@ ACTIONS = [
     ("engines", "the engines you may use, with their types and capabilities (JSON)"),
     ("health", "whether the service is up, and how busy (JSON)"),
     ("running-queries", "your running queries (everyone's without users configured) (JSON)"),
-    ("shadow-summary", "the shadow store's summary, as `arrowgate shadow report` shows it (JSON)"),
+    ("shadow-summary", "the shadow store's summary, as `arrowgate shadow report` shows it; "
+                       "with users declared, its counts only (JSON)"),
     ("shadow-verdict", "the shadow verdict of one of your queries; body: its query id (JSON)"),
 ]
 
@@ -605,7 +606,15 @@ class FlightSqlServer(flight.FlightServerBase):
                        for q in self.backend.running(mine)])]
 
     def _action_shadow_summary(self, context: Any, user: User, body: bytes) -> list[bytes]:
-        return [_json(self.backend.shadow_summary())]
+        """The store's summary. With users declared, the counts only: its per-statement
+        rows quote every user's statements and the values of their differences."""
+        summary = self.backend.shadow_summary()
+        if self.settings.auth and summary.get("configured"):
+            summary = {k: summary[k] for k in ("configured", "records", "skipped",
+                                                "by_category")}
+            summary["detail"] = ("per-statement rows quote every user's statements: "
+                                 "`arrowgate shadow report` on the server shows them")
+        return [_json(summary)]
 
     def _action_shadow_verdict(self, context: Any, user: User, body: bytes) -> list[bytes]:
         try:
