@@ -216,3 +216,12 @@ def test_the_shadow_summary_quotes_no_other_users_statements(tmp_path):
         summary = action(client, "shadow-summary", options=options)
     assert summary["records"] >= 1
     assert "dave-private-literal" not in str(summary)
+
+
+def test_a_statement_past_max_statement_bytes_is_refused_before_any_engine_sees_it():
+    values = ",".join(str(i) for i in range(200_000))
+    with serving(_config(max_statement_bytes=65536)) as server, \
+            connect(server, "dave") as conn, conn.cursor() as cur:
+        message = _fails(cur, f"SELECT count(*) FROM range(10) r(i) WHERE i IN ({values})")
+        assert "max_statement_bytes" in message
+        assert server.backend.running() == []

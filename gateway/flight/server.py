@@ -143,9 +143,11 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _check_statement(self, sql: str) -> None:
         """The statement's size; what it may do is the statement pipeline's to check."""
-        if len(sql.encode()) > self.settings.max_request_bytes:
-            raise pa.ArrowInvalid(f"the statement is longer than the service's limit of "
-                                  f"{self.settings.max_request_bytes} bytes")
+        limit = min(self.settings.max_statement_bytes, self.settings.max_request_bytes)
+        if len(sql.encode()) > limit:
+            raise pa.ArrowInvalid(
+                f"the statement is longer than the service's limit of {limit} bytes "
+                "(max_statement_bytes): pass long lists of values as parameters or a table")
 
     def _check_size(self, data: bytes, what: str) -> None:
         if len(data) > self.settings.max_request_bytes:
@@ -243,7 +245,8 @@ class FlightSqlServer(flight.FlightServerBase):
             answers = sqlinfo.infos(
                 read_only=user.read_only or not any(self.backend.writes(e) for e in engines),
                 writable=any(self.backend.writes(e) for e in engines),
-                statement_length=self.settings.max_request_bytes,
+                statement_length=min(self.settings.max_statement_bytes,
+                                     self.settings.max_request_bytes),
                 handle_timeout_ms=int(self.settings.session_idle * 1000),
                 transactions=self.settings.transactions
                 and self._call(self.backend.has_transactions, engine),
