@@ -69,6 +69,9 @@ class Session:
         #: ``COMMIT`` or ``ROLLBACK`` since); the Flight service rolls back one whose
         #: client went quiet (``transaction_idle``)
         self.in_transaction = False
+        #: the SET and RESET statements this session ran, in order: what a replay of its
+        #: statements runs first (gateway.capture)
+        self.settings_sql: list[str] = []
 
     # -- statements -------------------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] | None = None, *,
@@ -93,12 +96,8 @@ class Session:
             gateway.errors.GatewayError: the statement failed.
         """
         self._check_state(sql)
-        result = self.gw.pipeline.run(Statement(sql, self.engine, parameters, timeout, shadow,
-                                                session=self, principal=self.principal))
-        ends = transaction_change(sql)
-        if ends is not None:
-            self.in_transaction = ends == "begin"
-        return result
+        return self.gw.pipeline.run(Statement(sql, self.engine, parameters, timeout, shadow,
+                                              session=self, principal=self.principal))
 
     def prepare(self, sql: str) -> PreparedStatement:
         """Plan ``sql`` once to run it many times.
@@ -173,9 +172,16 @@ class Session:
         """``handle`` is this session's running statement (:meth:`cancel` stops it)."""
         self._handle = handle
 
-    def adopt(self, result: Result) -> None:
-        """``result`` is this session's answer being read (closed by the next statement)."""
+    def adopt(self, sql: str, result: Result) -> None:
+        """``result``, the answer to ``sql``, is this session's answer being read (closed by
+        the next statement); what ``sql`` did to the session's state is noted."""
         self._current = weakref.ref(result)
+        ends = transaction_change(sql)
+        if ends is not None:
+            self.in_transaction = ends == "begin"
+        needed = state_needed(sql)
+        if needed is not None and needed[0] == "settings":
+            self.settings_sql.append(sql)
 
     def _check_state(self, sql: str) -> None:
         needed = state_needed(sql)

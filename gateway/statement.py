@@ -222,7 +222,7 @@ class Pipeline:
             result = self._start(session, stmt, run_sql)
             handle = result.handle
             if handle is not None and handle.session_id == session.id:
-                session.adopt(result)  # a fallback engine's answer is not this session's
+                session.adopt(stmt.sql, result)  # a fallback's answer is not this session's
         return result
 
     def _start(self, session: Session, stmt: Statement, run_sql: str) -> Result:

@@ -45,6 +45,11 @@ class Prepared:
     def parameter_schema(self) -> pa.Schema:
         return self.statement.parameter_schema
 
+    @property
+    def settings_sql(self) -> list[str]:
+        """The SET statements its session ran so far (a capture records them)."""
+        return list(self.statement.session.settings_sql)
+
     def execute(self, parameters: Sequence[Any] | pa.Table | None, timeout: float | None,
                 shadow: str | None = None) -> Result:
         """Run with one row of parameters, or every row of a table (answers one after another).

@@ -11,6 +11,7 @@ answer is ever held whole in the server.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import sys
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.flight as flight
 
+from gateway.capture import CapturedStatement, CaptureWriter
 from gateway.errors import GatewayError
 from gateway.flight import catalog, messages, querylog, sqlinfo
 from gateway.flight.ahead import read_ahead
@@ -89,6 +91,7 @@ class FlightSqlServer(flight.FlightServerBase):
             max_queries=settings.max_queries,
             max_queries_per_user=settings.max_queries_per_user if settings.auth else None)
         self.watch = ClientWatch()
+        self.capture = CaptureWriter(settings.capture) if settings.capture is not None else None
         self.settings = settings
         self.auth = Authenticator(settings)
         self.sessions = SessionStore(settings.session_idle)
@@ -318,8 +321,10 @@ class FlightSqlServer(flight.FlightServerBase):
         self._admit()
         session = self._session(context, create=False)
         reference = session.reference if session is not None else None
+        settings = list(core.settings_sql) if core is not None else []
         return self._start(context, user, engine, sql, lambda: self.backend.execute(
-            sql, engine, core, self.settings.query_timeout, user.principal, reference))
+            sql, engine, core, self.settings.query_timeout, user.principal, reference),
+            settings=settings)
 
     def _run_prepared(self, context: Any, user: User, handle: bytes) -> Query:
         entry = self.prepared.get(handle, user.name)
@@ -329,10 +334,12 @@ class FlightSqlServer(flight.FlightServerBase):
         session = self._session(context, create=False)
         reference = session.reference if session is not None else None
         return self._start(context, user, prepared.engine, prepared.sql, lambda: prepared.execute(
-            entry.parameters, self.settings.query_timeout, shadow=reference))
+            entry.parameters, self.settings.query_timeout, shadow=reference),
+            parameters=entry.parameters, settings=prepared.settings_sql)
 
     def _start(self, context: Any, user: User, engine: str, sql: str,
-               run: Callable[[], Result]) -> Query:
+               run: Callable[[], Result], parameters: pa.Table | None = None,
+               settings: list[str] | None = None) -> Query:
         started = time.monotonic()
         write = not _QUERY.match(sql)
         try:
@@ -345,7 +352,8 @@ class FlightSqlServer(flight.FlightServerBase):
             querylog.record(query_id=None, user=user.name, engine=engine, sql=sql, rows=0,
                             nbytes=0, started=started, outcome=exc.kind)
             raise to_flight(exc) from None
-        query = Query(user.name, engine, sql, result, shadow=result.shadow)
+        query = Query(user.name, engine, sql, result, shadow=result.shadow,
+                      parameters=parameters, settings=settings or [], write=write)
         self.queries.add(query)
         return query
 
@@ -384,6 +392,9 @@ class FlightSqlServer(flight.FlightServerBase):
                 watched.__exit__(None, None, None)
                 self.queries.finish(query)
                 querylog.log_query(query)
+                self._keep(query.sql, query.engine, query.user, query.write, query.started_at,
+                           query.created, query.rows, query.outcome, query.parameters,
+                           query.settings)
 
         query.outcome = "streaming"
         return flight.GeneratorStream(query.schema, batches())
@@ -398,8 +409,10 @@ class FlightSqlServer(flight.FlightServerBase):
             engine, core = self._target(context, user, command)
             self._check_statement(command.query)
             self._admit()
+            settings = list(core.settings_sql) if core is not None else []
             count = self._update(context, user, engine, command.query, lambda: self.backend.execute(
-                command.query, engine, core, self.settings.query_timeout, user.principal))
+                command.query, engine, core, self.settings.query_timeout, user.principal),
+                settings=settings)
         elif isinstance(command, M.CommandPreparedStatementQuery):
             entry = self.prepared.get(command.prepared_statement_handle, user.name)
             entry.parameters = self._parameters(reader)
@@ -411,15 +424,18 @@ class FlightSqlServer(flight.FlightServerBase):
             self._admit()
             parameters = self._parameters(reader) or entry.parameters
             count = self._update(context, user, prepared.engine, prepared.sql, lambda: prepared.execute(
-                parameters, self.settings.query_timeout))
+                parameters, self.settings.query_timeout), parameters=parameters,
+                settings=prepared.settings_sql)
         else:
             raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} is not a DoPut command")
         writer.write(pa.py_buffer(M.DoPutUpdateResult(record_count=count).SerializeToString()))
 
     def _update(self, context: Any, user: User, engine: str, sql: str,
-                run: Callable[[], Result]) -> int:
+                run: Callable[[], Result], parameters: pa.Table | None = None,
+                settings: list[str] | None = None) -> int:
         """Run a write; the rows it changed, or -1 when the engine does not say."""
         total, started, outcome, query_id = -1, time.monotonic(), "ok", None
+        wall = time.time()
         try:
             with self.watch.statements_of(context):
                 result = _ran(run())
@@ -431,7 +447,23 @@ class FlightSqlServer(flight.FlightServerBase):
         finally:
             querylog.record(query_id=query_id, user=user.name, engine=engine, sql=sql,
                             rows=max(total, 0), nbytes=0, started=started, outcome=outcome)
+            self._keep(sql, engine, user.name, True, wall, started, max(total, 0), outcome,
+                       parameters, settings or [])
         return total
+
+    def _keep(self, sql: str, engine: str, user: str, write: bool, wall: float,
+              started: float, rows: int, outcome: str, parameters: pa.Table | None,
+              settings: list[str]) -> None:
+        """Hand a finished statement to the capture, if it is on and wants it (never fails)."""
+        capture = self.capture
+        if capture is None or not capture.wanted(engine, user, write):
+            return
+        at = datetime.datetime.fromtimestamp(wall, datetime.UTC)
+        capture.offer(CapturedStatement(
+            sql=sql, engine=engine, user=user, time=at.isoformat(timespec="milliseconds"),
+            parameters=parameters, settings=list(settings),
+            ms=round((time.monotonic() - started) * 1000, 3), rows=rows, outcome=outcome,
+            write=write))
 
     def _parameters(self, reader: Any) -> pa.Table | None:
         """The parameter rows a DoPut uploads (None: no rows), refused past ``max_request_bytes``."""
@@ -594,9 +626,13 @@ class FlightSqlServer(flight.FlightServerBase):
         return [_json([self.backend.describe(e) for e in self._engines_of(user)])]
 
     def _action_health(self, context: Any, user: User, body: bytes) -> list[bytes]:
-        return [_json({"status": "draining" if self.draining else "ok",
-                       "running_queries": len(self.backend.running()),
-                       "sessions": len(self.sessions)})]
+        answer = {"status": "draining" if self.draining else "ok",
+                  "running_queries": len(self.backend.running()),
+                  "sessions": len(self.sessions)}
+        if self.capture is not None:
+            answer["capture"] = {"written": self.capture.written,
+                                 "dropped": self.capture.dropped}
+        return [_json(answer)]
 
     def _action_running_queries(self, context: Any, user: User, body: bytes) -> list[bytes]:
         """Every statement admitted and not finished (planning, computing, waiting for its
@@ -659,6 +695,8 @@ class FlightSqlServer(flight.FlightServerBase):
         self._stop.set()
         self.watch.stop()
         super().shutdown()
+        if self.capture is not None:
+            self.capture.close()
         self.prepared.close_all()
         self.transactions.close_all()
         self.sessions.close_all()

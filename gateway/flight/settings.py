@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gateway.capture import CaptureSettings
 from gateway.config import GatewayConfig, _check_options
 from gateway.engine import Option
 from gateway.errors import ConfigError
@@ -85,6 +86,8 @@ SERVE_OPTIONS: dict[str, Option] = {
                        help="let SQL users read any file the gateway can (default: only the "
                             "configured sources, on every duckdb engine)"),
     "users": Option((dict,), {}, help="[serve.users.NAME] sections"),
+    "capture": Option((dict,), None, help="[serve.capture]: keep the statements clients send, "
+                                          "to replay them (docs/shadow.md)"),
 }
 
 USER_OPTIONS: dict[str, Option] = {
@@ -189,6 +192,7 @@ class ServeSettings:
     shutdown_grace: float = 10.0
     any_file: bool = False
     users: Mapping[str, User] = field(default_factory=dict)
+    capture: CaptureSettings | None = None
 
     @property
     def tls(self) -> bool:
@@ -249,7 +253,10 @@ class ServeSettings:
                for k in ("tls_cert", "tls_key")}
         users = {name: _check_user(name, section, config, fail)
                  for name, section in values.pop("users").items()}
-        return cls(**{**values, **tls}, users=users)
+        section = values.pop("capture")
+        capture = None if section is None else CaptureSettings.from_section(
+            section, config.base_dir, list(config.engines), config.path)
+        return cls(**{**values, **tls}, users=users, capture=capture)
 
 
 def _path(value: str | None, base: Path, key: str, fail: Any) -> Path | None:

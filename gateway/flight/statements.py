@@ -45,6 +45,10 @@ class Query:
     cancelled: bool = False
     outcome: str = "waiting"
     shadow: Any = None
+    #: what a capture of it records besides the above
+    parameters: pa.Table | None = None
+    settings: list[str] = field(default_factory=list)
+    write: bool = False
 
     @property
     def schema(self) -> pa.Schema:

@@ -1,0 +1,321 @@
+"""Capturing the statements clients send, to replay them against another engine.
+
+``arrowgate serve`` with a ``[serve.capture]`` section keeps the statements
+its clients run as JSON lines in a folder::
+
+    [serve.capture]
+    folder = "capture"        # created mode 0700; its files are 0600
+    sample = 0.1              # the share of statements kept (default 1.0)
+    engines = ["duck"]        # whose statements (default: every engine)
+    users = ["app"]           # whose statements (default: every user)
+    max_bytes = 268435456     # the folder's cap: the oldest files go first
+    include_writes = false    # keep DDL and DML too
+
+Each line is one statement: ``sql``, ``engine``, ``user``, ``time`` (ISO
+8601, UTC), ``parameters`` (a prepared statement's parameter rows, as an
+Arrow IPC stream in base64, so every type comes back exactly), ``settings``
+(the ``SET`` statements its session ran before it, which change answers),
+``ms`` (the primary's latency), ``rows`` and ``outcome``. Credentials are
+never written: a statement's text and parameters are, and they can be as
+sensitive as the data (hence the modes). ``arrowgate shadow --primary A
+--reference B FOLDER`` replays a capture (:func:`read_capture`).
+
+Capture never slows or fails a client's statement: :meth:`CaptureWriter.offer`
+puts the entry in a bounded queue and returns; one thread writes. When the
+queue is full, or the folder cannot be written (a full disk, a permission),
+entries are dropped and counted (:attr:`CaptureWriter.dropped`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import json
+import os
+import queue
+import random
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway.engine import Option
+from gateway.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+CAPTURE_OPTIONS: dict[str, Option] = {
+    "folder": Option((str,), required=True, help="where captured statements are written"),
+    "sample": Option((int, float), 1.0, help="the share of statements kept, 0 to 1"),
+    "engines": Option((list,), None, help="the engines whose statements are kept (default: all)"),
+    "users": Option((list,), None, help="the users whose statements are kept (default: all)"),
+    "max_bytes": Option((int,), 256 * 2**20,
+                        help="the folder's cap in bytes; the oldest files are removed first"),
+    "include_writes": Option((bool,), False, help="keep statements that change data too"),
+}
+#: a file of the folder is closed and a new one begun past this share of max_bytes
+_FILE_SHARE = 8
+#: entries waiting for the writer; past this, entries are dropped (and counted)
+QUEUE_ENTRIES = 10_000
+PREFIX = "capture-"
+
+
+@dataclass(frozen=True)
+class CaptureSettings:
+    """A checked ``[serve.capture]`` section."""
+
+    folder: Path
+    sample: float = 1.0
+    engines: frozenset[str] | None = None
+    users: frozenset[str] | None = None
+    max_bytes: int = 256 * 2**20
+    include_writes: bool = False
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any], base: Path, engines: Sequence[str],
+                     path: str | None = None) -> CaptureSettings:
+        """Check a ``[serve.capture]`` section.
+
+        Raises:
+            ConfigError: a wrong key or value, naming the key.
+        """
+        from gateway.config import _check_options
+
+        def fail(key: str, message: str, hint: str | None = None) -> ConfigError:
+            return ConfigError(message, path=path, key=key, hint=hint)
+
+        values, _ = _check_options("serve.capture", section, CAPTURE_OPTIONS, fail)
+        if not 0.0 <= values["sample"] <= 1.0:
+            raise fail("serve.capture.sample", f"must be between 0 and 1, not {values['sample']}")
+        if values["max_bytes"] <= 0:
+            raise fail("serve.capture.max_bytes", "must be a positive number of bytes")
+        for key in ("engines", "users"):
+            names = values[key]
+            if names is not None and not all(isinstance(n, str) for n in names):
+                raise fail(f"serve.capture.{key}", "must be a list of names")
+        unknown = [e for e in values["engines"] or () if e not in engines]
+        if unknown:
+            raise fail("serve.capture.engines", f"names no declared engine: {unknown[0]!r}",
+                       "declared engines: " + ", ".join(engines))
+        folder = Path(values["folder"])
+        return cls(folder=folder if folder.is_absolute() else base / folder,
+                   sample=float(values["sample"]),
+                   engines=None if values["engines"] is None else frozenset(values["engines"]),
+                   users=None if values["users"] is None else frozenset(values["users"]),
+                   max_bytes=values["max_bytes"], include_writes=values["include_writes"])
+
+
+@dataclass
+class CapturedStatement:
+    """One statement a client ran, as captured (and as replay reads it back)."""
+
+    sql: str
+    engine: str
+    user: str
+    time: str
+    parameters: pa.Table | None = None
+    settings: list[str] = field(default_factory=list)
+    ms: float | None = None
+    rows: int | None = None
+    outcome: str = "ok"
+    write: bool = False
+
+    def to_json(self) -> str:
+        record: dict[str, Any] = {
+            "sql": self.sql, "engine": self.engine, "user": self.user, "time": self.time,
+            "settings": self.settings, "ms": self.ms, "rows": self.rows,
+            "outcome": self.outcome, "write": self.write,
+            "parameters": None if self.parameters is None else _ipc(self.parameters)}
+        return json.dumps(record, default=str)
+
+    @classmethod
+    def from_json(cls, line: str) -> CapturedStatement:
+        record = json.loads(line)
+        parameters = record.get("parameters")
+        return cls(sql=record["sql"], engine=record["engine"], user=record["user"],
+                   time=record["time"],
+                   parameters=None if parameters is None else _table(parameters),
+                   settings=list(record.get("settings") or []), ms=record.get("ms"),
+                   rows=record.get("rows"), outcome=record.get("outcome", "ok"),
+                   write=bool(record.get("write")))
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+
+
+class CaptureWriter:
+    """Writes captured statements from a thread of its own; never blocks a statement."""
+
+    def __init__(self, settings: CaptureSettings):
+        self.settings = settings
+        #: entries dropped: the queue was full, or the folder could not be written
+        self.dropped = 0
+        self.written = 0
+        self._queue: queue.Queue[CapturedStatement | None] = queue.Queue(QUEUE_ENTRIES)
+        self._file: Any = None
+        self._path: Path | None = None
+        self._file_bytes = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="arrowgate-capture", daemon=True)
+        self._thread.start()
+
+    def wanted(self, engine: str, user: str, write: bool) -> bool:
+        """Whether a statement of ``user`` on ``engine`` is to be kept (sampling included)."""
+        s = self.settings
+        if write and not s.include_writes:
+            return False
+        if s.engines is not None and engine not in s.engines:
+            return False
+        if s.users is not None and user not in s.users:
+            return False
+        return s.sample >= 1.0 or random.random() < s.sample
+
+    def offer(self, entry: CapturedStatement) -> None:
+        """Queue ``entry`` for writing; drop it (counted) when the writer is behind."""
+        try:
+            self._queue.put_nowait(entry)
+        except queue.Full:
+            with self._lock:
+                self.dropped += 1
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Wait until what was offered so far is written (for tests and shutdown)."""
+        done = threading.Event()
+        self._queue.put(_Marker(done))  # type: ignore[arg-type]
+        done.wait(timeout)
+
+    def close(self) -> None:
+        self.flush()
+        self._queue.put(None)
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while True:
+            entry = self._queue.get()
+            if entry is None:
+                self._close_file()
+                return
+            if isinstance(entry, _Marker):
+                if self._file is not None:
+                    with contextlib.suppress(OSError):
+                        self._file.flush()
+                entry.done.set()
+                continue
+            try:
+                self._write(entry.to_json() + "\n")
+                self.written += 1
+            except OSError:
+                with self._lock:
+                    self.dropped += 1
+                self._close_file()
+
+    def _write(self, line: str) -> None:
+        data = line.encode()
+        limit = max(1, self.settings.max_bytes // _FILE_SHARE)
+        if self._file is None or self._file_bytes + len(data) > limit:
+            self._close_file()
+            self._open_file()
+            self._rotate(len(data))
+        self._file.write(data)
+        self._file_bytes += len(data)
+
+    def _open_file(self) -> None:
+        folder = self.settings.folder
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S%f")
+        path = folder / f"{PREFIX}{stamp}.jsonl"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._file = os.fdopen(fd, "ab", buffering=64 * 1024)
+        self._file_bytes = 0
+        self._path = path
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+
+    def _rotate(self, incoming: int) -> None:
+        """Remove the oldest files until the folder holds at most ``max_bytes``."""
+        files = sorted(self.settings.folder.glob(f"{PREFIX}*.jsonl"))
+        sizes = {f: f.stat().st_size for f in files}
+        total = sum(sizes.values()) + incoming
+        for old in files:
+            if total <= self.settings.max_bytes or old == self._path:
+                break
+            with contextlib.suppress(OSError):
+                old.unlink()
+                total -= sizes[old]
+
+
+@dataclass
+class _Marker:
+    done: threading.Event
+
+
+def is_capture(path: Path) -> bool:
+    """Whether ``path`` is a capture folder (it holds ``capture-*.jsonl`` files) or file."""
+    if path.is_dir():
+        return any(path.glob(f"{PREFIX}*.jsonl"))
+    return path.name.startswith(PREFIX) and path.suffix == ".jsonl"
+
+
+def read_capture(path: Path, since: str | None = None,
+                 until: str | None = None) -> Iterator[CapturedStatement]:
+    """The statements of a capture folder (or file), oldest first, within ``[since, until)``
+    (ISO 8601 times, compared as UTC).
+
+    Raises:
+        ConfigError: a line that is not a captured statement, naming the file and line.
+    """
+    if not path.exists():
+        raise ConfigError("no capture here", path=str(path),
+                          hint="name the [serve.capture] folder of a service that captured")
+    files = sorted(path.glob(f"{PREFIX}*.jsonl")) if path.is_dir() else [path]
+    low, high = _instant(since), _instant(until)
+    for file in files:
+        with file.open(encoding="utf-8") as lines:
+            for n, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    entry = CapturedStatement.from_json(line)
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ConfigError(f"line {n} is not a captured statement: {exc}",
+                                      path=str(file)) from None
+                at = _instant(entry.time)
+                if (low is not None and at is not None and at < low) or \
+                        (high is not None and at is not None and at >= high):
+                    continue
+                yield entry
+
+
+def _instant(text: str | None) -> datetime.datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"not an ISO 8601 time: {text!r}",
+                          hint="e.g. 2026-12-01T14:00 or 2026-12-01T14:00:00+00:00") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
+
+
+def _ipc(table: pa.Table) -> str:
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return base64.b64encode(sink.getvalue().to_pybytes()).decode()
+
+
+def _table(text: str) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(pa.py_buffer(base64.b64decode(text))).read_all()
