@@ -626,7 +626,7 @@ class FlightSqlServer(flight.FlightServerBase):
         return [_json([self.backend.describe(e) for e in self._engines_of(user)])]
 
     def _action_health(self, context: Any, user: User, body: bytes) -> list[bytes]:
-        answer = {"status": "draining" if self.draining else "ok",
+        answer: dict[str, Any] = {"status": "draining" if self.draining else "ok",
                   "running_queries": len(self.backend.running()),
                   "sessions": len(self.sessions)}
         if self.capture is not None:
