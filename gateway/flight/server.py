@@ -627,8 +627,8 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _action_health(self, context: Any, user: User, body: bytes) -> list[bytes]:
         answer: dict[str, Any] = {"status": "draining" if self.draining else "ok",
-                  "running_queries": len(self.backend.running()),
-                  "sessions": len(self.sessions)}
+                                  "running_queries": len(self.backend.running()),
+                                  "sessions": len(self.sessions)}
         if self.capture is not None:
             answer["capture"] = {"written": self.capture.written,
                                  "dropped": self.capture.dropped}
