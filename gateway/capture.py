@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import datetime
 import json
 import os
@@ -46,6 +47,8 @@ from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from gateway.corpus import Query
 
 CAPTURE_OPTIONS: dict[str, Option] = {
     "folder": Option((str,), required=True, help="where captured statements are written"),
@@ -319,3 +322,40 @@ def _table(text: str) -> pa.Table:
     import pyarrow as pa
 
     return pa.ipc.open_stream(pa.py_buffer(base64.b64decode(text))).read_all()
+
+
+def replay_queries(path: Path, *, since: str | None = None, until: str | None = None,
+                   dedupe: bool = False, include_writes: bool = False) -> list[Query]:
+    """A capture as the corpus ``arrowgate shadow`` runs: one query per captured statement
+    (one per parameter row of a prepared statement), named after its shape
+    (:func:`gateway.sql.kinds.fingerprint`) and its place in the capture.
+
+    With ``dedupe`` each shape runs once, with the first values seen, weighted by
+    how often it was seen; its ``captured_ms`` holds every run's latency. Writes
+    are left out unless ``include_writes`` (a replay would change the data).
+    """
+    from gateway.corpus import Query
+    from gateway.sql.kinds import fingerprint
+
+    queries: list[Query] = []
+    shapes: dict[str, int] = {}
+    for entry in read_capture(path, since, until):
+        if entry.write and not include_writes:
+            continue
+        rows = entry.parameters.to_pylist() if entry.parameters is not None else [None]
+        shape = fingerprint(entry.sql)
+        for row in rows:
+            values = None if row is None else tuple(row.values())
+            ms = () if entry.ms is None else (float(entry.ms),)
+            if dedupe and shape in shapes:
+                at = shapes[shape]
+                seen = queries[at]
+                queries[at] = dataclasses.replace(seen, weight=seen.weight + 1,
+                                                  captured_ms=seen.captured_ms + ms)
+                continue
+            shapes.setdefault(shape, len(queries))
+            name = shape if dedupe else f"{shape}:{len(queries) + 1}"
+            queries.append(Query(name=name, sql=entry.sql,
+                                 file=str(path), parameters=values,
+                                 settings=tuple(entry.settings), captured_ms=ms))
+    return queries

@@ -24,11 +24,21 @@ _NAME = re.compile(r"^\s*--\s*name:\s*(\S+)\s*$", re.MULTILINE)
 
 @dataclass(frozen=True)
 class Query:
-    """One statement of a corpus."""
+    """One statement of a corpus.
+
+    A replayed capture (:mod:`gateway.capture`) fills the rest: the parameter
+    values it ran with, the ``SET`` statements its session ran before it, how
+    many captured statements it stands for (``--dedupe``) and the latency
+    each of them had.
+    """
 
     name: str
     sql: str
     file: str | None = None
+    parameters: tuple[object, ...] | None = None
+    settings: tuple[str, ...] = ()
+    weight: int = 1
+    captured_ms: tuple[float, ...] = ()
 
 
 def split_statements(text: str) -> list[str]:

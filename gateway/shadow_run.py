@@ -58,8 +58,14 @@ class _Reference(threading.Thread):
             return 0.0
         with self._lock:
             self._session = session
-        started = time.perf_counter()
         schema = None
+        try:
+            self.pipeline.run_prelude(self.stmt, session)  # its SETs are not timed either
+        except BaseException as exc:
+            answer.finish(None, exc)
+            session.close()
+            return 0.0
+        started = time.perf_counter()
         try:
             result = self.pipeline.run_plain(Statement(
                 self.sql, self.engine, self.parameters, session=session,

@@ -114,6 +114,8 @@ class Statement:
     principal: Principal = LOCAL
     run: Callable[[QueryHandle], EngineResult] | None = None
     part_of: str | None = None
+    #: statements run first in the session it runs in (a replayed statement's ``SET``s)
+    prelude: tuple[str, ...] = ()
     #: engines tried already for this statement (a fallback chain never loops)
     tried: tuple[str, ...] = field(default=())
 
@@ -154,11 +156,14 @@ class Pipeline:
         """Every step but the shadow: what the shadow layer runs on each engine."""
         run_sql = self.check(stmt)
         if stmt.session is not None:
+            self.run_prelude(stmt, stmt.session)
             return self._run_in(stmt.session, stmt, run_sql)
         from gateway.session import Session
 
-        session = Session(self.gw, stmt.engine, one_shot=True, principal=stmt.principal)
+        session = Session(self.gw, stmt.engine, one_shot=not stmt.prelude,
+                          principal=stmt.principal)
         try:
+            self.run_prelude(stmt, session)
             result = self._run_in(session, stmt, run_sql)
         except BaseException:
             session.close()
@@ -169,6 +174,13 @@ class Pipeline:
         else:
             handle.when_done(lambda _h: session.close())
         return result
+
+    def run_prelude(self, stmt: Statement, session: Session) -> None:
+        """Run ``stmt.prelude`` in ``session``, each statement read to its end, through
+        every step (a replay's ``SET``s are checked as any other statement is)."""
+        for sql in stmt.prelude:
+            self.run_plain(Statement(sql, session.engine, session=session,
+                                     principal=stmt.principal, part_of="prelude")).to_arrow()
 
     # -- steps 1 to 4 ------------------------------------------------------------------
     def check(self, stmt: Statement) -> str:

@@ -10,26 +10,15 @@ the query was shadowed). Statement text and parameters are never logged.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import re
 import time
 from typing import Any
 
 from gateway.flight.statements import Query
+from gateway.sql.kinds import fingerprint
 
 logger = logging.getLogger("arrowgate.flight.query")
-
-_LITERALS = re.compile(r"'(?:[^']|'')*'|\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b")
-_SPACE = re.compile(r"\s+")
-
-
-def fingerprint(sql: str) -> str:
-    """16 hex digits that are the same for statements differing only in literals and spacing."""
-    shape = _SPACE.sub(" ", _LITERALS.sub("?", sql)).strip().lower()
-    return hashlib.sha256(shape.encode()).hexdigest()[:16]
-
 
 def verdict(record: Any) -> dict[str, Any] | None:
     """A shadow record as the log and the ``shadow-verdict`` action show it."""

@@ -21,6 +21,19 @@ _STATEFUL = [
 ]
 
 
+_LITERALS = re.compile(r"'(?:[^']|'')*'|\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b")
+_SPACE = re.compile(r"\s+")
+
+
+def fingerprint(sql: str) -> str:
+    """16 hex digits that are the same for statements differing only in literals and
+    spacing: a statement's shape, with no value in it."""
+    import hashlib
+
+    shape = _SPACE.sub(" ", _LITERALS.sub("?", sql)).strip().lower()
+    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
 def head(sql: str) -> str:
     """``sql`` from its first keyword on (leading comments and blanks cut)."""
     return sql[LEADING.match(sql).end():]  # type: ignore[union-attr]
