@@ -57,7 +57,7 @@ class Result:
         self._table: pa.Table | None = None
         # an answer dropped unread releases its stream, its connection (the one-shot
         # session closes when the handle finishes) and its place in gw.running()
-        self._release = weakref.finalize(self, _release, inner, handle)
+        self._release = weakref.finalize(self, _release, [inner], handle)
 
     @property
     def handle(self) -> QueryHandle | None:
@@ -217,13 +217,19 @@ class Result:
         return f"<Result engine={self.engine!r} {state}>"
 
 
-def _release(inner: EngineResult, handle: QueryHandle | None) -> None:
-    """What a dropped :class:`Result` leaves behind, released (from the garbage collector)."""
+def _release(held: list[EngineResult], handle: QueryHandle | None) -> None:
+    """What a dropped :class:`Result` leaves behind, released (from the garbage collector).
+
+    The stream is closed and let go of before the handle finishes (which closes a
+    one-shot session): a driver's reader still alive holds its connection open.
+    """
+    inner = held.pop()
     close = getattr(inner.reader, "close", None)
     try:
         if close is not None:
             close()
     except Exception:  # the engine's stream may already be gone with its connection
         pass
+    del inner, close
     if handle is not None:
         handle.finish()

@@ -314,6 +314,22 @@ def test_answers_dropped_unread_are_released(engine):
         _drop_many(gw, engine, sql)
 
 
+@pytest.mark.parametrize("kind", ["adbc_sqlite", "odbc_sqlite", "ducklake"])
+def test_answers_dropped_unread_are_released_on_every_engine_type(kind, tmp_path):
+    from tests import sql_databases as db
+    from tests.lakes import duckdb_file_lake
+
+    if kind == "odbc_sqlite":
+        pytest.importorskip("pyodbc", reason="unixODBC is not installed")
+    section = {"adbc_sqlite": lambda: db.adbc_sqlite(tmp_path / "a.sqlite"),
+               "odbc_sqlite": lambda: db.odbc_sqlite(tmp_path / "o.sqlite"),
+               "ducklake": lambda: duckdb_file_lake(tmp_path)}[kind]()
+    sql = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 2000) "
+           "SELECT i FROM r") if kind != "ducklake" else "SELECT * FROM range(100000) r(i)"
+    with gateway.connect({"engines": {kind: section}}) as gw:
+        _drop_many(gw, kind, sql)
+
+
 def _drop_many(gw: gateway.Gateway, engine: str, sql: str) -> None:
     gw.execute(sql, engine=engine).to_arrow()
     gc.collect()

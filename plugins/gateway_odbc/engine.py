@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -257,13 +258,7 @@ class OdbcEngine(Engine):
         if text != sql:
             notes["sql"] = text
         return EngineResult(pa.RecordBatchReader.from_batches(
-            reader.schema, self._stream(reader, con)), notes)
-
-    def _stream(self, reader: Any, con: OdbcConnection) -> Iterator[Any]:
-        try:
-            yield from reader
-        finally:
-            self._give_back(con)
+            reader.schema, _Pooled(self, reader, con)), notes)
 
     def describe(self, sql: str) -> tuple[list[Any], int]:
         """The result columns and parameter count of ``sql`` (in this engine's dialect)."""
@@ -324,6 +319,41 @@ class OdbcEngine(Engine):
 
 #: Schemas the catalog leaves out.
 _SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "sys", "INFORMATION_SCHEMA"})
+
+
+class _Pooled:
+    """A pooled connection's answer: the connection goes back once the answer is read to
+    its end, and is closed instead when the answer fails, is closed or is dropped before
+    that (a generator's ``finally`` never runs for an answer dropped unread, which kept
+    its connection and its file handles for good)."""
+
+    def __init__(self, engine: OdbcEngine, reader: Any, con: OdbcConnection):
+        self._batches = iter(reader)
+        self._read = [False]  # whether it was read to its end
+        self._done = weakref.finalize(self, _release, engine, con, self._read)
+
+    def __iter__(self) -> _Pooled:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return next(self._batches)
+        except StopIteration:
+            self._read[0] = True
+            self._done()
+            raise
+        except BaseException:
+            self._done()
+            raise
+
+    def close(self) -> None:
+        self._done()
+
+
+def _release(engine: OdbcEngine, con: OdbcConnection, read: list[bool]) -> None:
+    if not read[0]:
+        con.broken = True  # its statement may still hold rows: closed, not lent again
+    engine._give_back(con)
 
 
 class OdbcSession(EngineSession):
