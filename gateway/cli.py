@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import errno
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -68,20 +69,40 @@ def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"gateway.commands.{name}").register(sub)
+    pm = build_plugin_manager(plugins)  # its own errors (ARROWGATE_PLUGINS) say what is wrong
     try:
-        build_plugin_manager(plugins).hook.arrowgate_register_commands(subparsers=sub)
+        pm.hook.arrowgate_register_commands(subparsers=sub)
     except Exception as exc:  # a plugin's bug must not make every command a traceback
         raise ConfigError(f"a plugin failed to add its commands: {type(exc).__name__}: {exc}",
                           hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
-    for command in sub.choices.values():
-        # `arrowgate serve --config F` as well as `arrowgate --config F serve`; SUPPRESS
-        # keeps a --config given before the command when none follows it
+    for command in _subcommands(parser):
+        # `arrowgate serve --config F` as well as `arrowgate --config F serve`, and after
+        # an action's arguments too; SUPPRESS keeps a --config given earlier
         command.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
                              help="the arrowgate.toml to use (also before the command)")
+        # a usage error names the command as typed, whatever the command's own options are
+        # called (tui's -c/--command once overwrote it)
+        command.set_defaults(usage_label=command.prog)
     return parser
 
 
+def _subcommands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every command and action parser under ``parser``, each once."""
+    seen: set[int] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.values(action._name_parser_map):
+                if id(child) not in seen:  # an alias maps to the same parser
+                    seen.add(id(child))
+                    yield child
+                    yield from _subcommands(child)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # sqlglot logs what it cannot parse ("Falling back to parsing as a 'Command'") as a
+    # warning, which Python's last-resort handler prints on the terminal: it is not the
+    # user's business. A handler here ends that; one the user configures still sees it.
+    logging.getLogger("sqlglot").addHandler(logging.NullHandler())
     try:
         parser = build_parser()
     except ConfigError as exc:
@@ -97,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()  # a full or closed stdout fails here, not in the exit's flush
             return code
         except UsageError as exc:
-            print(f"arrowgate {args.command}: error: {exc}", file=sys.stderr)
+            print(f"{args.usage_label}: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         except ConfigError as exc:
             print(f"configuration error: {exc}", file=sys.stderr)

@@ -200,6 +200,10 @@ def _write_table(reader: pa.RecordBatchReader, out: IO[bytes], *, max_rows: int,
     import pyarrow as pa
 
     names = reader.schema.names
+    if not names:  # a statement that answers nothing (DDL through some drivers)
+        rows = sum(batch.num_rows for batch in reader)
+        out.write(b"(no columns)\n")
+        return rows
     kept: list[list[str]] = []
     rows = 0
     for batch in reader:
