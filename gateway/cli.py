@@ -10,7 +10,8 @@ fast.
 
 Exit codes: 0 success; 1 a query failed (or, for the shadow and bench
 commands, answers diverged or latency regressed, or the answer could not be
-written); 2 a usage or configuration error; 130 interrupted. A reader that goes
+written); 2 a usage or configuration error; 130 interrupted (Ctrl-C); 143 or 129
+terminated by SIGTERM or SIGHUP. A reader that goes
 away (``| head``) ends the command quietly with 0.
 """
 
@@ -112,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "run", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    with _sigint_noted() as interrupted:
+    with _signals_noted() as received:
         try:
             code = int(args.run(args))
             sys.stdout.flush()  # a full or closed stdout fails here, not in the exit's flush
@@ -124,16 +125,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"configuration error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         except GatewayError as exc:
-            if interrupted.is_set():  # an engine turned Ctrl-C into its own error
-                print("interrupted", file=sys.stderr)
-                return EXIT_INTERRUPTED
+            if received:  # an engine turned the signal into its own error
+                return _stopped_by(received[0])
             label = "error" if exc.kind == GatewayError.kind else \
                 f"{exc.kind.replace('_', ' ')} error"
             print(f"{label}: {exc}", file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return _stopped_by(received[0] if received else signal.SIGINT)
+        except Terminated as exc:
+            return _stopped_by(exc.signum)
         except OSError as exc:
             if exc.errno == errno.EPIPE:
                 # the reader (head, less) went away: not an error, and nothing more to say
@@ -149,32 +150,57 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so a partial ``--output`` is removed."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: What ends a command like Ctrl-C does: a timeout's or systemd's kill, a closed terminal.
+_TERMINATING = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+
+
+def _stopped_by(signum: int) -> int:
+    """Report the signal that stopped the command; its exit code is 128 + the signal."""
+    print("interrupted" if signum == signal.SIGINT
+          else f"terminated by {signal.Signals(signum).name}", file=sys.stderr)
+    return EXIT_INTERRUPTED if signum == signal.SIGINT else 128 + signum
+
+
 @contextlib.contextmanager
-def _sigint_noted() -> Iterator[threading.Event]:
-    """Note every Ctrl-C, then raise KeyboardInterrupt as usual.
+def _signals_noted() -> Iterator[list[int]]:
+    """Note every Ctrl-C, SIGTERM and SIGHUP, then raise KeyboardInterrupt (or Terminated).
 
     An engine that sees the interrupt first (DuckDB in process, an ADBC driver)
     answers with its own cancelled or interrupted error; the note lets the
-    command still exit 130, as it does when the KeyboardInterrupt arrives itself.
+    command still exit 130 (or 128 + the signal), as it does when the
+    exception arrives itself. Either exception unwinds through ``--output``'s
+    file, which removes its ``.partial`` copy.
     """
-    noted = threading.Event()
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield noted
+        yield received
         return
 
-    def on_sigint(signum: int, frame: Any) -> None:
-        noted.set()
-        # an engine may swallow the KeyboardInterrupt below and run on: stop its
-        # queries from another thread (not from a signal handler, which may have
-        # interrupted the engine's own code)
-        threading.Thread(target=cancel_all, name="sigint-cancel", daemon=True).start()
-        signal.default_int_handler(signum, frame)
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signum)
+        # an engine may swallow the exception below and run on: stop its queries from
+        # another thread (not from a signal handler, which may have interrupted the
+        # engine's own code)
+        threading.Thread(target=cancel_all, name="signal-cancel", daemon=True).start()
+        if signum == signal.SIGINT:
+            signal.default_int_handler(signum, frame)
+        raise Terminated(signum)
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {signum: signal.signal(signum, on_signal)
+                for signum in (signal.SIGINT, *_TERMINATING)}
     try:
-        yield noted
+        yield received
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _silence_stdout() -> None:
