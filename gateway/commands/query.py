@@ -139,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
                 write(result.reader(), args.format, out, max_rows=args.max_rows)
         if args.format == "table" or args.output is not None:
             print(summary_line(result), file=sys.stderr)
+        elif notes := note_parts(result):  # stdout holds the answer; the notes still count
+            print("note: " + "; ".join(notes), file=sys.stderr)
         if result.shadow is not None:
             # under the answer; on stderr when stdout carries a machine format
             machine = args.output is None and args.format != "table"
@@ -152,6 +154,22 @@ def summary_line(result: Any) -> str:
     line = f"{result.rows} {noun} from {result.engine} in {result.elapsed * 1000:.1f} ms"
     if "fallback_reason" in result.notes:
         line += f" (fallback: {result.notes['fallback_reason']})"
-    if result.notes.get("skipped_rows"):
-        line += f"; {result.notes['skipped_rows']} malformed rows skipped"
+    if skipped := _skipped(result):
+        line += f"; {skipped}"
     return line
+
+
+def note_parts(result: Any) -> list[str]:
+    """What the answer alone does not say: who answered instead, rows left out."""
+    parts = []
+    if "fallback_reason" in result.notes:
+        parts.append(f"answered by {result.engine} (fallback: "
+                     f"{result.notes['fallback_reason']})")
+    if skipped := _skipped(result):
+        parts.append(skipped)
+    return parts
+
+
+def _skipped(result: Any) -> str:
+    n = result.notes.get("skipped_rows")
+    return f"{n} malformed row{'' if n == 1 else 's'} skipped" if n else ""
