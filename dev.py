@@ -160,14 +160,10 @@ def install() -> None:
 
 
 def demo() -> None:
-    config = ["--config", "examples/quickstart/arrowgate.toml"]
-    # One query on arrowgate's CSV scanner, shadowed by DuckDB: the answer, then
-    # the verdict and the latency ratio.
-    run(BIN / "arrowgate", *config, "query", "--shadow", "duck",
-        "-f", "examples/quickstart/demo.sql")
-    # A small corpus the same way, as a pipeline would run it.
-    run(BIN / "arrowgate", *config, "shadow", "--primary", "scan", "--reference", "duck",
-        "examples/quickstart/queries.sql")
+    # The quickstart as a wheel's user gets it (arrowgate demo): one query on arrowgate's CSV
+    # scanner shadowed by DuckDB (the answer, the verdict, the latency ratio), then a small
+    # corpus as a pipeline would run it.
+    run(BIN / "arrowgate", "demo")
 
 
 def test(extra: list[str]) -> None:

@@ -43,7 +43,8 @@ from gateway.handles import cancel_all
 from gateway.startup import exit_now, tune_collector
 
 #: The core subcommand modules, in the order ``--help`` lists them (plugins' follow).
-COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench", "fuzz", "serve", "tui"]
+COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench", "fuzz", "serve", "tui",
+            "init"]
 
 
 def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
