@@ -182,3 +182,18 @@ def test_one_row_is_one_row(cli, tmp_path):
     done = cli("data", "taxi", "--rows", "1", "--out", str(tmp_path / "t.csv"))
     assert done.code == 0
     assert done.err.startswith(f"wrote 1 row to {tmp_path / 't.csv'}")
+
+
+@pytest.mark.postgres
+def test_an_integer_parameter_reaches_postgresql_as_an_integer(cli, postgres, tmp_path):
+    from tests import sql_databases as db
+
+    name = db.new_pg_database(postgres)
+    postgres.psql("CREATE TABLE t (id int, zip text); INSERT INTO t VALUES (1, '02139'), "
+                  "(2, '10001')", dbname=name)
+    config = tmp_path / "pg.toml"
+    config.write_text(f'[engines.pg]\ntype = "adbc"\ndriver = "postgresql"\n'
+                      f'uri = "{postgres.uri(name)}"\n')
+    done = cli("--config", str(config), "query", "--format", "csv",
+               "SELECT id FROM t WHERE id = ? AND zip = ?", "-p", "1", "-p", "zip:text=02139")
+    assert (done.code, done.out) == (0, "id\n1\n"), done.err
