@@ -197,3 +197,22 @@ def test_an_integer_parameter_reaches_postgresql_as_an_integer(cli, postgres, tm
     done = cli("--config", str(config), "query", "--format", "csv",
                "SELECT id FROM t WHERE id = ? AND zip = ?", "-p", "1", "-p", "zip:text=02139")
     assert (done.code, done.out) == (0, "id\n1\n"), done.err
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["bench", "q.sql", "--engines", "a,b", "--rounds", "3"], {"paths": ["q.sql"], "rounds": 3}),
+    (["bench", "--engines", "a,b", "q.sql", "--config", "c.toml"], {"config": "c.toml"}),
+    (["lake", "check", "lake", "--format", "json", "--config", "c.toml"],
+     {"engine": "lake", "config": "c.toml"}),
+    (["engines", "install", "duckdb==1.5.5", "--config", "c.toml"], {"config": "c.toml"}),
+    (["serve", "--port", "0", "--config", "c.toml"], {"port": 0, "config": "c.toml"}),
+    (["--config", "c.toml", "fuzz", "--primary", "a", "--reference", "b", "--source", "t"],
+     {"config": "c.toml", "source": "t"}),
+    (["--config", "c.toml", "shadow", "report"], {"config": "c.toml"}),
+    (["data", "taxi", "--rows", "5", "--out", "t.csv", "--config", "c.toml"],
+     {"rows": 5, "config": "c.toml"}),
+    (["query", "-p", "7", "SELECT ?", "-p", "x:text=7"], {"param": [7, "7"]}),
+])
+def test_options_and_config_parse_in_any_position(argv, expected):
+    args = vars(build_parser().parse_args(argv))
+    assert {k: args[k] for k in expected} == expected
