@@ -83,14 +83,15 @@ def run_demo(args: argparse.Namespace) -> int:
         write_quickstart(Path(tmp))
         config = str(Path(tmp) / "arrowgate.toml")
         parser = build_parser()
-        for argv in (["query", "--shadow", "duck", "-f", str(Path(tmp) / "demo.sql")],
-                     ["shadow", "--primary", "scan", "--reference", "duck", "--no-store",
-                      str(Path(tmp) / "queries.sql")]):
-            print(f"$ arrowgate {' '.join(argv[:-1])} {Path(argv[-1]).name}", flush=True)
+        steps = (["query", "--shadow", "duck", "-f", str(Path(tmp) / "demo.sql")],
+                 ["shadow", "--primary", "scan", "--reference", "duck", "--no-store",
+                  str(Path(tmp) / "queries.sql")])
+        for i, argv in enumerate(steps):
+            print(("\n" if i else "") + f"$ arrowgate {' '.join(argv[:-1])} "
+                  f"{Path(argv[-1]).name}", flush=True)
             step = parser.parse_args(["--config", config, *argv])
             code = int(step.run(step))
             sys.stdout.flush()
             if code != EXIT_OK:
                 return code
-            print()
     return EXIT_OK
