@@ -1,7 +1,10 @@
 """Builds the csv engine's compiled scanner; everything else is in pyproject.toml."""
 
+import sys
+
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, ExecError, PlatformError
 
 FLAGS = {
     # The scanner uses __int128 and __builtin_ctz: on Windows that takes clang-cl
@@ -18,7 +21,12 @@ class BuildExt(build_ext):
     def build_extensions(self) -> None:
         for ext in self.extensions:
             ext.extra_compile_args = FLAGS.get(self.compiler.compiler_type, [])
-        super().build_extensions()
+        try:
+            super().build_extensions()
+        except (CCompilerError, ExecError, PlatformError) as exc:
+            sys.exit(f"arrowgate: the csv engine's scanner is C and could not be compiled "
+                     f"({exc}): install a C compiler and Python's headers "
+                     "(Debian/Ubuntu: apt-get install -y gcc python3-dev), then install again")
 
 
 setup(

@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.compare import CompareOptions, Verdict, compare_outcomes
 from gateway.contenders import (
+    ANSWERED_BY,
     AdbcDriver,
     Command,
     Contender,
@@ -141,6 +142,8 @@ class QueryOutcome:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     timings: dict[str, EngineTiming] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    #: per engine whose fallback gave the answer, the engine that did
+    answered_by: dict[str, str] = field(default_factory=dict)
 
     def ratio(self, engine: str, baseline: str) -> float | None:
         """``engine``'s median time over ``baseline``'s (above 1: slower)."""
@@ -171,11 +174,18 @@ class BenchReport:
         return [q for q in self.queries if q.status == "timed"]
 
     def geomean_ratio(self, engine: str) -> float | None:
-        """The geometric mean over timed queries of ``engine``'s ratio to the baseline."""
-        ratios = [r for q in self.timed if (r := q.ratio(engine, self.baseline))]
+        """The geometric mean over timed queries of ``engine``'s ratio to the baseline,
+        leaving out those a fallback answered for either (:meth:`fallback_queries`)."""
+        ratios = [r for q in self.timed if (r := q.ratio(engine, self.baseline))
+                  and not {engine, self.baseline} & q.answered_by.keys()]
         if not ratios:
             return None
         return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+
+    def fallback_queries(self, engine: str) -> list[str]:
+        """The timed queries a fallback answered for ``engine`` or the baseline."""
+        return [q.query.name for q in self.timed
+                if {engine, self.baseline} & q.answered_by.keys()]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -189,13 +199,15 @@ class BenchReport:
             "baseline": self.baseline,
             "summary": {"timed": len(self.timed), "diverged": len(self.diverged),
                         "failed": sum(q.status == "failed" for q in self.queries),
-                        "geomean_ratio": {e: _round(self.geomean_ratio(e)) for e in self.engines}},
+                        "geomean_ratio": {e: _round(self.geomean_ratio(e)) for e in self.engines},
+                        "geomean_leaves_out": {e: self.fallback_queries(e) for e in self.engines
+                                               if self.fallback_queries(e)}},
             "queries": [{
                 "name": q.query.name, "file": q.query.file, "sql": q.query.sql, "status": q.status,
                 "verdicts": {e: v.to_dict() for e, v in q.verdicts.items()},
                 "timings": {e: t.to_dict() for e, t in q.timings.items()},
                 "ratios": {e: _round(q.ratio(e, self.baseline)) for e in q.timings},
-                "errors": q.errors,
+                "errors": q.errors, "answered_by": q.answered_by,
             } for q in self.queries],
         }
 
@@ -218,7 +230,8 @@ class BenchReport:
             cells = [f"`{q.query.name}`"]
             for e in self.engines:
                 t = q.timings[e]
-                cells.append(f"{_ms(t.median):g} ({_ms(t.low):g}-{_ms(t.high):g})")
+                mark = f" (by {q.answered_by[e]}, fallback)" if e in q.answered_by else ""
+                cells.append(f"{_ms(t.median):g} ({_ms(t.low):g}-{_ms(t.high):g}){mark}")
             cells += [_times(q.ratio(e, self.baseline)) for e in others]
             cells += [_fmt_mb(q.timings[e].peak_rss) for e in self.engines]
             lines.append("| " + " | ".join(cells) + " |")
@@ -226,6 +239,11 @@ class BenchReport:
             lines.append("| **geometric mean** | " + " | ".join("" for _ in self.engines) + " | "
                          + " | ".join(f"**{_times(self.geomean_ratio(e))}**" for e in others)
                          + " | " + " | ".join("" for _ in self.engines) + " |")
+            for e in others:
+                if left_out := self.fallback_queries(e):
+                    lines += ["", f"The geometric mean of {e} leaves out "
+                              + ", ".join(f"`{n}`" for n in left_out)
+                              + ": answered by a fallback engine, not the one named."]
         if self.diverged:
             lines += ["", "Answers differ, so no speed figure:", ""]
             for q in self.diverged:
@@ -344,12 +362,16 @@ def run_benchmark(
 def _check(q: Query, names: list[str], workers: dict[str, Worker],
            options: CompareOptions | None, tick: Callable[[str], None]) -> QueryOutcome:
     answers: dict[str, pa.Table | BaseException] = {}
+    outcome = QueryOutcome(q, "timed")
     for name in names:
         run = workers[name].call("answer", q.sql)
+        if run.table is not None and run.table.schema.metadata \
+                and ANSWERED_BY in run.table.schema.metadata:
+            outcome.answered_by[name] = run.table.schema.metadata[ANSWERED_BY].decode()
+            run.table = run.table.replace_schema_metadata(None)
         answers[name] = run.error if run.error is not None else run.table
         tick(f"{q.name}: checking {name}")
     first = names[0]
-    outcome = QueryOutcome(q, "timed")
     outcome.errors = {n: f"{type(a).__name__ if not isinstance(a, RemoteError) else a.error_class}"
                       f": {a}" for n, a in answers.items() if isinstance(a, BaseException)}
     for name in names[1:]:

@@ -10,7 +10,8 @@ fast.
 
 Exit codes: 0 success; 1 a query failed (or, for the shadow and bench
 commands, answers diverged or latency regressed, or the answer could not be
-written); 2 a usage or configuration error; 130 interrupted. A reader that goes
+written); 2 a usage or configuration error; 130 interrupted (Ctrl-C); 143 or 129
+terminated by SIGTERM or SIGHUP. A reader that goes
 away (``| head``) ends the command quietly with 0.
 """
 
@@ -20,6 +21,7 @@ import argparse
 import contextlib
 import errno
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -41,7 +43,8 @@ from gateway.handles import cancel_all
 from gateway.startup import exit_now, tune_collector
 
 #: The core subcommand modules, in the order ``--help`` lists them (plugins' follow).
-COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench", "fuzz", "serve", "tui"]
+COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench", "fuzz", "serve", "tui",
+            "init"]
 
 
 def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
@@ -68,20 +71,40 @@ def build_parser(plugins: Iterable[object] = ()) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"gateway.commands.{name}").register(sub)
+    pm = build_plugin_manager(plugins)  # its own errors (ARROWGATE_PLUGINS) say what is wrong
     try:
-        build_plugin_manager(plugins).hook.arrowgate_register_commands(subparsers=sub)
+        pm.hook.arrowgate_register_commands(subparsers=sub)
     except Exception as exc:  # a plugin's bug must not make every command a traceback
         raise ConfigError(f"a plugin failed to add its commands: {type(exc).__name__}: {exc}",
                           hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
-    for command in sub.choices.values():
-        # `arrowgate serve --config F` as well as `arrowgate --config F serve`; SUPPRESS
-        # keeps a --config given before the command when none follows it
+    for command in _subcommands(parser):
+        # `arrowgate serve --config F` as well as `arrowgate --config F serve`, and after
+        # an action's arguments too; SUPPRESS keeps a --config given earlier
         command.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
                              help="the arrowgate.toml to use (also before the command)")
+        # a usage error names the command as typed, whatever the command's own options are
+        # called (tui's -c/--command once overwrote it)
+        command.set_defaults(usage_label=command.prog)
     return parser
 
 
+def _subcommands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every command and action parser under ``parser``, each once."""
+    seen: set[int] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.values(action._name_parser_map):
+                if id(child) not in seen:  # an alias maps to the same parser
+                    seen.add(id(child))
+                    yield child
+                    yield from _subcommands(child)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # sqlglot logs what it cannot parse ("Falling back to parsing as a 'Command'") as a
+    # warning, which Python's last-resort handler prints on the terminal: it is not the
+    # user's business. A handler here ends that; one the user configures still sees it.
+    logging.getLogger("sqlglot").addHandler(logging.NullHandler())
     try:
         parser = build_parser()
     except ConfigError as exc:
@@ -91,28 +114,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "run", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    with _sigint_noted() as interrupted:
+    with _signals_noted() as received:
         try:
             code = int(args.run(args))
             sys.stdout.flush()  # a full or closed stdout fails here, not in the exit's flush
             return code
         except UsageError as exc:
-            print(f"arrowgate {args.command}: error: {exc}", file=sys.stderr)
+            print(f"{args.usage_label}: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         except ConfigError as exc:
             print(f"configuration error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         except GatewayError as exc:
-            if interrupted.is_set():  # an engine turned Ctrl-C into its own error
-                print("interrupted", file=sys.stderr)
-                return EXIT_INTERRUPTED
+            if received:  # an engine turned the signal into its own error
+                return _stopped_by(received[0])
             label = "error" if exc.kind == GatewayError.kind else \
                 f"{exc.kind.replace('_', ' ')} error"
             print(f"{label}: {exc}", file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return _stopped_by(received[0] if received else signal.SIGINT)
+        except Terminated as exc:
+            return _stopped_by(exc.signum)
         except OSError as exc:
             if exc.errno == errno.EPIPE:
                 # the reader (head, less) went away: not an error, and nothing more to say
@@ -128,32 +151,57 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so a partial ``--output`` is removed."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: What ends a command like Ctrl-C does: a timeout's or systemd's kill, a closed terminal.
+_TERMINATING = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+
+
+def _stopped_by(signum: int) -> int:
+    """Report the signal that stopped the command; its exit code is 128 + the signal."""
+    print("interrupted" if signum == signal.SIGINT
+          else f"terminated by {signal.Signals(signum).name}", file=sys.stderr)
+    return EXIT_INTERRUPTED if signum == signal.SIGINT else 128 + signum
+
+
 @contextlib.contextmanager
-def _sigint_noted() -> Iterator[threading.Event]:
-    """Note every Ctrl-C, then raise KeyboardInterrupt as usual.
+def _signals_noted() -> Iterator[list[int]]:
+    """Note every Ctrl-C, SIGTERM and SIGHUP, then raise KeyboardInterrupt (or Terminated).
 
     An engine that sees the interrupt first (DuckDB in process, an ADBC driver)
     answers with its own cancelled or interrupted error; the note lets the
-    command still exit 130, as it does when the KeyboardInterrupt arrives itself.
+    command still exit 130 (or 128 + the signal), as it does when the
+    exception arrives itself. Either exception unwinds through ``--output``'s
+    file, which removes its ``.partial`` copy.
     """
-    noted = threading.Event()
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield noted
+        yield received
         return
 
-    def on_sigint(signum: int, frame: Any) -> None:
-        noted.set()
-        # an engine may swallow the KeyboardInterrupt below and run on: stop its
-        # queries from another thread (not from a signal handler, which may have
-        # interrupted the engine's own code)
-        threading.Thread(target=cancel_all, name="sigint-cancel", daemon=True).start()
-        signal.default_int_handler(signum, frame)
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signum)
+        # an engine may swallow the exception below and run on: stop its queries from
+        # another thread (not from a signal handler, which may have interrupted the
+        # engine's own code)
+        threading.Thread(target=cancel_all, name="signal-cancel", daemon=True).start()
+        if signum == signal.SIGINT:
+            signal.default_int_handler(signum, frame)
+        raise Terminated(signum)
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {signum: signal.signal(signum, on_signal)
+                for signum in (signal.SIGINT, *_TERMINATING)}
     try:
-        yield noted
+        yield received
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _silence_stdout() -> None:

@@ -55,6 +55,10 @@ class Contender:
         """Release what :meth:`start` opened."""
 
 
+#: Schema metadata of an answer another engine gave (a fallback): that engine's name.
+ANSWERED_BY = b"arrowgate.answered_by"
+
+
 @dataclass
 class GatewayEngine(Contender):
     """An engine of an arrowgate configuration (a TOML path or a dict).
@@ -87,7 +91,11 @@ class GatewayEngine(Contender):
 
     def run(self, sql: str) -> pa.Table:
         # never shadowed: a [shadow] section would time the reference too
-        return self._gw.execute(sql, engine=self.engine, shadow=False).to_arrow()
+        result = self._gw.execute(sql, engine=self.engine, shadow=False)
+        table = result.to_arrow()
+        if result.engine != self.engine:  # its fallback answered: the report must say so
+            table = table.replace_schema_metadata({ANSWERED_BY: result.engine})
+        return table
 
     def stop(self) -> None:
         if self._gw is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,10 @@ def _has_code(sql: str) -> bool:
     return any(line.strip() and not line.strip().startswith("--") for line in sql.splitlines())
 
 
+#: The path that names standard input.
+STDIN = Path("-")
+
+
 def read_file(path: Path) -> list[Query]:
     """The named statements of one ``.sql`` file.
 
@@ -71,7 +76,7 @@ def read_file(path: Path) -> list[Query]:
         ConfigError: the file cannot be read, or a name is used twice.
     """
     try:
-        data = path.read_bytes()
+        data = sys.stdin.buffer.read() if path == STDIN else path.read_bytes()
         text = data.decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read the query file: {exc.strerror}", path=str(path)) from None
@@ -85,13 +90,16 @@ def read_file(path: Path) -> list[Query]:
             name = names[-1].group(1)
             sql = sql[names[-1].start():].strip()  # the file's header comment stays behind
         else:
-            name = path.stem if len(statements) == 1 else f"{path.stem}:{i}"
+            stem = "stdin" if path == STDIN else path.stem
+            name = stem if len(statements) == 1 else f"{stem}:{i}"
         queries.append(Query(name, sql, str(path)))
     return queries
 
 
 def read_queries(paths: Sequence[str | os.PathLike[str]]) -> list[Query]:
     """Every statement under ``paths`` (files, or folders searched for ``*.sql``), in order.
+
+    ``-`` reads the statements from standard input.
 
     Raises:
         ConfigError: a path does not exist, holds no ``.sql`` file, no
@@ -100,7 +108,9 @@ def read_queries(paths: Sequence[str | os.PathLike[str]]) -> list[Query]:
     queries: list[Query] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        if path == STDIN:
+            files = [path]
+        elif path.is_dir():
             files = sorted(path.rglob("*.sql"))
             if not files:
                 raise ConfigError("no .sql file in this folder", path=str(path))

@@ -4,6 +4,15 @@ Every writer streams: batches are written as they arrive, so a large answer
 never has to sit in memory (the table format keeps only the rows it shows).
 A file is written whole or not at all (:func:`output_file`): a full disk never
 leaves a truncated ``.parquet`` that looks valid at a glance.
+
+No type makes a writer fail. Values a format cannot hold are written as text,
+the same text in every format (:func:`plain_value`): an INTERVAL as an ISO 8601
+duration (``P1M2DT3H``), a DuckDB VARINT/BIGNUM as its decimal digits, binary
+(BLOB, BIT) as hex, a UNION as its member's value, an ENUM as its label; in
+CSV (and Parquet, for the types it lacks) LIST, STRUCT, MAP and UNION values
+are JSON text. JSON writes NaN, Infinity and -Infinity as the strings
+``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (JSON has no such numbers) and
+decimals as strings (their digits kept).
 """
 
 from __future__ import annotations
@@ -49,8 +58,9 @@ def output_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """A binary file that appears at ``path`` only once everything was written to it.
 
     The writing goes to a temporary file in the same folder, renamed into place
-    at the end; on any failure (or Ctrl-C) it is removed and ``path`` is left as
-    it was. A device or a pipe (``/dev/stdout``) is written in place.
+    at the end; on any failure (or Ctrl-C, SIGTERM, SIGHUP: see :mod:`gateway.cli`) it is
+    removed and ``path`` is left as it was. A device or a pipe (``/dev/stdout``)
+    is written in place; a symlink's target is replaced, the link kept.
 
     Raises:
         OutputError: the file could not be created or written, saying why.
@@ -63,6 +73,8 @@ def output_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
         except OSError as exc:
             raise OutputError(_why(exc, target)) from None
         return
+    # a symlink stays one: the answer replaces the file it points to
+    target = Path(os.path.realpath(target))
     try:
         fh = tempfile.NamedTemporaryFile(  # noqa: SIM115 -- renamed or removed below
             dir=target.parent, prefix=f".{target.name}.", suffix=".partial", delete=False)
@@ -113,31 +125,118 @@ def _write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
     rows = 0
     for batch in reader:
         if batch.num_rows:
-            pacsv.write_csv(_nested_as_json(batch), out, options)
+            text = {i for i, f in enumerate(batch.schema) if not _csv_writes(f.type)}
+            pacsv.write_csv(_as_text(batch, text), out, options)
             rows += batch.num_rows
     return rows
 
 
-def _nested_as_json(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch with its LIST, STRUCT and MAP columns as JSON text (Arrow's CSV writer
-    refuses nested types); NULL stays an empty field, a MAP becomes a JSON object."""
+def _csv_writes(t: pa.DataType) -> bool:
+    """Whether Arrow's CSV writer writes this type as it is (binary may not be UTF-8)."""
     import pyarrow as pa
 
-    if not any(pa.types.is_nested(f.type) for f in batch.schema):
+    return (pa.types.is_null(t) or pa.types.is_boolean(t) or pa.types.is_integer(t)
+            or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_date(t)
+            or pa.types.is_time(t) or pa.types.is_timestamp(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t))
+
+
+def _as_text(batch: pa.RecordBatch, text: set[int]) -> pa.RecordBatch:
+    """The batch with the columns at ``text`` as text: JSON for LIST, STRUCT, MAP and UNION
+    (NULL stays NULL), :func:`plain_value` for the rest."""
+    import pyarrow as pa
+
+    if not text:
         return batch
     columns = []
-    for column, fld in zip(batch.columns, batch.schema, strict=True):
-        if pa.types.is_nested(fld.type):
-            column = pa.array([None if v is None else json.dumps(_json_value(v), default=str,
-                                                                  ensure_ascii=False)
-                               for v in column.to_pylist(maps_as_pydicts="lossy")], pa.string())
+    for i, (column, fld) in enumerate(zip(batch.columns, batch.schema, strict=True)):
+        if i in text:
+            values = [plain_value(v, fld.type) for v in _pylist(column)]
+            as_json = _is_nested(fld.type)
+            column = pa.array([None if v is None else
+                               json.dumps(_json_value(v), default=str, ensure_ascii=False)
+                               if as_json else str(v) for v in values], pa.string())
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
+def _is_nested(t: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    if isinstance(t, pa.DictionaryType):
+        return _is_nested(t.value_type)
+    return pa.types.is_nested(t)  # LIST, STRUCT, MAP and UNION
+
+
+def _pylist(column: pa.Array) -> list[Any]:
+    return column.to_pylist(maps_as_pydicts="lossy")
+
+
+def plain_value(value: Any, t: pa.DataType) -> Any:
+    """``value`` (as ``to_pylist`` gives it) in the documented text forms for ``t``: numbers,
+    strings, booleans, dates and times as they are; see the module's docstring for the rest."""
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if isinstance(t, pa.BaseExtensionType):
+        if getattr(t, "type_name", None) == "bignum" and isinstance(value, bytes):
+            return _bignum(value)
+        return plain_value(value, t.storage_type)
+    if isinstance(t, pa.DictionaryType):
+        return plain_value(value, t.value_type)
+    if pa.types.is_interval(t):
+        return _iso_duration(value.months, value.days, value.nanoseconds)
+    if isinstance(value, bytes):
+        return value.hex()
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) \
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return [plain_value(v, t.value_type) for v in value]
+    if pa.types.is_struct(t):
+        return {f.name: plain_value(value.get(f.name), f.type) for f in t}
+    if pa.types.is_map(t):
+        return {str(k): plain_value(v, t.item_type) for k, v in value.items()}
+    if pa.types.is_union(t):  # the member's value; a nested member is converted by its value
+        return _json_value(value) if not isinstance(value, (dict, list)) else value
+    return value
+
+
+def _bignum(data: bytes) -> int:
+    """DuckDB's VARINT (BIGNUM): a 3-byte header (top bit set when not negative) then the
+    big-endian magnitude; a negative number has every byte inverted."""
+    if data[0] & 0x80:
+        return int.from_bytes(data[3:], "big")
+    return -int.from_bytes(bytes(~b & 0xFF for b in data[3:]), "big")
+
+
+def _iso_duration(months: int, days: int, nanoseconds: int) -> str:
+    """An interval as ISO 8601: ``P1Y2M3DT4H5M6.5S``; each part keeps its sign."""
+    parts = "P"
+    sign = "-" if months < 0 else ""
+    years, months = divmod(abs(months), 12)
+    for n, unit in ((years, "Y"), (months, "M")):
+        if n:
+            parts += f"{sign}{n}{unit}"
+    if days:
+        parts += f"{days}D"
+    if nanoseconds:
+        sign = "-" if nanoseconds < 0 else ""
+        seconds, nanos = divmod(abs(nanoseconds), 1_000_000_000)
+        hours, seconds = divmod(seconds, 3600)
+        minutes, seconds = divmod(seconds, 60)
+        parts += "T"
+        for n, unit in ((hours, "H"), (minutes, "M")):
+            if n:
+                parts += f"{sign}{n}{unit}"
+        if seconds or nanos:
+            fraction = f".{nanos:09d}".rstrip("0") if nanos else ""
+            parts += f"{sign}{seconds}{fraction}S"
+    return parts if parts != "P" else "PT0S"
+
+
 def _json_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, dict):
@@ -149,11 +248,15 @@ def _json_value(value: Any) -> Any:
 
 def _write_json(reader: pa.RecordBatchReader, out: IO[bytes], *, lines: bool) -> int:
     rows = 0
+    names = reader.schema.names
     if not lines:
         out.write(b"[")
     for batch in reader:
-        for row in batch.to_pylist():
-            text = json.dumps({k: _json_value(v) for k, v in row.items()}, default=str)
+        columns = [[_json_value(plain_value(v, f.type)) for v in _pylist(c)]
+                   for c, f in zip(batch.columns, batch.schema, strict=True)]
+        for values in zip(*columns, strict=True):
+            text = json.dumps(dict(zip(names, values, strict=True)), default=str,
+                              ensure_ascii=False)
             if lines:
                 out.write(text.encode() + b"\n")
             else:
@@ -176,14 +279,30 @@ def _write_arrow(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
 
 
 def _write_parquet(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    text = {i for i, f in enumerate(reader.schema) if not _parquet_writes(f)}
+    schema = pa.schema([pa.field(f.name, pa.string()) if i in text else f
+                        for i, f in enumerate(reader.schema)])
     rows = 0
-    with pq.ParquetWriter(out, reader.schema) as writer:
+    with pq.ParquetWriter(out, schema) as writer:
         for batch in reader:
-            writer.write_batch(batch)
+            writer.write_batch(_as_text(batch, text))
             rows += batch.num_rows
     return rows
+
+
+def _parquet_writes(field: pa.Field) -> bool:
+    """Whether Parquet holds this column's type (it has no INTERVAL of Arrow's kind, no UNION)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pq.ParquetWriter(io.BytesIO(), pa.schema([field])).close()
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return False
+    return True
 
 
 def _cell(value: Any) -> str:
@@ -200,13 +319,19 @@ def _write_table(reader: pa.RecordBatchReader, out: IO[bytes], *, max_rows: int,
     import pyarrow as pa
 
     names = reader.schema.names
+    if not names:  # a statement that answers nothing (DDL through some drivers)
+        rows = sum(batch.num_rows for batch in reader)
+        out.write(b"(no columns)\n")
+        return rows
     kept: list[list[str]] = []
     rows = 0
     for batch in reader:
         take = batch.num_rows if max_rows <= 0 else max(0, min(batch.num_rows, max_rows - rows))
         if take:
-            for row in batch.slice(0, take).to_pylist():
-                kept.append([_cell(row[n]) for n in names])
+            part = batch.slice(0, take)
+            columns = [[plain_value(v, f.type) for v in _pylist(c)]
+                       for c, f in zip(part.columns, part.schema, strict=True)]
+            kept.extend([_cell(v) for v in row] for row in zip(*columns, strict=True))
         rows += batch.num_rows
     numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                or pa.types.is_decimal(f.type) for f in reader.schema]

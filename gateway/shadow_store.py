@@ -9,6 +9,11 @@ file that readers never see. Folders written one file per query (before
 batching) read the same way. A record's message and evidence pass through
 :func:`gateway.masking.mask` first: evidence quotes the answers' values, and an
 answer can hold a secret the gateway knows.
+
+A file in the folder that is not a store file (corrupt, another program's
+Parquet, a symlink to nothing) is skipped with a one-line warning naming it,
+and the next compaction moves it into ``quarantine/``, where it is not read
+again.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import atexit
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import threading
 import time
@@ -44,6 +50,17 @@ FLUSH_SECONDS = 5.0
 COMPACT_FILES = 64
 #: a temporary file older than this was left by a writer that died
 STALE_SECONDS = 3600.0
+#: the subfolder compaction moves unreadable files into
+QUARANTINE = "quarantine"
+#: the columns a file must have to be taken for a store file
+_REQUIRED = ("id", "time", "status")
+
+log = logging.getLogger("arrowgate.shadow_store")
+_warned: set[Path] = set()
+
+
+class _Unreadable(Exception):
+    """A file in the store folder that is no store file; the message says why."""
 
 
 class ShadowStore:
@@ -109,19 +126,47 @@ class ShadowStore:
             GatewayError: the store does not exist or holds no record.
         """
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         _flush_if_buffered(self.path)
-        while True:
-            try:
-                tables = [pq.read_table(f) for f in self.files()]
-                break
-            except FileNotFoundError:
-                continue  # a compaction merged it since the listing: list again
+        tables = [table for _, table in self._read_all(quarantine=False)]
         if not tables:
             raise GatewayError(f"no shadow records in {self.path}",
                                hint="run queries in shadow mode first, or pass --store")
         return _unique(pa.concat_tables(tables, promote_options="default")).sort_by("time")
+
+    def _read_all(self, *, quarantine: bool) -> list[tuple[Path, pa.Table]]:
+        """Every store file and its records; unreadable files are skipped, saying so (and
+        moved into ``quarantine/`` when ``quarantine``)."""
+        while True:
+            tables, vanished = [], False
+            for f in self.files():
+                try:
+                    table = _read_file(f)
+                except _Unreadable as exc:
+                    self._set_aside(f, str(exc), quarantine)
+                    continue
+                if table is None:
+                    vanished = True  # a compaction merged it since the listing
+                    break
+                tables.append((f, table))
+            if not vanished:
+                return tables
+
+    def _set_aside(self, path: Path, why: str, quarantine: bool) -> None:
+        if quarantine:
+            folder = self.path / QUARANTINE
+            try:
+                folder.mkdir(exist_ok=True)
+                os.replace(path, folder / path.name)
+            except OSError as exc:
+                log.warning("shadow store: cannot move %s into %s: %s", path, folder,
+                            exc.strerror)
+                return
+            log.warning("shadow store: moved %s into %s: %s", path.name, folder, why)
+        elif path not in _warned:
+            _warned.add(path)
+            log.warning("shadow store: skipped %s: %s (the next compaction moves it into "
+                        "%s/)", path, why, QUARANTINE)
 
     def compact(self, wait: bool = True) -> None:
         """Merge every file into one, and remove temporary files writers left behind.
@@ -141,17 +186,47 @@ class ShadowStore:
                         tmp.unlink()
                 except FileNotFoundError:
                     pass
-            files = self.files()
-            if len(files) < 2:
-                return
             import pyarrow as pa
-            import pyarrow.parquet as pq
 
-            table = _unique(pa.concat_tables([pq.read_table(f) for f in files],
+            read = self._read_all(quarantine=True)
+            if len(read) < 2:
+                return
+            files = [f for f, _ in read]  # files appended since stay as they are
+            table = _unique(pa.concat_tables([t for _, t in read],
                                              promote_options="default")).sort_by("time")
             self._write(table, "-compacted")
             for f in files:  # a crash before the last unlink leaves duplicates: reads skip them
                 f.unlink(missing_ok=True)
+
+
+def _read_file(path: Path) -> pa.Table | None:
+    """The records of one store file in the store's schema; None when it is gone.
+
+    Raises:
+        _Unreadable: the file is no store file (corrupt, foreign, a symlink to nothing).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if path.is_symlink() and not path.exists():
+        raise _Unreadable("a symlink to nothing")
+    if path.is_dir():
+        raise _Unreadable("a folder, not a file")
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        return None
+    except (pa.ArrowException, OSError) as exc:
+        raise _Unreadable(f"not a readable Parquet file ({exc})") from None
+    missing = [c for c in _REQUIRED if c not in table.column_names]
+    if missing:
+        raise _Unreadable("not a shadow store file (no column " + ", ".join(missing) + ")")
+    schema = _schema()
+    try:
+        return pa.table([table.column(f.name).cast(f.type) if f.name in table.column_names
+                         else pa.nulls(table.num_rows, f.type) for f in schema], schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise _Unreadable(f"not a shadow store file ({exc})") from None
 
 
 def _unique(table: pa.Table) -> pa.Table:
@@ -233,7 +308,11 @@ def _flush_all() -> None:
     with _buffers_lock:
         buffers = list(_buffers.values())
     for buf in buffers:
-        buf._flush_quietly()
+        try:
+            buf._flush_quietly()
+        except Exception as exc:  # at exit a traceback helps no one: say what was lost
+            log.warning("shadow store: %d records not written to %s: %s: %s",
+                        len(buf.records), buf.store.path, type(exc).__name__, exc)
 
 
 def _records_table(records: list[ShadowRecord]) -> pa.Table:
@@ -243,7 +322,14 @@ def _records_table(records: list[ShadowRecord]) -> pa.Table:
     for row in rows:
         row["evidence"] = mask(json.dumps(mask(row["evidence"]), default=str))
         row["message"] = mask(row["message"])
-    schema = pa.schema([
+    return pa.Table.from_pylist([{c: row[c] for c in _COLUMNS} for row in rows], schema=_schema())
+
+
+def _schema() -> pa.Schema:
+    """The store files' schema (a file from before a column existed reads it as NULL)."""
+    import pyarrow as pa
+
+    return pa.schema([
         ("id", pa.string()), ("time", pa.string()), ("name", pa.string()), ("sql", pa.string()),
         ("primary", pa.string()), ("reference", pa.string()), ("status", pa.string()),
         ("category", pa.string()), ("message", pa.string()), ("evidence", pa.string()),
@@ -253,7 +339,6 @@ def _records_table(records: list[ShadowRecord]) -> pa.Table:
         ("reference_peak_mb", pa.float64()), ("noise_checked", pa.bool_()),
         ("answered_by", pa.string()), ("downgraded", pa.bool_()), ("query_id", pa.int64()),
     ])
-    return pa.Table.from_pylist([{c: row[c] for c in _COLUMNS} for row in rows], schema=schema)
 
 
 def summarize(table: pa.Table, top: int = 10) -> dict[str, Any]:

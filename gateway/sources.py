@@ -115,3 +115,8 @@ def infer_format(path: str) -> str | None:
         if lower.endswith(suffix):
             return fmt
     return None
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (how a statement names a source safely)."""
+    return '"' + name.replace('"', '""') + '"'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -17,6 +18,25 @@ QUICKSTART = ROOT / "examples" / "quickstart" / "arrowgate.toml"
 
 #: The throwaway PostgreSQL cluster (the ``postgres`` fixture) for any test that needs one.
 pytest_plugins = ["tests.pg"]
+
+
+def _dev_module():
+    """dev.py, which knows the system packages the tests need (one list for dev.py and CI)."""
+    spec = importlib.util.spec_from_file_location("arrowgate_dev", ROOT / "dev.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests whose system packages are missing, with the line that says what to do."""
+    reasons = _dev_module().skip_reasons()
+    for item in items:
+        for marker, reason in reasons.items():
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
+                break
 
 
 @pytest.fixture(autouse=True)

@@ -71,7 +71,7 @@ def pg_types(postgres) -> Any:
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("engine", ["adbc", "odbc"])
+@pytest.mark.parametrize("engine", ["adbc", pytest.param("odbc", marks=pytest.mark.odbc)])
 def test_postgres_types_match_duckdb_postgres_scanner(pg_types, engine):
     postgres, name = pg_types
     section = db.adbc_pg(postgres, name) if engine == "adbc" else db.odbc_pg(postgres, name)
@@ -93,6 +93,7 @@ def test_postgres_types_match_duckdb_postgres_scanner(pg_types, engine):
 
 
 @pytest.mark.postgres
+@pytest.mark.odbc
 def test_odbc_typed_parameters_give_the_same_types(pg_types):
     """A statement with non-text parameters runs through pyodbc; its answer has the same types."""
     postgres, name = pg_types
@@ -124,7 +125,7 @@ SQLITE_DIFFERENCES: dict[str, dict[str, str]] = {
 }
 
 
-@pytest.mark.parametrize("engine", ["adbc", "odbc"])
+@pytest.mark.parametrize("engine", ["adbc", pytest.param("odbc", marks=pytest.mark.odbc)])
 def test_sqlite_types_match_duckdb_sqlite_scanner(tmp_path, engine):
     path = tmp_path / "types.sqlite"
     with sqlite3.connect(path) as con:

@@ -182,7 +182,8 @@ def test_the_flight_service_locks_a_lake_down(sources: dict[str, Any], tmp_path:
     assert not (tmp_path / "x.sqlite").exists()
 
 
-@pytest.mark.parametrize("make", [adbc_sqlite, odbc_sqlite], ids=["adbc", "odbc"])
+@pytest.mark.parametrize("make", [adbc_sqlite, pytest.param(odbc_sqlite, marks=pytest.mark.odbc)],
+                         ids=["adbc", "odbc"])
 def test_a_sqlite_database_through_a_driver_reaches_no_other_file(make: Any,
                                                                    tmp_path: Path) -> None:
     config = {"default_engine": "s", "engines": {"s": make(tmp_path / "db.sqlite")}}

@@ -27,13 +27,18 @@ def formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
+def examples_epilog(examples: list[str]) -> str:
+    """``example:`` or ``examples:``, then one indented line each (for an ``epilog``)."""
+    return ("example" + ("s" if len(examples) > 1 else "") + ":\n"
+            + "\n".join(f"  {e}" for e in examples))
+
+
 def add_command(sub: Any, name: str, *, help: str, description: str,
                 examples: list[str]) -> argparse.ArgumentParser:
     """Add one subcommand with the shared epilog and its examples."""
     parser: argparse.ArgumentParser = sub.add_parser(
         name, help=help, description=description, formatter_class=formatter,
-        epilog=EPILOG + "\nexample" + ("s" if len(examples) > 1 else "") + ":\n"
-        + "\n".join(f"  {e}" for e in examples),
+        epilog=EPILOG + "\n" + examples_epilog(examples),
     )
     return parser
 
@@ -44,7 +49,8 @@ def add_action(sub: Any, command: str, name: str, *, help: str, description: str
 
     This is how a plugin extends a core command (the duckdb plugin adds
     ``engines install``). ``summary``, a paragraph, joins the command's own
-    description, and ``examples`` its examples.
+    description, and ``examples`` its examples; the action's ``--help`` shows
+    them too.
 
     Raises:
         KeyError: no command is named ``command``.
@@ -55,7 +61,9 @@ def add_action(sub: Any, command: str, name: str, *, help: str, description: str
     parent.description = f"{parent.description}\n\n{summary}"
     parent.epilog = ((parent.epilog or "").replace("\nexample:\n", "\nexamples:\n")
                      + "".join(f"\n  {e}" for e in examples))
-    child: argparse.ArgumentParser = actions.add_parser(name, help=help, description=description)
+    child: argparse.ArgumentParser = actions.add_parser(
+        name, help=help, description=description, formatter_class=formatter,
+        epilog=examples_epilog(examples))
     return child
 
 

@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-from gateway.commands import EXIT_OK, UsageError, add_command
+from gateway.commands import EXIT_OK, UsageError, add_command, examples_epilog, formatter
 
 TAXI_COLUMNS = [
     "trip_id", "vendor_id", "pickup_datetime", "dropoff_datetime", "store_and_fwd_flag",
@@ -47,21 +47,42 @@ def register(sub: Any) -> None:
         description="Write a deterministic synthetic data set for benchmarks and tests.",
         examples=["arrowgate data taxi --rows 1000000 --out bench/data/trips_1m.csv"],
     )
-    d.add_argument("dataset", choices=["taxi"], help="taxi: 51-column NYC-taxi-shaped trips")
-    d.add_argument("--rows", type=int, required=True, metavar="N", help="rows to write")
-    d.add_argument("--out", required=True, metavar="FILE", help="the CSV file to write")
-    d.add_argument("--seed", type=int, default=0, help="changes every value (default 0)")
-    d.set_defaults(run=run)
+    _options(d, None)
+    sets = d.add_subparsers(dest="dataset", metavar="DATASET", required=True)
+    # the options again on the data set, so they may follow its name; SUPPRESS keeps
+    # those given before it
+    taxi = sets.add_parser(
+        "taxi", help="51-column NYC-taxi-shaped trips", formatter_class=formatter,
+        argument_default=argparse.SUPPRESS,
+        description="Write the 51-column layout of DuckDB's NYC-taxi benchmark with plausible "
+        "values: the same bytes for the same --rows and --seed on every machine.",
+        epilog=examples_epilog(["arrowgate data taxi --rows 1000000 --out trips_1m.csv",
+                                "arrowgate data taxi --rows 1000 --seed 7 --out small.csv"]))
+    _options(taxi, argparse.SUPPRESS)
+    taxi.set_defaults(run=run)
+
+
+def _options(p: argparse.ArgumentParser, default: Any) -> None:
+    def add(*names: str, **kwargs: Any) -> None:
+        p.add_argument(*names, **kwargs, **({"default": default} if default else {}))
+
+    add("--rows", type=int, metavar="N", help="rows to write (required)")
+    add("--out", metavar="FILE", help="the CSV file to write (required)")
+    add("--seed", type=int, help="changes every value (default 0)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.rows is None or args.out is None:
+        raise UsageError("pass --rows N and --out FILE, e.g. arrowgate data taxi --rows 1000 "
+                         "--out trips.csv")
     if args.rows < 0:
         raise UsageError("--rows must be 0 or more")
     from gateway.output import output_file
 
     with output_file(args.out) as out:
-        write_taxi(out, args.rows, seed=args.seed)
-    print(f"wrote {args.rows} rows to {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB)",
+        write_taxi(out, args.rows, seed=args.seed or 0)
+    noun = "row" if args.rows == 1 else "rows"
+    print(f"wrote {args.rows} {noun} to {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB)",
           file=sys.stderr)
     return EXIT_OK
 

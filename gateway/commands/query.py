@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from collections.abc import Callable
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 from gateway.commands import EXIT_OK, UsageError, add_command, open_gateway
@@ -21,10 +25,13 @@ def register(sub: Any) -> None:
             'echo "SELECT count(*) FROM trips" | arrowgate query --engine duck',
             'arrowgate query --format parquet --output out.parquet "SELECT * FROM trips"',
             'arrowgate query --shadow duck_old "SELECT count(*) FROM trips"',
+            'arrowgate query -e pg "SELECT * FROM trips WHERE id = ? AND zip = ?" -p 42 '
+            '-p zip:text=02139',
         ],
     )
-    q.add_argument("sql", nargs="?", help="the SQL; read from -f FILE or stdin when absent")
-    q.add_argument("-f", "--file", metavar="FILE", help="read the SQL from FILE")
+    q.add_argument("sql", nargs="?",
+                   help="the SQL; read from -f FILE, or stdin when absent or '-'")
+    q.add_argument("-f", "--file", metavar="FILE", help="read the SQL from FILE ('-': stdin)")
     q.add_argument("-e", "--engine", metavar="NAME",
                    help="the engine to run on (default: the config's default_engine)")
     q.add_argument("--format", choices=FORMATS, default="table",
@@ -33,16 +40,63 @@ def register(sub: Any) -> None:
     q.add_argument("--max-rows", type=int, default=40, metavar="N",
                    help="rows the table format shows (0: all; default 40)")
     q.add_argument("-p", "--param", action="append", default=None, metavar="VALUE",
-                   help="a positional parameter value for ? placeholders (repeatable)")
+                   type=parameter,
+                   help="a value for the next ? placeholder (repeatable): 42 is an integer, "
+                   "4.2 a decimal, true/false a boolean, NULL a null, anything else text; "
+                   "NAME:TYPE=VALUE gives the type (" + ", ".join(PARAMETER_TYPES)
+                   + "), e.g. zip:text=02139")
     q.add_argument("--shadow", metavar="ENGINE",
                    help="also run the SQL on ENGINE and print the verdict and latency ratio")
     q.set_defaults(run=run)
+
+
+_BOOLEANS = {"true": True, "false": False, "t": True, "f": False, "1": True, "0": False}
+#: The types ``-p NAME:TYPE=VALUE`` names, each with what reads its value.
+PARAMETER_TYPES: dict[str, Callable[[str], Any]] = {
+    "int": int, "decimal": Decimal, "float": float, "bool": lambda v: _BOOLEANS[v.lower()],
+    "text": str, "date": date.fromisoformat, "timestamp": datetime.fromisoformat,
+    "null": lambda v: None,
+}
+_EXPLICIT = re.compile(r"\A(?P<name>[A-Za-z_]\w*)?:(?P<type>[a-z]+)=(?P<value>.*)\Z", re.S)
+_INTEGER = re.compile(r"\A[-+]?[0-9]+\Z")
+_DECIMAL = re.compile(r"\A[-+]?([0-9]+\.[0-9]*|\.[0-9]+)\Z")
+
+
+def parameter(text: str) -> Any:
+    """A ``-p`` value, typed: see the option's help.
+
+    Raises:
+        argparse.ArgumentTypeError: an unknown type, or a value that is not of its type.
+    """
+    explicit = _EXPLICIT.match(text)
+    if explicit is not None:
+        kind, value = explicit.group("type"), explicit.group("value")
+        if kind not in PARAMETER_TYPES:
+            raise argparse.ArgumentTypeError(
+                f"unknown type {kind!r} in {text!r}: use one of " + ", ".join(PARAMETER_TYPES))
+        try:
+            return PARAMETER_TYPES[kind](value)
+        except (ValueError, KeyError, ArithmeticError):
+            raise argparse.ArgumentTypeError(f"{value!r} is not of type {kind} (in {text!r})") from None
+    if _INTEGER.match(text):
+        return int(text)
+    if _DECIMAL.match(text):
+        return Decimal(text)
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text.upper() == "NULL":
+        return None
+    return text
 
 
 def read_sql(args: argparse.Namespace) -> str:
     """The SQL from the argument, ``-f FILE`` or stdin."""
     if args.sql is not None and args.file is not None:
         raise UsageError("give the SQL either as an argument or with -f, not both")
+    if args.sql == "-" or args.file == "-":  # stdin, spelled out
+        args.sql = args.file = None
+        if sys.stdin.isatty():
+            raise UsageError("'-' reads the SQL from standard input, which is a terminal here")
     if args.file is not None:
         try:
             with open(args.file, "rb") as fh:
@@ -85,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
                 write(result.reader(), args.format, out, max_rows=args.max_rows)
         if args.format == "table" or args.output is not None:
             print(summary_line(result), file=sys.stderr)
+        elif notes := note_parts(result):  # stdout holds the answer; the notes still count
+            print("note: " + "; ".join(notes), file=sys.stderr)
         if result.shadow is not None:
             # under the answer; on stderr when stdout carries a machine format
             machine = args.output is None and args.format != "table"
@@ -98,6 +154,22 @@ def summary_line(result: Any) -> str:
     line = f"{result.rows} {noun} from {result.engine} in {result.elapsed * 1000:.1f} ms"
     if "fallback_reason" in result.notes:
         line += f" (fallback: {result.notes['fallback_reason']})"
-    if result.notes.get("skipped_rows"):
-        line += f"; {result.notes['skipped_rows']} malformed rows skipped"
+    if skipped := _skipped(result):
+        line += f"; {skipped}"
     return line
+
+
+def note_parts(result: Any) -> list[str]:
+    """What the answer alone does not say: who answered instead, rows left out."""
+    parts = []
+    if "fallback_reason" in result.notes:
+        parts.append(f"answered by {result.engine} (fallback: "
+                     f"{result.notes['fallback_reason']})")
+    if skipped := _skipped(result):
+        parts.append(skipped)
+    return parts
+
+
+def _skipped(result: Any) -> str:
+    n = result.notes.get("skipped_rows")
+    return f"{n} malformed row{'' if n == 1 else 's'} skipped" if n else ""

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.commands import EXIT_OK, EXIT_QUERY, UsageError, add_command, open_gateway
+from gateway.commands import (
+    EXIT_OK,
+    EXIT_QUERY,
+    UsageError,
+    add_command,
+    examples_epilog,
+    formatter,
+    open_gateway,
+)
 
 if TYPE_CHECKING:
     from gateway.shadow import ShadowRecord
@@ -40,45 +48,66 @@ def register(sub: Any) -> None:
             "arrowgate shadow report --store .arrowgate/shadow",
         ],
     )
-    p.add_argument("--primary", metavar="ENGINE", help="the engine under test "
-                   "(default: [shadow] primary, else the default engine)")
-    p.add_argument("--reference", metavar="ENGINE",
-                   help="the engine taken as right (default: [shadow] reference)")
-    p.add_argument("--max-ratio", type=float, metavar="X",
-                   help="fail when a query's primary time exceeds X times the reference's")
-    p.add_argument("--min-ms", type=float, default=0.0, metavar="MS",
-                   help="--max-ratio applies only to queries where either engine took at "
-                   "least MS milliseconds (tiny queries have noisy ratios; default 0)")
-    p.add_argument("--json", metavar="FILE", help="write one JSON record per query to FILE")
-    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report to FILE")
-    p.add_argument("--markdown", metavar="FILE", help="write a Markdown report to FILE")
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="how long the reference may take per query (default: [shadow] timeout, 30)")
-    p.add_argument("--noise", action="store_true",
-                   help="run the reference twice; what differs is nondeterministic, not divergent")
-    p.add_argument("--shadow-writes", action="store_true",
-                   help="also run statements that change data (the reference is a separate copy)")
-    p.add_argument("--store", metavar="DIR",
-                   help="the shadow store folder (default: [shadow] store, .arrowgate/shadow)")
-    p.add_argument("--no-store", action="store_true", help="do not append records to the store")
+    _run_options(p, None)
     actions = p.add_subparsers(action=_RunByDefault, dest="action", required=True,
                                metavar="PATH... | report",
                                help="the corpus to run, or 'report' to summarize the store "
                                "('run PATH...' runs a corpus folder named report)")
-    corpus = actions.add_parser("run", help="run the corpus under PATH... (the default)")
+    # The options again on each action, so they may follow the paths as a CI script writes
+    # them; SUPPRESS keeps those given before the action instead of resetting them.
+    corpus = actions.add_parser(
+        "run", argument_default=argparse.SUPPRESS, formatter_class=formatter,
+        help="run the corpus under PATH... (the default)",
+        description="Run every statement under PATH... on both engines (as 'arrowgate shadow "
+        "PATH...' does).", epilog=examples_epilog([
+            "arrowgate shadow run --primary csv --reference duck report/",
+            "arrowgate shadow run queries/ --primary csv --reference duck --json out.json"]))
     corpus.add_argument("paths", nargs="+", metavar="PATH", help=".sql files or folders of them")
+    _run_options(corpus, argparse.SUPPRESS)
     corpus.set_defaults(run=run)
-    # SUPPRESS: --store and --json given before 'report' are kept, not reset
-    report = actions.add_parser("report", argument_default=argparse.SUPPRESS,
-                                help="summarize the records kept in the shadow store",
-                                description="Summarize the shadow store: records by category, "
-                                "latency ratios per query (worst first), recent divergences.")
+    report = actions.add_parser(
+        "report", argument_default=argparse.SUPPRESS, formatter_class=formatter,
+        help="summarize the records kept in the shadow store",
+        description="Summarize the shadow store: records by category, latency ratios per "
+        "query (worst first), recent divergences.", epilog=examples_epilog([
+            "arrowgate shadow report",
+            "arrowgate shadow report --store .arrowgate/shadow --top 20 --json summary.json"]))
     report.add_argument("--store", metavar="DIR",
                         help="the shadow store folder (default: [shadow] store, .arrowgate/shadow)")
     report.add_argument("--json", metavar="FILE", help="write the summary as JSON to FILE")
     report.add_argument("--top", type=int, default=10, metavar="N",
                         help="how many worst offenders to list (default 10)")
     report.set_defaults(run=run_report)
+
+
+def _run_options(p: argparse.ArgumentParser, default: Any) -> None:
+    """The options of a corpus run; ``default`` SUPPRESS on the ``run`` action."""
+    def add(*names: str, **kwargs: Any) -> None:
+        if default is argparse.SUPPRESS:
+            kwargs["default"] = argparse.SUPPRESS
+        p.add_argument(*names, **kwargs)
+
+    add("--primary", metavar="ENGINE", help="the engine under test "
+        "(default: [shadow] primary, else the default engine)")
+    add("--reference", metavar="ENGINE",
+        help="the engine taken as right (default: [shadow] reference)")
+    add("--max-ratio", type=float, metavar="X",
+        help="fail when a query's primary time exceeds X times the reference's")
+    add("--min-ms", type=float, default=0.0, metavar="MS",
+        help="--max-ratio applies only to queries where either engine took at "
+        "least MS milliseconds (tiny queries have noisy ratios; default 0)")
+    add("--json", metavar="FILE", help="write one JSON record per query to FILE")
+    add("--junit", metavar="FILE", help="write a JUnit XML report to FILE")
+    add("--markdown", metavar="FILE", help="write a Markdown report to FILE")
+    add("--timeout", type=float, metavar="SECONDS",
+        help="how long the reference may take per query (default: [shadow] timeout, 30)")
+    add("--noise", action="store_true",
+        help="run the reference twice; what differs is nondeterministic, not divergent")
+    add("--shadow-writes", action="store_true",
+        help="also run statements that change data (the reference is a separate copy)")
+    add("--store", metavar="DIR",
+        help="the shadow store folder (default: [shadow] store, .arrowgate/shadow)")
+    add("--no-store", action="store_true", help="do not append records to the store")
 
 
 class _RunByDefault(argparse._SubParsersAction):

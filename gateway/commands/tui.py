@@ -25,16 +25,17 @@ def register(sub: Any) -> None:
     t.add_argument("--headless", action="store_true",
                    help="run -c's SQL through the console without a screen and print its "
                    "panels; exit 1 when it fails or the reference's answer differs")
-    t.add_argument("-c", "--command", metavar="SQL", help="the SQL to run (with --headless)")
+    t.add_argument("-c", "--command", dest="sql", metavar="SQL",
+                   help="the SQL to run (with --headless)")
     t.add_argument("--width", type=int, default=120, metavar="N",
                    help="columns of the printed panels (with --headless; default 120)")
     t.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.headless and not args.command:
+    if args.headless and not args.sql:
         raise UsageError("--headless needs the SQL to run: -c \"SELECT ...\"")
-    if args.command and not args.headless:
+    if args.sql and not args.headless:
         raise UsageError("-c runs only with --headless")
     try:
         from gateway.tui.app import ArrowgateApp
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         if args.headless:
             from gateway.tui.headless import run_headless
 
-            ok = run_headless(core, args.command, engine=args.engine,
+            ok = run_headless(core, args.sql, engine=args.engine,
                               reference=args.reference, width=args.width)
             return EXIT_OK if ok else EXIT_QUERY
         ArrowgateApp(core, engine=args.engine, reference=args.reference).run()

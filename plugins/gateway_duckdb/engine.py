@@ -129,6 +129,8 @@ class DuckDBEngine(Engine):
         super().__init__(name, options, sources)
         self._session: Session | None = None
         self.resolved_version: str | None = None
+        #: the sources DuckDB could not mount at connect, and why (their views fail)
+        self.unmounted: dict[str, str] = {}
         for key in self.config["settings"]:
             if not _SETTING_NAME.match(key):
                 raise ConfigError("not a DuckDB setting name", key=f"engines.{name}.settings.{key}")
@@ -340,17 +342,30 @@ class DuckDBEngine(Engine):
         from gateway_duckdb.adbc_session import SetupFailed
 
         library, ext_files = self._resolve()
-        setup = [f"LOAD {literal(str(ext_files[e]))}" for e in self.extensions]
+        loads = [f"LOAD {literal(str(ext_files[e]))}" for e in self.extensions]
         secrets = self.secret_statements()
         settings = [f"SET {k} = {literal(v)}" for k, v in self.config["settings"].items()]
-        mounts = mount_statements(self.sources)
         extra = [s.strip().rstrip(";") for s in self.setup_sql()]
-        setup += secrets + settings + mounts + extra + self.lockdown_sql()
-        try:
-            self._session = self._open(library, setup, [*settings, *self.connection_sql()])
-        except SetupFailed as exc:
-            raise self._setup_error(exc, len(self.extensions), len(secrets), settings,
-                                    mounts) from None
+        # A source DuckDB cannot mount fails only the statements that read it: its view is
+        # made to fail with the reason, and the setup runs again without it.
+        self.unmounted = {}
+        while True:
+            mounts = mount_statements(self.sources, self.unmounted)
+            setup = loads + secrets + settings + mounts + extra + self.lockdown_sql()
+            try:
+                self._session = self._open(library, setup, [*settings, *self.connection_sql()])
+                return
+            except SetupFailed as exc:
+                source = self._mounting(exc.index - len(loads) - len(secrets) - len(settings))
+                if source is None or source in self.unmounted:
+                    raise self._setup_error(exc, len(self.extensions), len(secrets), settings,
+                                            mounts) from None
+                self.unmounted[source] = exc.message.splitlines()[0]
+
+    def _mounting(self, index: int) -> str | None:
+        """The source whose view setup statement ``index`` (counted from the mounts) creates."""
+        names = list(self.sources)
+        return names[index - 1] if 1 <= index <= len(names) else None
 
     def _resolve(self) -> tuple[Path | None, dict[str, Path]]:
         """The library to load (None: the installed module or a CLI) and extension files."""

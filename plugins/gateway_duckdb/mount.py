@@ -56,12 +56,24 @@ def scan_expression(source: Source) -> str:
     return f"read_csv({', '.join(args)})"
 
 
-def mount_statements(sources: dict[str, Source]) -> list[str]:
-    """The statements that attach the sources catalog and create one view per source."""
+def mount_statements(sources: dict[str, Source],
+                     unreadable: dict[str, str] | None = None) -> list[str]:
+    """The statements that attach the sources catalog and create one view per source.
+
+    A source in ``unreadable`` (name -> why DuckDB could not mount it) becomes a
+    view whose every use fails with that reason and the source's name, so only
+    the statements that read it fail, never the engine.
+    """
     stmts = [f"ATTACH IF NOT EXISTS ':memory:' AS {SOURCES_CATALOG} (READ_WRITE)"]
     for name, source in sources.items():
-        stmts.append(
-            f"CREATE OR REPLACE VIEW {SOURCES_CATALOG}.main.{quote_ident(name)} AS "
-            f"SELECT * FROM {scan_expression(source)}"
-        )
+        if unreadable and name in unreadable:
+            why = (f"cannot mount the source {name} ({source.path}): {unreadable[name]} "
+                   f"(check [sources.{name}]; arrowgate sources --check)")
+            # a filter, not a column: no projection (count(*)) prunes the error away
+            body = (f"SELECT NULL AS {quote_ident(name)} FROM range(1) "
+                    f"WHERE error({literal(why)}) IS NULL")
+        else:
+            body = f"SELECT * FROM {scan_expression(source)}"
+        stmts.append(f"CREATE OR REPLACE VIEW {SOURCES_CATALOG}.main.{quote_ident(name)} AS "
+                     + body)
     return stmts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -23,6 +24,8 @@ _KEEPS_NOTHING = re.compile(r"(?i)\s*(SELECT|FROM|VALUES|TABLE|WITH)\b")
 #: Idle cursors kept for one-shot statements: a new one costs its settings and search path
 #: (0.1-0.4 ms of a 1 ms SELECT 1 over Flight, docs/benchmarks.md).
 _IDLE_CURSORS = 8
+#: seconds close() waits for interrupted statements to stop
+_CLOSE_WAIT = 5.0
 
 
 class PythonSession:
@@ -130,6 +133,13 @@ class PythonSession:
             cur.close()
 
     def close(self) -> None:
+        """Close the database; a statement still running (a reference the shadow timeout
+        gave up on) is interrupted and given up to :data:`_CLOSE_WAIT` seconds to stop,
+        since DuckDB refuses to close a connection one of its cursors is using."""
+        self.cancel()
+        deadline = time.monotonic() + _CLOSE_WAIT
+        while self._running and time.monotonic() < deadline:
+            time.sleep(0.01)
         with self._lock:
             con, self._con = self._con, None
             idle, self._idle = self._idle, []

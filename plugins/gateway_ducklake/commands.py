@@ -10,7 +10,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gateway.commands import EXIT_OK, EXIT_QUERY, UsageError, add_command, print_rows
+from gateway.commands import (
+    EXIT_OK,
+    EXIT_QUERY,
+    UsageError,
+    add_command,
+    examples_epilog,
+    formatter,
+    print_rows,
+)
 from gateway.output import write_text_file
 
 
@@ -31,7 +39,12 @@ def register_lake(sub: Any) -> None:
                   "arrowgate lake check lake --strict   # exit 1 on any warning"],
     )
     actions = lake.add_subparsers(dest="lake_command", metavar="ACTION")
-    check = actions.add_parser("check", help="report on the catalog database of one engine")
+    check = actions.add_parser(
+        "check", help="report on the catalog database of one engine", formatter_class=formatter,
+        description="Report on the catalog database of one ducklake engine: format version, "
+        "tables, snapshots, files waiting for cleanup, inlined data, server settings.",
+        epilog=examples_epilog(["arrowgate lake check lake", "arrowgate lake check lake "
+                                "--format json", "arrowgate lake check lake --strict"]))
     check.add_argument("engine", metavar="ENGINE", help="a configured engine of type ducklake")
     check.add_argument("--format", choices=("table", "json"), default="table",
                        help="output format (default: table)")
