@@ -31,7 +31,9 @@ from gateway.commands import (
 )
 
 if TYPE_CHECKING:
+    from gateway.corpus import Query
     from gateway.shadow import ShadowRecord
+    from gateway.statement import Statement
 
 
 def register(sub: Any) -> None:
@@ -108,6 +110,16 @@ def _run_options(p: argparse.ArgumentParser, default: Any) -> None:
     add("--store", metavar="DIR",
         help="the shadow store folder (default: [shadow] store, .arrowgate/shadow)")
     add("--no-store", action="store_true", help="do not append records to the store")
+    add("--warmup", type=int, default=0, metavar="N",
+        help="run each engine's first N statements once untimed before the corpus, and "
+        "report those times apart (the first statement pays for imports and caches)")
+    add("--since", metavar="TIME", help="replaying a capture: only statements captured at or "
+        "after TIME (ISO 8601, e.g. 2026-12-01T14:00; UTC unless it says)")
+    add("--until", metavar="TIME", help="replaying a capture: only statements captured before TIME")
+    add("--dedupe", action="store_true", help="replaying a capture: run each statement shape "
+        "once, weighted by how often it was seen")
+    add("--chart", metavar="FILE", help="replaying a capture: draw the latency ratio by "
+        "statement shape (PNG or SVG; needs matplotlib)")
 
 
 class _RunByDefault(argparse._SubParsersAction):
@@ -140,11 +152,11 @@ def run(args: argparse.Namespace) -> int:
     if args.min_ms < 0:
         raise UsageError("--min-ms must not be negative")
     gate = RatioGate(args.max_ratio, args.min_ms)
-    from gateway.corpus import read_queries
     from gateway.shadow import ShadowStore, run_shadowed, settings_from_mapping
-    from gateway.statement import Statement
 
-    queries = read_queries(args.paths)
+    if args.warmup < 0:
+        raise UsageError("--warmup must not be negative")
+    queries, replayed = _corpus(args)
     with open_gateway(args) as gw:
         configured = dict(gw.config.shadow)
         reference = args.reference or configured.get("reference")
@@ -166,16 +178,33 @@ def run(args: argparse.Namespace) -> int:
         if args.store is not None:
             raw["store"] = args.store
         settings = settings_from_mapping(raw, gw.config)
+        warmup = _warm_up(gw, queries[:args.warmup], (primary, reference))
         records = []
         for q in queries:
-            _, _, record = run_shadowed(gw.pipeline, Statement(q.sql, primary), settings,
+            _, _, record = run_shadowed(gw.pipeline, _statement(q, primary), settings,
                                         name=q.name, concurrent=False, store=False)
             records.append(record)
             print(_line(record, gate), flush=True)
         if settings.store and not args.no_store:
             ShadowStore(settings.store).append(records)
+        shapes = None
+        if replayed:
+            from gateway import replay_report
+
+            shapes = replay_report.shapes(queries, records)
+            replay_report.shrink_divergences(
+                shapes, lambda sql: _still_diverges(gw, sql, primary, settings),
+                gw.dialect(primary))
     report = build_report(records, primary, reference, gate,
                           {q.name: q.file for q in queries})
+    if warmup:
+        report["warmup"] = warmup
+    if shapes is not None:
+        report["shapes"] = shapes
+        if args.chart:
+            from gateway import replay_report
+
+            replay_report.chart(shapes, args.chart)
     print(report["summary"]["line"])
     if args.json:
         _write(args.json, json.dumps(report, indent=2, default=str) + "\n")
@@ -184,6 +213,65 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown:
         _write(args.markdown, markdown(report))
     return EXIT_QUERY if report["summary"]["failed"] else EXIT_OK
+
+
+def _corpus(args: argparse.Namespace) -> tuple[list[Query], bool]:
+    """The statements under ``args.paths``: ``.sql`` corpora, and captures to replay."""
+    from gateway.capture import is_capture, replay_queries
+    from gateway.corpus import read_queries
+
+    queries: list[Query] = []
+    replayed = False
+    for path in args.paths:
+        if path != "-" and is_capture(Path(path)):
+            replayed = True
+            queries += replay_queries(Path(path), since=args.since, until=args.until,
+                                      dedupe=args.dedupe, include_writes=args.shadow_writes)
+        else:
+            queries += read_queries([path])
+    if not replayed and (args.since or args.until or args.dedupe or args.chart):
+        raise UsageError("--since, --until, --dedupe and --chart apply to a capture folder "
+                         "([serve.capture]), and no PATH is one")
+    return queries, replayed
+
+
+def _statement(q: Query, engine: str) -> Statement:
+    from gateway.statement import Statement
+
+    return Statement(q.sql, engine, None if q.parameters is None else list(q.parameters),
+                     prelude=q.settings)
+
+
+def _warm_up(gw: Any, queries: list[Query], engines: tuple[str, str]) -> list[dict[str, Any]]:
+    """Run each of ``queries`` once per engine, untimed by the corpus; their times."""
+    import time
+
+    from gateway.errors import GatewayError
+
+    found = []
+    for q in queries:
+        times: dict[str, Any] = {"name": q.name}
+        for engine in engines:
+            started = time.perf_counter()
+            try:
+                gw.pipeline.run(_statement(q, engine)).to_arrow()
+                times[engine] = round((time.perf_counter() - started) * 1000, 3)
+            except GatewayError as exc:
+                times[engine] = f"failed: {exc.message}"
+        print(f"  warm-up  {q.name}  " + ", ".join(f"{e} {times[e]}" +
+                                                  (" ms" if isinstance(times[e], float) else "")
+                                                  for e in engines), flush=True)
+        found.append(times)
+    return found
+
+
+def _still_diverges(gw: Any, sql: str, primary: str, settings: Any) -> bool:
+    from gateway.shadow import run_shadowed
+    from gateway.statement import Statement
+
+    _, _, record = run_shadowed(gw.pipeline, Statement(sql, primary), settings,
+                                concurrent=False, store=False)
+    return record.diverged
 
 
 @dataclass(frozen=True)
@@ -308,6 +396,16 @@ def markdown(report: dict[str, Any]) -> str:
             ratio = f"**{ratio}**"
         lines.append(f"| `{q['name']}` | {verdict} | {_cell(q['primary_ms'])} | "
                      f"{_cell(q['reference_ms'])} | {ratio} |")
+    if report.get("shapes"):
+        from gateway import replay_report
+
+        lines += replay_report.markdown(report["shapes"])
+    if report.get("warmup"):
+        lines += ["", f"Warm-up, untimed by the verdicts above ({len(report['warmup'])} "
+                  "statements per engine, run first):", ""]
+        engines = (report["primary"], report["reference"])
+        lines += [f"- `{w['name']}`: " + ", ".join(f"{e} {w.get(e)}" for e in engines)
+                  for w in report["warmup"]]
     return "\n".join(lines) + "\n"
 
 
