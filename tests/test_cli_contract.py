@@ -216,3 +216,25 @@ def test_an_integer_parameter_reaches_postgresql_as_an_integer(cli, postgres, tm
 def test_options_and_config_parse_in_any_position(argv, expected):
     args = vars(build_parser().parse_args(argv))
     assert {k: args[k] for k in expected} == expected
+
+
+def test_a_missing_extra_names_the_packages_to_install(cli, monkeypatch):
+    """There is no arrowgate release on a package index: 'pip install arrowgate[tui]' fails."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "textual", None)
+    monkeypatch.delitem(sys.modules, "gateway.tui.app", raising=False)
+    done = cli("tui")
+    assert done.code == 2
+    assert done.err.strip().endswith(
+        "pip install textual textual-fastdatatable textual-textarea")
+
+    from gateway.bench import BenchReport
+    from gateway.chart import latency_chart
+    from gateway.errors import GatewayError
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    report = BenchReport(engines=["a"], baseline="a", rounds=1, warmup=0, queries=[])
+    with pytest.raises(GatewayError) as failed:
+        latency_chart(report, Path("chart"))
+    assert failed.value.hint == "pip install matplotlib (the chart extra), or leave out --chart"

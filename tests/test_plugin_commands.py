@@ -44,6 +44,7 @@ def test_arrowgate_register_commands(capsys):
     sources = commands(parser)["sources"].format_help()
     assert "arrowgate sources count` prints" in sources
     assert "examples:\n  arrowgate --config examples/quickstart/arrowgate.toml sources\n" \
+        "  arrowgate --config examples/quickstart/arrowgate.toml sources --check\n" \
         "  arrowgate sources count" in sources
     assert "example" in commands(parser)["hello"].format_help()
 

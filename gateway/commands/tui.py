@@ -13,7 +13,8 @@ def register(sub: Any) -> None:
         sub, "tui", help="a terminal SQL console: one query on two engines, side by side",
         description="Open the terminal SQL console. Each tab runs its statements on an engine "
                     "and, with a reference picked, shadows them there and shows the verdict "
-                    "and both latencies. Needs the tui extra (pip install 'arrowgate[tui]').",
+                    "and both latencies. Needs the tui extra: pip install textual "
+                    "textual-fastdatatable textual-textarea.",
         examples=[
             "arrowgate --config examples/quickstart/arrowgate.toml tui",
             "arrowgate tui --engine scan --reference duck",
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         from gateway.tui.app import ArrowgateApp
     except ImportError as exc:
         raise UsageError(f"the console needs the tui extra ({exc.name} is missing): "
-                         "pip install 'arrowgate[tui]'") from None
+                         "pip install textual textual-fastdatatable textual-textarea") from None
     from gateway.tui.console import ConsoleCore
 
     core = ConsoleCore.open(args.config)
