@@ -181,10 +181,10 @@ def skip_reason(sql: str, settings: ShadowSettings, dialect: str = "duckdb") -> 
         return "opted out with -- arrowgate: shadow=off"
     if settings.shadow_writes:
         return None
-    from gateway.sql.kinds import statement_kind
+    from gateway.sql.kinds import is_read, statement_kind
 
-    kind = statement_kind(sql, dialect)
-    if kind != "read":
+    if not is_read(sql, dialect):
+        kind = statement_kind(sql, dialect)
         what = kind if kind.startswith("SELECT ") else f"{kind} statement"
         return (f"{what}: it would run twice on shared data "
                 "(set shadow_writes = true when the reference is a separate copy)")

@@ -134,3 +134,71 @@ def test_an_unwritable_folder_fails_no_query(tmp_path):
         health = action(client, "health", options=options)
     assert health["capture"] == {"written": 0, "dropped": 2}
     assert not os.path.exists(blocker / "capture")
+
+
+# -- replay ---------------------------------------------------------------------------------
+REPLAYED = {"default_engine": "duck",
+            "engines": {"duck": {"type": "duckdb"},
+                        "floor": {"type": "duckdb", "settings": {"integer_division": True}}}}
+STATEMENTS = ["SELECT 7 / 2 AS half", "SELECT 1 AS one",
+              "SELECT x FROM (VALUES (3), (1), (2)) t(x) ORDER BY x"]
+
+
+def _capture_workload(tmp_path: Path) -> Path:
+    folder = tmp_path / "capture"
+    config = {**REPLAYED, "serve": {"capture": {"folder": str(folder)}}}
+    with serving(config) as server:
+        with dbapi.connect(server.location, autocommit=True, db_kwargs={
+                "adbc.flight.sql.rpc.with_cookie_middleware": "true"}) as conn, \
+                conn.cursor() as cur:
+            for sql in STATEMENTS * 2:
+                cur.execute(sql)
+                cur.fetchall()
+            cur.execute("SELECT ?::INTEGER / 2 AS half_of", parameters=(9,))
+            cur.fetchall()
+            cur.execute("SET default_order = 'DESC'")
+            cur.fetchall()
+            cur.execute("SELECT x FROM (VALUES (3), (1), (2)) t(x) ORDER BY x")
+            cur.fetchall()
+        server.capture.flush()
+    return folder
+
+
+def _shadow(cli: Any, tmp_path: Path, *args: str) -> dict[str, Any]:
+    import json
+
+    config = tmp_path / "arrowgate.toml"
+    config.write_text('default_engine = "duck"\n[engines.duck]\ntype = "duckdb"\n'
+                      '[engines.floor]\ntype = "duckdb"\nsettings = { integer_division = true }\n')
+    out = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
+    done = cli("--config", str(config), "shadow", "--primary", "duck", "--reference", "floor",
+               *args, "--json", str(out), "--no-store")
+    assert done.code in (0, 1), done.err
+    return json.loads(out.read_text())
+
+
+def test_a_replay_gives_the_verdicts_of_the_same_statements_run_directly(cli, tmp_path):
+    folder = _capture_workload(tmp_path)
+    corpus = tmp_path / "same.sql"
+    corpus.write_text(";\n".join(STATEMENTS * 2) + ";\n")
+    replayed = _shadow(cli, tmp_path, str(folder))
+    direct = _shadow(cli, tmp_path, str(corpus))
+    assert [q["category"] for q in replayed["queries"][:6]] == \
+        [q["category"] for q in direct["queries"]] == ["values", "match", "match"] * 2
+    # the prepared statement ran with its parameter, the last with its session's SET
+    half_of, ordered = replayed["queries"][6], replayed["queries"][7]
+    assert half_of["sql"] == "SELECT ?::INTEGER / 2 AS half_of", half_of
+    assert half_of["category"] == "values", (half_of["status"], half_of["message"])
+    assert ordered["category"] == "match" and ordered["primary_rows"] == 3
+    shapes = {row["sql"]: row for row in replayed["shapes"]}
+    assert shapes["SELECT 7 / 2 AS half"]["seen"] == 2
+    assert shapes["SELECT 7 / 2 AS half"]["diverged"] == 2
+
+
+def test_a_replay_runs_each_shape_once_with_dedupe_and_keeps_a_time_window(cli, tmp_path):
+    folder = _capture_workload(tmp_path)
+    deduped = _shadow(cli, tmp_path, str(folder), "--dedupe")
+    assert len(deduped["queries"]) == 4  # three statements and the prepared one
+    assert {row["sql"]: row["seen"] for row in deduped["shapes"]}["SELECT 1 AS one"] == 2
+    later = _shadow(cli, tmp_path, str(folder), "--since", "2999-01-01")
+    assert later["queries"] == []
