@@ -202,3 +202,14 @@ def test_a_replay_runs_each_shape_once_with_dedupe_and_keeps_a_time_window(cli, 
     assert {row["sql"]: row["seen"] for row in deduped["shapes"]}["SELECT 1 AS one"] == 2
     later = _shadow(cli, tmp_path, str(folder), "--since", "2999-01-01")
     assert later["queries"] == []
+
+
+def test_leaving_the_server_writes_what_was_captured(tmp_path):
+    """pyarrow's __exit__ skipped the server's own shutdown: the writer's last buffered
+    lines were lost with the process."""
+    folder = tmp_path / "capture"
+    with serving(_config(folder)) as server:
+        run(server, "dave", *[f"SELECT {i} AS v" for i in range(50)])
+        writer = server.capture
+    assert not writer._thread.is_alive()
+    assert len(list(read_capture(folder))) == 50

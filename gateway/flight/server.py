@@ -701,6 +701,12 @@ class FlightSqlServer(flight.FlightServerBase):
         self.transactions.close_all()
         self.sessions.close_all()
 
+    def __exit__(self, *exc: object) -> None:
+        # pyarrow's __exit__ stops the server without calling this class's shutdown, which
+        # left the capture's last buffered lines unwritten and the sessions open
+        self.shutdown()
+        self.wait()
+
 
 #: Statements that surely return rows; any other is run to its end before its ticket is issued.
 _QUERY = re.compile(r"\s*(\(|select\b|with\b|from\b|values\b|table\b|show\b|describe\b|"
