@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gateway.nondeterminism import Nondeterminism
-    from gateway.row_pairing import RowPairing
+    from gateway.row_pairing import CutEdges, RowPairing
 
 CATEGORIES = ("match", "schema", "row_count", "missing_rows", "extra_rows", "values",
               "order", "error", "nondeterministic")
@@ -182,7 +182,7 @@ def compare_tables(
 
 
 def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: CompareOptions,
-                *, order: bool = True
+                *, order: bool = True, edges: CutEdges | None = None
                 ) -> tuple[Verdict | None, RowPairing | None, Nondeterminism, list[str]]:
     """The two answers aligned, ready to pair: a ``schema`` verdict, or the pairing.
 
@@ -190,7 +190,8 @@ def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: C
     left out as volatile (see :func:`compare_tables`). ``order=False`` pairs
     the rows as a multiset (no order check, no LIMIT cut): the streaming
     comparison (:mod:`gateway.compare_stream`) pairs one part of two answers
-    at a time and checks their order on its own.
+    at a time and checks their order on its own; ``edges`` (the whole
+    reference's first and last rows) then lets it judge a LIMIT's cut.
     """
     from gateway.nondeterminism import Nondeterminism
     from gateway.row_pairing import RowPairing
@@ -200,16 +201,19 @@ def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: C
     schema_verdict, p, r, rules = _align(primary, reference, shape, opts)
     if schema_verdict is not None:
         return schema_verdict, None, found, []
-    if not order:
-        shape = dataclasses.replace(shape, order=[])
-        opts = dataclasses.replace(opts, ignore_order_without_order_by=True)
     names = primary.column_names
     volatile = found.columns_in(names)
     if volatile:
         keep = [i for i in range(p.num_columns) if i not in volatile]
         p, r, shape = _drop_columns(p, keep), _drop_columns(r, keep), _shape_without(shape, keep)
         rules, names = [rules[i] for i in keep], [names[i] for i in keep]
-    pairing = RowPairing(p, r, shape, opts, names, rules, cut=found.cut if order else None)
+    cut_order = shape.order
+    if not order:
+        shape = dataclasses.replace(shape, order=[])
+        opts = dataclasses.replace(opts, ignore_order_without_order_by=True)
+    pairing = RowPairing(p, r, shape, opts, names, rules,
+                         cut=found.cut if order or edges is not None else None, edges=edges,
+                         cut_order=cut_order)
     return None, pairing, found, [primary.column_names[i] for i in volatile]
 
 

@@ -1,0 +1,187 @@
+"""A "match" is proof: rows are equal only when their values compare equal, never by a hash.
+
+DuckDB's ``hash()`` takes ``[]``, NULL and ``[NULL]`` alike, a NULL struct like a struct
+of NULLs, and ``hash(0) = 0``: each case is checked in memory and streamed, at a cap
+that spills every batch and at one that holds everything.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from gateway.compare import compare_tables
+from gateway.compare_stream import compare_streams
+
+#: so small that every side spills from its first batch and rows are paired in many groups
+TINY = 4096
+CAPS = (TINY, 1 << 20, 1 << 30)
+
+INTS = pa.list_(pa.int64())
+POINT = pa.struct([("a", pa.int64()), ("b", pa.string())])
+
+
+def verdicts(p: pa.Table, r: pa.Table, sql: str | None = None, batch: int = 7):
+    """The in-memory verdict, then the streamed one at each cap."""
+    yield "memory", compare_tables(p, r, sql=sql)
+    for cap in CAPS:
+        yield cap, compare_streams(p.to_batches(batch), r.to_batches(batch), p.schema, r.schema,
+                                   sql=sql, memory_bytes=cap)
+
+
+def assert_never_match(p: pa.Table, r: pa.Table, expected: str = "values", **kw) -> None:
+    for where, verdict in verdicts(p, r, **kw):
+        assert verdict.category == expected, (where, verdict.category, verdict.message)
+
+
+def one_column(values, type_):
+    return pa.table({"k": pa.array(range(len(values)), pa.int64()), "v": pa.array(values, type_)})
+
+
+HASH_COLLISIONS = {
+    "an empty list against NULL": ([[1], []], [[1], None], INTS),
+    "NULL against a list of one NULL": ([None, [2]], [[None], [2]], INTS),
+    "an empty list against a list of one NULL": ([[], [2]], [[None], [2]], INTS),
+    "a NULL struct against a struct of NULLs": (
+        [None, {"a": 1, "b": "x"}], [{"a": None, "b": None}, {"a": 1, "b": "x"}], POINT),
+    "a list that lost a leading zero": ([[0, 5], [1]], [[0, 0, 5], [1]], INTS),
+}
+
+
+@pytest.mark.parametrize("name", HASH_COLLISIONS)
+def test_values_that_hash_alike_are_no_match(name):
+    primary, reference, type_ = HASH_COLLISIONS[name]
+    assert_never_match(one_column(primary, type_), one_column(reference, type_))
+
+
+@pytest.mark.parametrize("name", HASH_COLLISIONS)
+def test_values_that_hash_alike_are_no_match_as_the_first_column(name):
+    primary, reference, type_ = HASH_COLLISIONS[name]
+    assert_never_match(pa.table({"v": pa.array(primary, type_)}),
+                       pa.table({"v": pa.array(reference, type_)}))
+
+
+def test_a_lost_duplicate_zero_in_a_sorted_list_is_no_match():
+    con = duckdb.connect()
+    sql = ("SELECT list(x ORDER BY x) AS xs, g FROM (SELECT i % 100 AS g, i % 3 * (i % 7) AS x "
+           "FROM range(3000) t(i)) GROUP BY g")
+    reference = con.sql(sql).to_arrow_table()
+    primary = con.sql(f"SELECT CASE WHEN g = 7 THEN xs[2:] ELSE xs END AS xs, g FROM ({sql})"
+                      ).to_arrow_table()
+    assert_never_match(primary, reference, sql=sql, batch=16)
+
+
+def test_one_null_list_turned_empty_among_a_million_rows_is_no_match():
+    con = duckdb.connect()
+    sql = ("SELECT i, CASE WHEN i % 1000 = 0 THEN NULL ELSE [i % 7, i % 5] END AS l "
+           "FROM range(1000000) t(i)")
+    reference = con.sql(sql).to_arrow_table()
+    primary = con.sql(f"SELECT i, CASE WHEN i = 500000 THEN [] ELSE l END AS l FROM ({sql})"
+                      ).to_arrow_table()
+    verdict = compare_tables(primary, reference)
+    assert verdict.category == "values", verdict.message
+    for cap in (1 << 20, 1 << 30):
+        verdict = compare_streams(primary.to_batches(100_000), reference.to_batches(100_000),
+                                  primary.schema, reference.schema, memory_bytes=cap)
+        assert verdict.category == "values", (cap, verdict.message)
+
+
+# -- generated: one minimal change to a nested answer is never a match -------------------------
+ELEMENT = st.one_of(st.none(), st.integers(-3, 3))
+LIST = st.one_of(st.none(), st.lists(ELEMENT, max_size=4))
+STRUCT = st.one_of(st.none(), st.fixed_dictionaries({"a": st.one_of(st.none(), st.integers(0, 2)),
+                                                      "b": st.one_of(st.none(), st.just(""),
+                                                                     st.just("x"))}))
+NESTED_ROWS = st.lists(st.tuples(LIST, STRUCT), min_size=1, max_size=12)
+SCHEMA = pa.schema([("l", INTS), ("s", POINT)])
+
+
+def _null_into_empty(row, at):
+    return ([] if row[0] is None else None, row[1]) if row[0] in (None, []) else None
+
+
+def _null_struct_into_nulls(row, at):
+    if row[1] is None:
+        return row[0], {"a": None, "b": None}
+    if row[1] == {"a": None, "b": None}:
+        return row[0], None
+    return None
+
+
+def _drop_element(row, at):
+    return (row[0][:at] + row[0][at + 1:], row[1]) if row[0] else None
+
+
+def _duplicate_element(row, at):
+    return (row[0][:at + 1] + row[0][at:], row[1]) if row[0] else None
+
+
+def _add_zero(row, at):
+    return ([*row[0][:at], 0, *row[0][at:]], row[1]) if row[0] is not None else None
+
+
+def _empty_string_into_null(row, at):
+    if row[1] is None or row[1]["b"] not in (None, ""):
+        return None
+    return row[0], {"a": row[1]["a"], "b": None if row[1]["b"] == "" else ""}
+
+
+def nested_table(rows):
+    return pa.Table.from_pylist([{"l": items, "s": point} for items, point in rows], SCHEMA)
+
+
+CHANGES = [_null_into_empty, _null_struct_into_nulls, _drop_element, _duplicate_element,
+           _add_zero, _empty_string_into_null]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=NESTED_ROWS, data=st.data())
+def test_one_minimal_nested_change_is_never_a_match(rows, data):
+    at_row = data.draw(st.integers(0, len(rows) - 1))
+    change = data.draw(st.sampled_from(CHANGES))
+    row = rows[at_row]
+    changed = change(row, data.draw(st.integers(0, max(0, len(row[0] or []) - 1))))
+    assume(changed is not None and changed != row)
+    primary = nested_table([*rows[:at_row], changed, *rows[at_row + 1:]])
+    reference = nested_table(rows)
+    for where, verdict in verdicts(primary, reference, batch=3):
+        assert verdict.category != "match", (where, change.__name__, verdict.message)
+
+
+# -- one verdict whatever the cap ----------------------------------------------------------------
+def _cut_answers(sql: str, changed: str):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i AS id, i % 1000 AS g, i * 2 AS v FROM range(400000) t(i)")
+    reference = con.sql(sql).to_arrow_table()
+    primary = con.sql(f"SELECT * REPLACE ({changed}) FROM ({sql})").to_arrow_table()
+    return primary, reference
+
+
+def assert_one_verdict(primary: pa.Table, reference: pa.Table, sql: str, expected: str) -> None:
+    for where, verdict in verdicts(primary, reference, sql=sql, batch=20_000):
+        if where == TINY:
+            continue  # 300,000 rows in 4 KiB groups: covered by the smaller cases
+        assert verdict.category == expected, (where, verdict.category, verdict.message)
+
+
+def test_a_wrong_value_inside_a_limit_cut_is_values_at_every_cap():
+    sql = "SELECT id, v FROM t ORDER BY id LIMIT 300000"
+    primary, reference = _cut_answers(sql, "CASE WHEN id = 150000 THEN -1 ELSE v END AS v")
+    assert_one_verdict(primary, reference, sql, "values")
+
+
+def test_other_rows_tied_at_the_edge_of_a_limit_are_nondeterministic_at_every_cap():
+    sql = "SELECT g, id FROM t ORDER BY g LIMIT 300000"
+    # the last rows all have g = 749: the primary keeps other rows of that g
+    primary, reference = _cut_answers(sql, "CASE WHEN g = 749 THEN id + 1000 ELSE id END AS id")
+    assert_one_verdict(primary, reference, sql, "nondeterministic")
+
+
+def test_a_limit_the_answer_does_not_reach_is_checked_at_every_cap():
+    for limit, expected in ((300000, "nondeterministic"), (500000, "values")):
+        sql = f"SELECT id, v FROM t WHERE id < 300000 LIMIT {limit}"
+        primary, reference = _cut_answers(sql, "CASE WHEN id = 7 THEN -1 ELSE v END AS v")
+        assert_one_verdict(primary, reference, sql, expected)
