@@ -367,7 +367,8 @@ _INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
 
 
 def _common_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType:
-    """Integers and decimals: the decimal holding both exactly (float64 past 38 digits)."""
+    """Integers and decimals: the decimal holding both exactly (a 256-bit one past 38 digits,
+    which :func:`_cast` then writes as text: DuckDB reads no 256-bit decimal)."""
     import pyarrow as pa
 
     def digits(t: pa.DataType) -> tuple[int, int]:
@@ -378,7 +379,7 @@ def _common_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     (ia, sa), (ib, sb) = digits(a), digits(b)
     scale = max(sa, sb)
     precision = max(ia, ib) + scale
-    return pa.decimal128(precision, scale) if precision <= 38 else pa.float64()
+    return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
 
 
 def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.DataType | None:
@@ -461,6 +462,32 @@ def _holds_int_or_decimal(t: pa.DataType) -> bool:
 
 
 def _cast(column: Any, target: pa.DataType) -> Any:
+    """``column`` in type ``target``; 256-bit decimals then as their text at their scale
+    (exact, and one text per number)."""
+    import pyarrow as pa
+
+    column = _cast_to(column, target)
+    as_text = _decimal256_as_text(target)
+    return column if as_text == target else column.cast(as_text)
+
+
+def _decimal256_as_text(t: pa.DataType) -> pa.DataType:
+    """``t`` with every 256-bit decimal in it made a large_string."""
+    import pyarrow as pa
+
+    if pa.types.is_decimal256(t):
+        return pa.large_string()
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_decimal256_as_text(t.field(i).type))
+                          for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(_decimal256_as_text(t.key_type), _decimal256_as_text(t.item_type))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_decimal256_as_text(t.value_type))
+    return t
+
+
+def _cast_to(column: Any, target: pa.DataType) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -69,8 +69,10 @@ class RowPairing:
             self.keys = [c for c, k in zip(self.cols, shape.group_keys, strict=True) if k]
         else:
             # floats and decimals are measures (sums, prices), not what identifies a row
-            measures = [f or pa.types.is_decimal(t)
-                        for f, t in zip(self.floats, p.schema.types, strict=True)]
+            measures = [f or any(pa.types.is_decimal(_plain(x)) for x in
+                                 (t, rule.primary_type, rule.reference_type))
+                        for f, t, rule in zip(self.floats, p.schema.types, self.rules,
+                                              strict=True)]
             self.keys = [c for c, m in zip(self.cols, measures, strict=True) if not m]
         self.values = [c for c in self.cols if c not in self.keys]
         self.evidence: dict[str, Any] = {

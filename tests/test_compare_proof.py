@@ -7,6 +7,8 @@ that spills every batch and at one that holds everything.
 
 from __future__ import annotations
 
+import decimal
+
 import duckdb
 import pyarrow as pa
 import pytest
@@ -185,3 +187,38 @@ def test_a_limit_the_answer_does_not_reach_is_checked_at_every_cap():
         sql = f"SELECT id, v FROM t WHERE id < 300000 LIMIT {limit}"
         primary, reference = _cut_answers(sql, "CASE WHEN id = 7 THEN -1 ELSE v END AS v")
         assert_one_verdict(primary, reference, sql, expected)
+
+
+# -- exact numbers stay exact ------------------------------------------------------------------
+def decimals(values, type_):
+    return pa.table({"k": pa.array(range(len(values)), pa.int64()),
+                     "d": pa.array([decimal.Decimal(v) for v in values], type_)})
+
+
+def test_decimals_past_38_digits_together_compare_exactly():
+    wide = "1234567890123456789012345678901234.56"  # DECIMAL(38,2) against (38,4): 40 digits
+    reference = decimals([wide, "1.00"], pa.decimal128(38, 2))
+    assert_never_match(decimals([wide + "01", "1"], pa.decimal128(38, 4)), reference)
+    for where, verdict in verdicts(decimals([wide + "00", "1"], pa.decimal128(38, 4)), reference):
+        assert verdict.ok, (where, verdict.message)
+
+
+def test_an_integer_against_a_decimal_past_38_digits_compares_exactly():
+    whole = 123456789012345678  # BIGINT against DECIMAL(38,20): 39 digits
+    reference = pa.table({"k": [1], "d": pa.array([whole], pa.int64())})
+    off = pa.table({"k": [1], "d": pa.array([decimal.Decimal(f"{whole}.00000000000000000001")],
+                                            pa.decimal128(38, 20))})
+    assert_never_match(off, reference)
+    same = pa.table({"k": [1], "d": pa.array([decimal.Decimal(whole)], pa.decimal128(38, 20))})
+    for where, verdict in verdicts(same, reference):
+        assert verdict.ok, (where, verdict.message)
+
+
+def test_128_bit_integers_compare_exactly_with_decimals_and_integers():
+    con = duckdb.connect()
+    huge = con.sql("SELECT (10::HUGEINT ** 35)::HUGEINT + 1 AS d").to_arrow_table()
+    assert huge.schema.field(0).type == pa.decimal128(38, 0)  # how DuckDB hands out HUGEINT
+    assert_never_match(pa.table({"d": pa.array([decimal.Decimal(10**35)], pa.decimal128(38, 2))}),
+                       huge, expected="values")
+    top = con.sql("SELECT 9223372036854775806::HUGEINT AS d").to_arrow_table()
+    assert_never_match(pa.table({"d": pa.array([2**63 - 1], pa.int64())}), top)
