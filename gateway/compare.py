@@ -464,7 +464,6 @@ def _holds_int_or_decimal(t: pa.DataType) -> bool:
 def _cast(column: Any, target: pa.DataType) -> Any:
     """``column`` in type ``target``; 256-bit decimals then as their text at their scale
     (exact, and one text per number)."""
-    import pyarrow as pa
 
     column = _cast_to(column, target)
     as_text = _decimal256_as_text(target)
