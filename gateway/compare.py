@@ -79,6 +79,10 @@ class CompareOptions:
             (``count(*)``, which engines name differently) are not compared;
             needs the SQL.
         case_insensitive_names: column names are compared ignoring case.
+        interval_month_is_30_days: an interval's months count as 30 days each,
+            as DuckDB compares them (``INTERVAL '1 month'`` equals ``'30 days'``);
+            when False, months, days and nanoseconds are compared separately
+            (they move a date differently).
         sample_size: how many rows of evidence to keep per kind.
         dialect: the sqlglot dialect used to read the SQL.
 
@@ -97,6 +101,7 @@ class CompareOptions:
     signed_zero_equal: bool = True
     ignore_engine_chosen_names: bool = True
     case_insensitive_names: bool = False
+    interval_month_is_30_days: bool = False
     sample_size: int = 5
     dialect: str = "duckdb"
 
@@ -453,6 +458,46 @@ def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.Dat
     return a if a == b else None
 
 
+#: the fields a month_day_nano interval is compared as: each apart, or with 30-day months
+INTERVAL_FIELDS = (("months", "int32"), ("days", "int32"), ("nanoseconds", "int64"))
+INTERVAL_30_DAY_FIELDS = (("days", "int64"), ("nanoseconds", "int64"))
+_DAY_NS = 86_400 * 10**9
+
+
+def compared_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.DataType | None:
+    """The type a column of type ``a`` against one of ``b`` is compared in (None: none).
+
+    :func:`_common_type`, except that an interval becomes a struct of its fields
+    (:data:`INTERVAL_FIELDS`, or :data:`INTERVAL_30_DAY_FIELDS` with
+    ``interval_month_is_30_days``): DuckDB takes a month as 30 days when it compares.
+    """
+    import pyarrow as pa
+
+    common = _common_type(a, b, opts)
+    if common is not None and pa.types.is_interval(common):
+        fields = INTERVAL_30_DAY_FIELDS if opts.interval_month_is_30_days else INTERVAL_FIELDS
+        return pa.struct([(name, pa.type_for_alias(t)) for name, t in fields])
+    return common
+
+
+def _interval_fields(column: Any, target: pa.DataType) -> Any:
+    """A month_day_nano interval column as the struct ``target`` (see :func:`compared_type`)."""
+    import numpy as np
+    import pyarrow as pa
+
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    parts = np.frombuffer(column.buffers()[1], np.dtype([("m", "<i4"), ("d", "<i4"),
+                                                        ("n", "<i8")]))
+    parts = parts[column.offset:column.offset + len(column)]
+    mask = column.is_null()
+    if target.num_fields == 3:
+        arrays = [pa.array(parts["m"]), pa.array(parts["d"]), pa.array(parts["n"])]
+    else:
+        days = parts["m"].astype(np.int64) * 30 + parts["d"] + parts["n"] // _DAY_NS
+        arrays = [pa.array(days), pa.array(parts["n"] % _DAY_NS)]
+    return pa.StructArray.from_arrays(arrays, fields=list(target), mask=mask)
+
+
 def _holds_int_or_decimal(t: pa.DataType) -> bool:
     import pyarrow as pa
 
@@ -464,7 +509,6 @@ def _holds_int_or_decimal(t: pa.DataType) -> bool:
 def _cast(column: Any, target: pa.DataType) -> Any:
     """``column`` in type ``target``; 256-bit decimals then as their text at their scale
     (exact, and one text per number)."""
-
     column = _cast_to(column, target)
     as_text = _decimal256_as_text(target)
     return column if as_text == target else column.cast(as_text)
@@ -498,6 +542,8 @@ def _cast_to(column: Any, target: pa.DataType) -> Any:
         column = column.cast(pa.timestamp(column.type.unit, tz=target.tz))
     if pa.types.is_map(column.type):
         column = _entries_in_key_order(column)
+    if pa.types.is_interval(column.type) and pa.types.is_struct(target):
+        return _interval_fields(column, target)
     if column.type == target:
         return column
     if pa.types.is_null(column.type):
@@ -588,7 +634,7 @@ def _align(
     p_cols, r_cols = [], []
     for i in range(primary.num_columns):
         tp, tr = primary.schema.field(i).type, reference.schema.field(i).type
-        common = _common_type(tp, tr, opts)
+        common = compared_type(tp, tr, opts)
         if common is None:
             return Verdict("schema", f"column {names_r[i]!r} is {tp} on primary but {tr} on "
                            "reference", evidence), primary, reference, rules

@@ -47,8 +47,8 @@ from gateway.compare import (
     CompareOptions,
     Verdict,
     _cast,
-    _common_type,
     allow_for,
+    compared_type,
     contains_float,
     pairing_for,
 )
@@ -168,7 +168,7 @@ class StreamingComparison:
         targets = []
         for i in keep:
             tp, tr = primary.stored_schema.field(i).type, reference.stored_schema.field(i).type
-            common = _common_type(tp, tr, self.opts)
+            common = compared_type(tp, tr, self.opts)
             if common is None or not (_exact_cast(tp, common) and _exact_cast(tr, common)):
                 return None
             targets.append(common)
@@ -458,8 +458,8 @@ class _Route:
         assert p.schema is not None
         volatile = set(found.columns_in(p.schema.names))
         types = [(p.stored_schema.field(i).type, r.stored_schema.field(i).type,
-                  _common_type(p.stored_schema.field(i).type, r.stored_schema.field(i).type,
-                               opts)) for i in range(len(p.stored_schema))]
+                  compared_type(p.stored_schema.field(i).type, r.stored_schema.field(i).type,
+                                opts)) for i in range(len(p.stored_schema))]
         if shape.group_keys and len(shape.group_keys) == len(types):
             keys = [i for i, k in enumerate(shape.group_keys) if k]
         else:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gateway.compare import compare_tables
+from gateway.compare import CompareOptions, compare_tables
 from gateway.compare_stream import compare_streams
 
 #: so small that every side spills from its first batch and rows are paired in many groups
@@ -222,3 +222,40 @@ def test_128_bit_integers_compare_exactly_with_decimals_and_integers():
                        huge, expected="values")
     top = con.sql("SELECT 9223372036854775806::HUGEINT AS d").to_arrow_table()
     assert_never_match(pa.table({"d": pa.array([2**63 - 1], pa.int64())}), top)
+
+
+# -- intervals -----------------------------------------------------------------------------------
+def intervals(*texts: str) -> pa.Table:
+    con = duckdb.connect()
+    values = ", ".join(f"({i}, INTERVAL '{t}')" for i, t in enumerate(texts))
+    return con.sql(f"SELECT * FROM (VALUES {values}) v(k, i)").to_arrow_table()
+
+
+def test_an_interval_of_31_days_is_not_one_month_and_a_day():
+    primary, reference = intervals("31 days", "2 hours"), intervals("1 month 1 day", "2 hours")
+    assert_never_match(primary, reference)
+    assert_never_match(intervals("24 hours"), intervals("1 day"))
+
+
+def test_the_30_day_month_is_an_option():
+    options = CompareOptions(interval_month_is_30_days=True)
+    primary, reference = intervals("31 days", "25 hours"), intervals("1 month 1 day", "1 day 1 hour")
+    assert compare_tables(primary, reference, options=options).ok
+    for cap in CAPS:
+        verdict = compare_streams(primary.to_batches(1), reference.to_batches(1), primary.schema,
+                                  reference.schema, options=options, memory_bytes=cap)
+        assert verdict.ok, (cap, verdict.message)
+    assert not compare_tables(intervals("31 days"), intervals("1 month"), options=options).ok
+    override = "SELECT i FROM t -- arrowgate: interval_month_is_30_days=true"
+    assert compare_tables(primary, reference, sql=override).ok
+
+
+def test_equal_intervals_and_nulls_match():
+    primary = intervals("1 month 1 day", "3 seconds").append_column(
+        "n", pa.array([None, 1], pa.int64()))
+    nulls = pa.table({"k": [0, 1], "i": pa.array([None, None], pa.month_day_nano_interval())})
+    for where, verdict in verdicts(primary, primary):
+        assert verdict.ok, (where, verdict.message)
+    assert_never_match(nulls, intervals("0 days", "0 days"))
+    for where, verdict in verdicts(nulls, nulls):
+        assert verdict.ok, (where, verdict.message)
