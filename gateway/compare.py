@@ -335,6 +335,8 @@ def _kind(t: pa.DataType) -> str:
 
     if pa.types.is_dictionary(t):
         return _kind(t.value_type)
+    if isinstance(t, pa.BaseExtensionType):
+        return "uuid" if t.extension_name == "arrow.uuid" else "other"
     checks = (("null", pa.types.is_null), ("bool", pa.types.is_boolean),
               ("int", pa.types.is_integer), ("float", pa.types.is_floating),
               ("decimal", pa.types.is_decimal), ("timestamp", pa.types.is_timestamp),
@@ -415,6 +417,9 @@ def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.Dat
         if "float" in (ka, kb):
             return pa.float64()
         return a if a == b else _common_decimal(a, b)
+    if {ka, kb} <= {"uuid", "string"}:
+        # DuckDB hands a UUID out as either, by arrow_lossless_conversion
+        return pa.large_string() if "string" in (ka, kb) or opts.strings_equivalent else a
     if ka != kb:
         return None
     if ka in ("string", "binary"):
@@ -498,6 +503,27 @@ def _interval_fields(column: Any, target: pa.DataType) -> Any:
     return pa.StructArray.from_arrays(arrays, fields=list(target), mask=mask)
 
 
+def _uuid_text(column: Any) -> Any:
+    """An ``arrow.uuid`` column as the 36-character lower-case text DuckDB writes for a UUID."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    storage = column.storage
+    n = len(storage)
+    raw = np.frombuffer(storage.buffers()[1], np.uint8)[16 * storage.offset:16 * (storage.offset + n)]
+    nibbles = np.stack([raw >> 4, raw & 15], axis=1).reshape(n, 32)
+    text = np.full((n, 36), ord("-"), np.uint8)
+    text[:, [i for i in range(36) if i not in (8, 13, 18, 23)]] = \
+        np.frombuffer(b"0123456789abcdef", np.uint8)[nibbles]
+    strings = pa.Array.from_buffers(pa.large_string(), n, [
+        None, pa.py_buffer(np.arange(n + 1, dtype=np.int64) * 36), pa.py_buffer(text.tobytes())])
+    if not storage.null_count:
+        return strings
+    return pc.if_else(storage.is_null(), pa.scalar(None, pa.large_string()), strings)
+
+
 def _holds_int_or_decimal(t: pa.DataType) -> bool:
     import pyarrow as pa
 
@@ -544,6 +570,8 @@ def _cast_to(column: Any, target: pa.DataType) -> Any:
         column = _entries_in_key_order(column)
     if pa.types.is_interval(column.type) and pa.types.is_struct(target):
         return _interval_fields(column, target)
+    if _kind(column.type) == "uuid" and pa.types.is_large_string(target):
+        return _uuid_text(column)
     if column.type == target:
         return column
     if pa.types.is_null(column.type):

@@ -259,3 +259,29 @@ def test_equal_intervals_and_nulls_match():
     assert_never_match(nulls, intervals("0 days", "0 days"))
     for where, verdict in verdicts(nulls, nulls):
         assert verdict.ok, (where, verdict.message)
+
+
+# -- fewer false alarms ---------------------------------------------------------------------------
+def uuids(lossless: bool, sql: str) -> pa.Table:
+    con = duckdb.connect()
+    con.execute(f"SET arrow_lossless_conversion = {str(lossless).lower()}")
+    return con.sql(sql).to_arrow_table()
+
+
+UUIDS = ("SELECT i, CASE WHEN i % 5 = 0 THEN NULL ELSE uuidv4() END AS u FROM range(50) t(i)")
+
+
+def test_a_uuid_column_equals_its_text_form():
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE t AS {UUIDS}")
+    sql = "SELECT i, u FROM t ORDER BY i"
+    as_uuid = con.execute("SET arrow_lossless_conversion = true").sql(sql).to_arrow_table()
+    as_text = con.execute("SET arrow_lossless_conversion = false").sql(sql).to_arrow_table()
+    assert as_uuid.schema.field("u").type.extension_name == "arrow.uuid"
+    assert pa.types.is_string(as_text.schema.field("u").type)
+    for primary, reference in ((as_uuid, as_text), (as_text, as_uuid), (as_uuid, as_uuid)):
+        for where, verdict in verdicts(primary, reference, sql=sql):
+            assert verdict.ok, (where, verdict.message)
+    other = con.sql("SELECT i, CASE WHEN i = 3 THEN uuidv4() ELSE u END AS u FROM t ORDER BY i"
+                    ).to_arrow_table()
+    assert_never_match(as_uuid, other, sql=sql)
