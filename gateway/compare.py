@@ -417,7 +417,7 @@ def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.Dat
         if "float" in (ka, kb):
             return pa.float64()
         return a if a == b else _common_decimal(a, b)
-    if {ka, kb} <= {"uuid", "string"}:
+    if "uuid" in (ka, kb) and {ka, kb} <= {"uuid", "string"}:
         # DuckDB hands a UUID out as either, by arrow_lossless_conversion
         return pa.large_string() if "string" in (ka, kb) or opts.strings_equivalent else a
     if ka != kb:
