@@ -478,11 +478,84 @@ def compared_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.Da
     """
     import pyarrow as pa
 
-    common = _common_type(a, b, opts)
+    common = _common_type(_plain_type(a), _plain_type(b), opts)
     if common is not None and pa.types.is_interval(common):
         fields = INTERVAL_30_DAY_FIELDS if opts.interval_month_is_30_days else INTERVAL_FIELDS
         return pa.struct([(name, pa.type_for_alias(t)) for name, t in fields])
     return common
+
+
+def _is_view(t: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    """``t`` as :func:`_plain_array` writes it: run-end encoding decoded, list views as
+    lists, a union as a struct of its type code and one field per member."""
+    import pyarrow as pa
+
+    if pa.types.is_run_end_encoded(t):
+        return _plain_type(t.value_type)
+    if _is_view(t):
+        return pa.large_list(_plain_type(t.value_type))
+    if pa.types.is_union(t):
+        return pa.struct([("type_code", pa.int8())] + [
+            (str(code), _plain_type(t.field(i).type)) for i, code in enumerate(t.type_codes)])
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_plain_type(t.field(i).type))
+                          for i in range(t.num_fields)])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.large_list(_plain_type(t.value_type))
+    return t
+
+
+def _plain_array(column: Any) -> Any:
+    """``column`` in :func:`_plain_type`'s type (pyarrow 26 casts a list view to a list
+    wrongly: ``[[1, 2], [], [3]]`` became ``[[1, 2], [], []]``; it casts no union)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        if _plain_type(column.type) == column.type:
+            return column
+        return pa.chunked_array([_plain_array(c) for c in column.chunks],
+                                _plain_type(column.type))
+    t = column.type
+    if _plain_type(t) == t:
+        return column
+    mask = column.is_null() if column.null_count else None
+    if pa.types.is_run_end_encoded(t):
+        return _plain_array(pc.run_end_decode(column))
+    if _is_view(t):
+        sizes = np.where(column.is_valid().to_numpy(zero_copy_only=False),
+                         column.sizes.fill_null(0).to_numpy(), 0).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        starts = column.offsets.fill_null(0).to_numpy().astype(np.int64)
+        at = np.repeat(starts - offsets[:-1], sizes) + np.arange(offsets[-1])
+        values = _plain_array(column.values.take(pa.array(at)))
+        return pa.LargeListArray.from_arrays(pa.array(offsets), values, mask=mask)
+    if pa.types.is_union(t):
+        # (UnionArray.type_codes and .offsets ignore a slice's offset)
+        n, buffers = len(column), column.buffers()
+        codes = pa.Array.from_buffers(pa.int8(), n, [None, buffers[1]], offset=column.offset)
+        fields = [codes]
+        for i, code in enumerate(t.type_codes):
+            member = column.field(i)
+            if t.mode == "dense":
+                at = pa.Array.from_buffers(pa.int32(), n, [None, buffers[2]], offset=column.offset)
+                member = member.take(pc.if_else(pc.equal(codes, code), at, 0))
+            fields.append(_plain_array(pc.if_else(pc.equal(codes, code), member,
+                                                  pa.scalar(None, member.type))))
+        return pa.StructArray.from_arrays(fields, fields=list(_plain_type(t)))
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([_plain_array(column.field(i))
+                                           for i in range(t.num_fields)],
+                                          fields=list(_plain_type(t)), mask=mask)
+    flat = column.cast(pa.large_list(t.value_type)) if pa.types.is_list(t) else column
+    return pa.LargeListArray.from_arrays(flat.offsets, _plain_array(flat.values), mask=mask)
 
 
 def _interval_fields(column: Any, target: pa.DataType) -> Any:
@@ -562,6 +635,7 @@ def _cast_to(column: Any, target: pa.DataType) -> Any:
 
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
+    column = _plain_array(column)
     if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target) \
             and (column.type.tz is None) != (target.tz is None):
         # a naive timestamp read as UTC: same stored value, zone attached

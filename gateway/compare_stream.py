@@ -126,8 +126,8 @@ class StreamingComparison:
     def compare(self, primary: SpilledAnswer, reference: SpilledAnswer) -> Verdict:
         """The verdict on two finished sides, as :func:`compare_tables` would give it."""
         assert primary.schema is not None and reference.schema is not None
-        verdict, _, found, volatile = pairing_for(primary.schema.empty_table(),
-                                                  reference.schema.empty_table(), self.sql,
+        verdict, _, found, volatile = pairing_for(_empty(primary.schema),
+                                                  _empty(reference.schema), self.sql,
                                                   self.opts)
         evidence: dict[str, Any] = {
             "compared": "streamed", "memory_bytes": self.memory_bytes,
@@ -274,6 +274,13 @@ class StreamingComparison:
             if evidence.get("order_checked") is False:
                 break
         return Verdict("match", f"{primary.rows} rows agree{message}", evidence)
+
+
+def _empty(schema: pa.Schema) -> pa.Table:
+    """A table of no rows in ``schema`` (``Schema.empty_table`` refuses unions)."""
+    import pyarrow as pa
+
+    return pa.table([pa.nulls(0, f.type) for f in schema], schema=schema)
 
 
 def _exact_cast(source: pa.DataType, target: pa.DataType) -> bool:
@@ -519,7 +526,7 @@ def _groups(primary: SpilledAnswer, reference: SpilledAnswer, route: _Route, gro
         for side in sides:
             assert side.stored_schema is not None
             parts = [pa.Table.from_batches([b]) for b in side.batches()]
-            tables.append(pa.concat_tables(parts) if parts else side.stored_schema.empty_table())
+            tables.append(pa.concat_tables(parts) if parts else _empty(side.stored_schema))
         yield tables[0], tables[1]
         return
     paths = [[os.path.join(folder, f"g{g}-{n}.arrow") for n in range(2)] for g in range(groups)]
