@@ -178,12 +178,22 @@ def compare_tables(
     Returns:
         A :class:`Verdict`; ``category == "match"`` when the answers agree.
     """
+    from gateway.nondeterminism import Nondeterminism
+
     opts = (options or CompareOptions()).for_sql(sql)
+    ties = Nondeterminism.of(sql, opts.dialect).ties
+    tied = 0
+    if ties and primary.num_columns == reference.num_columns:
+        from gateway.tied_rows import without_tied_cells
+
+        primary, tied_p = without_tied_cells(primary, ties)
+        reference, tied_r = without_tied_cells(reference, ties)
+        tied = tied_p + tied_r
     verdict, pairing, found, volatile = pairing_for(primary, reference, sql, opts)
     if verdict is not None:
         return verdict
     assert pairing is not None
-    return allow_for(found, volatile, pairing.judge())
+    return allow_for(found, volatile, pairing.judge(), tied)
 
 
 def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: CompareOptions,
@@ -237,11 +247,23 @@ def _shape_without(shape: QueryShape, keep: list[int]) -> QueryShape:
     return dataclasses.replace(shape, order=order, group_keys=groups)
 
 
-def allow_for(found: Nondeterminism, volatile: list[str], verdict: Verdict) -> Verdict:
-    """The verdict once what the SQL leaves undetermined is taken into account."""
+def allow_for(found: Nondeterminism, volatile: list[str], verdict: Verdict,
+              tied: int = 0) -> Verdict:
+    """The verdict once what the SQL leaves undetermined is taken into account.
+
+    ``tied``: the cells of window functions over tied rows left out (both sides).
+    """
     evidence = verdict.evidence
     if volatile:
         evidence.update(volatile_columns=volatile, volatile_functions=found.functions)
+    if tied:
+        from gateway.tied_rows import describe
+
+        evidence.update(describe(found.ties, tied))
+        if verdict.ok and found.rows_undetermined is None and not volatile:
+            functions = ", ".join(sorted({t.function for t in found.ties}))
+            return Verdict("nondeterministic", f"{tied} cells of {functions} over rows tied on "
+                           "the window's keys are not compared; the rest agrees", evidence)
     if found.rows_undetermined is not None:
         if verdict.ok and not volatile:
             return verdict

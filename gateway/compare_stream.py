@@ -35,6 +35,7 @@ The rules and limits are in docs/shadow.md ("Memory").
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import math
 import os
@@ -137,8 +138,11 @@ class StreamingComparison:
         if verdict is not None:
             verdict.evidence.update(evidence)
             return verdict
+        tied = 0
+        if found.ties:
+            primary, reference, tied = self._without_tied_cells(primary, reference)
         n_p, n_r = primary.rows, reference.rows
-        if len(primary.schema) == 0:
+        if not primary.schema:
             category = "match" if n_p == n_r else ("missing_rows" if n_p < n_r else "extra_rows")
             return Verdict(category, f"primary returned {n_p} rows, reference {n_r}", evidence)
         rest = self._proven_in_place(primary, reference, evidence)
@@ -149,8 +153,30 @@ class StreamingComparison:
             order = self._check_order(primary, reference, dict(evidence),
                                       up_to_a_float=not verdict.ok)
             if not order.ok:
-                return allow_for(found, volatile, order)
-        return allow_for(found, volatile, verdict)
+                return allow_for(found, volatile, order, tied)
+        return allow_for(found, volatile, verdict, tied)
+
+    def _without_tied_cells(self, primary: SpilledAnswer, reference: SpilledAnswer
+                            ) -> tuple[SpilledAnswer, SpilledAnswer, int]:
+        """Both sides again, with the cells their window functions' ties leave undetermined
+        set to NULL (:mod:`gateway.tied_rows`), and how many."""
+        from gateway.tied_rows import TiedRows
+
+        masked, cells = [], 0
+        for side in (primary, reference):
+            assert side.schema is not None
+            rows = TiedRows(self.found.ties, functools.partial(_tables, side),
+                            self.memory_bytes // 4, self.folder)
+            out = self.side()
+            try:
+                for table in rows.masked():
+                    out.add_table(table)
+            finally:
+                rows.close()
+            out.finish(side.schema)
+            masked.append(out)
+            cells += rows.cells
+        return masked[0], masked[1], cells
 
     # -- in place --------------------------------------------------------------------
     def _aligned(self, primary: SpilledAnswer,
@@ -274,6 +300,14 @@ class StreamingComparison:
             if evidence.get("order_checked") is False:
                 break
         return Verdict("match", f"{primary.rows} rows agree{message}", evidence)
+
+
+def _tables(side: SpilledAnswer) -> Iterator[pa.Table]:
+    """A side's stored batches, as tables."""
+    import pyarrow as pa
+
+    for batch in side.batches():
+        yield pa.Table.from_batches([batch])
 
 
 def _empty(schema: pa.Schema) -> pa.Table:

@@ -285,3 +285,53 @@ def test_a_uuid_column_equals_its_text_form():
     other = con.sql("SELECT i, CASE WHEN i = 3 THEN uuidv4() ELSE u END AS u FROM t ORDER BY i"
                     ).to_arrow_table()
     assert_never_match(as_uuid, other, sql=sql)
+
+
+WINDOWED = ("SELECT g, o, v, row_number() OVER (PARTITION BY g ORDER BY o) AS w FROM t "
+            "ORDER BY g, o, v")
+
+
+def test_row_number_over_tied_rows_is_nondeterministic_in_those_rows_only():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i % 7 AS g, i % 50 AS o, i AS v FROM range(3000) t(i)")
+    reference = con.sql(WINDOWED).to_arrow_table()
+    other = ("SELECT g, o, v, row_number() OVER (PARTITION BY g ORDER BY o, v DESC) AS w FROM t "
+             "ORDER BY g, o, v")
+    primary = con.sql(other).to_arrow_table()
+    assert not primary.equals(reference)
+    for where, verdict in verdicts(primary, reference, sql=WINDOWED, batch=500):
+        assert verdict.category == "nondeterministic", (where, verdict.message)
+        assert verdict.evidence["tied_cells"] == 2 * 3000
+    # a number outside its tie's range is wrong whichever way the ties were broken
+    wrong = con.sql(f"SELECT g, o, v, CASE WHEN v = 7 THEN 0 ELSE w END AS w FROM ({other})"
+                    ).to_arrow_table()
+    for where, verdict in verdicts(wrong, reference, sql=WINDOWED, batch=500):
+        assert verdict.category == "nondeterministic", (where, verdict.message)
+
+
+def test_row_number_outside_the_ties_is_compared():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i % 7 AS g, CASE WHEN i % 7 = 0 THEN i % 3 ELSE i END "
+                "AS o, i AS v FROM range(3000) t(i)")
+    reference = con.sql(WINDOWED).to_arrow_table()
+    untied = con.sql("SELECT * FROM reference WHERE g <> 0").to_arrow_table()
+    for where, verdict in verdicts(untied, untied, sql=WINDOWED, batch=500):
+        assert verdict.category == "match", (where, verdict.message)  # no tie at all
+    primary = con.sql(f"SELECT g, o, v, CASE WHEN v = 701 THEN w + 1 ELSE w END AS w "
+                      f"FROM ({WINDOWED}) ORDER BY g, o, v").to_arrow_table()
+    assert_never_match(primary, reference, sql=WINDOWED, batch=500)
+
+
+def test_lag_over_a_tie_leaves_out_its_partition_only():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i % 7 AS g, CASE WHEN i % 7 = 0 THEN i % 3 ELSE i END "
+                "AS o, i AS v FROM range(300) t(i)")
+    sql = ("SELECT g, o, lag(v) OVER (PARTITION BY g ORDER BY o) AS w FROM t ORDER BY g, o, w")
+    reference = con.sql(sql).to_arrow_table()
+    shuffled = con.sql("SELECT g, o, lag(v) OVER (PARTITION BY g ORDER BY o, v DESC) AS w FROM t "
+                       "ORDER BY g, o, w").to_arrow_table()
+    for where, verdict in verdicts(shuffled, reference, sql=sql, batch=50):
+        assert verdict.category == "nondeterministic", (where, verdict.message)
+    broken = con.sql(f"SELECT g, o, CASE WHEN g = 1 AND o = 8 THEN -1 ELSE w END AS w "
+                     f"FROM ({sql}) ORDER BY g, o, w").to_arrow_table()
+    assert_never_match(broken, reference, sql=sql, batch=50)
