@@ -191,18 +191,20 @@ class StreamingComparison:
             return None
         volatile = set(self.found.columns_in(primary.schema.names))
         keep = [i for i in range(len(primary.stored_schema)) if i not in volatile]
-        targets = []
+        targets: list[pa.DataType | None] = []
         for i in keep:
             tp, tr = primary.stored_schema.field(i).type, reference.stored_schema.field(i).type
             common = compared_type(tp, tr, self.opts)
             if common is None or not (_exact_cast(tp, common) and _exact_cast(tr, common)):
                 return None
-            targets.append(common)
+            # one type on both sides: Arrow's equality is the comparator's already (or
+            # stricter: map entry order, NaN, floats within the tolerance go to pairing)
+            targets.append(None if tp == tr else common)
         names = [f"c{i}" for i in keep]
 
         def aligned(table: pa.Table) -> pa.Table:
-            return pa.table([_cast(table.column(i), t) for i, t in zip(keep, targets, strict=True)],
-                            names=names)
+            return pa.table([table.column(i) if t is None else _cast(table.column(i), t)
+                             for i, t in zip(keep, targets, strict=True)], names=names)
         return aligned
 
     def _proven_in_place(self, primary: SpilledAnswer, reference: SpilledAnswer,
