@@ -209,21 +209,31 @@ class StreamingComparison:
 
     def _proven_in_place(self, primary: SpilledAnswer, reference: SpilledAnswer,
                          evidence: dict[str, Any]) -> tuple[SpilledAnswer, SpilledAnswer]:
-        """The rows of each side not proven equal to the other's row at the same position."""
+        """The rows of each side not proven equal to the other's row at the same position.
+
+        When the first slices differ in every run (answers in another order), nothing is
+        tried further and the sides themselves are the rest (no copy).
+        """
         aligned = self._aligned(primary, reference)
+        evidence.update(paired_rows=primary.rows + reference.rows, proven_in_place=False)
+        if aligned is None:
+            return primary, reference
         row_bytes = max(side.row_bytes() for side in (primary, reference)) or 1.0
         rows = int(max(1024, min(_PROOF_ROWS, self.memory_bytes // 16 / row_bytes)))
         rest_p, rest_r = self.side(), self.side()
         steps = itertools.zip_longest(_rechunked(primary.batches(), rows),
                                       _rechunked(reference.batches(), rows))
-        for p, r in steps:
-            if p is None or r is None or aligned is None:
+        for step, (p, r) in enumerate(steps):
+            if p is None or r is None:
                 for table, rest in ((p, rest_p), (r, rest_r)):
                     if table is not None:
                         rest.add_table(table)
                 continue
             n = min(p.num_rows, r.num_rows)
             runs = _differing_runs(aligned(p.slice(0, n)), aligned(r.slice(0, n)))
+            if step == 0 and n > _MIN_RUN * _MAX_RUNS and \
+                    sum(stop - start for start, stop in runs) == n:
+                return primary, reference
             for start, stop in [*runs, (n, None)]:
                 for table, rest in ((p, rest_p), (r, rest_r)):
                     part = table.slice(start) if stop is None else table.slice(start, stop - start)
@@ -232,7 +242,7 @@ class StreamingComparison:
         for side, rest in ((primary, rest_p), (reference, rest_r)):
             assert side.schema is not None
             rest.finish(side.schema)
-        evidence.update(paired_rows=rest_p.rows + rest_r.rows, proven_in_place=aligned is not None)
+        evidence.update(paired_rows=rest_p.rows + rest_r.rows, proven_in_place=True)
         return rest_p, rest_r
 
     # -- pairing the rest ----------------------------------------------------------------
@@ -251,7 +261,7 @@ class StreamingComparison:
         evidence.update(pairing_groups=groups, key_columns=route.key_names)
         edges = self._cut_edges(reference) if n_p == n_r else None
         verdicts = [self._judge_group(p, r, edges) for p, r in
-                    _groups(rest_p, rest_r, route, groups, self.folder)]
+                    _groups(rest_p, rest_r, route, groups, self.folder, self.memory_bytes)]
         return _merged(verdicts, n_p, n_r, self.opts, evidence)
 
     def _judge_group(self, p: pa.Table, r: pa.Table, edges: CutEdges | None) -> Verdict:
@@ -547,11 +557,12 @@ def _cursor() -> Any:
 
 
 def _groups(primary: SpilledAnswer, reference: SpilledAnswer, route: _Route, groups: int,
-            folder: str) -> Iterator[tuple[pa.Table, pa.Table]]:
+            folder: str, memory_bytes: int) -> Iterator[tuple[pa.Table, pa.Table]]:
     """Every row of both sides, in ``groups`` pairs of tables (by :class:`_Route`).
 
     One group is gathered in memory; more are first written to files of their own
-    in ``folder``, so each side is read once whatever their number.
+    in ``folder``, so each side is read once whatever their number (a sixteenth of
+    ``memory_bytes`` at a time).
     """
     import numpy as np
     import pyarrow as pa
@@ -569,11 +580,16 @@ def _groups(primary: SpilledAnswer, reference: SpilledAnswer, route: _Route, gro
     try:
         for n, side in enumerate(sides):
             writers = [pa.ipc.new_stream(paths[g][n], side.stored_schema) for g in range(groups)]
+            rows = int(max(1024, min(1 << 18, memory_bytes // 16 / (side.row_bytes() or 1.0))))
             try:
-                for table in _rechunked(side.batches(), 1 << 16):
+                for table in _rechunked(side.batches(), rows):
                     group = route.groups_of(table, groups)
-                    for g in np.unique(group):
-                        writers[g].write_table(table.filter(pa.array(group == g)))
+                    order = np.argsort(group, kind="stable")
+                    bounds = np.searchsorted(group[order], np.arange(groups + 1, dtype=np.uint64))
+                    table = table.take(pa.array(order))
+                    for g in range(groups):
+                        if bounds[g + 1] > bounds[g]:
+                            writers[g].write_table(table.slice(bounds[g], bounds[g + 1] - bounds[g]))
             finally:
                 for w in writers:
                     w.close()
