@@ -496,15 +496,61 @@ def compared_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.Da
 
     :func:`_common_type`, except that an interval becomes a struct of its fields
     (:data:`INTERVAL_FIELDS`, or :data:`INTERVAL_30_DAY_FIELDS` with
-    ``interval_month_is_30_days``): DuckDB takes a month as 30 days when it compares.
+    ``interval_month_is_30_days``), at any depth: DuckDB takes a month as 30 days when
+    it compares.
     """
+    common = _common_type(_plain_type(a), _plain_type(b), opts)
+    return None if common is None else _intervals_as_fields(common, opts)
+
+
+def _intervals_as_fields(t: pa.DataType, opts: CompareOptions) -> pa.DataType:
+    """``t`` with every interval in it, at any depth, the struct it is compared as."""
     import pyarrow as pa
 
-    common = _common_type(_plain_type(a), _plain_type(b), opts)
-    if common is not None and pa.types.is_interval(common):
+    if pa.types.is_interval(t):
         fields = INTERVAL_30_DAY_FIELDS if opts.interval_month_is_30_days else INTERVAL_FIELDS
-        return pa.struct([(name, pa.type_for_alias(t)) for name, t in fields])
-    return common
+        return pa.struct([(name, pa.type_for_alias(f)) for name, f in fields])
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_intervals_as_fields(t.field(i).type, opts))
+                          for i in range(t.num_fields)])
+    if pa.types.is_large_list(t):
+        return pa.large_list(_intervals_as_fields(t.value_type, opts))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_type, _intervals_as_fields(t.item_type, opts))
+    return t
+
+
+def _holds_interval(t: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_interval(t)) or any(_holds_interval(t.field(i).type)
+                                                for i in range(t.num_fields))
+
+
+def _with_interval_fields(column: Any, target: pa.DataType) -> Any:
+    """``column`` (holding intervals, at any depth) with each interval the struct ``target``
+    has in its place; the rest is cast by :func:`_cast_to`."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        return pa.chunked_array([_with_interval_fields(c, target) for c in column.chunks],
+                                target)
+    t = column.type
+    mask = column.is_null() if column.null_count else None
+    if pa.types.is_interval(t):
+        return _interval_fields(column, target)
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays(
+            [_cast_to(column.field(i), target.field(i).type) for i in range(t.num_fields)],
+            fields=list(target), mask=mask)
+    if pa.types.is_map(t):
+        return pa.MapArray.from_arrays(column.offsets, column.keys,
+                                       _cast_to(column.items, target.item_type), type=target,
+                                       mask=mask)
+    if not pa.types.is_large_list(t):
+        column = column.cast(pa.large_list(t.value_type))
+    return pa.LargeListArray.from_arrays(column.offsets, _cast_to(column.values,
+                                                                  target.value_type), mask=mask)
 
 
 def _is_view(t: pa.DataType) -> bool:
@@ -586,9 +632,9 @@ def _interval_fields(column: Any, target: pa.DataType) -> Any:
     import pyarrow as pa
 
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    parts = np.frombuffer(column.buffers()[1], np.dtype([("m", "<i4"), ("d", "<i4"),
-                                                        ("n", "<i8")]))
-    parts = parts[column.offset:column.offset + len(column)]
+    raw = np.frombuffer(column.buffers()[1], np.uint8)
+    parts = raw[16 * column.offset:16 * (column.offset + len(column))].view(
+        np.dtype([("m", "<i4"), ("d", "<i4"), ("n", "<i8")]))
     mask = column.is_null()
     if target.num_fields == 3:
         arrays = [pa.array(parts["m"]), pa.array(parts["d"]), pa.array(parts["n"])]
@@ -664,8 +710,8 @@ def _cast_to(column: Any, target: pa.DataType) -> Any:
         column = column.cast(pa.timestamp(column.type.unit, tz=target.tz))
     if pa.types.is_map(column.type):
         column = _entries_in_key_order(column)
-    if pa.types.is_interval(column.type) and pa.types.is_struct(target):
-        return _interval_fields(column, target)
+    if _holds_interval(column.type) and not _holds_interval(target):
+        return _with_interval_fields(column, target)
     if _kind(column.type) == "uuid" and pa.types.is_large_string(target):
         return _uuid_text(column)
     if column.type == target:

@@ -335,3 +335,18 @@ def test_lag_over_a_tie_leaves_out_its_partition_only():
     broken = con.sql(f"SELECT g, o, CASE WHEN g = 1 AND o = 8 THEN -1 ELSE w END AS w "
                      f"FROM ({sql}) ORDER BY g, o, w").to_arrow_table()
     assert_never_match(broken, reference, sql=sql, batch=50)
+
+
+def test_intervals_inside_nested_values_compare_their_fields():
+    con = duckdb.connect()
+    sql = ("SELECT [INTERVAL '{a}', NULL] AS l, {{'i': INTERVAL '{a}', 'n': 1}} AS s, "
+           "[[INTERVAL '{a}']] AS ll")
+    primary = con.sql(sql.format(a="31 days")).to_arrow_table()
+    reference = con.sql(sql.format(a="1 month 1 day")).to_arrow_table()
+    for column in primary.column_names:
+        p, r = primary.select([column]), reference.select([column])
+        assert_never_match(p, r)
+        for where, verdict in verdicts(p, p):
+            assert verdict.ok, (column, where, verdict.message)
+        thirty = CompareOptions(interval_month_is_30_days=True)
+        assert compare_tables(p, r, options=thirty).ok, column
