@@ -44,15 +44,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from gateway.compare import (
-    CompareOptions,
-    Verdict,
-    _cast,
-    allow_for,
-    compared_type,
-    contains_float,
-    pairing_for,
-)
+from gateway.compare import CompareOptions, Verdict, allow_for, pairing_for
+from gateway.compare_types import _cast, compared_type, contains_float
 from gateway.errors import GatewayError
 from gateway.query_shape import QueryShape
 

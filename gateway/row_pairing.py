@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gateway.compare import EXACT_FLOAT_RANGE, ColumnRule, CompareOptions, Verdict, contains_float
+from gateway.compare import ColumnRule, CompareOptions, Verdict
+from gateway.compare_types import EXACT_FLOAT_RANGE, contains_float
 from gateway.query_shape import OrderTerm, QueryShape
 
 if TYPE_CHECKING:
