@@ -1,10 +1,13 @@
 """Pairing the rows of two aligned answers in DuckDB and classifying what differs.
 
 Used by :func:`gateway.compare.compare_tables` once both answers have the same
-columns in comparable types. Steps, cheapest first:
+columns in comparable types. Steps, cheapest first (no hash is ever taken as
+proof that two rows are equal):
 
+0. answers equal row for row in Arrow, or once both are sorted on every column
+   in Arrow, agree (then only their order is left to check);
 1. rows that have an exact copy on the other side cancel (``EXCEPT ALL`` both
-   ways: DuckDB compares the values; no hash is ever taken as proof of equality);
+   ways: DuckDB compares the values);
 2. the rest is paired on its key columns (the GROUP BY keys, else the columns
    that are neither floats nor decimals; ``row_number()`` within a key for
    duplicates) with a hash join, or, when most rows differ and the keys line
