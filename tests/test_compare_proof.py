@@ -350,3 +350,31 @@ def test_intervals_inside_nested_values_compare_their_fields():
             assert verdict.ok, (column, where, verdict.message)
         thirty = CompareOptions(interval_month_is_30_days=True)
         assert compare_tables(p, r, options=thirty).ok, column
+
+
+CUT_ROWS = st.lists(st.tuples(st.integers(0, 4), st.integers(-3, 3)), min_size=2, max_size=30)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=CUT_ROWS, data=st.data())
+def test_a_limit_cut_gets_one_verdict_at_every_cap(rows, data):
+    """The reference keeps the first ``limit`` rows by ``k``; the primary breaks the ties
+    another way, or changes one value: the streamed verdict is always the in-memory one."""
+    limit = data.draw(st.integers(1, len(rows)))
+    ordered = data.draw(st.booleans())
+    sql = f"SELECT k, v FROM t {'ORDER BY k ' if ordered else ''}LIMIT {limit}"
+    by_k = sorted(rows, key=lambda row: row[0]) if ordered else rows
+    other = data.draw(st.permutations(rows))
+    other = sorted(other, key=lambda row: row[0]) if ordered else other
+    primary = other[:limit]
+    if data.draw(st.booleans()):
+        at = data.draw(st.integers(0, limit - 1))
+        primary[at] = (primary[at][0], primary[at][1] + 10)
+    table = pa.Table.from_pylist
+    p = table([{"k": k, "v": v} for k, v in primary])
+    r = table([{"k": k, "v": v} for k, v in by_k[:limit]])
+    in_memory = compare_tables(p, r, sql=sql)
+    for cap in (TINY, 1 << 30):
+        verdict = compare_streams(p.to_batches(3), r.to_batches(3), p.schema, r.schema, sql=sql,
+                                  memory_bytes=cap)
+        assert verdict.category == in_memory.category, (cap, verdict.message, in_memory.message)
