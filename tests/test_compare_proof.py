@@ -262,13 +262,7 @@ def test_equal_intervals_and_nulls_match():
 
 
 # -- fewer false alarms ---------------------------------------------------------------------------
-def uuids(lossless: bool, sql: str) -> pa.Table:
-    con = duckdb.connect()
-    con.execute(f"SET arrow_lossless_conversion = {str(lossless).lower()}")
-    return con.sql(sql).to_arrow_table()
-
-
-UUIDS = ("SELECT i, CASE WHEN i % 5 = 0 THEN NULL ELSE uuidv4() END AS u FROM range(50) t(i)")
+UUIDS = "SELECT i, CASE WHEN i % 5 = 0 THEN NULL ELSE uuidv4() END AS u FROM range(50) t(i)"
 
 
 def test_a_uuid_column_equals_its_text_form():
