@@ -3,11 +3,15 @@
 
     .venv/bin/python bench/compare_bench.py --rows 10000000
     .venv/bin/python bench/compare_bench.py --stream --rows 10000000
+    .venv/bin/python bench/compare_bench.py --stream --columns mixed10 --rows 10000000
 
 ``--stream``: the streaming comparison (:mod:`gateway.compare_stream`) on two
 answers DuckDB generates batch by batch from ``range()`` (so 100M rows never
-sit in memory), within ``--memory`` bytes; the anchor is DuckDB's own
-``EXCEPT ALL`` both ways over the same two queries, run inside DuckDB. Both
+sit in memory), within ``--memory`` bytes, of ``--columns`` (4, or mixed10);
+the anchors are DuckDB's own ``EXCEPT ALL`` both ways and a full outer join
+on the key comparing every column, over the same two queries, run inside
+DuckDB. Every verdict and anchor count is checked in the first round, before
+anything is timed. Both
 sides run on one thread each (DuckDB ``threads = 1``). Besides the wall time,
 the CPU seconds of the whole process; "net" subtracts the CPU of only reading
 both answers (measured in the same round), which leaves the comparator's own.
@@ -81,33 +85,50 @@ def _reader(sql: str) -> Any:
     return duckdb.connect(config={"threads": 1}).sql(sql).to_arrow_reader(1 << 17)
 
 
+#: the columns of a generated answer: ``f`` is the float a case changes
+COLUMNS = {
+    "4": ["i AS id", "(i % 1000)::VARCHAR AS s", "{f}::DOUBLE AS f", "(i % 7)::INTEGER AS g"],
+    "mixed10": ["i AS id", "(i % 7)::INTEGER AS g", "{f}::DOUBLE AS f",
+                "(i % 1000)::VARCHAR AS s", "'customer-' || (i % 99991)::VARCHAR AS name",
+                "TIMESTAMP '2024-01-01' + to_microseconds(i * 1000) AS ts",
+                "DATE '2000-01-01' + (i % 9000)::INTEGER AS day",
+                "(i % 100000)::DECIMAL(18, 2) / 100 AS price",
+                "(i * 7)::DECIMAL(38, 4) AS amount", "i % 3 = 0 AS flag"],
+}
+
+
 def stream_cases(rows: int, rounds: int, memory: int, skip: list[str], warmups: int,
-                 anchor: bool) -> None:
-    """The streaming comparison on answers generated batch by batch, against EXCEPT ALL."""
+                 anchor: bool, columns: str = "4") -> None:
+    """The streaming comparison on answers generated batch by batch, against EXCEPT ALL both
+    ways and a full outer join on the key, side by side."""
     from gateway.compare_stream import compare_streams
 
-    row = "i AS id, (i % 1000)::VARCHAR AS s, (i * 1.5)::DOUBLE AS f, (i % 7)::INTEGER AS g"
-    answer = f"SELECT {row} FROM range({rows}) t(i)"
-    reversed_ = f"SELECT {row} FROM range({rows - 1}, -1, -1) t(i)"
-    changed = (f"SELECT i AS id, (i % 1000)::VARCHAR AS s, CASE WHEN i % 100000 = 0 THEN "
-               f"i * 1.5 + 1 ELSE i * 1.5 END::DOUBLE AS f, (i % 7)::INTEGER AS g "
-               f"FROM range({rows}) t(i)")
-    everything = (f"SELECT i AS id, (i % 1000)::VARCHAR AS s, (i * 1.5 + 1)::DOUBLE AS f, "
-                  f"(i % 7)::INTEGER AS g FROM range({rows}) t(i)")
+    def answer_sql(f: str, descending: bool = False) -> str:
+        select = ", ".join(c.format(f=f) for c in COLUMNS[columns])
+        span = f"{rows - 1}, -1, -1" if descending else f"{rows}"
+        return f"SELECT {select} FROM range({span}) t(i)"
+
+    answer = answer_sql("i * 1.5")
     cases = [
-        ("equal", answer, answer, None),
-        ("same rows reversed, no ORDER BY", reversed_, answer, None),
-        ("order only: reversed, ORDER BY id", reversed_, answer, "SELECT * FROM t ORDER BY id"),
-        (f"values differ: {rows // 100000} cells", changed, answer, None),
-        ("worst case: every row differs", everything, answer, None),
+        ("equal", answer, answer, None, "match"),
+        ("same rows reversed, no ORDER BY", answer_sql("i * 1.5", True), answer, None, "match"),
+        ("order only: reversed, ORDER BY id", answer_sql("i * 1.5", True), answer,
+         "SELECT * FROM t ORDER BY id", "order"),
+        (f"values differ: {rows // 100000} cells",
+         answer_sql("CASE WHEN i % 100000 = 0 THEN i * 1.5 + 1 ELSE i * 1.5 END"), answer, None,
+         "values"),
+        ("worst case: every row differs", answer_sql("i * 1.5 + 1"), answer, None, "values"),
     ]
-    print(f"{rows} rows per answer, memory cap {memory >> 20} MiB, median of {rounds} "
-          f"rounds (min-max), {warmups} warm-up(s)\n")
+    names = [c.split(" AS ")[-1] for c in COLUMNS[columns]]
+    print(f"{rows} rows per answer, {len(names)} columns ({columns}: {', '.join(names)}), "
+          f"memory cap {memory >> 20} MiB, median of {rounds} rounds (min-max), {warmups} "
+          "warm-up(s); every verdict and anchor count checked before timing\n")
     print("| case | verdict | compare s | CPU s | net CPU s | rows/s per core (net) | "
-          "peak RSS growth MiB (read only) | EXCEPT ALL both ways s | EXCEPT ALL rows | "
-          "ratio |\n|---|---|---|---|---|---|---|---|---|---|")
+          "peak RSS growth MiB (read only) | EXCEPT ALL both ways s | full outer join s | "
+          "differing rows (EXCEPT ALL, join) | compare / EXCEPT ALL | compare / join |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
     equal_net: float | None = None
-    for name, p_sql, r_sql, sql in cases:
+    for name, p_sql, r_sql, sql, expected in cases:
         if any(word in name for word in skip):
             continue
 
@@ -118,23 +139,32 @@ def stream_cases(rows: int, rounds: int, memory: int, skip: list[str], warmups: 
             pr, rr = _reader(a), _reader(b)
             return compare_streams(pr, rr, pr.schema, rr.schema, sql=q, memory_bytes=memory)
 
-        def except_all(a: str = p_sql, b: str = r_sql) -> int:
+        def in_duckdb(query: str) -> int:
             # DuckDB spills past its memory limit into ./.tmp unless told: the system's
             # temp folder instead, as the comparison's own spill
             with tempfile.TemporaryDirectory(prefix="arrowgate-except-") as spill:
                 con = duckdb.connect(config={"threads": 1, "memory_limit": "4GB",
                                              "temp_directory": spill})
                 try:
-                    return sum(con.execute(f"SELECT count(*) FROM (({x}) EXCEPT ALL ({y}))"
-                                           ).fetchall()[0][0] for x, y in ((a, b), (b, a)))
+                    return int(con.execute(query).fetchall()[0][0])
                 finally:
                     con.close()
 
-        runs: dict[str, list[tuple[Any, float, float, float]]] = {"read": [], "compare": [],
-                                                                   "except": []}
+        def except_all(a: str = p_sql, b: str = r_sql) -> int:
+            return sum(in_duckdb(f"SELECT count(*) FROM (({x}) EXCEPT ALL ({y}))")
+                       for x, y in ((a, b), (b, a)))
+
+        def full_join(a: str = p_sql, b: str = r_sql) -> int:
+            differs = " OR ".join(f"p.{c} IS DISTINCT FROM r.{c}" for c in names[1:])
+            return in_duckdb(f"SELECT count(*) FROM ({a}) p FULL OUTER JOIN ({b}) r "
+                             f"ON p.id = r.id WHERE p.id IS NULL OR r.id IS NULL OR {differs}")
+
+        runs: dict[str, list[tuple[Any, float, float, float]]] = {
+            "read": [], "compare": [], "except": [], "join": []}
         memory_mib = {"read": 0.0, "compare": 0.0}
-        contenders: list[tuple[str, Callable[[], Any]]] = [
-            ("read", read_only), ("compare", judge)] + ([("except", except_all)] if anchor else [])
+        contenders: list[tuple[str, Callable[[], Any]]] = [("read", read_only), ("compare", judge)]
+        if anchor:
+            contenders += [("except", except_all), ("join", full_join)]
         n = len(contenders)
         for i in range(rounds + warmups):
             for label, fn in contenders[i % n:] + contenders[:i % n]:
@@ -142,24 +172,31 @@ def stream_cases(rows: int, rounds: int, memory: int, skip: list[str], warmups: 
                 result, seconds, grown = measured(fn)
                 if label in memory_mib:
                     memory_mib[label] = max(memory_mib[label], grown)
+                if i == 0:  # answers first: a wrong verdict or anchor gets no timing
+                    if label == "compare":
+                        assert result.category == expected, (name, result.message)
+                    if label in ("except", "join"):
+                        assert (result == 0) == (expected in ("match", "order")), (name, label)
                 if i >= warmups:
                     runs[label].append((result, seconds, grown, _cpu() - cpu))
         verdict = runs["compare"][0][0]
-        anchor_rows = runs["except"][0][0] if anchor else "not run"
+        anchor_rows = f"{runs['except'][0][0]}, {runs['join'][0][0]}" if anchor else "not run"
         c_s = [r[1] for r in runs["compare"]]
         e_s = [r[1] for r in runs["except"]] or [math.nan] * len(c_s)
+        j_s = [r[1] for r in runs["join"]] or [math.nan] * len(c_s)
         cpu_s = [r[3] for r in runs["compare"]]
         net = [c - r[3] for c, r in zip(cpu_s, runs["read"], strict=True)]
         per_core = [2 * rows / n / 1e6 for n in net]
         ratios = [c / e for c, e in zip(c_s, e_s, strict=True)]
+        join_ratios = [c / j for c, j in zip(c_s, j_s, strict=True)]
         if name == "equal":
             equal_net = statistics.median(net)
         vs_equal = f" ({statistics.median(net) / equal_net:.1f}x equal's net CPU)" \
             if equal_net and name != "equal" else ""
         print(f"| {name} | {verdict.category} | {spread(c_s)} | {spread(cpu_s)} | "
               f"{spread(net)}{vs_equal} | {spread(per_core)}M | {memory_mib['compare']:.0f} "
-              f"({memory_mib['read']:.0f}) | {spread(e_s)} | {anchor_rows} | {spread(ratios)} |",
-              flush=True)
+              f"({memory_mib['read']:.0f}) | {spread(e_s)} | {spread(j_s)} | {anchor_rows} | "
+              f"{spread(ratios)} | {spread(join_ratios)} |", flush=True)
 
 
 def main() -> None:
@@ -174,12 +211,16 @@ def main() -> None:
                         help="streamed cases: run DuckDB's EXCEPT ALL both ways beside")
     parser.add_argument("--warmups", type=int, default=1,
                         help="streamed cases: rounds run first and not counted")
+    parser.add_argument("--columns", choices=sorted(COLUMNS), default="4",
+                        help="streamed cases: the answers' columns (mixed10: ints, a double, "
+                             "strings, a timestamp, a date, decimals, a boolean)")
     parser.add_argument("--skip", action="append", default=[],
                         help="leave out the streamed cases whose name holds this word")
     args = parser.parse_args()
     if args.stream:
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        stream_cases(args.rows, args.rounds, args.memory, args.skip, args.warmups, args.anchor)
+        stream_cases(args.rows, args.rounds, args.memory, args.skip, args.warmups, args.anchor,
+                     args.columns)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
         print(f"\npeak RSS of the whole process: {peak:.0f} MiB")
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

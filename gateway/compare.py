@@ -28,11 +28,12 @@ Categories, in the order they are decided:
     it determines differs; the evidence says what was verified. Also: the
     reference disagreed with itself (see :func:`compare_with_noise`).
 
-How: both answers are normalized column by column in Arrow (numbers of mixed
-types to float64, timestamps to one unit in UTC, strings to large_string,
-dictionaries decoded); :mod:`gateway.query_shape` reads the SQL and
-:mod:`gateway.row_pairing` pairs the rows in DuckDB, so nothing loops over rows
-in Python.
+How: both answers are brought column by column, in Arrow, to the types they
+are compared in (:mod:`gateway.compare_types`: numbers of mixed types exactly,
+timestamps to one unit in UTC, strings to large_string, dictionaries decoded,
+intervals as their fields...); :mod:`gateway.query_shape` reads the SQL and
+:mod:`gateway.row_pairing` pairs the rows by value (Arrow, then DuckDB), so
+nothing loops over rows in Python and no hash decides that two rows are equal.
 """
 
 from __future__ import annotations
@@ -42,13 +43,14 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gateway.compare_types import _cast, _exact_side_fits_float, _kind, compared_type
 from gateway.query_shape import QueryShape
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from gateway.nondeterminism import Nondeterminism
-    from gateway.row_pairing import RowPairing
+    from gateway.row_pairing import CutEdges, RowPairing
 
 CATEGORIES = ("match", "schema", "row_count", "missing_rows", "extra_rows", "values",
               "order", "error", "nondeterministic")
@@ -79,6 +81,10 @@ class CompareOptions:
             (``count(*)``, which engines name differently) are not compared;
             needs the SQL.
         case_insensitive_names: column names are compared ignoring case.
+        interval_month_is_30_days: an interval's months count as 30 days each,
+            as DuckDB compares them (``INTERVAL '1 month'`` equals ``'30 days'``);
+            when False, months, days and nanoseconds are compared separately
+            (they move a date differently).
         sample_size: how many rows of evidence to keep per kind.
         dialect: the sqlglot dialect used to read the SQL.
 
@@ -97,6 +103,7 @@ class CompareOptions:
     signed_zero_equal: bool = True
     ignore_engine_chosen_names: bool = True
     case_insensitive_names: bool = False
+    interval_month_is_30_days: bool = False
     sample_size: int = 5
     dialect: str = "duckdb"
 
@@ -173,16 +180,26 @@ def compare_tables(
     Returns:
         A :class:`Verdict`; ``category == "match"`` when the answers agree.
     """
+    from gateway.nondeterminism import Nondeterminism
+
     opts = (options or CompareOptions()).for_sql(sql)
+    ties = Nondeterminism.of(sql, opts.dialect).ties
+    tied = 0
+    if ties and primary.num_columns == reference.num_columns:
+        from gateway.tied_rows import without_tied_cells
+
+        primary, tied_p = without_tied_cells(primary, ties)
+        reference, tied_r = without_tied_cells(reference, ties)
+        tied = tied_p + tied_r
     verdict, pairing, found, volatile = pairing_for(primary, reference, sql, opts)
     if verdict is not None:
         return verdict
     assert pairing is not None
-    return allow_for(found, volatile, pairing.judge())
+    return allow_for(found, volatile, pairing.judge(), tied)
 
 
 def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: CompareOptions,
-                *, order: bool = True
+                *, order: bool = True, edges: CutEdges | None = None
                 ) -> tuple[Verdict | None, RowPairing | None, Nondeterminism, list[str]]:
     """The two answers aligned, ready to pair: a ``schema`` verdict, or the pairing.
 
@@ -190,7 +207,8 @@ def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: C
     left out as volatile (see :func:`compare_tables`). ``order=False`` pairs
     the rows as a multiset (no order check, no LIMIT cut): the streaming
     comparison (:mod:`gateway.compare_stream`) pairs one part of two answers
-    at a time and checks their order on its own.
+    at a time and checks their order on its own; ``edges`` (the whole
+    reference's first and last rows) then lets it judge a LIMIT's cut.
     """
     from gateway.nondeterminism import Nondeterminism
     from gateway.row_pairing import RowPairing
@@ -200,16 +218,19 @@ def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: C
     schema_verdict, p, r, rules = _align(primary, reference, shape, opts)
     if schema_verdict is not None:
         return schema_verdict, None, found, []
-    if not order:
-        shape = dataclasses.replace(shape, order=[])
-        opts = dataclasses.replace(opts, ignore_order_without_order_by=True)
     names = primary.column_names
     volatile = found.columns_in(names)
     if volatile:
         keep = [i for i in range(p.num_columns) if i not in volatile]
         p, r, shape = _drop_columns(p, keep), _drop_columns(r, keep), _shape_without(shape, keep)
         rules, names = [rules[i] for i in keep], [names[i] for i in keep]
-    pairing = RowPairing(p, r, shape, opts, names, rules, cut=found.cut if order else None)
+    cut_order = shape.order
+    if not order:
+        shape = dataclasses.replace(shape, order=[])
+        opts = dataclasses.replace(opts, ignore_order_without_order_by=True)
+    pairing = RowPairing(p, r, shape, opts, names, rules,
+                         cut=found.cut if order or edges is not None else None, edges=edges,
+                         cut_order=cut_order)
     return None, pairing, found, [primary.column_names[i] for i in volatile]
 
 
@@ -228,11 +249,23 @@ def _shape_without(shape: QueryShape, keep: list[int]) -> QueryShape:
     return dataclasses.replace(shape, order=order, group_keys=groups)
 
 
-def allow_for(found: Nondeterminism, volatile: list[str], verdict: Verdict) -> Verdict:
-    """The verdict once what the SQL leaves undetermined is taken into account."""
+def allow_for(found: Nondeterminism, volatile: list[str], verdict: Verdict,
+              tied: int = 0) -> Verdict:
+    """The verdict once what the SQL leaves undetermined is taken into account.
+
+    ``tied``: the cells of window functions over tied rows left out (both sides).
+    """
     evidence = verdict.evidence
     if volatile:
         evidence.update(volatile_columns=volatile, volatile_functions=found.functions)
+    if tied:
+        from gateway.tied_rows import describe
+
+        evidence.update(describe(found.ties, tied))
+        if verdict.ok and found.rows_undetermined is None and not volatile:
+            functions = ", ".join(sorted({t.function for t in found.ties}))
+            return Verdict("nondeterministic", f"{tied} cells of {functions} over rows tied on "
+                           "the window's keys are not compared; the rest agrees", evidence)
     if found.rows_undetermined is not None:
         if verdict.ok and not volatile:
             return verdict
@@ -316,206 +349,7 @@ def compare_with_noise(
                    {"reference_vs_itself": noise.to_dict(), "primary_vs_reference": verdict.to_dict()})
 
 
-# -- normalizing the two answers -----------------------------------------------
-#: integers up to this magnitude are exact in a float64; beyond it, only some are
-EXACT_FLOAT_RANGE = 2**53
-
-
-def _kind(t: pa.DataType) -> str:
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(t):
-        return _kind(t.value_type)
-    checks = (("null", pa.types.is_null), ("bool", pa.types.is_boolean),
-              ("int", pa.types.is_integer), ("float", pa.types.is_floating),
-              ("decimal", pa.types.is_decimal), ("timestamp", pa.types.is_timestamp),
-              ("date", pa.types.is_date), ("time", pa.types.is_time),
-              ("duration", pa.types.is_duration), ("struct", pa.types.is_struct),
-              ("map", pa.types.is_map))
-    for name, check in checks:
-        if check(t):
-            return name
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) \
-            or pa.types.is_fixed_size_binary(t):
-        return "binary"
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) \
-            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        return "list"
-    return "other"
-
-
-def contains_float(t: pa.DataType) -> bool:
-    """True when ``t`` is a float type or a nested type with a float inside."""
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(t):
-        return contains_float(t.value_type)
-    if pa.types.is_floating(t):
-        return True
-    return any(contains_float(t.field(i).type) for i in range(t.num_fields))
-
-
-_UNIT_RANK = {"s": 0, "ms": 1, "us": 2, "ns": 3}
-#: decimal digits of each integer type's largest value
-_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
-
-
-def _common_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType:
-    """Integers and decimals: the decimal holding both exactly (float64 past 38 digits)."""
-    import pyarrow as pa
-
-    def digits(t: pa.DataType) -> tuple[int, int]:
-        if pa.types.is_integer(t):
-            return _INT_DIGITS[t.bit_width] + (t == pa.uint64()), 0
-        return t.precision - t.scale, t.scale
-
-    (ia, sa), (ib, sb) = digits(a), digits(b)
-    scale = max(sa, sb)
-    precision = max(ia, ib) + scale
-    return pa.decimal128(precision, scale) if precision <= 38 else pa.float64()
-
-
-def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.DataType | None:
-    """The type both columns are cast to before comparing, or None when incompatible.
-
-    Nested types (lists of every kind, structs with the same field names, maps)
-    get the common type of their parts, so the equivalences hold at every depth.
-    """
-    import pyarrow as pa
-
-    ka, kb = _kind(a), _kind(b)
-    if pa.types.is_dictionary(a):
-        a = a.value_type
-    if pa.types.is_dictionary(b):
-        b = b.value_type
-    if ka == "null" and kb == "null":
-        return pa.null()
-    if ka == "null":
-        return _common_type(b, b, opts)
-    if kb == "null":
-        return _common_type(a, a, opts)
-    numeric = ("int", "float", "decimal")
-    if ka in numeric and kb in numeric:
-        if not opts.numeric_types_equivalent and a != b:
-            return None
-        if ka == kb == "int":
-            return a if a == b else (pa.decimal128(38, 0) if pa.uint64() in (a, b) else pa.int64())
-        if "float" in (ka, kb):
-            return pa.float64()
-        return a if a == b else _common_decimal(a, b)
-    if ka != kb:
-        return None
-    if ka in ("string", "binary"):
-        if a != b and not opts.strings_equivalent:
-            return None
-        return pa.large_string() if ka == "string" else pa.large_binary()
-    if ka == "timestamp":
-        if a == b:
-            return pa.timestamp(a.unit, tz="UTC" if a.tz else None)
-        if not opts.timestamps_equivalent:
-            return None
-        if (a.tz is None) != (b.tz is None) and not opts.naive_timestamps_as_utc:
-            return None
-        unit = max(a.unit, b.unit, key=_UNIT_RANK.__getitem__)
-        return pa.timestamp(unit, tz="UTC")
-    if ka in ("date", "time", "duration"):
-        if a == b:
-            return a
-        if ka == "date":
-            return pa.date32()
-        unit = max(a.unit, b.unit, key=_UNIT_RANK.__getitem__)
-        return pa.time64(unit) if ka == "time" and unit in ("us", "ns") else (
-            pa.time32(unit) if ka == "time" else pa.duration(unit))
-    if ka == "list":
-        if type(a) is not type(b) and not opts.strings_equivalent:
-            return None
-        inner = _common_type(a.value_type, b.value_type, opts)
-        return None if inner is None else pa.large_list(inner)
-    if ka == "struct":
-        names = [a.field(i).name for i in range(a.num_fields)]
-        if names != [b.field(i).name for i in range(b.num_fields)]:
-            return None
-        fields = [_common_type(a.field(i).type, b.field(i).type, opts) for i in range(a.num_fields)]
-        if any(f is None for f in fields):
-            return None
-        return pa.struct([pa.field(n, t) for n, t in zip(names, fields, strict=True)])
-    if ka == "map":
-        key, item = _common_type(a.key_type, b.key_type, opts), \
-            _common_type(a.item_type, b.item_type, opts)
-        return None if key is None or item is None else pa.map_(key, item)
-    return a if a == b else None
-
-
-def _holds_int_or_decimal(t: pa.DataType) -> bool:
-    import pyarrow as pa
-
-    if pa.types.is_integer(t) or pa.types.is_decimal(t):
-        return True
-    return any(_holds_int_or_decimal(t.field(i).type) for i in range(t.num_fields))
-
-
-def _cast(column: Any, target: pa.DataType) -> Any:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_dictionary(column.type):
-        column = column.cast(column.type.value_type)
-    if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target) \
-            and (column.type.tz is None) != (target.tz is None):
-        # a naive timestamp read as UTC: same stored value, zone attached
-        column = column.cast(pa.timestamp(column.type.unit, tz=target.tz))
-    if pa.types.is_map(column.type):
-        column = _entries_in_key_order(column)
-    if column.type == target:
-        return column
-    if pa.types.is_null(column.type):
-        return pa.nulls(len(column), target)
-    if pa.types.is_floating(target) and pa.types.is_decimal(column.type):
-        return pc.cast(column, target, safe=False)
-    try:
-        return column.cast(target)
-    except pa.ArrowInvalid:
-        # integers past 2**53 inside a nested value: rounded to the nearest float (the
-        # one known limit of the equivalences; at the top level they are kept exact)
-        if contains_float(target) and _holds_int_or_decimal(column.type):
-            return pc.cast(column, target, safe=False)
-        raise
-
-
-def _entries_in_key_order(column: Any) -> Any:
-    """A map column with each map's entries sorted by key: a map's entry order means nothing."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    maps = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    first, last = maps.offsets[0].as_py(), maps.offsets[-1].as_py()
-    offsets = pc.subtract(maps.offsets, first)
-    keys, items = maps.keys.slice(first, last - first), maps.items.slice(first, last - first)
-    as_list = pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([keys, items],
-                                                                           ["k", "v"]),
-                                       mask=maps.is_null())
-    entries = pc.list_flatten(as_list)
-    order = pc.sort_indices(pa.table({"o": pc.list_parent_indices(as_list),
-                                      "k": entries.field(0)}),
-                            sort_keys=[("o", "ascending"), ("k", "ascending")])
-    entries = entries.take(order)
-    return pa.MapArray.from_arrays(offsets, entries.field(0), entries.field(1), type=maps.type,
-                                   mask=maps.is_null())
-
-
-def _exact_side_fits_float(column: Any) -> bool:
-    """True when every integer or decimal in ``column`` is an exact float64 (|x| <= 2**53)."""
-    import pyarrow.compute as pc
-
-    if column.null_count == len(column):
-        return True
-    bounds = pc.min_max(column)
-    low, high = bounds["min"].as_py(), bounds["max"].as_py()
-    return max(abs(low), abs(high)) <= EXACT_FLOAT_RANGE
-
-
+# -- aligning the two answers ---------------------------------------------------
 @dataclass
 class ColumnRule:
     """How one aligned column is compared (read by :mod:`gateway.row_pairing`).
@@ -558,7 +392,7 @@ def _align(
     p_cols, r_cols = [], []
     for i in range(primary.num_columns):
         tp, tr = primary.schema.field(i).type, reference.schema.field(i).type
-        common = _common_type(tp, tr, opts)
+        common = compared_type(tp, tr, opts)
         if common is None:
             return Verdict("schema", f"column {names_r[i]!r} is {tp} on primary but {tr} on "
                            "reference", evidence), primary, reference, rules

@@ -1,4 +1,4 @@
-"""Comparing two answers too big to hold: streamed, checksummed, spilled to disk.
+"""Comparing two answers too big to hold: streamed, spilled to disk, proven by their values.
 
 :func:`gateway.compare.compare_tables` holds both answers. The shadow runner
 uses this module once the answers pass ``max_compare_bytes``; the verdict is
@@ -6,30 +6,37 @@ the same one, in the same format (``evidence["compared"] == "streamed"``).
 
 Per side (:class:`SpilledAnswer`), as the batches arrive: each batch is kept
 in memory while the side's share of the cap allows and written to an Arrow
-IPC file in a temporary folder after that; a million rows at a time, its rows
-are added to an order-insensitive checksum, the row count and the sum of the
-row hashes (:mod:`gateway.row_checksums`, as reladiff and data-diff use them).
+IPC file in a temporary folder after that.
 
-Then (:meth:`StreamingComparison.compare`): equal checksums end it (then the
-order). Otherwise each side's rows are hashed again from the spill, each
-row's hash stored, and summed into buckets by the hash's top bits, enough of
-them for a few differing rows to touch few rows; buckets whose sums agree
-hold the same rows and drop out (when an eighth of the rows or more are in
-differing buckets and there are floats, the floats are first rehashed rounded
-to the tolerance's grid). The rows of the other buckets are read back from
-the spill and paired by the in-memory comparator
-(:func:`gateway.compare.pairing_for`), a group of rows at a time, by the hash
-of their key columns so that a row whose measures changed meets its partner;
-each group is a sixteenth of the cap (4 MiB at least), written to files of its
-own first when there are several. The groups' counts and samples make the
-verdict. With an ORDER BY, both spills are then read in step, a million rows
-at a time, and the ORDER BY keys compared position by position. The rules
-and limits are in docs/shadow.md ("Memory").
+Then (:meth:`StreamingComparison.compare`), no hash is ever taken as proof
+of equality:
+
+1. **In place**: both spills are read in step, a slice of rows at a time;
+   each pair of slices is cast to the common types (only where the cast is
+   exact) and compared by value (Arrow's equality: validity, lengths and
+   values at every nesting level). Equal slices hold the same rows and drop
+   out; an unequal one is halved while few halves differ, so a few changed
+   rows leave a few short runs.
+2. **The rest**, the rows not proven in place, are paired by the in-memory
+   comparator (:func:`gateway.compare.pairing_for`, which cancels rows by
+   value with ``EXCEPT ALL``), a group at a time: a row's group is the hash
+   of its key columns (the hash only routes: rows that pair share their
+   keys), each group a sixteenth of the cap (4 MiB at least), written to
+   files of its own first when there are several.
+3. **Order**: answers proven in place are in the same order; otherwise, with
+   an ORDER BY, both spills are read in step and the ORDER BY keys compared
+   position by position.
+4. **A LIMIT no total order fixes**: rows that differ are checked against
+   the reference's first and last rows, as in memory.
+
+The rules and limits are in docs/shadow.md ("Memory").
 """
 
 from __future__ import annotations
 
 import errno
+import functools
+import itertools
 import math
 import os
 import shutil
@@ -38,23 +45,27 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gateway.compare import CompareOptions, Verdict, allow_for, pairing_for
+from gateway.compare_types import _cast, compared_type, contains_float
 from gateway.errors import GatewayError
 from gateway.query_shape import QueryShape
-from gateway.row_checksums import ChecksumPlan, RowHashes, SidePlan, bucket_bits
 
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
     from gateway.nondeterminism import Nondeterminism
+    from gateway.row_pairing import CutEdges
 
-#: rows hashed by one DuckDB query (fewer when they pass _CHUNK_BYTES)
-_CHUNK_ROWS = 1 << 20
-_CHUNK_BYTES = 64 << 20
 #: the least bytes of rows paired at once, whatever the cap
 _MIN_GROUP_BYTES = 4 << 20
 #: rows per step when the order of two spilled answers is compared
 _ORDER_ROWS = 1 << 20
+#: rows compared in place at once: at most this many, and a sixteenth of the cap
+_PROOF_ROWS = 1 << 20
+#: an unequal slice is halved down to runs of this many rows...
+_MIN_RUN = 64
+#: ...while at most this many runs of it differ
+_MAX_RUNS = 16
 
 
 class StreamingComparison:
@@ -66,7 +77,8 @@ class StreamingComparison:
             ``sql`` apply).
         memory_bytes: what the comparison may hold of the answers at once:
             each side keeps up to a quarter of it in memory before it spills,
-            and rows are paired in groups of a sixteenth of it (4 MiB at least).
+            rows are compared in place a sixteenth of it at a time, and paired
+            in groups of a sixteenth of it (4 MiB at least).
         folder: where the temporary folder goes (the system's temp folder
             when None); it is removed by :meth:`close`.
 
@@ -108,8 +120,8 @@ class StreamingComparison:
     def compare(self, primary: SpilledAnswer, reference: SpilledAnswer) -> Verdict:
         """The verdict on two finished sides, as :func:`compare_tables` would give it."""
         assert primary.schema is not None and reference.schema is not None
-        verdict, _, found, volatile = pairing_for(primary.schema.empty_table(),
-                                                  reference.schema.empty_table(), self.sql,
+        verdict, _, found, volatile = pairing_for(_empty(primary.schema),
+                                                  _empty(reference.schema), self.sql,
                                                   self.opts)
         evidence: dict[str, Any] = {
             "compared": "streamed", "memory_bytes": self.memory_bytes,
@@ -119,99 +131,168 @@ class StreamingComparison:
         if verdict is not None:
             verdict.evidence.update(evidence)
             return verdict
-        plan = self._plan(primary, reference)
-        differing = self._differing(primary, reference, plan, evidence)
-        if differing is not None and plan.rounds_floats and \
-                evidence["paired_rows"] * 8 > primary.rows + reference.rows:
-            # many rows differ: floats a little off everywhere, or a real difference
-            # everywhere; floats rounded to the tolerance's grid tell which
-            plan = self._plan(primary, reference, rounded=True)
-            differing = self._differing(primary, reference, plan, evidence)
-            evidence["floats_rounded"] = True
-        evidence["key_columns"] = [primary.schema.names[i] for i in plan.keys]
-        if plan.unhashed:
-            evidence["unhashed_columns"] = [primary.schema.names[i] for i in plan.unhashed]
-        verdict = self._pair(primary, reference, plan, differing, evidence)
-        if verdict.ok and (self.shape.order or not self.opts.ignore_order_without_order_by):
-            verdict = self._check_order(primary, reference, evidence)
-        return self._allow_for_the_sql(found, volatile, verdict, primary, reference)
-
-    def _plan(self, primary: SpilledAnswer | None, reference: SpilledAnswer | None = None,
-              rounded: bool = False, schema: pa.Schema | None = None) -> ChecksumPlan:
-        """The checksum plan for two answers (or one side's own, of ``schema``)."""
-        if schema is not None:
-            p = r = schema
-        else:
-            assert primary is not None and reference is not None
-            assert primary.stored_schema is not None and reference.stored_schema is not None
-            p, r, schema = primary.stored_schema, reference.stored_schema, primary.schema
-        assert schema is not None
-        volatile = set(self.found.columns_in(schema.names))
-        return ChecksumPlan.of(p, r, self.opts, self.shape, volatile, rounded)
-
-    def _differing(self, primary: SpilledAnswer, reference: SpilledAnswer, plan: ChecksumPlan,
-                   evidence: dict[str, Any]) -> np.ndarray | None:
-        """The buckets to pair (a bool per bucket), with ``paired_rows`` in the evidence;
-        None: every row is paired (no checksum proves anything)."""
-        import numpy as np
-
-        if not plan.exact:
-            evidence.update(differing_buckets=None, buckets=None,
-                            paired_rows=primary.rows + reference.rows)
-            return None
-        sides = (primary, reference)
-        bits = bucket_bits(max(primary.rows, reference.rows), self.memory_bytes)
-        # hashed under the side's own plan while streaming
-        _store_hashes([(side, plan.side(side is primary)) for side in sides
-                       if side.hashes.plan != plan.side(side is primary)], bits)
-        if primary.hashes.same_total(reference.hashes):
-            evidence.update(differing_buckets=0, buckets=None, paired_rows=0)
-            return np.zeros(1, bool)
-        _store_hashes([(side, side.hashes.plan) for side in sides if not side.hashes.stored],
-                      bits)
-        counts = [side.hashes.counts for side in sides]
-        sums = [side.hashes.sums for side in sides]
-        assert counts[0] is not None and counts[1] is not None
-        differing = (counts[0] != counts[1]) | (sums[0] != sums[1])
-        evidence.update(differing_buckets=int(differing.sum()), buckets=1 << bits,
-                        paired_rows=int(counts[0][differing].sum() + counts[1][differing].sum()))
-        return differing
-
-    # -- pairing the rows of the differing buckets ---------------------------------
-    def _pair(self, primary: SpilledAnswer, reference: SpilledAnswer, plan: ChecksumPlan,
-              differing: np.ndarray | None, evidence: dict[str, Any]) -> Verdict:
+        tied = 0
+        if found.ties:
+            primary, reference, tied = self._without_tied_cells(primary, reference)
         n_p, n_r = primary.rows, reference.rows
-        if primary.schema is not None and len(primary.schema) == 0:
+        if not primary.schema:
             category = "match" if n_p == n_r else ("missing_rows" if n_p < n_r else "extra_rows")
             return Verdict(category, f"primary returned {n_p} rows, reference {n_r}", evidence)
+        rest = self._proven_in_place(primary, reference, evidence)
+        verdict = self._pair(primary, reference, rest, evidence)
+        ordered = self.shape.order or not self.opts.ignore_order_without_order_by
+        if ordered and evidence["paired_rows"] and verdict.category in ("match",
+                                                                        "nondeterministic"):
+            order = self._check_order(primary, reference, dict(evidence),
+                                      up_to_a_float=not verdict.ok)
+            if not order.ok:
+                return allow_for(found, volatile, order, tied)
+        return allow_for(found, volatile, verdict, tied)
+
+    def _without_tied_cells(self, primary: SpilledAnswer, reference: SpilledAnswer
+                            ) -> tuple[SpilledAnswer, SpilledAnswer, int]:
+        """Both sides again, with the cells their window functions' ties leave undetermined
+        set to NULL (:mod:`gateway.tied_rows`), and how many."""
+        from gateway.tied_rows import TiedRows
+
+        masked, cells = [], 0
+        for side in (primary, reference):
+            assert side.schema is not None
+            rows = TiedRows(self.found.ties, functools.partial(_tables, side),
+                            self.memory_bytes // 4, self.folder)
+            out = self.side()
+            try:
+                for table in rows.masked():
+                    out.add_table(table)
+            finally:
+                rows.close()
+            out.finish(side.schema)
+            masked.append(out)
+            cells += rows.cells
+        return masked[0], masked[1], cells
+
+    # -- in place --------------------------------------------------------------------
+    def _aligned(self, primary: SpilledAnswer,
+                 reference: SpilledAnswer) -> Callable[[pa.Table], pa.Table] | None:
+        """A function casting a slice of either side to the common types, or None when some cast is not exact (an integer to a float) or Arrow's equality is
+        not the comparator's (``signed_zero_equal = false``)."""
+        import pyarrow as pa
+
+        assert primary.stored_schema is not None and reference.stored_schema is not None
+        assert primary.schema is not None
+        if not self.opts.signed_zero_equal:
+            return None
+        volatile = set(self.found.columns_in(primary.schema.names))
+        keep = [i for i in range(len(primary.stored_schema)) if i not in volatile]
+        targets: list[pa.DataType | None] = []
+        for i in keep:
+            tp, tr = primary.stored_schema.field(i).type, reference.stored_schema.field(i).type
+            common = compared_type(tp, tr, self.opts)
+            if common is None or not (_exact_cast(tp, common) and _exact_cast(tr, common)):
+                return None
+            # one type on both sides: Arrow's equality is the comparator's already (or
+            # stricter: map entry order, NaN, floats within the tolerance go to pairing)
+            targets.append(None if tp == tr else common)
+        names = [f"c{i}" for i in keep]
+
+        def aligned(table: pa.Table) -> pa.Table:
+            return pa.table([table.column(i) if t is None else _cast(table.column(i), t)
+                             for i, t in zip(keep, targets, strict=True)], names=names)
+        return aligned
+
+    def _proven_in_place(self, primary: SpilledAnswer, reference: SpilledAnswer,
+                         evidence: dict[str, Any]) -> tuple[SpilledAnswer, SpilledAnswer]:
+        """The rows of each side not proven equal to the other's row at the same position.
+
+        When the first slices differ in every run (answers in another order), nothing is
+        tried further and the sides themselves are the rest (no copy).
+        """
+        aligned = self._aligned(primary, reference)
+        evidence.update(paired_rows=primary.rows + reference.rows, proven_in_place=False)
+        if aligned is None:
+            return primary, reference
+        row_bytes = max(side.row_bytes() for side in (primary, reference)) or 1.0
+        rows = int(max(1024, min(_PROOF_ROWS, self.memory_bytes // 16 / row_bytes)))
+        rest_p, rest_r = self.side(), self.side()
+        steps = itertools.zip_longest(_rechunked(primary.batches(), rows),
+                                      _rechunked(reference.batches(), rows))
+        for step, (p, r) in enumerate(steps):
+            if p is None or r is None:
+                for table, rest in ((p, rest_p), (r, rest_r)):
+                    if table is not None:
+                        rest.add_table(table)
+                continue
+            n = min(p.num_rows, r.num_rows)
+            runs = _differing_runs(aligned(p.slice(0, n)), aligned(r.slice(0, n)))
+            if step == 0 and n > _MIN_RUN * _MAX_RUNS and \
+                    sum(stop - start for start, stop in runs) == n:
+                return primary, reference
+            for start, stop in [*runs, (n, None)]:
+                for table, rest in ((p, rest_p), (r, rest_r)):
+                    part = table.slice(start) if stop is None else table.slice(start, stop - start)
+                    if part.num_rows:
+                        rest.add_table(part)
+        for side, rest in ((primary, rest_p), (reference, rest_r)):
+            assert side.schema is not None
+            rest.finish(side.schema)
+        evidence.update(paired_rows=rest_p.rows + rest_r.rows, proven_in_place=True)
+        return rest_p, rest_r
+
+    # -- pairing the rest ----------------------------------------------------------------
+    def _pair(self, primary: SpilledAnswer, reference: SpilledAnswer,
+              rest: tuple[SpilledAnswer, SpilledAnswer], evidence: dict[str, Any]) -> Verdict:
+        n_p, n_r = primary.rows, reference.rows
+        rest_p, rest_r = rest
         if not evidence["paired_rows"]:
             return Verdict("match", f"{n_p} rows agree", evidence)
-        row_bytes = max(side.row_bytes() for side in (primary, reference))
+        row_bytes = max(side.row_bytes() for side in rest)
         wanted = evidence["paired_rows"] * row_bytes
         # pairing holds a group several times over (casts, DuckDB's hash tables); below
         # a few MiB a group costs more in set-up than in pairing
         groups = max(1, math.ceil(wanted / max(_MIN_GROUP_BYTES, self.memory_bytes // 16)))
-        evidence.update(pairing_groups=groups)
-        verdicts = [self._judge_group(p, r) for p, r in
-                    _groups(primary, reference, plan, differing, groups, self.folder)]
+        route = _Route(rest_p, rest_r, self.opts, self.shape, self.found)
+        evidence.update(pairing_groups=groups, key_columns=route.key_names)
+        edges = self._cut_edges(reference) if n_p == n_r else None
+        verdicts = [self._judge_group(p, r, edges) for p, r in
+                    _groups(rest_p, rest_r, route, groups, self.folder, self.memory_bytes)]
         return _merged(verdicts, n_p, n_r, self.opts, evidence)
 
-    def _judge_group(self, p: pa.Table, r: pa.Table) -> Verdict:
-        verdict, pairing, _, _ = pairing_for(p, r, self.sql, self.opts, order=False)
+    def _judge_group(self, p: pa.Table, r: pa.Table, edges: CutEdges | None) -> Verdict:
+        verdict, pairing, _, _ = pairing_for(p, r, self.sql, self.opts, order=False, edges=edges)
         if verdict is not None:  # a column's values do not cast (schema), as in memory
             return verdict
         assert pairing is not None
         return pairing.judge()
 
+    def _cut_edges(self, reference: SpilledAnswer) -> CutEdges | None:
+        """The reference's first and last rows, aligned, when the SQL cuts with a LIMIT."""
+        import pyarrow as pa
+
+        from gateway.row_pairing import CutEdges
+
+        if self.found.cut is None or not reference.rows:
+            return None
+        first = last = None
+        for batch in reference.batches():
+            if batch.num_rows:
+                first = first if first is not None else batch.slice(0, 1)
+                last = batch.slice(batch.num_rows - 1, 1)
+        assert first is not None and last is not None
+        both = pa.Table.from_batches([last, first])
+        _, pairing, _, _ = pairing_for(both, both, self.sql, self.opts, order=False)
+        if pairing is None:
+            return None
+        return CutEdges(reference.rows, pairing.r.to_pylist())
+
     # -- order ----------------------------------------------------------------------
     def _check_order(self, primary: SpilledAnswer, reference: SpilledAnswer,
-                     evidence: dict[str, Any]) -> Verdict:
+                     evidence: dict[str, Any], up_to_a_float: bool = False) -> Verdict:
         offset, message = 0, ""
         for p, r in zip(_rechunked(primary.batches(), _ORDER_ROWS),
                         _rechunked(reference.batches(), _ORDER_ROWS), strict=True):
             _, pairing, _, _ = pairing_for(p, r, self.sql, self.opts)
             assert pairing is not None
-            verdict = pairing.order_verdict(offset)
+            verdict = pairing.order_verdict(offset, up_to_a_float)
             if not verdict.ok:
                 verdict.evidence.update(evidence, primary_rows=primary.rows,
                                         reference_rows=reference.rows)
@@ -225,19 +306,60 @@ class StreamingComparison:
                 break
         return Verdict("match", f"{primary.rows} rows agree{message}", evidence)
 
-    def _allow_for_the_sql(self, found: Nondeterminism, volatile: list[str], verdict: Verdict,
-                           primary: SpilledAnswer, reference: SpilledAnswer) -> Verdict:
-        if found.cut is not None and not verdict.ok and primary.rows == reference.rows:
-            evidence = {**verdict.evidence, "verified": ["schema", "row_count"]}
-            return Verdict("nondeterministic", "LIMIT without an ORDER BY that fixes its rows: "
-                           f"the answers differ ({verdict.category}) but the row count and the "
-                           "schema agree (above the memory cap, which rows the cut allows is "
-                           "not checked)", evidence)
-        return allow_for(found, volatile, verdict)
+
+def _tables(side: SpilledAnswer) -> Iterator[pa.Table]:
+    """A side's stored batches, as tables."""
+    import pyarrow as pa
+
+    for batch in side.batches():
+        yield pa.Table.from_batches([batch])
+
+
+def _empty(schema: pa.Schema) -> pa.Table:
+    """A table of no rows in ``schema`` (``Schema.empty_table`` refuses unions)."""
+    import pyarrow as pa
+
+    return pa.table([pa.nulls(0, f.type) for f in schema], schema=schema)
+
+
+def _exact_cast(source: pa.DataType, target: pa.DataType) -> bool:
+    """True when casting ``source`` to ``target`` keeps every value (no integer becomes a float)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(source):
+        source = source.value_type
+    if pa.types.is_floating(target):
+        return pa.types.is_floating(source) or pa.types.is_null(source)
+    if not contains_float(target):
+        return True
+    if source.num_fields != target.num_fields:
+        return pa.types.is_null(source)
+    return all(_exact_cast(source.field(i).type, target.field(i).type)
+               for i in range(target.num_fields))
+
+
+def _differing_runs(p: pa.Table, r: pa.Table) -> list[tuple[int, int]]:
+    """The row ranges where two aligned slices of one length differ (none when equal)."""
+    if p.equals(r):
+        return []
+    runs = [(0, p.num_rows)]
+    while len(runs) <= _MAX_RUNS:
+        halves = []
+        for start, stop in runs:
+            if stop - start <= _MIN_RUN:
+                halves.append((start, stop))
+                continue
+            middle = (start + stop) // 2
+            halves += [(a, b) for a, b in ((start, middle), (middle, stop))
+                       if not p.slice(a, b - a).equals(r.slice(a, b - a))]
+        if halves == runs:
+            break
+        runs = halves
+    return runs
 
 
 class SpilledAnswer:
-    """One side of a :class:`StreamingComparison`: kept, then spilled, and checksummed."""
+    """One side of a :class:`StreamingComparison`: kept in memory, then spilled."""
 
     def __init__(self, comparison: StreamingComparison, name: str, keep: bool = True):
         self.comparison = comparison
@@ -247,17 +369,10 @@ class SpilledAnswer:
         self.schema: pa.Schema | None = None
         #: the schema the batches are stored in (dictionaries decoded)
         self.stored_schema: pa.Schema | None = None
-        #: the row hashes, under this side's own plan until the pair's differs (set by
-        #: the first batch or by finish)
-        self.hashes: RowHashes
         self._kept: list[pa.RecordBatch] = []
         self._kept_bytes = 0
         self._share = comparison.memory_bytes // 4 if keep else 0
-        self._chunk_limit = min(_CHUNK_BYTES, max(1 << 20, comparison.memory_bytes // 8))
         self._writer: Any = None
-        self._chunk: list[pa.RecordBatch] = []
-        self._chunk_rows = 0
-        self._chunk_bytes = 0
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Take the next batch of the answer.
@@ -267,33 +382,25 @@ class SpilledAnswer:
         """
         batch = _decoded(batch)
         if self.stored_schema is None:
-            self._start(batch.schema)
+            self.stored_schema = batch.schema
         if batch.num_rows == 0:
             return
         self.rows += batch.num_rows
         self._store(batch)
-        self._chunk.append(batch)
-        self._chunk_rows += batch.num_rows
-        self._chunk_bytes += batch.nbytes
-        if self._chunk_rows >= _CHUNK_ROWS or self._chunk_bytes >= self._chunk_limit:
-            self._hash_chunk()
+
+    def add_table(self, table: pa.Table) -> None:
+        """:meth:`add` each batch of ``table``."""
+        for batch in table.to_batches():
+            self.add(batch)
 
     def finish(self, schema: pa.Schema) -> None:
         """The answer is complete; ``schema`` is its schema as the engine gave it."""
         self.schema = schema
         if self.stored_schema is None:
-            self._start(_decoded_schema(schema))
-        if self._chunk:
-            self._hash_chunk()
+            self.stored_schema = _decoded_schema(schema)
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-        self.hashes.close()
-
-    def _start(self, schema: pa.Schema) -> None:
-        self.stored_schema = schema
-        self.hashes = RowHashes(self.comparison._plan(None, schema=schema).side(True),
-                                self.path + ".hashes")
 
     def _store(self, batch: pa.RecordBatch) -> None:
         import pyarrow as pa
@@ -340,26 +447,6 @@ class SpilledAnswer:
         total = self.spilled_bytes or self._kept_bytes
         return total / self.rows if self.rows else 0.0
 
-    def _hash_chunk(self) -> None:
-        import pyarrow as pa
-
-        table = pa.Table.from_batches(self._chunk, schema=self.stored_schema)
-        self._chunk, self._chunk_rows, self._chunk_bytes = [], 0, 0
-        self.hashes.add(table)
-
-    def store_hashes(self, plan: SidePlan, bits: int) -> None:
-        """Hash every row again under ``plan``, into buckets of ``bits`` top bits of the row
-        hash, and store each row's bucket.
-
-        Raises:
-            GatewayError: (kind ``resource``) the spill folder's disk is full.
-        """
-        self.hashes = RowHashes(plan, self.hashes.path)
-        try:
-            self.hashes.store(_rechunked(self.batches(), _CHUNK_ROWS), bits)
-        except OSError as exc:
-            raise self._disk_full(exc) from exc
-
 
 def _decoded(batch: Any) -> Any:
     """``batch`` with dictionary columns decoded (the comparator reads their values)."""
@@ -380,18 +467,6 @@ def _decoded_schema(schema: pa.Schema) -> pa.Schema:
 
 
 # -- reading back -----------------------------------------------------------------------------
-def _store_hashes(sides: list[tuple[SpilledAnswer, SidePlan]], bits: int) -> None:
-    """Each side's :meth:`SpilledAnswer.store_hashes`, one after the other.
-
-    Not on two threads: that took a 100M-row comparison from 33.5 s to 27.9 s of
-    wall time at the same CPU, but the process's RSS grew by 256 MiB instead of
-    90 MiB (two million-row chunks at once, and the allocators' per-thread caches),
-    the whole cap (docs/benchmarks.md, 2026-12-01).
-    """
-    for side, plan in sides:
-        side.store_hashes(plan, bits)
-
-
 def _rechunked(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
     """The batches as tables of ``rows`` rows each (the last one shorter)."""
     import pyarrow as pa
@@ -413,60 +488,106 @@ def _rechunked(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Tabl
         yield pa.Table.from_batches(held, schema=schema)
 
 
-def _groups(primary: SpilledAnswer, reference: SpilledAnswer, plan: ChecksumPlan,
-            differing: np.ndarray | None, groups: int,
-            folder: str) -> Iterator[tuple[pa.Table, pa.Table]]:
-    """The rows of the ``differing`` buckets of both sides (every row: None), in ``groups``
-    pairs of tables.
+class _Route:
+    """Which group a row of the rest goes to: the hash of its key columns in their common types.
 
-    A row's bucket was stored by :meth:`SpilledAnswer.store_hashes` (under
-    ``plan``). A row's group is the hash of its key columns, so rows that pair
-    are in one group. One group is gathered in memory; more are first written
-    to files of their own in ``folder``, so each side's spill is read once
-    whatever their number.
+    The hash only routes: rows that pair have equal keys, so they meet in one group,
+    where their values are compared. Keys are the pairing's (GROUP BY keys, else the
+    columns that are neither floats nor decimals) without those holding floats.
+    """
+
+    def __init__(self, p: SpilledAnswer, r: SpilledAnswer, opts: CompareOptions,
+                 shape: QueryShape, found: Nondeterminism):
+        import pyarrow as pa
+
+        assert p.stored_schema is not None and r.stored_schema is not None
+        assert p.schema is not None
+        volatile = set(found.columns_in(p.schema.names))
+        types = [(p.stored_schema.field(i).type, r.stored_schema.field(i).type,
+                  compared_type(p.stored_schema.field(i).type, r.stored_schema.field(i).type,
+                                opts)) for i in range(len(p.stored_schema))]
+        if shape.group_keys and len(shape.group_keys) == len(types):
+            keys = [i for i, k in enumerate(shape.group_keys) if k]
+        else:
+            keys = [i for i, (_, _, c) in enumerate(types)
+                    if c is not None and not pa.types.is_decimal(c)]
+        self.keys = [(i, types[i][2]) for i in keys if i not in volatile and types[i][2] is not None
+                     and not contains_float(types[i][0]) and not contains_float(types[i][1])]
+        self.key_names = [p.schema.names[i] for i, _ in self.keys]
+        self._con: Any = None
+
+    def groups_of(self, table: pa.Table, groups: int) -> np.ndarray:
+        """Each row's group, of ``groups``."""
+        import numpy as np
+        import pyarrow as pa
+
+        if groups == 1 or not self.keys:
+            return np.zeros(table.num_rows, np.uint64)
+        if self._con is None:
+            self._con = _cursor()
+        keys = pa.table([_cast(table.column(i), t) for i, t in self.keys],
+                        names=[f"k{n}" for n in range(len(self.keys))])
+        self._con.register("keys", keys)
+        try:
+            hashed = self._con.sql(f"SELECT hash({', '.join(keys.column_names)}) % {groups} "
+                                   "FROM keys").to_arrow_table()
+        finally:
+            self._con.unregister("keys")
+        return np.asarray(hashed.column(0).to_numpy(), np.uint64)
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+
+def _cursor() -> Any:
+    """A cursor on the comparator's shared database (opening one costs ~40 ms on a busy
+    machine)."""
+    from gateway.row_pairing import _connection
+
+    return _connection(False)
+
+
+def _groups(primary: SpilledAnswer, reference: SpilledAnswer, route: _Route, groups: int,
+            folder: str, memory_bytes: int) -> Iterator[tuple[pa.Table, pa.Table]]:
+    """Every row of both sides, in ``groups`` pairs of tables (by :class:`_Route`).
+
+    One group is gathered in memory; more are first written to files of their own
+    in ``folder``, so each side is read once whatever their number (a sixteenth of
+    ``memory_bytes`` at a time).
     """
     import numpy as np
     import pyarrow as pa
-
-    def picked(side: SpilledAnswer) -> Iterator[tuple[np.ndarray, pa.Table]]:
-        keyed = RowHashes(plan.side(side is primary), side.hashes.path)  # hashes the keys
-        stored = side.hashes.stored_buckets() if differing is not None else None
-        held = np.zeros(0, np.intp)
-        try:
-            for table in _rechunked(side.batches(), _CHUNK_ROWS):
-                if stored is not None and differing is not None:
-                    while len(held) < table.num_rows:
-                        held = np.concatenate([held, next(stored)])
-                    buckets, held = held[:table.num_rows], held[table.num_rows:]
-                    keep = differing[buckets]
-                    if not keep.any():
-                        continue
-                    table = table.filter(pa.array(keep))
-                group = keyed.keys_of(table) % np.uint64(groups) if groups > 1 else \
-                    np.zeros(table.num_rows, np.uint64)
-                yield group, table
-        finally:
-            keyed.close()
 
     sides = (primary, reference)
     if groups == 1:
         tables = []
         for side in sides:
-            parts = [t for _, t in picked(side)]
             assert side.stored_schema is not None
-            tables.append(pa.concat_tables(parts) if parts else side.stored_schema.empty_table())
+            parts = [pa.Table.from_batches([b]) for b in side.batches()]
+            tables.append(pa.concat_tables(parts) if parts else _empty(side.stored_schema))
         yield tables[0], tables[1]
         return
     paths = [[os.path.join(folder, f"g{g}-{n}.arrow") for n in range(2)] for g in range(groups)]
-    for n, side in enumerate(sides):
-        writers = [pa.ipc.new_stream(paths[g][n], side.stored_schema) for g in range(groups)]
-        try:
-            for group, table in picked(side):
-                for g in np.unique(group):
-                    writers[g].write_table(table.filter(pa.array(group == g)))
-        finally:
-            for w in writers:
-                w.close()
+    try:
+        for n, side in enumerate(sides):
+            writers = [pa.ipc.new_stream(paths[g][n], side.stored_schema) for g in range(groups)]
+            rows = int(max(1024, min(1 << 18, memory_bytes // 16 / (side.row_bytes() or 1.0))))
+            try:
+                for table in _rechunked(side.batches(), rows):
+                    group = route.groups_of(table, groups)
+                    order = np.argsort(group, kind="stable")
+                    bounds = np.searchsorted(group[order], np.arange(groups + 1, dtype=np.uint64))
+                    table = table.take(pa.array(order))
+                    for g in range(groups):
+                        if bounds[g + 1] > bounds[g]:
+                            writers[g].write_table(table.slice(bounds[g], bounds[g + 1] - bounds[g]))
+            finally:
+                for w in writers:
+                    w.close()
+    finally:
+        route.close()
     for g in range(groups):
         p, r = (_read_and_remove(path) for path in paths[g])
         yield p, r
@@ -483,7 +604,7 @@ def _read_and_remove(path: str) -> pa.Table:
 
 def _merged(verdicts: list[Verdict], n_p: int, n_r: int, opts: CompareOptions,
             evidence: dict[str, Any]) -> Verdict:
-    """One verdict from the verdicts on each group of buckets (as RowPairing classifies)."""
+    """One verdict from the verdicts on each group of rows (as RowPairing classifies)."""
     from gateway.row_pairing import values_message
 
     for v in verdicts:
@@ -502,6 +623,12 @@ def _merged(verdicts: list[Verdict], n_p: int, n_r: int, opts: CompareOptions,
         sample = [row for v in verdicts for row in v.evidence.get(name, [])][:opts.sample_size]
         if sample:
             evidence[name] = sample
+    allowed = [v for v in verdicts if v.category == "nondeterministic"]
+    if n_p == n_r and allowed and all(v.category in ("match", "nondeterministic")
+                                      for v in verdicts):
+        evidence["verified"] = allowed[0].evidence.get("verified")
+        return Verdict("nondeterministic", f"{missing + changed} rows differ, all where the "
+                       f"LIMIT allows it: {allowed[0].message}", evidence)
     if n_p != n_r:
         if missing and not extra and not changed:
             return Verdict("missing_rows", f"primary lacks {missing} of the reference's "

@@ -11,6 +11,14 @@ them:
 - **a cut without a total order**: ``LIMIT``/``OFFSET``/``FETCH``/``TOP`` on
   the outermost query picks rows the ORDER BY does not fix (or any rows, with
   no ORDER BY);
+- **window functions over ties** (``row_number``, ``ntile``, ``lag``/``lead``,
+  ``first_value``/``last_value``/``nth_value``): rows tied on the window's
+  PARTITION BY and ORDER BY may come in either order, so the function's value
+  is undetermined in those rows (``row_number``, ``ntile``) or in their whole
+  partition (a neighbour's or an edge row's value). When the window's terms
+  are output columns, the comparator leaves out only those cells
+  (:mod:`gateway.tied_rows`); otherwise the whole column, as for a volatile
+  function. ``rank`` and ``dense_rank`` give tied rows one value: determined;
 - **an undetermined row set**: ``USING SAMPLE``/``TABLESAMPLE``, a cut inside
   a subquery, or a volatile function in a filter, join, grouping or ordering:
   only the schema can be checked.
@@ -49,6 +57,11 @@ SIDE_EFFECT_NAMES = frozenset({
     "pg_advisory_unlock", "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "pg_notify",
 })
 
+#: window functions whose value in a row tied on the window's keys depends on the tie's order
+TIED_ROW_FUNCTIONS = frozenset({"row_number", "ntile"})
+#: ...and those whose value anywhere in a partition with a tie may depend on it
+TIED_PARTITION_FUNCTIONS = frozenset({"lag", "lead", "first_value", "last_value", "nth_value"})
+
 _VOLATILE_CLASSES = ("Rand", "Randn", "Randstr", "Uuid", "CurrentDate", "CurrentDatetime",
                      "CurrentTime", "CurrentTimestamp", "CurrentTimestampLTZ", "Localtime",
                      "Localtimestamp", "Systimestamp", "UtcTime", "UtcTimestamp")
@@ -76,6 +89,26 @@ class Cut:
 
 
 @dataclass
+class TieDependent:
+    """An output column made by a window function that rows tied on its keys leave undetermined.
+
+    Attributes:
+        position: the column's position in the answer.
+        function: the window function, lower case.
+        keys: output positions of the window's PARTITION BY terms, then its ORDER BY terms.
+        partition: how many of ``keys`` are PARTITION BY terms.
+        rows_only: True when only the tied rows' values are undetermined; False when
+            every row of a partition holding a tie is.
+    """
+
+    position: int
+    function: str
+    keys: list[int]
+    partition: int
+    rows_only: bool
+
+
+@dataclass
 class Nondeterminism:
     """What in one statement's SQL leaves its answer undetermined; empty when nothing does."""
 
@@ -89,10 +122,12 @@ class Nondeterminism:
     rows_undetermined: str | None = None
     #: the outermost cut when no total order fixes it, else None
     cut: Cut | None = None
+    #: output columns made by window functions that ties leave undetermined
+    ties: list[TieDependent] = field(default_factory=list)
 
     @property
     def any(self) -> bool:
-        return bool(self.functions or self.rows_undetermined or self.cut)
+        return bool(self.functions or self.rows_undetermined or self.cut or self.ties)
 
     def columns_in(self, names: list[str]) -> list[int]:
         """Positions of the answer's columns (``names``) derived from volatile functions."""
@@ -127,6 +162,8 @@ class Nondeterminism:
         found.cut = _cut_of(outer, exp)
         if found.cut is not None and found.cut.total:
             found.cut = None
+        if isinstance(outer, exp.Select):
+            _find_ties(outer, found, exp)
         if isinstance(outer, exp.Select) and found.functions:
             sources = _volatile_source_columns(outer, exp)
             for i, proj in enumerate(outer.expressions):
@@ -185,6 +222,39 @@ def _is_volatile(func: Any, exp: Any) -> bool:
         inside_window = isinstance(func.parent, (exp.Window, exp.WithinGroup))
         return not inside_window and func.find(exp.Order) is None
     return False
+
+
+def _find_ties(select: Any, found: Nondeterminism, exp: Any) -> None:
+    """The output columns of ``select`` that are window functions ties leave undetermined."""
+    for i, proj in enumerate(select.expressions):
+        window = proj.this if isinstance(proj, exp.Alias) else proj
+        if not isinstance(window, exp.Window):
+            continue
+        name = _name(window.this)
+        if name not in TIED_ROW_FUNCTIONS | TIED_PARTITION_FUNCTIONS:
+            continue
+        order = window.args.get("order")
+        terms = list(window.args.get("partition_by") or [])
+        partition = len(terms)
+        terms += [o.this for o in order.expressions] if order is not None else []
+        keys = [_output_position(select, term, exp) for term in terms]
+        if all(k is not None for k in keys):
+            found.ties.append(TieDependent(i, name, [k for k in keys if k is not None],
+                                           partition, name in TIED_ROW_FUNCTIONS))
+        else:  # the tie's keys are not in the answer: the whole column is undetermined
+            found.functions.append(name)
+            found.column_positions.append(i)
+            found.column_names.append(proj.alias_or_name)
+
+
+def _output_position(select: Any, term: Any, exp: Any) -> int | None:
+    """The position of the output column ``term`` (an expression of ``select``) is, if any."""
+    for i, proj in enumerate(select.expressions):
+        bare = proj.this if isinstance(proj, exp.Alias) else proj
+        if bare == term or (isinstance(term, exp.Column) and not term.table
+                            and proj.alias_or_name == term.name):
+            return i
+    return None
 
 
 def _cut_of(select: Any, exp: Any) -> Cut | None:

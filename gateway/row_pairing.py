@@ -1,17 +1,18 @@
 """Pairing the rows of two aligned answers in DuckDB and classifying what differs.
 
 Used by :func:`gateway.compare.compare_tables` once both answers have the same
-columns in comparable types. Steps, cheapest first:
+columns in comparable types. Steps, cheapest first (no hash is ever taken as
+proof that two rows are equal):
 
-1. answers of at most ``_SMALL`` rows are paired directly;
-2. otherwise rows are spread over hash buckets; buckets whose sum of row hashes
-   and row count agree hold the same rows on both sides and drop out (two
-   aggregates with few groups: one parallel scan per side);
-3. the rest is paired on its key columns (the GROUP BY keys, else the columns
+0. answers equal row for row in Arrow, or once both are sorted on every column
+   in Arrow, agree (then only their order is left to check);
+1. rows that have an exact copy on the other side cancel (``EXCEPT ALL`` both
+   ways: DuckDB compares the values);
+2. the rest is paired on its key columns (the GROUP BY keys, else the columns
    that are neither floats nor decimals; ``row_number()`` within a key for
    duplicates) with a hash join, or, when most rows differ and the keys line
    up, by position after sorting;
-4. the rows without an equal partner (table ``d``) decide the category.
+3. the rows without an equal partner (table ``d``) decide the category.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import decimal
 import math
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gateway.compare import EXACT_FLOAT_RANGE, ColumnRule, CompareOptions, Verdict, contains_float
+from gateway.compare import ColumnRule, CompareOptions, Verdict
+from gateway.compare_types import EXACT_FLOAT_RANGE, contains_float
 from gateway.query_shape import OrderTerm, QueryShape
 
 if TYPE_CHECKING:
@@ -31,21 +34,35 @@ if TYPE_CHECKING:
 
     from gateway.nondeterminism import Cut
 
-#: answers up to this many rows are paired directly, without hashing first
+#: answers up to this many rows are compared on a cursor of one shared database
 _SMALL = 20_000
-#: hash buckets the cancelling step spreads rows over
-_BUCKETS = 4096
+
+
+@dataclass
+class CutEdges:
+    """The whole reference's row count and its last (then first) row, aligned: what a part
+    of two answers cut by a LIMIT is judged against (:mod:`gateway.compare_stream`)."""
+
+    reference_rows: int
+    rows: list[dict[str, Any]]
 
 
 class RowPairing:
-    """Pairs the rows of two aligned answers in DuckDB and classifies the differences."""
+    """Pairs the rows of two aligned answers in DuckDB and classifies the differences.
+
+    ``cut``: the LIMIT no total order fixes; ``cut_order``: its ORDER BY (the
+    shape's when None). ``edges``: the answers are a part of two longer ones,
+    whose cut is judged against these rows.
+    """
 
     def __init__(self, p: pa.Table, r: pa.Table, shape: QueryShape, opts: CompareOptions,
                  names: list[str], rules: list[ColumnRule] | None = None,
-                 cut: Cut | None = None):
+                 cut: Cut | None = None, edges: CutEdges | None = None,
+                 cut_order: list[OrderTerm] | None = None):
         import pyarrow as pa
 
-        self.cut = cut
+        self.cut, self.edges = cut, edges
+        self.cut_order = shape.order if cut_order is None else cut_order
         self.p, self.r, self.shape, self.opts, self.names = p, r, shape, opts, names
         self.cols = p.column_names
         self.rules = rules or [ColumnRule(a, b) for a, b in zip(p.schema.types, r.schema.types,
@@ -56,8 +73,10 @@ class RowPairing:
             self.keys = [c for c, k in zip(self.cols, shape.group_keys, strict=True) if k]
         else:
             # floats and decimals are measures (sums, prices), not what identifies a row
-            measures = [f or pa.types.is_decimal(t)
-                        for f, t in zip(self.floats, p.schema.types, strict=True)]
+            measures = [f or any(pa.types.is_decimal(_plain(x)) for x in
+                                 (t, rule.primary_type, rule.reference_type))
+                        for f, t, rule in zip(self.floats, p.schema.types, self.rules,
+                                              strict=True)]
             self.keys = [c for c, m in zip(self.cols, measures, strict=True) if not m]
         self.values = [c for c in self.cols if c not in self.keys]
         self.evidence: dict[str, Any] = {
@@ -82,17 +101,45 @@ class RowPairing:
     def judge(self) -> Verdict:
         if not self.cols:
             return self._judge_row_counts()
-        if self.opts.nan_equals_nan and self.opts.signed_zero_equal and self.p.equals(self.r):
+        exact = self.opts.nan_equals_nan and self.opts.signed_zero_equal
+        if exact and self.p.equals(self.r):
             return self._order_or_match(same_positions=True)
+        if exact and self._equal_once_sorted():
+            if not self.shape.order and self.opts.ignore_order_without_order_by:
+                return self._order_or_match()
+            return self._with_connection(lambda con: self._order_or_match())
         return self._with_connection(self._judge)
 
-    def order_verdict(self, offset: int = 0) -> Verdict:
+    def _equal_once_sorted(self) -> bool:
+        """True when both answers, each sorted on every column in Arrow, are equal row for row.
+
+        Answers holding the same rows in another order (a hash aggregate's) are then
+        proven equal by their values without DuckDB; False also when Arrow cannot sort
+        a column (lists, string views) or the sides' types differ.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.p.num_rows != self.r.num_rows or self.p.schema.types != self.r.schema.types:
+            return False
+        keys = [(c, "ascending") for c in self.cols]
+        try:
+            p = self.p.take(pc.sort_indices(self.p, keys))
+            r = self.r.take(pc.sort_indices(self.r, keys))
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return False
+        return bool(p.equals(r))
+
+    def order_verdict(self, offset: int = 0, up_to_a_float: bool = False) -> Verdict:
         """``match`` or ``order`` for answers known to hold the same rows: the order check alone.
 
         ``offset``: the answers are a slice starting at this row of two longer
         ones; positions in the verdict count from the start of those.
+        ``up_to_a_float``: check the keys up to the first float one only (rows
+        tied at a LIMIT's edge differ).
         """
-        return self._with_connection(lambda con: self._order_or_match(offset=offset))
+        return self._with_connection(lambda con: self._order_or_match(
+            offset=offset, up_to_a_float=up_to_a_float))
 
     def _with_connection(self, judge: Callable[[Any], Verdict]) -> Verdict:
         con = _connection(max(self.p.num_rows, self.r.num_rows) > _SMALL)
@@ -117,60 +164,36 @@ class RowPairing:
         if n_p == 0 and n_r == 0:
             return self._order_or_match()
         exact = self.opts.nan_equals_nan and self.opts.signed_zero_equal
-        if not exact:
-            # DuckDB hashes -0.0 like 0.0 and every NaN alike: when those must differ,
-            # no row may cancel by hash, and every row is paired.
+        if not exact or self.p.schema.types != self.r.schema.types:
+            # DuckDB's equality takes -0.0 as 0.0 and every NaN alike, and an integer
+            # kept exact against a float as that float: when those must differ, no row
+            # may cancel, and every row is paired.
             con.execute("CREATE TEMP VIEW p_d AS SELECT * FROM p_in")
             con.execute("CREATE TEMP VIEW r_d AS SELECT * FROM r_in")
             return self._pair(con)
-        if max(n_p, n_r) <= _SMALL:
-            self._cancel_equal_rows(con, "p_in", "r_in")
-            return self._pair(con)
-        # Rows are spread over buckets by their hash; a bucket whose sum of row hashes and
-        # row count agree on both sides holds the same rows on both (two aggregates with few
-        # groups: one parallel scan each). Only the rows of the other buckets are paired.
-        row_hash = f"hash({', '.join(self.cols)})"
-        buckets = min(_BUCKETS, max(n_p, n_r) // 64)
-        side = (f"SELECT {row_hash} % {buckets} AS b, sum({row_hash}::HUGEINT) AS s, "
-                "count(*) AS n FROM {t} GROUP BY b")
-        con.execute(
-            f"CREATE TEMP TABLE fb AS SELECT b FROM ({side.format(t='p_in')}) p "
-            f"FULL OUTER JOIN ({side.format(t='r_in')}) r USING (b) "
-            "WHERE p.s IS DISTINCT FROM r.s OR p.n IS DISTINCT FROM r.n")
-        differing = con.execute("SELECT count(*) FROM fb").fetchall()[0][0]
-        if differing == 0:
+        self._cancel_equal_rows(con)
+        left = con.execute("SELECT (SELECT count(*) FROM p_d) + (SELECT count(*) FROM r_d)"
+                           ).fetchall()[0][0]
+        if left == 0:
             return self._order_or_match()
-        if differing <= buckets // 2:
-            for name in ("p", "r"):
-                con.execute(f"CREATE TEMP TABLE {name}_b AS SELECT * FROM {name}_in "
-                            f"WHERE {row_hash} % {buckets} IN (SELECT b FROM fb)")
-            self._cancel_equal_rows(con, "p_b", "r_b")
-            return self._pair(con)
-        # Most rows differ (floats a little off everywhere, a narrowed type): nothing cancels.
-        for name in ("p", "r"):
-            con.execute(f"CREATE TEMP VIEW {name}_d AS SELECT * FROM {name}_in")
-        if n_p == n_r and self._pair_by_position(con):
+        if n_p == n_r and left > n_p and self._pair_by_position(con):
+            # most rows differ (floats a little off everywhere, a narrowed type): sorting
+            # and a positional join cost far less than pairing every row on its key
             return self._classify(con)
         return self._pair(con)
 
-    def _cancel_equal_rows(self, con: Any, p_src: str, r_src: str) -> None:
+    def _cancel_equal_rows(self, con: Any) -> None:
         """Tables ``p_d`` and ``r_d``: the rows of each side left after exact copies cancel.
 
         A row present k times on one side and m times on the other leaves |k - m| copies
-        on the side that has more. Pairing on keys then only sees rows that really differ,
-        so a missing row cannot shift the pairing of its equal neighbours.
+        on the side that has more (``EXCEPT ALL``, which compares the values: a row hash
+        would take colliding rows, such as ``[]`` and NULL, as equal). Pairing on keys
+        then only sees rows that really differ, so a missing row cannot shift the
+        pairing of its equal neighbours.
         """
-        row_hash = f"hash({', '.join(self.cols)})"
-        for name, src in (("p", p_src), ("r", r_src)):
-            con.execute(f"CREATE TEMP TABLE {name}_h AS SELECT *, {row_hash} AS h__, "
-                        f"row_number() OVER (PARTITION BY {row_hash}) AS hn__ FROM {src}")
-        con.execute("CREATE TEMP TABLE hc AS SELECT h__, least(p.n, r.n) AS m FROM "
-                    "(SELECT h__, count(*) AS n FROM p_h GROUP BY h__) p JOIN "
-                    "(SELECT h__, count(*) AS n FROM r_h GROUP BY h__) r USING (h__)")
-        cols = ", ".join(f"x.{c}" for c in self.cols)
-        for name in ("p", "r"):
-            con.execute(f"CREATE TEMP TABLE {name}_d AS SELECT {cols} FROM {name}_h x "
-                        "LEFT JOIN hc USING (h__) WHERE hc.m IS NULL OR x.hn__ > hc.m")
+        for name, this, other in (("p", "p_in", "r_in"), ("r", "r_in", "p_in")):
+            con.execute(f"CREATE TEMP TABLE {name}_d AS SELECT * FROM {this} "
+                        f"EXCEPT ALL SELECT * FROM {other}")
 
     def _pair_by_position(self, con: Any) -> bool:
         """Pair rows by position after sorting both sides; False when the keys do not line up.
@@ -222,11 +245,11 @@ class RowPairing:
             "count(*) FILTER (WHERE in_p AND in_r) FROM d").fetchall()[0]
         if not (extra or missing or changed):
             return self._order_or_match()
-        if n_p == n_r and self.cut is not None:
+        self.evidence.update(missing_count=missing, extra_count=extra, changed_count=changed)
+        if self.cut is not None and (n_p == n_r or self.edges is not None):
             verdict = self._within_the_cut(con, missing + changed)
             if verdict is not None:
                 return verdict
-        self.evidence.update(missing_count=missing, extra_count=extra, changed_count=changed)
         n = self.opts.sample_size
         if missing:
             self.evidence["missing"] = self._sample(con, "r_", "NOT in_p", n)
@@ -259,10 +282,17 @@ class RowPairing:
         """
         cut = self.cut
         assert cut is not None
-        tied = [self._resolve(t) for t in self.shape.order] if cut.ordered else []
+        tied = [self._resolve(t) for t in self.cut_order] if cut.ordered else []
+        reference_rows = self.r.num_rows if self.edges is None else self.edges.reference_rows
         if tied and all(c is not None for c in tied):
             if not self._only_ties_at_the_edges(con, [c for c in tied if c is not None]):
                 return None
+            if self.edges is not None:  # a part of the answers: the order is checked whole
+                self.evidence.update(tied_at_cut=differing,
+                                     verified=["schema", "row_count", "rows_inside_the_cut"])
+                return Verdict("nondeterministic", f"{differing} rows tied on the ORDER BY "
+                               "keys at the edge of the LIMIT differ, which the ORDER BY "
+                               "allows", self.evidence)
             # rows tied within a float key's tolerance may differ in the keys after it
             verdict = self._order_or_match(up_to_a_float=True)
             if not verdict.ok:
@@ -272,7 +302,7 @@ class RowPairing:
             return Verdict("nondeterministic", f"{differing} rows tied on the ORDER BY keys at the "
                            "edge of the LIMIT differ, which the ORDER BY allows; the rows inside "
                            "the cut, the row count and the order agree", self.evidence)
-        if cut.limit is not None and not cut.offset and self.r.num_rows < cut.limit:
+        if cut.limit is not None and not cut.offset and reference_rows < cut.limit:
             return None
         self.evidence.update(differing_rows=differing, verified=["schema", "row_count"])
         return Verdict("nondeterministic", f"LIMIT without an ORDER BY that fixes its rows: the "
@@ -287,10 +317,13 @@ class RowPairing:
         and the keys after it are not looked at.
         """
         assert self.cut is not None
-        if self.r.num_rows == 0:
-            return False
-        edges = [self.r.num_rows - 1] + ([0] if self.cut.offset else [])
-        rows = [self.r.slice(i, 1).to_pylist()[0] for i in edges]
+        if self.edges is not None:
+            rows = self.edges.rows[:2 if self.cut.offset else 1]
+        else:
+            if self.r.num_rows == 0:
+                return False
+            edges = [self.r.num_rows - 1] + ([0] if self.cut.offset else [])
+            rows = [self.r.slice(i, 1).to_pylist()[0] for i in edges]
         params: list[Any] = []
 
         def at_edge(side: str) -> str:

@@ -5,8 +5,8 @@ The two answers of a shadowed query (three with ``noise``) share one
 batches are kept (references to the engines' buffers, not copies) and the
 comparator later sees both tables whole. When they pass it, every side is
 *streamed*: a thread per side hands its batches to a
-:class:`~gateway.compare_stream.StreamingComparison`, which checksums them by
-bucket and spills them to disk, and drops them, so the bytes held never exceed
+:class:`~gateway.compare_stream.StreamingComparison`, which spills them to disk
+(and compares them by value once both are in), and drops them, so the bytes held never exceed
 the budget by more than one batch. The verdict is then the streaming
 comparison's: the same categories and evidence, computed within the cap.
 """

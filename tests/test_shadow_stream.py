@@ -163,7 +163,7 @@ def test_streamed_answers_follow_the_comparators_equivalences():
         budget.close()
     assert verdict.category == "match", verdict.message
     assert verdict.evidence["compared"] == "streamed"
-    assert verdict.evidence["unhashed_columns"] == ["n"]  # an integer against a float
+    assert not verdict.evidence["proven_in_place"]  # an integer against a float: paired
 
 
 def test_closing_the_answer_early_skips_the_record_and_stops_the_reference(tmp_path):
