@@ -30,8 +30,8 @@ engine produces it and teed to the comparison, while the reference runs in a
 thread of its own (:mod:`gateway.shadow_run`). The comparison keeps both
 answers up to ``max_compare_bytes`` (default 256 MiB); above it they are
 compared in full by the streaming comparison (:mod:`gateway.compare_stream`:
-checksummed by bucket, spilled to disk, differing buckets paired), and the
-verdict says so
+spilled to disk, compared slice by slice by value, unequal rows paired by
+value), and the verdict says so
 (:mod:`gateway.shadow_answer`). ``result.shadow`` is ``pending`` until the
 answer has been read to its end; then the reference gets ``timeout`` more
 seconds (it is cancelled after that and the verdict is ``error`` with
