@@ -26,6 +26,7 @@ extensions and ATTACH statements through those two.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -185,7 +186,7 @@ class DuckDBEngine(Engine):
                 if not _SETTING_NAME.match(param):
                     raise ConfigError("not a secret parameter name", key=f"{key}.{param}")
 
-    @property
+    @functools.cached_property
     def holds_credentials(self) -> bool:
         """Whether DuckDB holds a secret this engine created (its ``secrets``, a catalog's
         password): SQL that opens a server then is refused (gateway.statement)."""
