@@ -211,7 +211,10 @@ class Pipeline:
         if principal.shared:
             from gateway.sql.reach import session_scoped
 
-            scoped = session_scoped(sql, dialect)
+            configured = cfg.options.get("settings")
+            fixed = frozenset(k.lower() for k in configured) \
+                if isinstance(configured, dict) else frozenset()
+            scoped = session_scoped(sql, dialect, fixed)
             if scoped.refusal is not None:
                 raise GatewayError(scoped.refusal, engine=name, kind="permission")
             sql = scoped.sql

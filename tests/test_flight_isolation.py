@@ -225,3 +225,24 @@ def test_a_statement_past_max_statement_bytes_is_refused_before_any_engine_sees_
         message = _fails(cur, f"SELECT count(*) FROM range(10) r(i) WHERE i IN ({values})")
         assert "max_statement_bytes" in message
         assert server.backend.running() == []
+
+
+def test_query_memory_caps_each_statement_and_no_user_lifts_it():
+    with serving(_config(query_memory="32MB")) as server, \
+            connect(server, "dave") as conn, conn.cursor() as cur:
+        cur.execute("SELECT current_setting('operator_memory_limit') AS m")
+        assert cur.fetchall() == [("30.5 MiB",)]
+        assert "fixed by the server" in _fails(cur, "SET operator_memory_limit = '10GB'")
+        assert "fixed by the server" in _fails(cur, "RESET operator_memory_limit")
+        cur.execute("SELECT count(*) FROM (SELECT i::VARCHAR || repeat('x', 40) AS s "
+                    "FROM range(2000000) r(i) ORDER BY s DESC)")  # spills under the cap
+        assert cur.fetchall() == [(2000000,)]
+
+
+def test_query_memory_on_a_duckdb_without_the_setting_is_a_configuration_error():
+    from gateway.errors import ConfigError
+
+    config = {**_config(query_memory="32MB"),
+              "engines": {**CONFIG["engines"], "old": {"type": "duckdb", "version": "1.5.5"}}}
+    with pytest.raises(ConfigError, match="DuckDB 2.0"), serving(config):
+        pass

@@ -86,6 +86,8 @@ class FlightSqlServer(flight.FlightServerBase):
         sys.tracebacklimit = 0
         if not settings.any_file:
             _sources_only(gw)
+        if settings.query_memory is not None:
+            _cap_statement_memory(gw, settings.query_memory)
         self.backend = Backend(gw)
         gw.pipeline.limits = Limits(
             max_queries=settings.max_queries,
@@ -747,6 +749,33 @@ def _sources_only(gw: Gateway) -> None:
     for cfg in gw.config.engines.values():
         if "files" in gw.engine_types[cfg.type].options and cfg.options.get("files") == "any":
             cfg.options["files"] = "sources"
+
+
+def _cap_statement_memory(gw: Gateway, limit: str) -> None:
+    """``[serve] query_memory``: DuckDB's ``operator_memory_limit`` (a setting of each
+    connection, from DuckDB 2.0) on every duckdb and ducklake engine, as if configured in
+    its ``settings``, so users cannot change it in their sessions (the pipeline refuses a
+    SET of a configured setting). Engines start on their first query: in time.
+
+    Raises:
+        ConfigError: an engine runs a DuckDB older than 2.0, which has no such setting.
+    """
+    from gateway.errors import ConfigError
+
+    for cfg in gw.config.engines.values():
+        if cfg.type not in ("duckdb", "ducklake"):
+            continue
+        version = gw.engine_types[cfg.type].describe_version(cfg.options) or ""
+        major = version.split(".")[0]
+        if major.isdigit() and int(major) < 2:
+            raise ConfigError(
+                f"query_memory needs DuckDB 2.0 or later; engine {cfg.name!r} runs {version}",
+                key="serve.query_memory",
+                hint="DuckDB before 2.0 has no per-connection memory limit: leave query_memory "
+                     f"out, or set memory_limit in engines.{cfg.name}.settings (the whole "
+                     "engine's)")
+        cfg.options["settings"] = {**cfg.options.get("settings", {}),
+                                   "operator_memory_limit": limit}
 
 
 def _ran(result: Result) -> Result:

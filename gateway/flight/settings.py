@@ -16,6 +16,7 @@
     max_statement_bytes = 1048576 # a statement's text (DuckDB parses without a timeout)
     session_idle = 3600         # seconds before an idle session, token, ticket or
                                 # prepared statement is dropped
+    query_memory = "512MB"      # one statement's sorts, joins, aggregates (DuckDB 2.0+)
     transactions = false        # Flight SQL transactions (true: BeginTransaction works)
     transaction_idle = 60       # seconds before a transaction left unused is rolled back
     login_failures = 3          # failed logins of a user before the next ones must wait
@@ -70,6 +71,10 @@ SERVE_OPTIONS: dict[str, Option] = {
                                 help="bytes a command, statement or DoPut upload may have"),
     "session_idle": Option((int, float), 3600,
                            help="seconds before idle sessions, tokens and handles are dropped"),
+    "query_memory": Option((str,), None,
+                           help="memory one statement's sorts, joins and aggregates may use on "
+                                "a duckdb or ducklake engine (DuckDB 2.0 and later), e.g. "
+                                "\"512MB\"; past it they spill to disk"),
     "transactions": Option((bool,), False,
                            help="advertise and run Flight SQL transactions; off, a client that "
                                 "asks for autocommit off (harlequin-adbc, DB-API's default) "
@@ -186,6 +191,7 @@ class ServeSettings:
     max_request_bytes: int = 16 * 1024 * 1024
     max_statement_bytes: int = 1024 * 1024
     session_idle: float = 3600.0
+    query_memory: str | None = None
     transactions: bool = False
     transaction_idle: float = 60.0
     login_failures: int = 3

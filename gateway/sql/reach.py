@@ -55,10 +55,14 @@ class ScopedStatement:
     refusal: str | None = None
 
 
-def session_scoped(sql: str, dialect: str) -> ScopedStatement:
+def session_scoped(sql: str, dialect: str,
+                   fixed: frozenset[str] = frozenset()) -> ScopedStatement:
     """``sql`` with its settings kept in the session, or why that cannot be done.
 
-    Only DuckDB's dialect is read: other engines keep settings per connection.
+    ``fixed``: names of settings the server's configuration sets (lower case),
+    which a user may not change even in their session (``operator_memory_limit``,
+    the per-statement memory cap). Only DuckDB's dialect is read: other engines
+    keep settings per connection.
     """
     if dialect != "duckdb" or _SETTINGS_WORDS.search(sql) is None:
         return ScopedStatement(sql)
@@ -73,7 +77,7 @@ def session_scoped(sql: str, dialect: str) -> ScopedStatement:
     if not changes:
         return ScopedStatement(sql)
     for stmt in changes:
-        refusal = _refusal(stmt, exp)
+        refusal = _refusal(stmt, exp) or _fixed(stmt, exp, fixed)
         if refusal is not None:
             return ScopedStatement(sql, refusal)
     if len(statements) > 1:
@@ -109,6 +113,27 @@ def _refusal(stmt: Any, exp: Any) -> str | None:
     text = str(stmt.expression.this).strip()
     if text.upper().startswith("GLOBAL"):
         return "RESET GLOBAL changes the setting for every user of this server; use RESET"
+    return None
+
+
+def _fixed(stmt: Any, exp: Any, fixed: frozenset[str]) -> str | None:
+    """Why ``stmt`` may not run: it changes a setting the configuration fixes."""
+    if not fixed:
+        return None
+    names: list[str] = []
+    if isinstance(stmt, exp.Set):
+        for item in stmt.expressions:
+            if str(item.args.get("kind") or "").upper() == "VARIABLE":
+                continue  # a variable of the session's own, not a setting
+            target = item.this.this if isinstance(item.this, exp.EQ) else item.this
+            names.append(target.name if target is not None else "")
+    elif isinstance(stmt, exp.Command):
+        words = str(stmt.expression.this).split()
+        names = [] if words[:1] == ["VARIABLE"] else words[-1:]
+    for name in names:
+        if name.lower() in fixed:
+            return (f"{name} is fixed by the server's configuration; it cannot be changed "
+                    "in a session")
     return None
 
 
