@@ -244,5 +244,5 @@ def test_query_memory_on_a_duckdb_without_the_setting_is_a_configuration_error()
 
     config = {**_config(query_memory="32MB"),
               "engines": {**CONFIG["engines"], "old": {"type": "duckdb", "version": "1.5.5"}}}
-    with pytest.raises(ConfigError, match="DuckDB 2.0"), serving(config):
+    with pytest.raises(ConfigError, match=r"DuckDB 2\.0"), serving(config):
         pass
