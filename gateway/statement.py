@@ -209,7 +209,7 @@ class Pipeline:
                               f"query ({kind})", name, principal, gw)
         sql = stmt.sql
         if principal.shared:
-            from gateway.sql.reach import session_scoped
+            from gateway.sql.reach import database_wide, session_scoped
 
             configured = cfg.options.get("settings")
             fixed = frozenset(k.lower() for k in configured) \
@@ -218,6 +218,13 @@ class Pipeline:
             if scoped.refusal is not None:
                 raise GatewayError(scoped.refusal, engine=name, kind="permission")
             sql = scoped.sql
+            wide = database_wide(sql, dialect)
+            if wide is not None:
+                raise GatewayError(
+                    f"{wide} is not allowed here: it changes the database every user of this "
+                    "server shares (attached databases, secrets and extensions are not "
+                    "per connection)", engine=name, kind="permission",
+                    hint="ask for the database, secret or extension in the configuration")
         engine = gw.engine(name)
         if engine.holds_credentials:
             from gateway.sql.reach import server_reach

@@ -426,3 +426,25 @@ def test_a_cancel_on_a_lake_stops_exactly_that_query(tmp_path):
     cancelled = [o for o in outcomes.values() if isinstance(o, gateway.errors.Cancelled)]
     answered = [o for o in outcomes.values() if isinstance(o, list)]
     assert len(cancelled) == 1 and len(answered) == 2, outcomes
+
+
+@pytest.mark.parametrize("sql", [
+    "DETACH _arrowgate",
+    "ATTACH ':memory:' AS mine",
+    "CREATE OR REPLACE SECRET (TYPE http, BEARER_TOKEN 'x')",
+    "DROP SECRET anything",
+    "LOAD json",
+    "INSTALL json",
+    "SELECT 1; DETACH _arrowgate",
+])
+def test_what_changes_the_shared_database_is_refused_to_shared_users(gw, sql):
+    """Attached databases, secrets and extensions are DuckDB's per database, not per
+    connection: one client's DETACH took the sources from every other client."""
+    _denied(gw, sql, SHARED, engine="duck")
+    assert gw.execute("SELECT count(*) AS n FROM trips", engine="duck").to_arrow().to_pylist() \
+        == [{"n": 400}]
+
+
+def test_the_process_own_user_still_attaches_and_detaches(gw, tmp_path):
+    gw.execute(f"ATTACH '{tmp_path / 'x.duckdb'}' AS x", engine="duck").to_arrow()
+    gw.execute("DETACH x", engine="duck").to_arrow()

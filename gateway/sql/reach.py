@@ -137,6 +137,45 @@ def _fixed(stmt: Any, exp: Any, fixed: frozenset[str]) -> str | None:
     return None
 
 
+_WIDE_WORDS = re.compile(r"(?i)\b(attach|detach|secret|install|load|extensions)\b")
+_SECRET_DDL = re.compile(r"(?i)\A\s*(CREATE|DROP)\b.*?\bSECRET\b", re.DOTALL)
+
+
+def database_wide(sql: str, dialect: str) -> str | None:
+    """What in ``sql`` changes the database every connection shares, or None.
+
+    DuckDB keeps attached databases, secrets and loaded extensions per database,
+    not per connection: one client's ``DETACH`` of the lake, ``CREATE OR REPLACE
+    SECRET`` over the catalog's password, or ``LOAD`` of an extension would
+    change every other client's engine.
+    """
+    if dialect != "duckdb" or _WIDE_WORDS.search(sql) is None:
+        return None
+    from sqlglot import exp
+
+    try:
+        statements = parse(sql, dialect)
+    except Unparsed:
+        return "a statement that cannot be read to check what it changes"
+    for stmt in statements:
+        if isinstance(stmt, exp.Attach):
+            return "ATTACH"
+        if isinstance(stmt, exp.Detach):
+            return "DETACH"
+        if isinstance(stmt, exp.Install):
+            return "INSTALL"
+        if isinstance(stmt, exp.Update) and not stmt.expressions \
+                and stmt.this is not None and stmt.this.name.upper() == "EXTENSIONS":
+            return "UPDATE EXTENSIONS"
+        if isinstance(stmt, exp.Command):
+            name = stmt.name.upper()
+            if name in ("LOAD", "ATTACH", "DETACH", "INSTALL", "FORCE"):
+                return name
+            if name in ("CREATE", "DROP") and _SECRET_DDL.match(f"{name} {stmt.expression}"):
+                return f"{name} SECRET"
+    return None
+
+
 def server_reach(sql: str, dialect: str) -> str | None:
     """What in ``sql`` would open a connection to a server (an ``ATTACH`` of one, a
     scanner function with a connection string), or None.
