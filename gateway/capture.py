@@ -127,9 +127,14 @@ class CapturedStatement:
     write: bool = False
 
     def to_json(self) -> str:
+        from gateway.masking import mask_text
+
+        # a statement may carry a credential its user typed (a refused ATTACH 'password=...',
+        # a configured secret quoted back): masked as every printed message is
         record: dict[str, Any] = {
-            "sql": self.sql, "engine": self.engine, "user": self.user, "time": self.time,
-            "settings": self.settings, "ms": self.ms, "rows": self.rows,
+            "sql": mask_text(self.sql), "engine": self.engine, "user": self.user,
+            "time": self.time, "settings": [mask_text(s) for s in self.settings],
+            "ms": self.ms, "rows": self.rows,
             "outcome": self.outcome, "write": self.write,
             "parameters": None if self.parameters is None else _ipc(self.parameters)}
         return json.dumps(record, default=str)

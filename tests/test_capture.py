@@ -101,13 +101,16 @@ def test_the_folder_is_private_and_holds_no_credential(tmp_path):
     folder = tmp_path / "capture"
     with serving(_config(folder, include_writes=True)) as server:
         run(server, "dave", "SELECT 'hello' AS greeting", "CREATE OR REPLACE TABLE q AS SELECT 1")
-        captured(server, folder)
+        # a connection string a user typed into a statement: kept masked
+        run(server, "dave", "SELECT 'host=h password=typed-secret-pw' AS dsn")
+        assert any("password=***" in e.sql for e in captured(server, folder))
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     files = list(folder.iterdir())
     assert files and all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
     text = "".join(f.read_text() for f in files)
     assert "hello" in text
-    for secret in ("dave-pw", "erin-pw", "scrypt$", "Bearer", "authorization"):
+    for secret in ("dave-pw", "erin-pw", "scrypt$", "Bearer", "authorization",
+                   "typed-secret-pw"):
         assert secret not in text
 
 
