@@ -20,6 +20,7 @@ as registered twice.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -115,20 +116,24 @@ class EngineTypes(Mapping[str, type[Engine]]):
         self._types: dict[str, type[Engine]] = {}
         self._later = set(getattr(pm, "on_demand", ()))
         self._asked: set[str] = set()
+        self._lock = threading.RLock()  # Flight sessions look types up from their own threads
         self._ask(lambda name: name not in self._later)
 
     def __getitem__(self, type_name: str) -> type[Engine]:
-        if type_name in self._later:
-            self._ask(lambda name: name == type_name)
-        return self._types[type_name]
+        with self._lock:
+            if type_name in self._later:
+                self._ask(lambda name: name == type_name)
+            return self._types[type_name]
 
     def __iter__(self) -> Iterator[str]:
-        self._ask(lambda name: True)
-        return iter(self._types)
+        with self._lock:
+            self._ask(lambda name: True)
+            return iter(list(self._types))
 
     def __len__(self) -> int:
-        self._ask(lambda name: True)
-        return len(self._types)
+        with self._lock:
+            self._ask(lambda name: True)
+            return len(self._types)
 
     def _ask(self, wanted: Callable[[str], bool]) -> None:
         """Call ``arrowgate_engine_types`` on the plugins not yet asked whose name is ``wanted``.

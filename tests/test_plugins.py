@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -150,3 +152,31 @@ def test_an_outside_plugin_taking_a_built_in_type_name_is_still_a_clash():
 
     with pytest.raises(gateway.ConfigError, match="'csv' is registered twice"):
         gateway.connect({"engines": {"scan": {"type": "csv"}}}, plugins=[Clash()])
+
+
+def test_a_type_looked_up_from_two_threads_at_once_is_found_by_both():
+    """Flight sessions look engine types up from their own threads."""
+    from gateway import hookspecs
+    from gateway.plugins import PluginManager, engine_types
+
+    class Slow(Engine):
+        type_name = "slow"
+
+    class SlowPlugin:
+        @gateway.hookimpl
+        def arrowgate_engine_types(self):
+            time.sleep(0.2)  # the first look-up is still asking when the second comes
+            return [Slow]
+
+    pm = PluginManager()
+    pm.add_hookspecs(hookspecs)
+    pm.register(SlowPlugin(), name="slow")
+    pm.on_demand.add("slow")
+    types = engine_types(pm)
+    found = []
+    threads = [threading.Thread(target=lambda: found.append(types.get("slow"))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert found == [Slow, Slow]
