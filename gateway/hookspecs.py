@@ -28,7 +28,10 @@ hookspec = pluggy.HookspecMarker("arrowgate")
 def arrowgate_engine_types() -> list[type[Engine]]:
     """Register engine types.
 
-    Called once, when the gateway's plugin manager is built, on every plugin.
+    Called at most once per plugin and plugin manager: on an outside plugin
+    (or one passed to :func:`gateway.connect`) when the gateway starts; on a
+    built-in one (``csv``, ``duckdb``, ...) only when a configuration names
+    its type or every type is listed (:mod:`gateway.plugins`).
 
     Returns:
         A list of :class:`gateway.engine.Engine` subclasses, each with a

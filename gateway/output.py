@@ -146,6 +146,8 @@ def _as_text(batch: pa.RecordBatch, text: set[int]) -> pa.RecordBatch:
     (NULL stays NULL), :func:`plain_value` for the rest."""
     import pyarrow as pa
 
+    from gateway import arrow_values
+
     if not text:
         return batch
     columns = []
@@ -153,9 +155,9 @@ def _as_text(batch: pa.RecordBatch, text: set[int]) -> pa.RecordBatch:
         if i in text:
             values = [plain_value(v, fld.type) for v in _pylist(column)]
             as_json = _is_nested(fld.type)
-            column = pa.array([None if v is None else
-                               json.dumps(_json_value(v), default=str, ensure_ascii=False)
-                               if as_json else str(v) for v in values], pa.string())
+            column = arrow_values.array(
+                [None if v is None else json.dumps(_json_value(v), default=str, ensure_ascii=False)
+                 if as_json else str(v) for v in values], pa.string())
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 

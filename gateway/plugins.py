@@ -1,9 +1,27 @@
-"""The plugin manager: finds plugins through entry points and collects engine types."""
+"""The plugin manager: finds plugins through entry points and collects engine types.
+
+Every allowed entry-point plugin is imported and registered at start (the
+modules are light by contract: :mod:`gateway.hookspecs`), so each hook,
+``arrowgate_register_commands`` and the query observers included, reaches
+every plugin, and ``check_pending`` catches a misnamed hook on every run.
+
+What costs is an engine class's module and what it imports: for a csv
+``arrowgate query``, the other four built-ins' are 12 modules and 17 ms by
+``-X importtime`` (2026-12-01; docs/benchmarks.md, "Start-up"). So a
+built-in plugin's ``arrowgate_engine_types`` is called only when its type is
+looked up, or when every type is listed. A built-in's entry-point name is
+the one type it registers (``csv``, ``duckdb``, ``ducklake``, ``adbc``,
+``odbc``); an outside plugin's may differ, so outside plugins are asked for
+their types at once, as are plugins handed to :func:`build_plugin_manager`,
+and a type one of them registers under a built-in's name is still reported
+as registered twice.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
@@ -15,7 +33,18 @@ from gateway.engine import Engine
 from gateway.errors import ConfigError
 
 ENTRY_POINT_GROUP = "arrowgate"
+#: The built-in engine plugins: entry-point name (the engine type) and module.
+BUILT_IN = {name: f"gateway_{name}" for name in ("csv", "duckdb", "ducklake", "adbc", "odbc")}
 hookimpl = pluggy.HookimplMarker("arrowgate")
+
+
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, knowing which plugins are asked for engine types only on demand."""
+
+    def __init__(self) -> None:
+        super().__init__("arrowgate")
+        #: built-in plugins, each registering one engine type under its own name
+        self.on_demand: set[str] = set()
 
 
 def plugin_filter() -> set[str] | None:
@@ -26,13 +55,13 @@ def plugin_filter() -> set[str] | None:
     return {name.strip() for name in raw.split(",") if name.strip()}
 
 
-def build_plugin_manager(extra_plugins: Iterable[ModuleType | object] = ()) -> pluggy.PluginManager:
+def build_plugin_manager(extra_plugins: Iterable[ModuleType | object] = ()) -> PluginManager:
     """A plugin manager with every allowed entry-point plugin and ``extra_plugins`` loaded.
 
     Raises:
         ConfigError: a plugin failed to import, or a hookimpl names no hook.
     """
-    pm = pluggy.PluginManager("arrowgate")
+    pm = PluginManager()
     pm.add_hookspecs(hookspecs)
     allowed = plugin_filter()
     found = set()
@@ -48,6 +77,8 @@ def build_plugin_manager(extra_plugins: Iterable[ModuleType | object] = ()) -> p
             raise ConfigError(f"plugin {ep.name!r} ({ep.value}) failed to import: {exc}",
                               hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
         pm.register(plugin, name=ep.name)
+        if BUILT_IN.get(ep.name) == ep.value:  # (ep.dist would parse every METADATA file)
+            pm.on_demand.add(ep.name)
     if allowed is not None and (missing := allowed - found):
         raise ConfigError("ARROWGATE_PLUGINS names plugins that are not installed: "
                           + ", ".join(sorted(missing)),
@@ -62,32 +93,76 @@ def build_plugin_manager(extra_plugins: Iterable[ModuleType | object] = ()) -> p
     return pm
 
 
-def engine_types(pm: pluggy.PluginManager) -> dict[str, type[Engine]]:
-    """Every registered engine class by type name.
+def engine_types(pm: pluggy.PluginManager) -> Mapping[str, type[Engine]]:
+    """Every registered engine class by type name, collected as they are looked up.
+
+    Listing the names (iterating, ``len``) asks every plugin; looking one up
+    asks the built-in plugin of that name and no other built-in.
 
     Raises:
         ConfigError: two plugins register the same type name, or a plugin
-            returns something that is not an Engine subclass.
+            returns something that is not an Engine subclass (raised by the
+            look-up or listing that asks that plugin; outside plugins and
+            those passed in are asked here).
     """
-    types: dict[str, type[Engine]] = {}
-    for impl in reversed(pm.hook.arrowgate_engine_types.get_hookimpls()):
-        try:
-            answer: Any = impl.function()
-        except Exception as exc:
-            raise ConfigError(f"plugin {impl.plugin_name!r} failed to register its engine types: "
-                              f"{type(exc).__name__}: {exc}",
-                              hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
-        for cls in answer or ():
-            if not (isinstance(cls, type) and issubclass(cls, Engine) and cls.type_name):
-                raise ConfigError(f"a plugin registered {cls!r}, which is not an Engine "
-                                  "subclass with a type_name")
-            other = types.get(cls.type_name)
-            if other is not None and other is not cls:
-                raise ConfigError(f"engine type {cls.type_name!r} is registered twice: "
-                                  f"{_qualname(other)} and {_qualname(cls)}",
-                                  hint="uninstall one, or limit plugins with ARROWGATE_PLUGINS")
-            types[cls.type_name] = cls
-    return types
+    return EngineTypes(pm)
+
+
+class EngineTypes(Mapping[str, type[Engine]]):
+    """The engine classes of a plugin manager's plugins; see :func:`engine_types`."""
+
+    def __init__(self, pm: pluggy.PluginManager):
+        self._pm = pm
+        self._types: dict[str, type[Engine]] = {}
+        self._later = set(getattr(pm, "on_demand", ()))
+        self._asked: set[str] = set()
+        self._lock = threading.RLock()  # Flight sessions look types up from their own threads
+        self._ask(lambda name: name not in self._later)
+
+    def __getitem__(self, type_name: str) -> type[Engine]:
+        with self._lock:
+            if type_name in self._later:
+                self._ask(lambda name: name == type_name)
+            return self._types[type_name]
+
+    def __iter__(self) -> Iterator[str]:
+        with self._lock:
+            self._ask(lambda name: True)
+            return iter(list(self._types))
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._ask(lambda name: True)
+            return len(self._types)
+
+    def _ask(self, wanted: Callable[[str], bool]) -> None:
+        """Call ``arrowgate_engine_types`` on the plugins not yet asked whose name is ``wanted``.
+
+        Plugins registered later are asked first, as pluggy calls them.
+        """
+        for impl in reversed(self._pm.hook.arrowgate_engine_types.get_hookimpls()):
+            if not wanted(impl.plugin_name) or impl.plugin_name in self._asked:
+                continue
+            self._asked.add(impl.plugin_name)
+            self._later.discard(impl.plugin_name)
+            try:
+                answer: Any = impl.function()
+            except Exception as exc:
+                raise ConfigError(f"plugin {impl.plugin_name!r} failed to register its engine "
+                                  f"types: {type(exc).__name__}: {exc}",
+                                  hint="reinstall it, or leave it out with ARROWGATE_PLUGINS"
+                                  ) from exc
+            for cls in answer or ():
+                if not (isinstance(cls, type) and issubclass(cls, Engine) and cls.type_name):
+                    raise ConfigError(f"a plugin registered {cls!r}, which is not an Engine "
+                                      "subclass with a type_name")
+                other = self._types.get(cls.type_name)
+                if other is not None and other is not cls:
+                    raise ConfigError(f"engine type {cls.type_name!r} is registered twice: "
+                                      f"{_qualname(other)} and {_qualname(cls)}",
+                                      hint="uninstall one, or limit plugins with "
+                                      "ARROWGATE_PLUGINS")
+                self._types[cls.type_name] = cls
 
 
 def _qualname(obj: Any) -> str:

@@ -19,6 +19,17 @@ saving is no longer worth its strangeness should be removed here, whole.
 - :func:`sort_functions`: an ORDER BY on an aggregation (Q04) needs only
   ``call_function`` and ``SortOptions``, which ``pyarrow._compute`` defines
   (21-27 ms to import, against the 70-100 ms above).
+
+Two savings live where their code does (docs/benchmarks.md, "Start-up (issue
+23)": 2026-12-01, ``-X importtime``, load average 5-6):
+
+- :mod:`gateway.arrow_values`: arrays built from their buffers, because
+  ``pa.array`` and ``pa.scalar`` import pandas wherever it is installed: a
+  duckdb query whose csv output has a LIST column no longer imports 363
+  modules, 181-440 ms (the csv engine's 134-258 ms waits on its call sites).
+- :class:`gateway.plugins.EngineTypes`: a built-in engine's classes are
+  imported only when the configuration uses its type: 12 modules, 17-59 ms,
+  on a csv query.
 """
 
 from __future__ import annotations

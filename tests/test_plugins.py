@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+import threading
+import time
+
 import pytest
 
 import gateway
@@ -82,3 +88,95 @@ def test_a_plugin_that_fails_while_registering_is_named(cli):
         gateway.connect(plugins=[Broken()])
     assert "failed to register its engine types" in str(info.value)
     assert "missing_driver" in str(info.value)
+
+
+ENGINE_MODULES = ["gateway_adbc.engine", "gateway_csv.engine", "gateway_duckdb.engine",
+                  "gateway_ducklake.engine", "gateway_odbc.engine"]
+
+
+def _engine_modules_after(code: str) -> list[list[str]]:
+    """Run ``code`` in a fresh process; each ``seen()`` it calls prints the engine modules."""
+    prelude = ("import sys\n"
+               f"def seen(): print([m for m in {ENGINE_MODULES!r} if m in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True,
+                          check=True)
+    return [ast.literal_eval(line) for line in done.stdout.splitlines() if line.startswith("[")]
+
+
+def test_a_configuration_imports_only_the_engine_types_it_uses():
+    code = ("import gateway\n"
+            f"config = {{'engines': {{'scan': {{'type': 'csv'}}}}, "
+            f"'sources': {{'trips': {{'path': {str(DATA / 'trips.csv')!r}}}}}}}\n"
+            "with gateway.connect(config) as gw:\n"
+            "    gw.execute('SELECT count(*) FROM trips').to_arrow()\n"
+            "    seen()\n"
+            "    assert gw.engine_types['sqlite'].type_name == 'sqlite'\n"
+            "    seen()\n"
+            "    assert len(gw.engine_types) >= 6\n"
+            "    seen()\n")
+    first, outside, everything = _engine_modules_after(code)
+    assert first == outside == ["gateway_csv.engine"]
+    assert everything == ENGINE_MODULES
+
+
+def test_an_arrowgate_query_imports_only_the_engine_types_it_uses(tmp_path):
+    config = tmp_path / "arrowgate.toml"
+    config.write_text(f'[engines.duck]\ntype = "duckdb"\n\n[sources.trips]\n'
+                      f'path = "{DATA / "trips.csv"}"\n')
+    code = ("from gateway.cli import main\n"
+            f"assert main(['--config', {str(config)!r}, 'query', 'SELECT count(*) FROM trips']) == 0\n"
+            "seen()\n")
+    assert _engine_modules_after(code) == [["gateway_duckdb.engine"]]
+
+
+def test_each_built_in_plugin_registers_the_type_of_its_own_name():
+    """What lets a look-up ask one built-in only (gateway.plugins)."""
+    from gateway.plugins import build_plugin_manager
+
+    pm = build_plugin_manager()
+    assert pm.on_demand == {"adbc", "csv", "duckdb", "ducklake", "odbc"}
+    for name in pm.on_demand:
+        assert [cls.type_name for cls in pm.subset_hook_caller(
+            "arrowgate_engine_types", remove_plugins=[p for n, p in pm.list_name_plugin()
+                                                      if n != name])()[0]] == [name]
+
+
+def test_an_outside_plugin_taking_a_built_in_type_name_is_still_a_clash():
+    class Other(Engine):
+        type_name = "csv"
+
+    class Clash:
+        @gateway.hookimpl
+        def arrowgate_engine_types(self):
+            return [Other]
+
+    with pytest.raises(gateway.ConfigError, match="'csv' is registered twice"):
+        gateway.connect({"engines": {"scan": {"type": "csv"}}}, plugins=[Clash()])
+
+
+def test_a_type_looked_up_from_two_threads_at_once_is_found_by_both():
+    """Flight sessions look engine types up from their own threads."""
+    from gateway import hookspecs
+    from gateway.plugins import PluginManager, engine_types
+
+    class Slow(Engine):
+        type_name = "slow"
+
+    class SlowPlugin:
+        @gateway.hookimpl
+        def arrowgate_engine_types(self):
+            time.sleep(0.2)  # the first look-up is still asking when the second comes
+            return [Slow]
+
+    pm = PluginManager()
+    pm.add_hookspecs(hookspecs)
+    pm.register(SlowPlugin(), name="slow")
+    pm.on_demand.add("slow")
+    types = engine_types(pm)
+    found = []
+    threads = [threading.Thread(target=lambda: found.append(types.get("slow"))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert found == [Slow, Slow]
