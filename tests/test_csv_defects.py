@@ -242,7 +242,8 @@ def test_csv_errors_carry_duckdbs_kind(tmp_path, sql, kind):
 
 
 @pytest.mark.parametrize("sql", ["SELECT n = '1' AS x FROM t", "SELECT n + '1' AS x FROM t",
-                                 "SELECT n IN ('1', 2) AS x FROM t", "SELECT s || n AS x FROM t"])
+                                 "SELECT n IN ('1', 2) AS x FROM t",
+                                 "SELECT s || (n + 1) AS x FROM t"])
 def test_text_constants_meeting_numbers_are_cast_like_duckdb(tmp_path, sql):
     path = write(tmp_path, "sv.csv", "s,n\nabc,1\n7,2\n")
     with gateway_for(path) as gw:

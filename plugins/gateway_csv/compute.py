@@ -237,14 +237,18 @@ def _binary_cmp(frame: Frame, node: exp.Expression) -> Value:
     ln, rn = pc.is_nan(left), pc.is_nan(right)
     if isinstance(node, exp.EQ | exp.NEQ):
         eq = pc.or_kleene(pc.equal(left, right), pc.and_kleene(ln, rn))
-        return eq if isinstance(node, exp.EQ) else pc.invert(eq)
-    if isinstance(node, exp.GT):
-        return pc.or_kleene(plain, pc.and_kleene(ln, pc.invert(rn)))
-    if isinstance(node, exp.GTE):
-        return pc.or_kleene(plain, ln)
-    if isinstance(node, exp.LT):
-        return pc.or_kleene(plain, pc.and_kleene(rn, pc.invert(ln)))
-    return pc.or_kleene(plain, rn)
+        nan_aware = eq if isinstance(node, exp.EQ) else pc.invert(eq)
+    elif isinstance(node, exp.GT):
+        nan_aware = pc.or_kleene(plain, pc.and_kleene(ln, pc.invert(rn)))
+    elif isinstance(node, exp.GTE):
+        nan_aware = pc.or_kleene(plain, ln)
+    elif isinstance(node, exp.LT):
+        nan_aware = pc.or_kleene(plain, pc.and_kleene(rn, pc.invert(ln)))
+    else:
+        nan_aware = pc.or_kleene(plain, rn)
+    # a NULL operand makes the comparison NULL, even where the other is NaN
+    # (or_kleene(NULL, TRUE) is TRUE: a NULL row would pass `y <= 'nan'`)
+    return pc.if_else(pc.is_null(plain), pa.scalar(None, pa.bool_()), nan_aware)
 
 
 def _and(frame: Frame, node: exp.Expression) -> Value:
@@ -322,14 +326,37 @@ def _like(frame: Frame, node: exp.Expression) -> Value:
         return pa.scalar(None, pa.bool_())
     if not pattern.is_valid:
         return pa.nulls(frame.length, pa.bool_())
-    matched = pc.match_like(value, pattern.as_py(), ignore_case=isinstance(node, exp.ILike))
+    text = pattern.as_py()
+    if isinstance(node, exp.ILike):
+        # DuckDB folds both sides with its lower() (U+0130 `İ` to `i`), as utf8_lower
+        # does; Arrow's ignore_case does not fold `İ`
+        value = pc.utf8_lower(value)
+        text = pc.utf8_lower(pa.scalar(text, pa.string())).as_py()
+    if "\\" in text:
+        # DuckDB's LIKE has no escape character unless ESCAPE names one; Arrow's takes
+        # the backslash as one (and misses `%\\\\` even escaped): a regular expression
+        matched = pc.match_substring_regex(value, like_regex(text))
+    else:
+        matched = pc.match_like(value, text)
     # sqlglot parses `x NOT LIKE p` as Like(negate=True), not as Not(Like)
     return pc.invert(matched) if node.args.get("negate") else matched
 
 
+def like_regex(pattern: str) -> str:
+    """A LIKE pattern without an escape character as an anchored RE2 expression."""
+    import re
+
+    parts = [".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern]
+    return "(?s)^" + "".join(parts) + "$"
+
+
 def _arith(fn: str) -> Callable[[Frame, exp.Expression], Value]:
     def run(frame: Frame, node: exp.Expression) -> Value:
-        left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
+        operands = [frame._eval(node.this), frame._eval(node.expression)]
+        if any(pa.types.is_temporal(v.type) for v in operands):
+            # DATE - DATE is a BIGINT of days in DuckDB, Arrow's a duration
+            raise unsupported(node, "arithmetic on dates and times")
+        left, right = coerce(operands)
         return getattr(pc, fn)(left, right)
     return run
 
@@ -347,7 +374,8 @@ def _to_float(v: Value) -> Value:
 def _intdiv(frame: Frame, node: exp.Expression) -> Value:
     left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
     if pa.types.is_floating(left.type):
-        return pc.floor(pc.divide(left, right))
+        # DuckDB 2.0's // of doubles divides (no floor) and refuses a zero divisor
+        raise unsupported(node, "// of DOUBLE values")
     return pc.divide_checked(left, right)
 
 
@@ -423,14 +451,34 @@ def _cast(frame: Frame, node: exp.Cast) -> Value:
         decimal_literal = isinstance(node.this, exp.Literal)
         value = pc.round(value, round_mode="half_towards_infinity" if decimal_literal
                          else "half_to_even")
-    if pa.types.is_string(target) and pa.types.is_floating(value.type):
-        return _float_text(value)
+    if pa.types.is_string(target):
+        return text(value, node.this)
     if isinstance(node, exp.TryCast):
         try:
             return value.cast(target)
         except pa.ArrowInvalid:
             raise unsupported(node, "TRY_CAST of values that fail") from None
     return value.cast(target)
+
+
+def text(value: Value, node: exp.Expression) -> Value:
+    """A value as DuckDB writes it as VARCHAR (CAST(x AS VARCHAR), the operands of ||).
+
+    Raises:
+        Unsupported: ``node`` is a column of another type. DuckDB 2.0's read_csv then
+            reads the column's raw text (``007`` for 7, ``1.50`` for 1.5) and, in the
+            rest of the query, takes the column for VARCHAR.
+    """
+    if pa.types.is_string(value.type):
+        return value
+    if isinstance(node, exp.Column):
+        raise unsupported(node, f"{node.name} as text (DuckDB reads a CSV column cast to "
+                                "VARCHAR as its raw text)")
+    if pa.types.is_floating(value.type):
+        return _float_text(value)
+    if pa.types.is_timestamp(value.type):
+        return temporal.timestamp_text(value)
+    return value.cast(pa.string())
 
 
 def _float_text(value: Value) -> Value:
@@ -455,6 +503,10 @@ def _strftime(frame: Frame, node: exp.TimeToStr) -> Value:
     fmt = frame._eval(fmt_node)
     if not isinstance(fmt, pa.Scalar):
         raise unsupported(node, "strftime with a non-constant format")
+    if fmt.as_py() == "None":
+        # sqlglot parses strftime(ts, '') as the format 'None': the two cannot be told
+        # apart, and DuckDB refuses the one and prints the other
+        raise unsupported(node, "strftime with the format 'None' or ''")
     return temporal.strftime(frame._eval(value_node), fmt.as_py())
 
 
@@ -533,11 +585,16 @@ def _substr(frame: Frame, node: exp.Expression) -> Value:
     length = frame._eval(node.args["length"]) if node.args.get("length") else None
     if not isinstance(start, pa.Scalar) or (length is not None and not isinstance(length, pa.Scalar)):
         raise unsupported(node, "substr with non-constant positions")
+    if not start.is_valid or (length is not None and not length.is_valid):
+        return pa.scalar(None, pa.string())
     s = int(start.as_py())
     if s < 1:
         raise unsupported(node, "substr with a start below 1")
-    stop = None if length is None else s - 1 + int(length.as_py())
-    return pc.utf8_slice_codeunits(value, start=s - 1, stop=stop)
+    if length is None or int(length.as_py()) >= 0:
+        stop = None if length is None else s - 1 + int(length.as_py())
+        return pc.utf8_slice_codeunits(value, start=s - 1, stop=stop)
+    # DuckDB: a negative length takes the characters before the start
+    return pc.utf8_slice_codeunits(value, start=max(0, s - 1 + int(length.as_py())), stop=s - 1)
 
 
 def _trim(frame: Frame, node: exp.Trim) -> Value:
@@ -549,7 +606,7 @@ def _trim(frame: Frame, node: exp.Trim) -> Value:
 def _concat(frame: Frame, node: exp.Expression) -> Value:
     left = frame._eval(node.this)
     right = frame._eval(node.expression)
-    left, right = (v if pa.types.is_string(v.type) else v.cast(pa.string()) for v in (left, right))
+    left, right = text(left, node.this), text(right, node.expression)
     return pc.binary_join_element_wise(left, right, "")
 
 

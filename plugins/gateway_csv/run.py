@@ -322,6 +322,10 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
     #: round to an integer
     exact_sums = {j for j, spec in enumerate(specs[:len(query.aggregates)])
                   if spec[1] == "sum" or (spec[1] == "mean" and merger is not None)}
+    #: sums and averages of any numbers: those of HUGEINT values are bounded too
+    totals = {j for j, spec in enumerate(specs[:len(query.aggregates)])
+              if spec[1] in ("sum", "mean")}
+    huge_bounds = dict.fromkeys(totals, 0)
     widened: set[int] = set()
     #: per integer sum: the most any of its sums can be (rows times largest magnitude)
     bounds = dict.fromkeys(exact_sums, 0)
@@ -343,6 +347,15 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
                     cols[f"__nan{j}"] = nan.cast(pa.int64())
                     if pa.types.is_floating(arg.type):
                         arg = pc.if_else(nan, pa.scalar(None, arg.type), arg)
+                if j in totals and pa.types.is_decimal(arg.type):
+                    low, high = (v.as_py() or 0 for v in pc.min_max(arg).values())
+                    huge_bounds[j] += max(abs(low), abs(high)) * frame.length
+                    if huge_bounds[j] >= 10**38:
+                        # Arrow's DECIMAL(38, 0) sum wraps around past 38 digits, where
+                        # DuckDB's HUGEINT goes on to 2**127 and then fails
+                        raise Unsupported("the csv engine does not add up HUGEINT values "
+                                          "whose sum can pass 38 digits",
+                                          engines=ENGINES_FOR_MORE)
                 if j in exact_sums and pa.types.is_integer(arg.type):
                     if exact:
                         arg = arg.cast(_EXACT_SUM)
