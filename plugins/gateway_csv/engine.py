@@ -172,6 +172,7 @@ class CsvEngine(Engine):
         scanners = []
         try:
             for path in files:
+                refuse_special(path)
                 try:
                     file = open_csv(path, options)
                 except IsADirectoryError:
@@ -307,6 +308,22 @@ class CsvEngine(Engine):
             for col, kind in zip(layout.names, layout.kinds, strict=True):
                 columns.append(CatalogColumn("main", name, col, arrow_type(kind)))
         return columns
+
+
+def refuse_special(path: str) -> None:
+    """Refuse a FIFO or a device before opening it: opening a FIFO waits for a writer,
+    past any timeout or cancel, and a device may never end.
+
+    Raises:
+        QueryError: ``path`` is neither a regular file nor a folder.
+    """
+    from gateway.sources import special_file
+
+    kind = special_file(path)
+    if kind is not None:
+        raise QueryError(f"{path} is {kind}, not a CSV file", kind="unknown_object",
+                         hint="name a regular file; copy what a pipe or device gives into "
+                              "one first")
 
 
 class _StoppableSession(EngineSession):
