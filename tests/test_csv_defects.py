@@ -121,7 +121,8 @@ def test_sums_of_64_bit_integers_do_not_wrap(tmp_path):
         got = gw.execute("SELECT sum(a) AS s FROM t WHERE g <> 5", engine="csv").to_arrow()
         assert got.column("s").to_pylist() == [Decimal(8 * big - 28)]
         small = gw.execute("SELECT sum(g) AS s FROM t WHERE a > 0", engine="csv").to_arrow()
-        assert small.schema.field("s").type == pa.int64()  # as before, where the sum fits
+        # DuckDB's sum of BIGINT is a HUGEINT, also where it fits in 64 bits
+        assert small.schema.field("s").type == pa.decimal128(38, 0)
 
 
 def test_distinct_takes_minus_zero_and_zero_as_one_value(tmp_path):

@@ -86,11 +86,13 @@ def test_a_timestamp_as_text_is_written_as_duckdb_writes_it(gw, sql):
 
 
 def test_a_timestamptz_as_text_ends_in_the_zone_offset(tmp_path):
-    path = write(tmp_path, "tz.csv", "i,ts\n1,2024-03-10 02:30:00+00\n2,2024-01-01 10:00:00.5+00\n")
+    path = write(tmp_path, "tz.csv", "i,ts\n1,2024-03-10 02:30:00+00\n"
+                                     "2,2024-01-01 10:00:00.5+00\n3,1969-12-31 13:45:24.53603+00\n")
     with gateway_for(path) as gw:
         got = assert_same(gw, "SELECT CAST(CASE WHEN i > 0 THEN ts END AS VARCHAR) AS x FROM t")
         assert got.column("x").to_pylist() == ["2024-03-10 02:30:00+00",
-                                               "2024-01-01 10:00:00.5+00"]
+                                               "2024-01-01 10:00:00.5+00",
+                                               "1969-12-31 13:45:24.53603+00"]
 
 
 @pytest.mark.parametrize("sql", ["SELECT 0.0::DOUBLE || '' AS x",

@@ -234,6 +234,7 @@ class CsvEngine(Engine):
                               engines=("duckdb",))
         from gateway_csv import query as q
         from gateway_csv.compute import Frame
+        from gateway_csv.native import bind
 
         select = q.parse(sql)
         table = q.source_name(select)
@@ -243,6 +244,7 @@ class CsvEngine(Engine):
             from gateway_csv.run import finish
 
             query = q.analyse(select, None, None)
+            query.types = bind(query, {})[0]
             if query.is_aggregate:
                 raise Unsupported("the csv engine does not run aggregates without FROM",
                                   engines=("duckdb",))
@@ -262,9 +264,11 @@ class CsvEngine(Engine):
         import pyarrow as pa
 
         from gateway_csv import query as q
+        from gateway_csv.native import bind, column_types
         from gateway_csv.run import aggregate, plain_batches
 
         query = q.analyse(select, scanners[0].layout, table)
+        query.types = bind(query, column_types(scanners[0].layout))[0]
         notes: dict[str, Any] = {}
         if query.is_aggregate:
             result = aggregate(scanners, query)

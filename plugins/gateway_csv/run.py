@@ -511,7 +511,7 @@ class _Partials:
                 first = pc.fill_null(first, 0)
             if func == "mean":
                 count = table.column(f"__p{cols[1]}").combine_chunks()
-                total = first.cast(pa.float64())
+                total = pc.cast(first, pa.float64(), safe=False)  # the nearest double
                 aggs.append(pc.if_else(pc.equal(count, 0), pa.scalar(None, pa.float64()),
                                        pc.divide(total, count.cast(pa.float64()))))
             else:
@@ -537,7 +537,7 @@ def finish(query: Query, frame: Frame) -> pa.Table:
     """Select list, DISTINCT, ORDER BY, LIMIT/OFFSET over one frame."""
     names = [name for name, _ in query.items]
     outputs = [frame.array(e) for _, e in query.items]
-    table = _table(names, outputs, frame.length)
+    table = _table(names, outputs, frame.length, query.types)
     if query.distinct:
         table = _distinct(table)
         frame = Frame({n.lower(): table.column(i).combine_chunks()
@@ -550,9 +550,20 @@ def finish(query: Query, frame: Frame) -> pa.Table:
     return _limit(table, query)
 
 
-def _table(names: list[str], arrays: list[pa.Array], length: int) -> pa.Table:
+def _table(names: list[str], arrays: list[pa.Array], length: int,
+           types: list[str] | None = None) -> pa.Table:
+    """The answer's columns, each of DuckDB's Arrow type for it (``types``: the select
+    items' DuckDB types; INTEGER constants, HUGEINT sums and zone names differ from
+    Arrow's own)."""
+    from gateway_csv.native import arrow_type
+
+    columns = [broadcast(a, length) for a in arrays]
+    for i, name in enumerate(types or []):
+        target = arrow_type(name)
+        if target is not None and columns[i].type != target:
+            columns[i] = columns[i].cast(target)
     # duplicate output names are legal SQL; Arrow tables allow them too
-    return pa.Table.from_arrays([broadcast(a, length) for a in arrays], names=names)
+    return pa.Table.from_arrays(columns, names=names)
 
 
 def _distinct(table: pa.Table) -> pa.Table:
@@ -617,7 +628,8 @@ def plain_batches(scanners: list[Scanner], query: Query) -> Generator[pa.Table, 
     scan_limit = -1 if remaining is None else to_skip + remaining
     for frame, rest in scan_columns(scanners, query, scan_limit):
         frame = filtered(frame, rest)
-        table = _table(names, [frame.array(e) for _, e in query.items], frame.length)
+        table = _table(names, [frame.array(e) for _, e in query.items], frame.length,
+                       query.types)
         if to_skip:
             dropped = min(to_skip, table.num_rows)
             table = table.slice(dropped)

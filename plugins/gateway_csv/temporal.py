@@ -210,7 +210,9 @@ def _century(years: Any, size: int) -> Any:
 
 def _epoch(value: Any) -> Any:
     micros = _cast(_cast(value, pa.timestamp("us", value.type.tz)), pa.int64())
-    return _call("divide", _cast(micros, pa.float64()), 1_000_000.0)
+    # the nearest double past 2**53 microseconds (before 1685, after 2255), as DuckDB's
+    as_double = _call("cast", micros, options=_kernels().CastOptions.unsafe(pa.float64()))
+    return _call("divide", as_double, 1_000_000.0)
 
 
 #: date_part's parts: grain and the function (of timestamps), by DuckDB's name
