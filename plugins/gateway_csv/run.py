@@ -336,7 +336,7 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
         for i, g in enumerate(query.group):
             arr = frame.array(g)
             if pa.types.is_floating(arr.type):
-                arr = pc.add(arr, 0.0)  # -0.0 + 0.0 is 0.0: one group, as in DuckDB
+                arr = one_zero_one_nan(arr)
             cols[f"__k{i}"] = arr
         for j, node in enumerate(arg_nodes):
             if node is not None:
@@ -369,7 +369,7 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
         if distinct_node is not None:
             arr = frame.array(distinct_node)
             if pa.types.is_floating(arr.type):
-                arr = pc.add(arr, 0.0)  # -0.0 and 0.0 are one value, as in DuckDB
+                arr = one_zero_one_nan(arr)
             cols["__d"] = broadcast(arr, frame.length)
         cols["__n"] = pa.nulls(frame.length, pa.bool_())
         batch = pa.RecordBatch.from_pydict(cols)
@@ -566,9 +566,16 @@ def _table(names: list[str], arrays: list[pa.Array], length: int,
     return pa.Table.from_arrays(columns, names=names)
 
 
+def one_zero_one_nan(values: Any) -> Any:
+    """Doubles as DuckDB groups them: -0.0 is 0.0 (-0.0 + 0.0), and every NaN one NaN
+    (Arrow's grouping tells the zeros apart, and NaNs of another sign: -0.0 * inf)."""
+    return pc.if_else(pc.is_nan(values), pa.scalar(float("nan"), values.type),
+                      pc.add(values, 0.0))
+
+
 def _distinct(table: pa.Table) -> pa.Table:
-    # -0.0 + 0.0 is 0.0: one row, as in DuckDB (Arrow's grouping tells the zeros apart)
-    columns = [pc.add(c, 0.0) if pa.types.is_floating(c.type) else c for c in table.columns]
+    columns = [one_zero_one_nan(c) if pa.types.is_floating(c.type) else c
+               for c in table.columns]
     renamed = pa.table(columns, names=[f"c{i}" for i in range(table.num_columns)])
     unique = renamed.group_by(renamed.column_names, use_threads=False).aggregate([])
     return unique.select([f"c{i}" for i in range(table.num_columns)]).rename_columns(
