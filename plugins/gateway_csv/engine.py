@@ -53,6 +53,14 @@ class CsvEngine(Engine):
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._lock = threading.Lock()
 
+    @property
+    def native_operations(self) -> Any:
+        """The operations this engine evaluates itself (:mod:`gateway_csv.native`);
+        ``arrowgate fuzz`` draws its expressions from them."""
+        from gateway_csv import native
+
+        return native
+
     def connect(self) -> None:
         threads = self.config["threads"] or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="csv-scan")

@@ -61,7 +61,10 @@ class Native:
     result: str
 
     def __str__(self) -> str:
-        return f"{self.name}({', '.join(self.args)}) -> {self.result}"
+        args = ", ".join(self.args)
+        if "(" in self.name:  # count(*), count(DISTINCT), date_part(epoch)
+            return f"{self.name}{' ' + args if args else ''} -> {self.result}"
+        return f"{self.name}({args}) -> {self.result}"
 
 
 def _table() -> Iterator[Native]:
