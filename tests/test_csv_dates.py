@@ -58,3 +58,14 @@ def test_a_date_is_never_read_otherwise_than_by_duckdb(tmp_path_factory, dates, 
             return  # refused: the fallback reads it as DuckDB does
         assert got.column("d").to_pylist() == expected.column("d").to_pylist(), values
         assert got.schema == expected.schema, values
+
+
+def test_iso_dates_without_leading_zeros_are_dates(tmp_path):
+    """DuckDB leaves ISO's %Y-%m-%d out of its format candidates and reads the values
+    with its own ISO parser when no candidate fits: 2005-10-3 is a date (the corpus's
+    hive_types/himym.csv)."""
+    path = write(tmp_path, "d.csv", "d\n2005-09-19\n2005-10-3\n")
+    with gateway_for(path) as gw:
+        for engine in ("csv", "duck"):
+            got = gw.execute("SELECT d FROM t", engine=engine).to_arrow()
+            assert got.column("d").to_pylist() == [dt.date(2005, 9, 19), dt.date(2005, 10, 3)]

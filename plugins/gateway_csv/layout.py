@@ -227,13 +227,16 @@ def duckdb_date_format(templates: tuple[str, ...], values: list[str]) -> str | N
     if found is None:
         return None
     separator = found.group(1)
-    candidates = [t.replace("-", separator) for t in templates]
-    candidates = [c for c in candidates if "%Y-%m-%d" not in c]
+    formats = [t.replace("-", separator) for t in templates]
+    candidates = [f for f in formats if "%Y-%m-%d" not in f]
     for value in values:
         while candidates and not _all_match(candidates[-1], [value]):
             candidates.pop()
         if not candidates:
-            return None
+            # DuckDB then reads the values as ISO dates, which may lack leading zeros
+            # (2005-10-3)
+            iso = [f for f in formats if "%Y-%m-%d" in f and _all_match(f, values)]
+            return iso[-1] if iso else None
     if not _all_match(candidates[-1], values):
         from gateway.errors import Unsupported
 
