@@ -365,6 +365,8 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
                         bounds[j] += max(abs(low), abs(high)) * frame.length
                         if bounds[j] >= 2**63:
                             raise _SumsPastBigint
+                if specs[j][1] == "count_distinct" and pa.types.is_floating(arg.type):
+                    arg = one_zero_one_nan(arg)
                 cols[f"__a{j}"] = arg
         if distinct_node is not None:
             arr = frame.array(distinct_node)
