@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import gateway
 from gateway.errors import GatewayError, Unsupported
-from gateway_csv import native
+from gateway_csv import binding, native
 from gateway_csv.native import LITERALS, NATIVE, Native, text_arguments
 from tests.csv_support import gateway_for, write
 
@@ -164,7 +164,7 @@ def _admitted(expr: str) -> bool:
                   where=[], group=[], aggregates=[], having=None, order=[], limit=None,
                   offset=0, distinct=False, is_aggregate=False)
     try:
-        native.bind(query, COLUMNS)
+        binding.bind(query, COLUMNS)
     except Unsupported:
         return False
     return True
@@ -257,7 +257,7 @@ def test_every_native_entry_is_reached_by_its_rendering():
                           where=[], group=[], aggregates=[], having=None, order=[],
                           limit=None, offset=0, distinct=False, is_aggregate=False)
             try:
-                if entry in native.bind(query, COLUMNS)[1]:
+                if entry in binding.bind(query, COLUMNS)[1]:
                     break
             except Unsupported:
                 continue

@@ -241,8 +241,8 @@ class CsvEngine(Engine):
             raise Unsupported("query parameters are not supported by the csv engine",
                               engines=("duckdb",))
         from gateway_csv import query as q
+        from gateway_csv.binding import bind
         from gateway_csv.compute import Frame
-        from gateway_csv.native import bind
 
         select = q.parse(sql)
         table = q.source_name(select)
@@ -272,7 +272,8 @@ class CsvEngine(Engine):
         import pyarrow as pa
 
         from gateway_csv import query as q
-        from gateway_csv.native import bind, column_types
+        from gateway_csv.binding import bind
+        from gateway_csv.native import column_types
         from gateway_csv.run import aggregate, plain_batches
 
         query = q.analyse(select, scanners[0].layout, table)
