@@ -7,6 +7,9 @@ engines, compares the answers with the shadow comparator, shrinks every
 divergence to a minimal query and writes it to ``--out`` as a ``.sql`` corpus
 file (``arrowgate shadow --primary A --reference B DIR`` replays them). It
 prints one line per finding and a summary; exit 1 when anything diverged.
+Where an engine declares the operations it evaluates itself (the csv engine's
+table), the queries draw from them, and ``--coverage`` lists each with the
+number of queries that used it.
 """
 
 from __future__ import annotations
