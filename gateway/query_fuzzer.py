@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from sqlglot import exp
 
     from gateway.core import Gateway
+    from gateway.query_generator import Operations
 
 #: divergences of one category shrunk at most this often (later ones are only counted)
 SHRUNK_PER_CATEGORY = 3
@@ -76,6 +77,8 @@ class FuzzReport:
     #: divergences of a category already shrunk SHRUNK_PER_CATEGORY times
     repeats: int = 0
     findings: list[Finding] = field(default_factory=list)
+    #: per entry of the operations table (when one was given): the queries that used it
+    coverage: dict[str, int] = field(default_factory=dict)
 
     @property
     def per_minute(self) -> float:
@@ -94,10 +97,14 @@ class DifferentialFuzzer:
         options: the comparator's options (its ``dialect`` is the SQL's).
         without: constructs the queries leave out (sqlglot expression names, such as
             ``round``): divergences already understood, so the run finds others.
+        operations: a table of native operations the queries draw expressions from
+            (:class:`gateway.query_generator.Operations`); the report counts the queries
+            using each of its entries.
     """
 
     def __init__(self, gw: Gateway, primary: str, reference: str, source: str, *, seed: int = 0,
-                 options: CompareOptions | None = None, without: Sequence[str] = ()):
+                 options: CompareOptions | None = None, without: Sequence[str] = (),
+                 operations: Operations | None = None):
         from gateway.query_generator import expression_types
 
         self.gw, self.primary, self.reference, self.source = gw, primary, reference, source
@@ -105,6 +112,7 @@ class DifferentialFuzzer:
         self.options = options or CompareOptions()
         expression_types(without)  # a wrong name fails here, before any query runs
         self.without = list(without)
+        self.operations = operations
 
     def columns(self) -> list[Any]:
         """The source's columns with a sample of their values, read from the reference."""
@@ -141,7 +149,9 @@ class DifferentialFuzzer:
 
         report = FuzzReport(self.primary, self.reference, self.source, self.seed)
         generator = QueryGenerator(self.source, self.columns(), random.Random(self.seed),
-                                   without=self.without)
+                                   without=self.without, operations=self.operations)
+        if self.operations is not None:
+            report.coverage = {str(entry): 0 for entry in self.operations.NATIVE}
         seen: set[str] = set()
         shrunk_per_category: dict[str, int] = {}
         started = time.perf_counter()
@@ -149,6 +159,8 @@ class DifferentialFuzzer:
             if max_queries is not None and report.queries >= max_queries:
                 break
             tree = generator.query()
+            for entry in generator.used:
+                report.coverage[entry] = report.coverage.get(entry, 0) + 1
             sql = tree.sql(self.options.dialect)
             primary = self._outcome(sql, self.primary)
             report.queries += 1

@@ -17,6 +17,13 @@ A generator can be told to leave constructs out (``without=["round"]``, by
 sqlglot's expression names): once a divergence is understood, a run over the
 rest finds the next one instead of the same one again (SQLancer's generators
 skip known bugs the same way).
+
+Given an engine's table of native operations (:class:`Operations`, such as the csv
+engine's), half of the expressions, conditions and aggregates are drawn from it
+instead: each entry over columns of its argument types and the table's adversarial
+constants (NaN, the integer edges, backslashes, ``İ``, empty formats), so that every
+operation the engine evaluates itself is generated; :attr:`QueryGenerator.used` names
+the entries the last query holds.
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+import sqlglot
 from sqlglot import exp
 
 #: literals at the edges, per kind, mixed with the table's own values
@@ -65,11 +73,14 @@ class Column:
         name: as the engines spell it.
         kind: ``int``, ``float``, ``string``, ``bool``, ``temporal`` or ``other``.
         values: a sample of the values it holds (literals are drawn from them).
+        sql_type: its type as DuckDB names it (BIGINT, DOUBLE, VARCHAR, TIMESTAMPTZ, ...),
+            which an operations table's argument types are matched against.
     """
 
     name: str
     kind: str
     values: list[Any] = field(default_factory=list)
+    sql_type: str = ""
 
     @classmethod
     def from_arrow(cls, table: Any) -> list[Column]:
@@ -85,8 +96,39 @@ class Column:
                     "bool" if pa.types.is_boolean(t) else
                     "temporal" if pa.types.is_temporal(t) else "other")
             values = [v for v in col.to_pylist() if v is not None and not isinstance(v, bytes)]
-            out.append(cls(f.name, kind, sorted(set(values), key=repr)[:50]))
+            out.append(cls(f.name, kind, sorted(set(values), key=repr)[:50], _sql_type(t)))
         return out
+
+
+def _sql_type(t: Any) -> str:
+    """DuckDB's name of an Arrow type, for the types an operations table names."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
+    if pa.types.is_decimal(t):
+        return "HUGEINT" if t.scale == 0 and t.precision == 38 else "DECIMAL"
+    return {pa.int32(): "INTEGER", pa.int64(): "BIGINT", pa.float64(): "DOUBLE",
+            pa.string(): "VARCHAR", pa.large_string(): "VARCHAR", pa.bool_(): "BOOLEAN",
+            pa.date32(): "DATE", pa.time64("us"): "TIME"}.get(t, str(t).upper())
+
+
+class Operations(Protocol):
+    """A table of native operations (an engine's ``native_operations``, such as the csv
+    engine's ``gateway_csv.native``) the generator draws expressions from.
+
+    ``NATIVE`` holds entries with ``name``, ``kind`` (operator, function, cast,
+    aggregate), ``args`` and ``result`` (DuckDB type names); ``sql(entry, operands)``
+    renders one; ``text_arguments(entry)`` gives the constants an argument position must
+    be (date parts, formats); ``LITERALS`` holds adversarial constants per type.
+    """
+
+    NATIVE: tuple[Any, ...]
+    LITERALS: dict[str, tuple[str, ...]]
+
+    def sql(self, entry: Any, operands: list[str]) -> str: ...
+
+    def text_arguments(self, entry: Any) -> dict[int, tuple[str, ...]]: ...
 
 
 class QueryGenerator:
@@ -96,13 +138,20 @@ class QueryGenerator:
     """
 
     def __init__(self, table: str, columns: list[Column], rng: random.Random,
-                 without: Iterable[str] = ()):
+                 without: Iterable[str] = (), operations: Operations | None = None):
         self.table = table
         self.without = expression_types(without)
         self.columns = [c for c in columns if c.kind != "other"]
         self.rng = rng
         self.numeric = [c for c in self.columns if c.kind in ("int", "float")]
         self.ordered = [c for c in self.columns if c.kind != "bool"]
+        self.operations = operations
+        #: the operations table's entries the last query holds (see :meth:`native`)
+        self.used: set[str] = set()
+        entries = list(operations.NATIVE) if operations is not None else []
+        self._row_entries = [e for e in entries if e.kind != "aggregate"]
+        self._conditions = [e for e in self._row_entries if e.result == "BOOLEAN"]
+        self._aggregates = [e for e in entries if e.kind == "aggregate"]
 
     # -- statements ---------------------------------------------------------------------
     def query(self) -> exp.Select:
@@ -112,6 +161,7 @@ class QueryGenerator:
             ValueError: no query without the constructs left out was drawn in REDRAWS tries.
         """
         for _ in range(REDRAWS):
+            self.used = set()
             tree = self._draw()
             if not self.without or tree.find(*self.without) is None:
                 return tree
@@ -198,8 +248,43 @@ class QueryGenerator:
         return exp.Cast(this=exp.Literal.string(str(value)),
                         to=exp.DataType.build("TIMESTAMP" if " " in str(value) else "DATE"))
 
+    # -- the operations table -------------------------------------------------------------
+    def native(self, entries: list[Any]) -> exp.Expr | None:
+        """One entry of ``entries`` (drawn evenly, so that every entry is drawn) applied to
+        columns of its argument types and the table's adversarial constants; None when no
+        entry drawn can be written over these columns."""
+        assert self.operations is not None
+        for _ in range(20):
+            entry = self.rng.choice(entries)
+            fixed = self.operations.text_arguments(entry)
+            operands = []
+            for i, arg in enumerate(entry.args):
+                pool = list(fixed.get(i) or self._operands(arg, entry))
+                if not pool:
+                    break
+                operands.append(self.rng.choice(pool))
+            else:
+                self.used.add(str(entry))
+                return sqlglot.parse_one(f"SELECT {self.operations.sql(entry, operands)}",
+                                         read="duckdb").expressions[0]
+        return None
+
+    def _operands(self, sql_type: str, entry: Any) -> list[str]:
+        assert self.operations is not None
+        columns = [exp.to_identifier(c.name, quoted=True).sql("duckdb") for c in self.columns
+                   if c.sql_type == sql_type]
+        as_text = entry.name == "||" or (entry.kind == "cast" and entry.result == "VARCHAR")
+        if as_text and sql_type != "VARCHAR":
+            # a bare CSV column cast to text is read raw by DuckDB's read_csv: wrap it
+            columns = [f"(CASE WHEN {c} IS NOT NULL THEN {c} END)" for c in columns]
+        return columns * 2 + list(self.operations.LITERALS.get(sql_type, ()))
+
     def _scalar(self) -> exp.Expr:
         """A column, or an expression over columns."""
+        if self._row_entries and self.rng.random() < 0.5:
+            drawn = self.native(self._row_entries)
+            if drawn is not None:
+                return drawn
         col, kind = self._column()
         roll = self.rng.random()
         if roll < 0.1:
@@ -266,6 +351,10 @@ class QueryGenerator:
         return col
 
     def _aggregate(self) -> exp.Expr:
+        if self._aggregates and self.rng.random() < 0.4:
+            drawn = self.native(self._aggregates)
+            if drawn is not None:
+                return drawn
         roll = self.rng.random()
         if roll < 0.2 or not self.columns:
             return exp.Count(this=exp.Star())
@@ -286,6 +375,10 @@ class QueryGenerator:
                 exp.Or(this=left, expression=right)
         if depth > 0 and roll < 0.36:
             return exp.Not(this=exp.Paren(this=self._condition(depth - 1)))
+        if self._conditions and roll < 0.6:
+            drawn = self.native(self._conditions)
+            if drawn is not None:
+                return drawn
         col, kind = self._column()
         column = next(c for c in self.columns if c.name == col.name)
         roll = self.rng.random()

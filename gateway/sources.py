@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob as globmod
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +96,32 @@ def not_regular(source: Source) -> tuple[str, str] | None:
             continue  # a missing path has its own error
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             return path, _file_kind(mode)
+    return None
+
+
+def special_file(path: str) -> str | None:
+    """What ``path`` is (``a named pipe (FIFO)``, ...) when it exists and is neither a
+    regular file nor a folder: opening it would wait for a writer, or never end."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else _file_kind(mode)
+
+
+#: the quoted texts of a statement (string literals, quoted identifiers), which may name files
+_QUOTED = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")
+
+
+def named_special_file(sql: str) -> tuple[str, str] | None:
+    """The first quoted text of ``sql`` naming a FIFO or device (``FROM 'p.csv'``), and what
+    it is, or None. DuckDB opens such a path while it binds, past any timeout or cancel."""
+    for match in _QUOTED.finditer(sql):
+        text = match.group(1) if match.group(1) is not None else match.group(2)
+        if 0 < len(text) < 4096:
+            kind = special_file(os.path.expanduser(text.replace("''", "'").replace('""', '"')))
+            if kind is not None:
+                return text, kind
     return None
 
 

@@ -121,7 +121,8 @@ def test_sums_of_64_bit_integers_do_not_wrap(tmp_path):
         got = gw.execute("SELECT sum(a) AS s FROM t WHERE g <> 5", engine="csv").to_arrow()
         assert got.column("s").to_pylist() == [Decimal(8 * big - 28)]
         small = gw.execute("SELECT sum(g) AS s FROM t WHERE a > 0", engine="csv").to_arrow()
-        assert small.schema.field("s").type == pa.int64()  # as before, where the sum fits
+        # DuckDB's sum of BIGINT is a HUGEINT, also where it fits in 64 bits
+        assert small.schema.field("s").type == pa.decimal128(38, 0)
 
 
 def test_distinct_takes_minus_zero_and_zero_as_one_value(tmp_path):
@@ -242,7 +243,8 @@ def test_csv_errors_carry_duckdbs_kind(tmp_path, sql, kind):
 
 
 @pytest.mark.parametrize("sql", ["SELECT n = '1' AS x FROM t", "SELECT n + '1' AS x FROM t",
-                                 "SELECT n IN ('1', 2) AS x FROM t", "SELECT s || n AS x FROM t"])
+                                 "SELECT n IN ('1', 2) AS x FROM t",
+                                 "SELECT s || (n + 1) AS x FROM t"])
 def test_text_constants_meeting_numbers_are_cast_like_duckdb(tmp_path, sql):
     path = write(tmp_path, "sv.csv", "s,n\nabc,1\n7,2\n")
     with gateway_for(path) as gw:

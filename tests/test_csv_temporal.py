@@ -83,6 +83,8 @@ PARTS = ["year", "quarter", "month", "day", "hour", "minute", "second", "millise
 def test_date_part_and_extract_keys_are_fused_and_match_duckdb(path, fused, column):
     with gateway_for(path, chunk_bytes=512) as gw:
         for part in PARTS:
+            if column == "tz" and part == "epoch":
+                continue  # left to the fallback (test_epoch_of_a_timestamptz_falls_back)
             assert_same(gw, f"SELECT date_part('{part}', {column}) AS k, count(*) AS n, "
                             f"avg(x) AS a FROM t GROUP BY 1")
             if part.isalpha() and part.lower() == part:
@@ -103,7 +105,7 @@ def test_date_trunc_keys_are_fused_and_match_duckdb(path, fused, column):
             got = assert_same(gw, f"SELECT date_trunc('{unit}', {column}) AS k, count(*) AS n, "
                                   f"max(x) AS m FROM t GROUP BY 1 ORDER BY 1")
             assert str(got.schema.field("k").type) == (
-                "timestamp[us, tz=UTC]" if column == "tz" else "timestamp[us]")
+                "timestamp[us, tz=Etc/UTC]" if column == "tz" else "timestamp[us]")
 
 
 def test_groups_sharing_a_key_are_merged(path, fused):
@@ -137,10 +139,18 @@ def test_the_arrow_path_prints_what_duckdb_prints(path):
             assert_same(gw, f"SELECT i, strftime(ts, '{fmt}') AS a, strftime(d, '{fmt}') AS b, "
                             f"strftime('{fmt}', tz) AS c FROM t")
         for part in PARTS:
+            tz = "tz" if part != "epoch" else "ts"  # (epoch of a TIMESTAMPTZ falls back)
             assert_same(gw, f"SELECT i, date_part('{part}', ts) AS a, date_part('{part}', d) AS b, "
-                            f"date_part('{part}', tz) AS c FROM t")
+                            f"date_part('{part}', {tz}) AS c FROM t")
         assert_same(gw, "SELECT count(DISTINCT strftime(ts, '%Y')) AS y, "
                         "extract(month FROM d) AS m FROM t GROUP BY 2")
+
+
+def test_epoch_of_a_timestamptz_falls_back(path):
+    """DuckDB takes a TIMESTAMPTZ's epoch through ICU, whose doubles differ in the last
+    digit from micros / 1e6 (-46311566399.9995 against -46311566399.999504 in 894)."""
+    with gateway_for(path) as gw, pytest.raises(Unsupported):
+        gw.execute("SELECT date_part('epoch', tz) AS e FROM t", engine="csv").to_arrow()
 
 
 @pytest.mark.parametrize("sql", [

@@ -7,6 +7,9 @@ engines, compares the answers with the shadow comparator, shrinks every
 divergence to a minimal query and writes it to ``--out`` as a ``.sql`` corpus
 file (``arrowgate shadow --primary A --reference B DIR`` replays them). It
 prints one line per finding and a summary; exit 1 when anything diverged.
+Where an engine declares the operations it evaluates itself (the csv engine's
+table), the queries draw from them, and ``--coverage`` lists each with the
+number of queries that used it.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ def register(sub: Any) -> None:
                    "expression names (round,intdiv,like,...): divergences already understood")
     p.add_argument("--out", metavar="DIR", default="fuzz-findings",
                    help="folder the shrunk queries are written to (default fuzz-findings)")
+    p.add_argument("--coverage", action="store_true",
+                   help="list each operation the primary (or the reference) evaluates "
+                   "natively and how many generated queries used it")
     p.set_defaults(run=run)
 
 
@@ -64,17 +70,39 @@ def run(args: argparse.Namespace) -> int:
         for name in (args.primary, args.reference):
             gw.engine_config(name)
         options = getattr(gw, "shadow_settings", None)
+        # an engine that declares the operations it evaluates itself (the csv engine's
+        # gateway_csv.native) has the queries drawn from them
+        operations = None
+        for name in (args.primary, args.reference):
+            operations = getattr(gw.engine(name), "native_operations", None)
+            if operations is not None:
+                break
         try:
             fuzzer = DifferentialFuzzer(gw, args.primary, args.reference, args.source,
-                                        seed=args.seed, without=without,
+                                        seed=args.seed, without=without, operations=operations,
                                         options=options.compare if options is not None else None)
         except ValueError as exc:
             raise UsageError(f"--without: {exc}") from None
         report = fuzzer.run(seconds=args.minutes * 60, max_queries=args.queries,
                             max_findings=args.max_findings, out_dir=args.out, on_finding=show)
+    if args.coverage:
+        print(_coverage(report.coverage, args.primary, args.reference))
     print(f"{report.queries} queries in {report.seconds:.1f} s ({report.per_minute:.0f} per "
           f"minute): {len(report.findings)} divergences written to {args.out}"
           + (f", {report.repeats} more of the same kinds" if report.repeats else "")
           + (f"; {report.unsupported} unsupported by {args.primary}, skipped"
              if report.unsupported else ""))
     return EXIT_QUERY if report.findings else EXIT_OK
+
+
+def _coverage(counts: dict[str, int], primary: str, reference: str) -> str:
+    """The --coverage report: each native entry and the queries that used it, unused first."""
+    if not counts:
+        return (f"coverage: neither {primary} nor {reference} declares the operations it "
+                "evaluates natively (the csv engine does)")
+    width = max(len(entry) for entry in counts)
+    lines = [f"  {entry:<{width}}  {n}" for entry, n in
+             sorted(counts.items(), key=lambda item: (item[1] > 0, item[0]))]
+    unused = sum(1 for n in counts.values() if not n)
+    return (f"coverage: {len(counts) - unused} of {len(counts)} native operations used"
+            + (f", {unused} unused" if unused else "") + "\n" + "\n".join(lines))

@@ -31,7 +31,7 @@ _CAST_TYPES: dict[str, pa.DataType] = {
     "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "REAL": pa.float32(),
     "VARCHAR": pa.string(), "TEXT": pa.string(), "CHAR": pa.string(),
     "BOOLEAN": pa.bool_(), "DATE": pa.date32(), "TIMESTAMP": pa.timestamp("us"),
-    "DATETIME": pa.timestamp("us"),
+    "TIMESTAMPNTZ": pa.timestamp("us"), "DATETIME": pa.timestamp("us"),
 }
 _CMP = {exp.EQ: "equal", exp.NEQ: "not_equal", exp.GT: "greater", exp.GTE: "greater_equal",
         exp.LT: "less", exp.LTE: "less_equal"}
@@ -222,7 +222,16 @@ def coerce(values: list[Value], how: str = "mix") -> list[Value]:
     target = pa.null()
     for v in values:
         target = common_type(target, v.type)
-    return [v if v.type == target else v.cast(target) for v in values]
+    return [v if v.type == target else cast_number(v, target) for v in values]
+
+
+def cast_number(value: Value, target: pa.DataType) -> Value:
+    """``value`` as ``target``; an integer past 2**53 becomes the nearest double, as DuckDB
+    casts it (Arrow's safe cast refuses it)."""
+    if pa.types.is_floating(target) and (pa.types.is_integer(value.type) or
+                                         pa.types.is_decimal(value.type)):
+        return pc.cast(value, target, safe=False)
+    return value.cast(target)
 
 
 def _binary_cmp(frame: Frame, node: exp.Expression) -> Value:
@@ -230,21 +239,30 @@ def _binary_cmp(frame: Frame, node: exp.Expression) -> Value:
     operands = [frame._eval(node.this), frame._eval(node.expression)]
     refuse_temporal_numbers(operands, "compare")
     left, right = coerce(operands, how)
-    plain = getattr(pc, _CMP[type(node)])(left, right)
+    return compare(_CMP[type(node)], left, right)
+
+
+def compare(fn: str, left: Value, right: Value) -> Value:
+    """Arrow's comparison ``fn`` (equal, less, ...) of two values of one type, with
+    DuckDB's order of doubles: NaN equals NaN and is greater than every other number."""
+    plain = getattr(pc, fn)(left, right)
     if not pa.types.is_floating(left.type):
         return plain
-    # DuckDB: NaN equals NaN and is greater than every other number
     ln, rn = pc.is_nan(left), pc.is_nan(right)
-    if isinstance(node, exp.EQ | exp.NEQ):
+    if fn in ("equal", "not_equal"):
         eq = pc.or_kleene(pc.equal(left, right), pc.and_kleene(ln, rn))
-        return eq if isinstance(node, exp.EQ) else pc.invert(eq)
-    if isinstance(node, exp.GT):
-        return pc.or_kleene(plain, pc.and_kleene(ln, pc.invert(rn)))
-    if isinstance(node, exp.GTE):
-        return pc.or_kleene(plain, ln)
-    if isinstance(node, exp.LT):
-        return pc.or_kleene(plain, pc.and_kleene(rn, pc.invert(ln)))
-    return pc.or_kleene(plain, rn)
+        nan_aware = eq if fn == "equal" else pc.invert(eq)
+    elif fn == "greater":
+        nan_aware = pc.or_kleene(plain, pc.and_kleene(ln, pc.invert(rn)))
+    elif fn == "greater_equal":
+        nan_aware = pc.or_kleene(plain, ln)
+    elif fn == "less":
+        nan_aware = pc.or_kleene(plain, pc.and_kleene(rn, pc.invert(ln)))
+    else:
+        nan_aware = pc.or_kleene(plain, rn)
+    # a NULL operand makes the comparison NULL, even where the other is NaN
+    # (or_kleene(NULL, TRUE) is TRUE: a NULL row would pass `y <= 'nan'`)
+    return pc.if_else(pc.is_null(plain), pa.scalar(None, pa.bool_()), nan_aware)
 
 
 def _and(frame: Frame, node: exp.Expression) -> Value:
@@ -286,17 +304,24 @@ def _in(frame: Frame, node: exp.In) -> Value:
         result: Value | None = None
         for item in items:
             a, b = coerce([needle, item], "equal")
-            eq = pc.equal(a, b)
+            eq = compare("equal", a, b)
             result = eq if result is None else pc.or_kleene(result, eq)
         assert result is not None
         return result
-    values = [i.as_py() for i in items if i.is_valid]
     target = needle.type
     for item in items:
         target = common_type(target, item.type)
+    values = [cast_number(i, target).as_py() for i in items if i.is_valid]
+    probe = cast_number(needle, target) if needle.type != target else needle
+    if pa.types.is_floating(target):
+        # DuckDB: -0.0 is 0.0 and NaN is NaN; Arrow's hashing tells the zeros apart
+        has_nan = any(v != v for v in values)
+        values = [v + 0.0 for v in values if v == v]
+        probe = pc.add(probe, 0.0)
     haystack = pa.array(values, target) if values else pa.array([], target)
-    probe = needle.cast(target) if needle.type != target else needle
     found = pc.is_in(probe, value_set=haystack)
+    if pa.types.is_floating(target):
+        found = pc.or_(found, pc.and_(pc.fill_null(pc.is_nan(probe), False), has_nan))
     has_null = any(not i.is_valid for i in items)
     # SQL: NULL IN (...) is NULL; x IN (..., NULL) is NULL when not found
     null_mask = pc.is_null(probe)
@@ -310,7 +335,7 @@ def _between(frame: Frame, node: exp.Between) -> Value:
                 frame._eval(node.args["high"])]
     refuse_temporal_numbers(operands, "BETWEEN")
     value, low, high = coerce(operands, "compare")
-    return pc.and_kleene(pc.greater_equal(value, low), pc.less_equal(value, high))
+    return pc.and_kleene(compare("greater_equal", value, low), compare("less_equal", value, high))
 
 
 def _like(frame: Frame, node: exp.Expression) -> Value:
@@ -322,9 +347,28 @@ def _like(frame: Frame, node: exp.Expression) -> Value:
         return pa.scalar(None, pa.bool_())
     if not pattern.is_valid:
         return pa.nulls(frame.length, pa.bool_())
-    matched = pc.match_like(value, pattern.as_py(), ignore_case=isinstance(node, exp.ILike))
+    text = pattern.as_py()
+    if isinstance(node, exp.ILike):
+        # DuckDB folds both sides with its lower() (U+0130 `İ` to `i`), as utf8_lower
+        # does; Arrow's ignore_case does not fold `İ`
+        value = pc.utf8_lower(value)
+        text = pc.utf8_lower(pa.scalar(text, pa.string())).as_py()
+    if "\\" in text:
+        # DuckDB's LIKE has no escape character unless ESCAPE names one; Arrow's takes
+        # the backslash as one (and misses `%\\\\` even escaped): a regular expression
+        matched = pc.match_substring_regex(value, like_regex(text))
+    else:
+        matched = pc.match_like(value, text)
     # sqlglot parses `x NOT LIKE p` as Like(negate=True), not as Not(Like)
     return pc.invert(matched) if node.args.get("negate") else matched
+
+
+def like_regex(pattern: str) -> str:
+    """A LIKE pattern without an escape character as an anchored RE2 expression."""
+    import re
+
+    parts = [".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern]
+    return "(?s)^" + "".join(parts) + "$"
 
 
 def _arith(fn: str) -> Callable[[Frame, exp.Expression], Value]:
@@ -341,20 +385,16 @@ def _div(frame: Frame, node: exp.Expression) -> Value:
 
 
 def _to_float(v: Value) -> Value:
-    return v if pa.types.is_floating(v.type) else v.cast(pa.float64())
+    return v if pa.types.is_floating(v.type) else cast_number(v, pa.float64())
 
 
 def _intdiv(frame: Frame, node: exp.Expression) -> Value:
     left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
-    if pa.types.is_floating(left.type):
-        return pc.floor(pc.divide(left, right))
-    return pc.divide_checked(left, right)
+    return pc.divide_checked(left, right)  # of BIGINT only (gateway_csv.native)
 
 
 def _mod(frame: Frame, node: exp.Expression) -> Value:
     left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
-    if pa.types.is_floating(left.type):
-        return pc.subtract(left, pc.multiply(right, pc.trunc(pc.divide(left, right))))
     return pc.subtract(left, pc.multiply(right, pc.divide_checked(left, right)))
 
 
@@ -420,17 +460,29 @@ def _cast(frame: Frame, node: exp.Cast) -> Value:
         raise unsupported(node, f"CAST to {to.sql(dialect='duckdb')}")
     if pa.types.is_integer(target) and pa.types.is_floating(value.type):
         # DuckDB rounds a DOUBLE to even (nearbyint) but a DECIMAL literal away from zero
-        decimal_literal = isinstance(node.this, exp.Literal)
+        inner = node.this.this if isinstance(node.this, exp.Neg) else node.this
+        decimal_literal = isinstance(inner, exp.Literal)
         value = pc.round(value, round_mode="half_towards_infinity" if decimal_literal
                          else "half_to_even")
-    if pa.types.is_string(target) and pa.types.is_floating(value.type):
-        return _float_text(value)
+    if pa.types.is_string(target):
+        return text(value)
     if isinstance(node, exp.TryCast):
         try:
-            return value.cast(target)
+            return cast_number(value, target)
         except pa.ArrowInvalid:
             raise unsupported(node, "TRY_CAST of values that fail") from None
-    return value.cast(target)
+    return cast_number(value, target)
+
+
+def text(value: Value) -> Value:
+    """A value as DuckDB writes it as VARCHAR (CAST(x AS VARCHAR), the operands of ||)."""
+    if pa.types.is_string(value.type):
+        return value
+    if pa.types.is_floating(value.type):
+        return _float_text(value)
+    if pa.types.is_timestamp(value.type):
+        return temporal.timestamp_text(value)
+    return value.cast(pa.string())
 
 
 def _float_text(value: Value) -> Value:
@@ -455,6 +507,10 @@ def _strftime(frame: Frame, node: exp.TimeToStr) -> Value:
     fmt = frame._eval(fmt_node)
     if not isinstance(fmt, pa.Scalar):
         raise unsupported(node, "strftime with a non-constant format")
+    if fmt.as_py() == "None":
+        # sqlglot parses strftime(ts, '') as the format 'None': the two cannot be told
+        # apart, and DuckDB refuses the one and prints the other
+        raise unsupported(node, "strftime with the format 'None' or ''")
     return temporal.strftime(frame._eval(value_node), fmt.as_py())
 
 
@@ -494,6 +550,8 @@ def round_like_duckdb(value: Value, digits: int) -> Value:
         return pc.round(value, round_mode="half_towards_infinity")
     scaled = pc.multiply(value, 10.0 ** digits)
     rounded = pc.divide(pc.round(scaled, round_mode="half_towards_infinity"), 10.0 ** digits)
+    # DuckDB keeps the value itself where scaling it passes the doubles' range
+    rounded = pc.if_else(pc.is_finite(rounded), rounded, value)
     ties = pc.equal(pc.abs(pc.subtract(scaled, pc.trunc(scaled))), 0.5)
     if not pc.any(ties).as_py():
         return rounded
@@ -511,14 +569,16 @@ def _round_exact(x: float | None, digits: int) -> float | None:
     if x is None or not math.isfinite(x):
         return x
     quantum = decimal.Decimal(1).scaleb(-digits)
-    return float(decimal.Decimal(x).quantize(quantum, rounding=decimal.ROUND_HALF_UP))
+    exact = decimal.Context(prec=1100)  # every double's digits, 1e308 too
+    return float(decimal.Decimal(x).quantize(quantum, rounding=decimal.ROUND_HALF_UP,
+                                             context=exact))
 
 
-def _unary(fn: str, keep_int: bool = False) -> Callable[[Frame, exp.Expression], Value]:
+def _unary(fn: str, as_double: bool = False) -> Callable[[Frame, exp.Expression], Value]:
     def run(frame: Frame, node: exp.Expression) -> Value:
         value = frame._eval(node.this)
-        if keep_int and pa.types.is_integer(value.type):
-            return value
+        if as_double and pa.types.is_integer(value.type):
+            value = cast_number(value, pa.float64())  # DuckDB 2.0's floor(BIGINT) is a DOUBLE
         return getattr(pc, fn)(value)
     return run
 
@@ -533,11 +593,14 @@ def _substr(frame: Frame, node: exp.Expression) -> Value:
     length = frame._eval(node.args["length"]) if node.args.get("length") else None
     if not isinstance(start, pa.Scalar) or (length is not None and not isinstance(length, pa.Scalar)):
         raise unsupported(node, "substr with non-constant positions")
-    s = int(start.as_py())
-    if s < 1:
-        raise unsupported(node, "substr with a start below 1")
-    stop = None if length is None else s - 1 + int(length.as_py())
-    return pc.utf8_slice_codeunits(value, start=s - 1, stop=stop)
+    if not start.is_valid or (length is not None and not length.is_valid):
+        return pa.scalar(None, pa.string())
+    s = int(start.as_py())  # at least 1 (gateway_csv.native admits no other)
+    if length is None or int(length.as_py()) >= 0:
+        stop = None if length is None else s - 1 + int(length.as_py())
+        return pc.utf8_slice_codeunits(value, start=s - 1, stop=stop)
+    # DuckDB: a negative length takes the characters before the start
+    return pc.utf8_slice_codeunits(value, start=max(0, s - 1 + int(length.as_py())), stop=s - 1)
 
 
 def _trim(frame: Frame, node: exp.Trim) -> Value:
@@ -549,7 +612,7 @@ def _trim(frame: Frame, node: exp.Trim) -> Value:
 def _concat(frame: Frame, node: exp.Expression) -> Value:
     left = frame._eval(node.this)
     right = frame._eval(node.expression)
-    left, right = (v if pa.types.is_string(v.type) else v.cast(pa.string()) for v in (left, right))
+    left, right = text(left), text(right)
     return pc.binary_join_element_wise(left, right, "")
 
 
@@ -568,7 +631,7 @@ _HANDLERS: dict[type, Callable[[Frame, Any], Value]] = {
     exp.TimestampTrunc: _date_trunc, exp.DateTrunc: _date_trunc, exp.TimeToStr: _strftime,
     exp.Extract: _date_part, exp.Anonymous: _date_part,
     exp.Round: _round, exp.Abs: _unary("abs_checked"),
-    exp.Floor: _unary("floor", keep_int=True), exp.Ceil: _unary("ceil", keep_int=True),
+    exp.Floor: _unary("floor", as_double=True), exp.Ceil: _unary("ceil", as_double=True),
     exp.Lower: _unary("utf8_lower"), exp.Upper: _unary("utf8_upper"),
     exp.Length: _length, exp.Substring: _substr, exp.Trim: _trim, exp.DPipe: _concat,
 }

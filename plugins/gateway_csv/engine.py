@@ -53,6 +53,14 @@ class CsvEngine(Engine):
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._lock = threading.Lock()
 
+    @property
+    def native_operations(self) -> Any:
+        """The operations this engine evaluates itself (:mod:`gateway_csv.native`);
+        ``arrowgate fuzz`` draws its expressions from them."""
+        from gateway_csv import native
+
+        return native
+
     def connect(self) -> None:
         threads = self.config["threads"] or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="csv-scan")
@@ -172,6 +180,7 @@ class CsvEngine(Engine):
         scanners = []
         try:
             for path in files:
+                refuse_special(path)
                 try:
                     file = open_csv(path, options)
                 except IsADirectoryError:
@@ -232,6 +241,7 @@ class CsvEngine(Engine):
             raise Unsupported("query parameters are not supported by the csv engine",
                               engines=("duckdb",))
         from gateway_csv import query as q
+        from gateway_csv.binding import bind
         from gateway_csv.compute import Frame
 
         select = q.parse(sql)
@@ -242,6 +252,7 @@ class CsvEngine(Engine):
             from gateway_csv.run import finish
 
             query = q.analyse(select, None, None)
+            query.types = bind(query, {})[0]
             if query.is_aggregate:
                 raise Unsupported("the csv engine does not run aggregates without FROM",
                                   engines=("duckdb",))
@@ -261,9 +272,12 @@ class CsvEngine(Engine):
         import pyarrow as pa
 
         from gateway_csv import query as q
+        from gateway_csv.binding import bind
+        from gateway_csv.native import column_types
         from gateway_csv.run import aggregate, plain_batches
 
         query = q.analyse(select, scanners[0].layout, table)
+        query.types = bind(query, column_types(scanners[0].layout))[0]
         notes: dict[str, Any] = {}
         if query.is_aggregate:
             result = aggregate(scanners, query)
@@ -307,6 +321,22 @@ class CsvEngine(Engine):
             for col, kind in zip(layout.names, layout.kinds, strict=True):
                 columns.append(CatalogColumn("main", name, col, arrow_type(kind)))
         return columns
+
+
+def refuse_special(path: str) -> None:
+    """Refuse a FIFO or a device before opening it: opening a FIFO waits for a writer,
+    past any timeout or cancel, and a device may never end.
+
+    Raises:
+        QueryError: ``path`` is neither a regular file nor a folder.
+    """
+    from gateway.sources import special_file
+
+    kind = special_file(path)
+    if kind is not None:
+        raise QueryError(f"{path} is {kind}, not a CSV file", kind="unknown_object",
+                         hint="name a regular file; copy what a pipe or device gives into "
+                              "one first")
 
 
 class _StoppableSession(EngineSession):

@@ -44,14 +44,14 @@ SAMPLE_BYTES = 512 << 10  # types are sniffed on the rows of this head
 DIALECT_BYTES = 8 << 20  # the dialect on up to SAMPLE_ROWS rows of this one, as DuckDB does
 DELIMITERS = (",", "|", ";", "\t")
 QUOTES = ('"', "'")
-#: DuckDB's date formats (ISO is read natively), in the order that reproduces its
-#: choice when several fit: 01-02-2000 is 1 February
-DATE_FORMATS = tuple(f.replace("-", sep) for sep in "-/." for f in
-                     ("%d-%m-%Y", "%d-%m-%y", "%m-%d-%Y", "%m-%d-%y", "%Y-%m-%d", "%y-%m-%d"))
-#: DuckDB's timestamp formats (its list, with each date separator)
-TIMESTAMP_FORMATS = tuple(f.replace("-", sep) for sep in "-/." for f in (
-    "%d-%m-%Y %H:%M:%S", "%d-%m-%y %H:%M:%S", "%m-%d-%Y %I:%M:%S %p", "%m-%d-%y %I:%M:%S %p",
-    "%Y-%m-%d %H:%M:%S", "%y-%m-%d %H:%M:%S"))
+#: DuckDB's date format templates (its sniffer's format_template_candidates), with the
+#: first value's separator for "-"; DuckDB tries them from the last one backwards
+DATE_FORMATS = ("%m-%d-%Y", "%m-%d-%y", "%d-%m-%Y", "%d-%m-%y", "%Y-%m-%d", "%y-%m-%d")
+#: DuckDB's timestamp format templates, the same way
+TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%m-%d-%Y %I:%M:%S %p", "%m-%d-%y %I:%M:%S %p",
+                     "%d-%m-%Y %H:%M:%S", "%d-%m-%y %H:%M:%S", "%Y-%m-%d %H:%M:%S",
+                     "%y-%m-%d %H:%M:%S")
+_DATE_SEPARATOR = re.compile(r"[ \t]*\d+(\D+)\d+")
 
 # Each pattern matches a value in at most one way (no two quantifiers compete
 # for the same characters), and _column_kind joins them per line in an atomic
@@ -203,10 +203,48 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
     for kind, shape, formats in ((DATE, _OTHER_DATE, DATE_FORMATS),
                                  (TS, _OTHER_TIMESTAMP, TIMESTAMP_FORMATS)):
         if re.fullmatch(f"(?:{shape.pattern}\n)*+{shape.pattern}", joined):
-            for fmt in formats:
-                if _all_match(fmt, values):
-                    return kind, fmt
+            fmt = duckdb_date_format(formats, values)
+            if fmt is not None:
+                return kind, fmt
     return STR, None
+
+
+def duckdb_date_format(templates: tuple[str, ...], values: list[str]) -> str | None:
+    """The format DuckDB's sniffer picks for ``values`` (dates or timestamps not in ISO
+    form), or None when none reads them.
+
+    DuckDB puts the first value's separator into its templates (leaving out ISO's
+    ``%Y-%m-%d``), starts from the last one and, value by value, drops the format in use
+    while it does not read the value: 01/02/2024 is 1 February (``%d/%m/%Y`` comes
+    before ``%m/%d/%Y``) and 01/02/24 is 24 February 2001 (``%y/%m/%d``).
+
+    Raises:
+        Unsupported: the format DuckDB ends with does not read a value it accepted
+            earlier (DuckDB would fail on it or read it otherwise): a date must never be
+            read differently from DuckDB, so the file is left to the fallback.
+    """
+    found = _DATE_SEPARATOR.match(values[0])
+    if found is None:
+        return None
+    separator = found.group(1)
+    formats = [t.replace("-", separator) for t in templates]
+    candidates = [f for f in formats if "%Y-%m-%d" not in f]
+    for value in values:
+        while candidates and not _all_match(candidates[-1], [value]):
+            candidates.pop()
+        if not candidates:
+            # DuckDB then reads the values as ISO dates, which may lack leading zeros
+            # (2005-10-3)
+            iso = [f for f in formats if "%Y-%m-%d" in f and _all_match(f, values)]
+            return iso[-1] if iso else None
+    if not _all_match(candidates[-1], values):
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"the csv engine does not read dates such as {values[0]!r} whose "
+                          f"day and month order DuckDB settles value by value (ending with "
+                          f"{candidates[-1]!r}, which misreads earlier values)",
+                          engines=("duckdb",))
+    return candidates[-1]
 
 
 def _all_parse(kind: int, values: list[str]) -> bool:

@@ -145,8 +145,14 @@ def _rewritten(file: Any, fix: Callable[[bytes, bool], tuple[bytes, bool]]) -> A
         with os.fdopen(fd, "wb") as copy:
             in_quote, offset, held = False, 0, b""
             while offset < file.size:
-                block = held + file.pread(offset, _BLOCK)
-                offset += len(block) - len(held)
+                read = file.pread(offset, _BLOCK)
+                if not read:
+                    raise QueryError("the file changed while it was read (it is shorter "
+                                     "than when it was opened)", kind="resource",
+                                     hint="run the query again once the file is no longer "
+                                          "being written")
+                block = held + read
+                offset += len(read)
                 cut = block.rfind(b"\n") + 1 if offset < file.size else len(block)
                 block, held = block[:cut], block[cut:]
                 lines = []

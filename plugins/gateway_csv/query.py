@@ -98,6 +98,8 @@ class Query:
     star_only: bool = False
     #: column names (lower case) the query reads
     columns: set[str] = field(default_factory=set)
+    #: DuckDB's type of each select item (gateway_csv.binding.bind), which answers take
+    types: list[str] = field(default_factory=list)
 
 
 def parse(sql: str) -> exp.Select:

@@ -322,6 +322,10 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
     #: round to an integer
     exact_sums = {j for j, spec in enumerate(specs[:len(query.aggregates)])
                   if spec[1] == "sum" or (spec[1] == "mean" and merger is not None)}
+    #: sums and averages of any numbers: those of HUGEINT values are bounded too
+    totals = {j for j, spec in enumerate(specs[:len(query.aggregates)])
+              if spec[1] in ("sum", "mean")}
+    huge_bounds = dict.fromkeys(totals, 0)
     widened: set[int] = set()
     #: per integer sum: the most any of its sums can be (rows times largest magnitude)
     bounds = dict.fromkeys(exact_sums, 0)
@@ -332,7 +336,7 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
         for i, g in enumerate(query.group):
             arr = frame.array(g)
             if pa.types.is_floating(arr.type):
-                arr = pc.add(arr, 0.0)  # -0.0 + 0.0 is 0.0: one group, as in DuckDB
+                arr = one_zero_one_nan(arr)
             cols[f"__k{i}"] = arr
         for j, node in enumerate(arg_nodes):
             if node is not None:
@@ -343,6 +347,15 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
                     cols[f"__nan{j}"] = nan.cast(pa.int64())
                     if pa.types.is_floating(arg.type):
                         arg = pc.if_else(nan, pa.scalar(None, arg.type), arg)
+                if j in totals and pa.types.is_decimal(arg.type):
+                    low, high = (v.as_py() or 0 for v in pc.min_max(arg).values())
+                    huge_bounds[j] += max(abs(low), abs(high)) * frame.length
+                    if huge_bounds[j] >= 10**38:
+                        # Arrow's DECIMAL(38, 0) sum wraps around past 38 digits, where
+                        # DuckDB's HUGEINT goes on to 2**127 and then fails
+                        raise Unsupported("the csv engine does not add up HUGEINT values "
+                                          "whose sum can pass 38 digits",
+                                          engines=ENGINES_FOR_MORE)
                 if j in exact_sums and pa.types.is_integer(arg.type):
                     if exact:
                         arg = arg.cast(_EXACT_SUM)
@@ -352,11 +365,13 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
                         bounds[j] += max(abs(low), abs(high)) * frame.length
                         if bounds[j] >= 2**63:
                             raise _SumsPastBigint
+                if specs[j][1] == "count_distinct" and pa.types.is_floating(arg.type):
+                    arg = one_zero_one_nan(arg)
                 cols[f"__a{j}"] = arg
         if distinct_node is not None:
             arr = frame.array(distinct_node)
             if pa.types.is_floating(arr.type):
-                arr = pc.add(arr, 0.0)  # -0.0 and 0.0 are one value, as in DuckDB
+                arr = one_zero_one_nan(arr)
             cols["__d"] = broadcast(arr, frame.length)
         cols["__n"] = pa.nulls(frame.length, pa.bool_())
         batch = pa.RecordBatch.from_pydict(cols)
@@ -498,7 +513,7 @@ class _Partials:
                 first = pc.fill_null(first, 0)
             if func == "mean":
                 count = table.column(f"__p{cols[1]}").combine_chunks()
-                total = first.cast(pa.float64())
+                total = pc.cast(first, pa.float64(), safe=False)  # the nearest double
                 aggs.append(pc.if_else(pc.equal(count, 0), pa.scalar(None, pa.float64()),
                                        pc.divide(total, count.cast(pa.float64()))))
             else:
@@ -524,7 +539,7 @@ def finish(query: Query, frame: Frame) -> pa.Table:
     """Select list, DISTINCT, ORDER BY, LIMIT/OFFSET over one frame."""
     names = [name for name, _ in query.items]
     outputs = [frame.array(e) for _, e in query.items]
-    table = _table(names, outputs, frame.length)
+    table = _table(names, outputs, frame.length, query.types)
     if query.distinct:
         table = _distinct(table)
         frame = Frame({n.lower(): table.column(i).combine_chunks()
@@ -537,14 +552,32 @@ def finish(query: Query, frame: Frame) -> pa.Table:
     return _limit(table, query)
 
 
-def _table(names: list[str], arrays: list[pa.Array], length: int) -> pa.Table:
+def _table(names: list[str], arrays: list[pa.Array], length: int,
+           types: list[str] | None = None) -> pa.Table:
+    """The answer's columns, each of DuckDB's Arrow type for it (``types``: the select
+    items' DuckDB types; INTEGER constants, HUGEINT sums and zone names differ from
+    Arrow's own)."""
+    from gateway_csv.native import arrow_type
+
+    columns = [broadcast(a, length) for a in arrays]
+    for i, name in enumerate(types or []):
+        target = arrow_type(name)
+        if target is not None and columns[i].type != target:
+            columns[i] = columns[i].cast(target)
     # duplicate output names are legal SQL; Arrow tables allow them too
-    return pa.Table.from_arrays([broadcast(a, length) for a in arrays], names=names)
+    return pa.Table.from_arrays(columns, names=names)
+
+
+def one_zero_one_nan(values: Any) -> Any:
+    """Doubles as DuckDB groups them: -0.0 is 0.0 (-0.0 + 0.0), and every NaN one NaN
+    (Arrow's grouping tells the zeros apart, and NaNs of another sign: -0.0 * inf)."""
+    return pc.if_else(pc.is_nan(values), pa.scalar(float("nan"), values.type),
+                      pc.add(values, 0.0))
 
 
 def _distinct(table: pa.Table) -> pa.Table:
-    # -0.0 + 0.0 is 0.0: one row, as in DuckDB (Arrow's grouping tells the zeros apart)
-    columns = [pc.add(c, 0.0) if pa.types.is_floating(c.type) else c for c in table.columns]
+    columns = [one_zero_one_nan(c) if pa.types.is_floating(c.type) else c
+               for c in table.columns]
     renamed = pa.table(columns, names=[f"c{i}" for i in range(table.num_columns)])
     unique = renamed.group_by(renamed.column_names, use_threads=False).aggregate([])
     return unique.select([f"c{i}" for i in range(table.num_columns)]).rename_columns(
@@ -604,7 +637,8 @@ def plain_batches(scanners: list[Scanner], query: Query) -> Generator[pa.Table, 
     scan_limit = -1 if remaining is None else to_skip + remaining
     for frame, rest in scan_columns(scanners, query, scan_limit):
         frame = filtered(frame, rest)
-        table = _table(names, [frame.array(e) for _, e in query.items], frame.length)
+        table = _table(names, [frame.array(e) for _, e in query.items], frame.length,
+                       query.types)
         if to_skip:
             dropped = min(to_skip, table.num_rows)
             table = table.slice(dropped)

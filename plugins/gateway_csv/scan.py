@@ -85,6 +85,8 @@ class Scanner:
         bounds: list[int] = []
         pos = start + self.chunk_bytes
         while pos < size:
+            if self.stop is not None and self.stop():
+                raise Cancelled("the query was cancelled", engine=self.engine)
             guess = self._row_start_after(pos)
             if guess >= size:
                 break
@@ -101,6 +103,10 @@ class Scanner:
         step = 64 << 10
         while offset < self.file.size:
             block = self.file.pread(offset, step)
+            if not block:
+                # the file is shorter than when it was opened: reading on would never
+                # move past this offset
+                raise self.error("changed", offset, -1)
             hit = block.find(b"\n")
             if hit >= 0:
                 return offset + hit + 1

@@ -182,6 +182,24 @@ _UNPADDED: dict[str, tuple[int, Callable[[Any], Any]]] = {
 _FRACTIONS = {"g": (3, 1000), "f": (6, 1), "n": (9, -1000)}
 
 
+def timestamp_text(value: Any) -> Any:
+    """Timestamps as DuckDB writes them as VARCHAR: ``2024-03-10 02:30:00``, the fraction
+    of a second only when there is one and without its trailing zeros
+    (``...:00.12``), and ``+00`` after a TIMESTAMPTZ (DuckDB's session zone here is UTC)."""
+    seconds = _floor(value, "second")
+    text = _strftime(_cast(seconds, pa.timestamp("s", value.type.tz)), "%Y-%m-%d %H:%M:%S")
+    micros = _call("subtract", _cast(_cast(value, pa.timestamp("us", value.type.tz)), pa.int64()),
+                   _cast(_cast(seconds, pa.timestamp("us", value.type.tz)), pa.int64()))
+    digits = _call("utf8_lpad", _cast(micros, pa.string()),
+                   options=_kernels().PadOptions(width=6, padding="0"))
+    fraction = _call("if_else", _call("equal", micros, 0), "",
+                     _call("binary_join_element_wise", ".",
+                           _call("utf8_rtrim", digits,
+                                 options=_kernels().TrimOptions(characters="0")), ""))
+    zone = "+00" if value.type.tz else ""
+    return _call("binary_join_element_wise", text, fraction, zone, "")
+
+
 # ---------------------------------------------------------------- date_part
 
 def _century(years: Any, size: int) -> Any:
@@ -192,7 +210,9 @@ def _century(years: Any, size: int) -> Any:
 
 def _epoch(value: Any) -> Any:
     micros = _cast(_cast(value, pa.timestamp("us", value.type.tz)), pa.int64())
-    return _call("divide", _cast(micros, pa.float64()), 1_000_000.0)
+    # the nearest double past 2**53 microseconds (before 1685, after 2255), as DuckDB's
+    as_double = _call("cast", micros, options=_kernels().CastOptions.unsafe(pa.float64()))
+    return _call("divide", as_double, 1_000_000.0)
 
 
 #: date_part's parts: grain and the function (of timestamps), by DuckDB's name

@@ -49,6 +49,7 @@ from gateway.engine import (
 )
 from gateway.errors import ConfigError, GatewayError, QueryError
 from gateway.masking import is_secret_key
+from gateway.sources import named_special_file
 from gateway_duckdb.mount import SOURCES_CATALOG, literal, mount_statements, quote_ident
 from gateway_duckdb.translate import translate
 
@@ -279,7 +280,16 @@ class DuckDBEngine(Engine):
 
         Words are matched in the whole text, string literals included, so a name
         cannot hide inside ``query('...')``.
+
+        Whatever ``files`` says, a quoted path naming a FIFO or a device is refused:
+        DuckDB would open it while binding, where neither a timeout nor a cancel reaches.
         """
+        special = named_special_file(sql)
+        if special is not None:
+            raise QueryError(f"{special[0]!r} is {special[1]}, not a file DuckDB can read",
+                             engine=self.name, kind="unknown_object",
+                             hint="name a regular file; copy what a pipe or device gives "
+                                  "into one first")
         if self.config.get("files") != "sources":
             return
         prefixes = [p for ext, p in _UNCHECKED_EXTENSIONS.items() if ext in self.extensions]

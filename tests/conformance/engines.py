@@ -216,6 +216,13 @@ ENGINES: list[EngineUnderTest] = [
                                        "routes joins", raises=Unsupported),
             "subquery_in": Gap("never", "no subqueries; fallback = \"duckdb\" routes them",
                                raises=Unsupported),
+            "select_literal": Gap("never", "1.5 is a DECIMAL in DuckDB, which the csv engine "
+                                  "holds as a double: answering it is left to the fallback "
+                                  "(docs/csv.md, native operations)", raises=Unsupported),
+            "case_coalesce_cast": Gap("never", "DuckDB's read_csv parses a DOUBLE column cast "
+                                      "to INTEGER from its text (2.5 is 3, or 2 when the "
+                                      "column is also selected): left to the fallback",
+                                      raises=Unsupported),
             **_CSV_ERROR_KINDS,
         },
     ),
