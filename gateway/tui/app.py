@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Iterable
 from typing import Any, ClassVar
@@ -10,6 +11,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
@@ -19,6 +21,10 @@ from gateway.tui.components.query_tab import QueryTab
 from gateway.tui.console import ConsoleCore
 from gateway.tui.messages import NameChosen, QuerySubmitted
 from gateway.tui.store import Buffer, ConsoleStore, HistoryEntry
+from gateway.tui.visible import visible_plain
+
+#: Seconds quitting waits for running statements to stop once cancelled.
+QUIT_WAIT = 2.0
 
 
 class ArrowgateApp(App[None]):
@@ -141,10 +147,24 @@ class ArrowgateApp(App[None]):
         self.save_buffers()
 
     async def action_quit(self) -> None:
+        """Save the buffers, cancel what runs and give it QUIT_WAIT seconds to stop (a
+        statement that ignores its cancel is left to the process's end), then exit."""
         self.save_buffers()
+        running = [tab for tab in self.tabs if tab.action_cancel()]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + QUIT_WAIT
+        while any(tab.running for tab in running) and loop.time() < deadline:
+            await asyncio.sleep(0.02)
         for tab in self.tabs:
             tab.close()
         self.exit()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notice goes through here (widgets' too): as text, never markup, and with
+        control characters shown as escapes, since notices quote errors and paths."""
+        super().notify(visible_plain(message, keep="\n"), title=visible_plain(title),
+                       severity=severity, timeout=timeout, markup=False)
 
     # -- app-wide actions ------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -23,7 +23,12 @@ from textual_fastdatatable import DataTable
 from gateway.errors import Cancelled, GatewayError, QueryError
 from gateway.tui.components.editor import SqlEditor
 from gateway.tui.components.engine_picker import EnginePicker
-from gateway.tui.components.results_grid import ResultsGrid, prepare_backend
+from gateway.tui.components.results_grid import (
+    ResultsGrid,
+    ResultsTable,
+    error_text,
+    prepare_backend,
+)
 from gateway.tui.components.status_bar import StatusBar
 from gateway.tui.components.verdict_panel import VerdictPanel
 from gateway.tui.components.vim import VimTextArea
@@ -63,6 +68,8 @@ class QueryTab(Vertical):
         self._started = 0.0
         self._waiting = False
         self._active: TabSession | None = None
+        #: set when the tab is taken down: answers arriving later are dropped
+        self.closed = False
 
     def compose(self) -> ComposeResult:
         engines = self.core.engines
@@ -157,6 +164,7 @@ class QueryTab(Vertical):
         self._started = time.perf_counter()
         self._waiting = True
         self.status.show_running(engine, reference)
+        self.verdicts.start(reference)
         self._execute(parts, engine, reference)
 
     def session(self, engine: str) -> TabSession:
@@ -205,6 +213,8 @@ class QueryTab(Vertical):
     @on(ResultsFetched)
     async def _fetched(self, event: ResultsFetched) -> None:
         event.stop()
+        if self.closed or not self.is_attached:
+            return
         answer = event.answer
         self._waiting = False
         self.answer = answer
@@ -224,6 +234,8 @@ class QueryTab(Vertical):
     def _verdict(self, event: VerdictReady) -> None:
         event.stop()
         self.running = False
+        if self.closed or not self.is_attached:
+            return
         self.verdicts.refresh_record()
         answer = event.answer
         record = answer.shadow
@@ -235,16 +247,21 @@ class QueryTab(Vertical):
     @on(QueryFailed)
     async def _failed(self, event: QueryFailed) -> None:
         event.stop()
-        self.running = self._waiting = False
+        if self.closed or not self.is_attached:
+            self.running = self._waiting = False
+            return
         error = event.error
         text = Text()
         text.append(f"{error.kind.replace('_', ' ')} error", style="bold red")
         text.append(f" on {error.engine or event.engine}: ", style="red")
-        text.append(error.message)
+        text.append(error_text(error.message))
         if error.hint:
             text.append("\nhint: ", style="bold")
-            text.append(error.hint)
+            text.append(error_text(error.hint))
+        self.verdicts.clear()
         await self.grid.show_error(text)
+        # not running only now: quitting waits for this, and then takes the tab down
+        self.running = self._waiting = False
         self.status.show_text("cancelled" if isinstance(error, Cancelled) else
                               f"failed after {event.elapsed * 1000:,.1f} ms on {event.engine}")
         self._remember(event.sql, event.engine, event.elapsed, None, error=str(error))
@@ -290,8 +307,12 @@ class QueryTab(Vertical):
         from gateway.tui.components.cell_viewer import CellViewer
 
         event.stop()
-        self.app.push_screen(CellViewer(event.value))
+        grid = event.data_table
+        value = grid.true_value(event.coordinate) if isinstance(grid, ResultsTable) else \
+            event.value
+        self.app.push_screen(CellViewer(value))
 
     def close(self) -> None:
+        self.closed = True
         for session in self.sessions.values():
             session.close()
