@@ -95,3 +95,61 @@ async def test_a_failed_reference_says_why_and_draws_no_latency_bar():
         assert "reference failed (scan):" in shown and "does not run the table function" in shown
         assert "█" not in shown and " ms" not in shown, shown
         assert "latency: none, the reference failed" in shown
+
+
+async def test_export_while_streaming_writes_what_is_in_and_says_partial(tmp_path, monkeypatch):
+    import pyarrow.csv as pacsv
+
+    from gateway.tui import console
+
+    monkeypatch.setattr(console, "FIRST_ROWS_WAIT", 0.05)
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(160, 40)) as pilot:
+        tab = app.active_tab
+        tab.picker.pick(engine="duck")
+        await type_sql(pilot, tab, "SELECT i, md5(repeat('x', 1000) || i) AS h "
+                                   "FROM range(100000000) t(i)")
+        await pilot.press("ctrl+enter")
+        for _ in range(3000):
+            await pilot.pause(0.01)
+            if tab.answer is not None:
+                break
+        assert not tab.answer.complete
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        await pilot.press(*"out.csv", "enter")  # in tmp_path (the fixture's cwd): few keys
+        for _ in range(3000):  # the export's worker, not the statement's, which runs on
+            await pilot.pause(0.01)
+            if not any(w.group == "export" and not w.is_finished for w in app.workers):
+                break
+        await pilot.pause()
+        notice = list(app._notifications)[-1].message
+        await pilot.press("escape")
+        await settle(pilot, tab, timeout=30)
+    written = list(tmp_path.glob("out.partial-*-of-at-least-*.csv"))
+    assert len(written) == 1 and not (tmp_path / "out.csv").exists(), written
+    words = written[0].stem.split("-")  # out.partial, N, of, at, least, M
+    rows, at_least = int(words[1]), int(words[-1])
+    assert pacsv.read_csv(written[0]).num_rows == rows and at_least >= rows > 0
+    assert notice.startswith(f"partial: {rows:,} of at least {at_least:,} rows"), notice
+    assert written[0].name in notice
+
+
+async def test_export_into_a_missing_folder_is_refused_in_one_line(tmp_path):
+    app = make_app(quickstart_config())
+    target = tmp_path / "no" / "such" / "out.csv"
+    async with app.run_test(size=(160, 40)) as pilot:
+        tab = app.active_tab
+        await type_sql(pilot, tab, "SELECT 1 AS one")
+        await pilot.press("ctrl+enter")
+        await settle(pilot, tab)
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        await pilot.press(*str(target), "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        notice = list(app._notifications)[-1]
+    assert notice.message == (f"export failed: no folder {target.parent}: create it first, "
+                              "or pick another path"), notice.message
+    assert notice.severity == "error" and "Errno" not in notice.message
+    assert not target.parent.exists()

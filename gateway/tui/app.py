@@ -240,35 +240,52 @@ class ArrowgateApp(App[None]):
             self.notify("nothing to export: run a statement first", severity="warning")
             return
         table = tab.answer.table
+        # while the answer streams, what is in is exported and said to be partial
+        partial = None if tab.answer.complete else (table.num_rows,
+                                                    max(tab.rows_in, table.num_rows))
 
         def export(target: str | None) -> None:
             if target:
-                self._export(table, target)
+                self._export(table, target, partial)
 
         self.push_screen(ExportScreen(), export)
 
     @work(thread=True, group="export")
-    def _export(self, table: Any, target: str) -> None:
+    def _export(self, table: Any, target: str, partial: tuple[int, int] | None) -> None:
         import io
 
         from gateway.output import write
-        from gateway.tui.components.export_screen import CLIPBOARD, export_format
+        from gateway.tui.components.export_screen import (
+            CLIPBOARD,
+            export_format,
+            partial_path,
+            refusal,
+        )
 
         fmt = export_format(target)
         assert fmt is not None
+        what = f"partial: {partial[0]:,} of at least {partial[1]:,} rows (the answer was " \
+            "still streaming)" if partial else f"{table.num_rows:,} rows"
         try:
             if fmt == CLIPBOARD:
                 out = io.BytesIO()
                 write(table.to_reader(), "csv", out)
                 self.call_from_thread(self.copy_to_clipboard, out.getvalue().decode())
-                self.call_from_thread(self.notify, f"{table.num_rows:,} rows copied as CSV")
+                self.call_from_thread(self.notify, f"{what} copied as CSV")
                 return
+            if partial:
+                target = partial_path(target, *partial)
             with open(target, "wb") as fh:
-                rows = write(table.to_reader(), fmt, fh)
-        except (OSError, GatewayError, ValueError) as exc:
+                write(table.to_reader(), fmt, fh)
+        except OSError as exc:
+            self.call_from_thread(self.notify, f"export failed: {refusal(exc, target)}",
+                                  severity="error")
+            return
+        except (GatewayError, ValueError) as exc:
             self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
             return
-        self.call_from_thread(self.notify, f"{rows:,} rows written to {target} ({fmt})")
+        self.call_from_thread(self.notify, f"{what} written to {target} ({fmt})",
+                              severity="warning" if partial else "information")
 
     # -- command palette --------------------------------------------------------
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:

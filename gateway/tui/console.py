@@ -162,6 +162,8 @@ class TabSession:
         self._shadowed: Result | None = None
         #: the thread reading the last answer's batches
         self._pump: threading.Thread | None = None
+        #: rows of the running answer read so far (more than shown while it streams)
+        self.rows_in = 0
 
     def _open(self) -> Session:
         """The tab's session on the engine, opened on the first statement (it may start it)."""
@@ -184,6 +186,7 @@ class TabSession:
         """
         self._cancelled.clear()
         self._shadowed = None
+        self.rows_in = 0
         session = self._open()  # starting the engine is not the statement's time
         started = time.perf_counter()
         if not reference:
@@ -267,6 +270,7 @@ class TabSession:
             if not batches:
                 show_at = time.perf_counter() + FIRST_ROWS_WAIT
             batches.append(item)
+            self.rows_in += item.num_rows
             if self._cancelled.is_set():
                 result.close()
                 raise Cancelled("cancelled", engine=self.engine)

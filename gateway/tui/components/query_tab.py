@@ -201,6 +201,11 @@ class QueryTab(Vertical):
             wait_for_verdict(answer.shadow)
             self.post_message(VerdictReady(answer))
 
+    @property
+    def rows_in(self) -> int:
+        """Rows of the running (or last) answer read so far."""
+        return self._active.rows_in if self._active is not None else 0
+
     def action_cancel(self) -> bool:
         """Cancel this tab's running statement; False when none runs."""
         if not self.running or self._active is None:
