@@ -119,3 +119,27 @@ async def test_focus_stays_in_the_grid_when_the_answer_is_replaced(monkeypatch):
         assert isinstance(app.screen, CellViewer)
         await pilot.press("escape")
         assert tab.editor.text == sql
+
+
+async def test_a_small_terminal_collapses_the_catalog_and_puts_the_results_beside_the_sql():
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(40, 12)) as pilot:
+        tab = app.active_tab
+        catalog = app.query_one("#catalog")
+        assert not catalog.display
+        await run_sql(pilot, tab, "SELECT cab_type, count(*) AS n FROM trips GROUP BY 1 "
+                                  "ORDER BY n DESC")
+        editor, results = tab.editor.region, tab.grid.region
+        assert editor.y == results.y and results.x >= editor.right - 1, (editor, results)
+        assert results.height >= 4 and editor.width >= 15
+        assert "yellow" in screen_text(app)  # the answer's rows are on the screen
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert catalog.display
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        editor, results = tab.editor.region, tab.grid.region
+        assert results.y >= editor.bottom  # tall again: the results under the SQL
+        await pilot.resize_terminal(60, 40)
+        await pilot.pause()
+        assert not catalog.display  # narrow again: collapsed

@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -26,12 +26,20 @@ from gateway.tui.visible import visible_plain
 #: Seconds quitting waits for running statements to stop once cancelled.
 QUIT_WAIT = 2.0
 
+#: Below NARROW columns the catalog collapses (ctrl+b shows it); below SHORT rows the
+#: editor and the results sit side by side.
+NARROW = 80
+SHORT = 20
+
 
 class ArrowgateApp(App[None]):
     """``arrowgate tui``: one statement on an engine, shadowed on another, side by side."""
 
     CSS_PATH = "app.tcss"
     TITLE = "arrowgate"
+    #: the screen's classes by size, for app.tcss
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]  # noqa: RUF012 - App declares it an instance variable
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT, "-tall")]  # noqa: RUF012 - as above
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit"),
         Binding("f1", "help", "Help"),
@@ -60,6 +68,8 @@ class ArrowgateApp(App[None]):
         #: vim-style editing in every tab: ``[tui] vim`` in the config, f9 toggles it
         self.vim = core.settings.vim
         self._tab_ids = itertools.count(1)
+        #: the terminal was narrower than NARROW at the last resize
+        self._narrow: bool | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -76,8 +86,20 @@ class ArrowgateApp(App[None]):
                 buffer.reference = self.reference
             await self.add_tab(buffer)
         self.set_interval(5.0, self.save_buffers)
+        self._fit_catalog(self.size.width)
         self.action_focus_editor()
         self.call_after_refresh(self._prepare)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_catalog(event.size.width)
+
+    def _fit_catalog(self, width: int) -> None:
+        """Collapse the catalog when the terminal becomes narrow, show it when it becomes
+        wide again; in between, ctrl+b decides."""
+        narrow = width < NARROW
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self.query_one(CatalogTree).display = not narrow
 
     @work(thread=True, group="warm")
     def _prepare(self) -> None:

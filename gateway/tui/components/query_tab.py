@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Container, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import Select
@@ -77,8 +77,9 @@ class QueryTab(Vertical):
             self.core.default_engine
         reference = self.buffer.reference if self.buffer.reference in engines else None
         yield EnginePicker(engines, engine, reference)
-        yield SqlEditor(self.buffer.text, self.names, vim=self.vim, id="editor")
-        yield ResultsGrid(id="results")
+        with Container(id="work"):  # the editor above the results; side by side when short
+            yield SqlEditor(self.buffer.text, self.names, vim=self.vim, id="editor")
+            yield ResultsGrid(id="results")
         yield VerdictPanel(id="verdict")
         yield StatusBar(id="status")
 
