@@ -41,19 +41,27 @@ class ArrowgateApp(App[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]  # noqa: RUF012 - App declares it an instance variable
     VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT, "-tall")]  # noqa: RUF012 - as above
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+q", "quit", "Quit"),
-        Binding("f1", "help", "Help"),
+        Binding("ctrl+q", "quit", "Quit", tooltip="buffers are saved; a running statement "
+                "is cancelled first"),
+        Binding("f1", "help", "Help", tooltip="every key"),
         Binding("ctrl+n", "new_tab", "New tab"),
         Binding("ctrl+w", "close_tab", "Close tab", show=False),
         Binding("ctrl+k", "next_tab", "Next tab", show=False),
-        Binding("ctrl+b", "toggle_catalog", "Catalog"),
-        Binding("f8", "history", "History"),
-        Binding("ctrl+e", "export", "Export"),
+        Binding("ctrl+b", "toggle_catalog", "Catalog", tooltip="show or hide it (it starts "
+                "collapsed below 80 columns)"),
+        Binding("ctrl+t", "pick_engine", "Engine", tooltip="open the tab's engine picker"),
+        Binding("f8", "history", "History", tooltip="type to search; enter re-runs the "
+                "statement on its engine"),
+        Binding("ctrl+e", "export", "Export", tooltip="the path's extension picks CSV, "
+                "Parquet, JSON, NDJSON or Arrow, 'clipboard' copies CSV; while the answer "
+                "streams, the rows in, marked partial"),
         Binding("f9", "toggle_vim", "Vim keys", show=False),
         Binding("f2", "focus_editor", "Focus editor", show=False),
         Binding("f6", "focus_catalog", "Focus catalog", show=False),
         Binding("f7", "focus_results", "Focus results", show=False),
-        Binding("escape,ctrl+c", "cancel", "Cancel query", priority=True, show=False),
+        Binding("escape,ctrl+c", "cancel", "Cancel query", priority=True, show=False,
+                tooltip="the tab's running statement (with none running, both keys keep "
+                "their usual meaning)"),
     ]
 
     def __init__(self, core: ConsoleCore, *, engine: str | None = None,
@@ -211,6 +219,11 @@ class ArrowgateApp(App[None]):
         catalog = self.query_one(CatalogTree)
         catalog.display = not catalog.display
 
+    def action_pick_engine(self) -> None:
+        tab = self.active_tab
+        if tab is not None:
+            tab.picker.open()
+
     def action_focus_editor(self) -> None:
         tab = self.active_tab
         if tab is not None:
@@ -229,9 +242,7 @@ class ArrowgateApp(App[None]):
     def action_help(self) -> None:
         from gateway.tui.components.help_screen import HelpScreen
 
-        groups = [("app", list(self.BINDINGS)), ("tab", list(QueryTab.BINDINGS)),
-                  ("catalog", list(CatalogTree.BINDINGS))]
-        self.push_screen(HelpScreen(groups))  # type: ignore[arg-type]
+        self.push_screen(HelpScreen())
 
     def action_history(self) -> None:
         from gateway.tui.components.history_screen import HistoryScreen
@@ -318,6 +329,8 @@ class ArrowgateApp(App[None]):
             ("History", "search and re-run earlier statements", self.action_history),
             ("Export", "write the answer to CSV, Parquet, JSON or Arrow", self.action_export),
             ("Toggle catalog", "show or hide the data catalog", self.action_toggle_catalog),
+            ("Pick engine", "the engine this tab runs on, and the one it is shadowed on",
+             self.action_pick_engine),
             ("Vim keys", "modal editing (normal, insert, visual) on or off",
              self.action_toggle_vim),
             ("Keys", "every key binding", self.action_help),

@@ -48,8 +48,10 @@ class QueryTab(Vertical):
         Binding("ctrl+enter,ctrl+j,f5", "run_statement", "Run", tooltip="the selection, "
                 "else the statement under the cursor"),
         Binding("ctrl+shift+enter,shift+f5", "run_all", "Run all"),
-        Binding("f4", "format", "Format", show=False),
-        Binding("ctrl+r", "toggle_reference", "Reference answer", show=False),
+        Binding("f4", "format", "Format", show=False, tooltip="pretty-print the buffer "
+                "(sqlglot, the engine's dialect); a buffer that does not parse is left alone"),
+        Binding("ctrl+r", "toggle_reference", "Reference answer", show=False,
+                tooltip="switch the grid to the reference's answer and back"),
     ]
 
     running: reactive[bool] = reactive(False)
