@@ -92,3 +92,51 @@ async def test_ctrl_t_and_the_palette_open_the_engine_picker():
         await pilot.press("enter")
         await pilot.pause()
         assert select.expanded
+
+
+async def _load_catalog(pilot, app) -> None:  # type: ignore[no-untyped-def]
+    """Open the scan engine's schema and the trips table, so their names complete."""
+    tree = app.query_one("#catalog")
+    node = tree.root.children[0]
+    for want in ("main", "trips", None):
+        node.expand()
+        for _ in range(500):
+            await pilot.pause(0.02)
+            if node.children and node.children[0].data is not None:
+                break
+        if want is not None:
+            node = next(c for c in node.children if c.data is not None and
+                        want in c.label.plain)
+
+
+def test_a_table_name_is_where_from_or_join_puts_it():
+    from gateway.tui.sql_text import wants_table
+
+    assert wants_table("SELECT * FROM ")
+    assert wants_table("SELECT * FROM trips JOIN ")
+    assert wants_table("SELECT * FROM trips, ")
+    assert not wants_table("SELECT ")
+    assert not wants_table("SELECT * FROM trips WHERE ")
+
+
+@pytest.mark.asyncio
+async def test_completion_ranks_tables_above_columns_after_from():
+    app = make_app(quickstart_config())
+    async with app.run_test(size=(160, 40)) as pilot:
+        tab = app.active_tab
+        await _load_catalog(pilot, app)
+        assert {"trips", "trip_id", "trip_distance"} <= set(app.completion_names())
+        for sql, first in (("SELECT * FROM t", "trips"), ("SELECT t", "trip_distance")):
+            tab.editor.text = sql
+            tab.editor.focus()
+            tab.editor.selection = ((0, len(sql)), (0, len(sql)))
+            await pilot.pause()
+            await pilot.press("r")
+            for _ in range(100):
+                await pilot.pause(0.02)
+                if tab.editor.completion_list.option_count:
+                    break
+            shown = [str(tab.editor.completion_list.get_option_at_index(i).prompt)
+                     for i in range(3)]
+            assert shown[0].startswith(first), (sql, shown)
+            await pilot.press("escape")

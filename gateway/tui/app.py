@@ -136,7 +136,8 @@ class ArrowgateApp(App[None]):
 
     async def add_tab(self, buffer: Buffer) -> QueryTab:
         n = next(self._tab_ids)
-        tab = QueryTab(self.core, self.store, buffer, self.completion_names, vim=self.vim)
+        tab = QueryTab(self.core, self.store, buffer, self.completion_names, vim=self.vim,
+                       tables=self.table_names)
         tabs = self.query_one(TabbedContent)
         await tabs.add_pane(TabPane(f"query {n}", tab, id=f"tab-{n}"))
         tabs.active = f"tab-{n}"
@@ -144,6 +145,10 @@ class ArrowgateApp(App[None]):
 
     def completion_names(self) -> list[str]:
         return sorted(self.query_one(CatalogTree).names)
+
+    def table_names(self) -> frozenset[str]:
+        """The catalog's table names loaded so far (completion ranks them first after FROM)."""
+        return frozenset(self.query_one(CatalogTree).tables)
 
     async def action_new_tab(self) -> None:
         tab = await self.add_tab(Buffer(engine=self.engine, reference=self.reference))

@@ -63,6 +63,8 @@ class CatalogTree(Tree[Entry]):
         self.core = core
         self.show_root = False
         self.names: set[str] = set()
+        #: the table names among them
+        self.tables: set[str] = set()
         self.sources = set(core.sources)
 
     def on_mount(self) -> None:
@@ -140,6 +142,8 @@ class CatalogTree(Tree[Entry]):
             return
         for label, entry, expandable in children:
             self.names.add(entry.name)
+            if entry.level == "table":
+                self.tables.add(entry.name)
             if expandable:
                 node.add(label, entry)
             else:

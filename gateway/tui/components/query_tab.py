@@ -57,13 +57,15 @@ class QueryTab(Vertical):
     running: reactive[bool] = reactive(False)
 
     def __init__(self, core: ConsoleCore, store: ConsoleStore, buffer: Buffer,
-                 names: Callable[[], list[str]], *, vim: bool = False) -> None:
+                 names: Callable[[], list[str]], *, vim: bool = False,
+                 tables: Callable[[], frozenset[str]] = frozenset) -> None:
         super().__init__(classes="query-tab")
         self.vim = vim
         self.core = core
         self.store = store
         self.buffer = buffer
         self.names = names
+        self.tables = tables
         self.sessions: dict[str, TabSession] = {}
         self.answer: Answer | None = None
         self.showing_reference = False
@@ -80,7 +82,8 @@ class QueryTab(Vertical):
         reference = self.buffer.reference if self.buffer.reference in engines else None
         yield EnginePicker(engines, engine, reference)
         with Container(id="work"):  # the editor above the results; side by side when short
-            yield SqlEditor(self.buffer.text, self.names, vim=self.vim, id="editor")
+            yield SqlEditor(self.buffer.text, self.names, vim=self.vim, tables=self.tables,
+                            id="editor")
             yield ResultsGrid(id="results")
         yield VerdictPanel(id="verdict")
         yield StatusBar(id="status")
