@@ -1,6 +1,6 @@
 """The console against Harlequin, both driven headless through Textual's pilot.
 
-    .venv/bin/python bench/tui_bench.py --harlequin-python /path/to/venv/bin/python
+    .venv/bin/python bench/tui_bench.py --harlequin-python /path/to/venv/bin/python --shadow
 
 Harlequin lives in a virtual environment of its own (it pins other versions of the
 widget libraries): ``python3 -m venv V && V/bin/pip install harlequin==2.17.0``.
@@ -17,6 +17,11 @@ tools alternating with the order rotated, one warm-up round first, and measures:
 
 Answers come first: a round counts only when the grid holds 1,000,000 rows and its last
 row is the one DuckDB returns. Peak RSS is each process's high-water mark.
+
+``--shadow`` adds a third console, ``arrowgate-shadow``: the same, every statement
+shadowed on a second DuckDB engine over the same file. Its round also counts only when
+the verdict is ``match``; the table ends with its cost against the unshadowed console
+(the grid's time and peak RSS, targets 1.3x and 1.2x).
 """
 
 from __future__ import annotations
@@ -79,6 +84,10 @@ class Console:
     def query_running(self, app: Any) -> bool:
         raise NotImplementedError
 
+    def verdict(self, app: Any) -> str | None:
+        """The shadow verdict of the last run; "match" where nothing is shadowed."""
+        return "match"
+
     def grid_rows(self, app: Any) -> int:
         raise NotImplementedError
 
@@ -124,6 +133,23 @@ class Arrowgate(Console):
         from textual.coordinate import Coordinate
 
         return self._grid(app).get_cell_at(Coordinate(ROWS - 1, 2))
+
+
+class ArrowgateShadow(Arrowgate):
+    """Arrowgate with every statement shadowed on a second DuckDB engine."""
+
+    def app(self) -> Any:
+        from gateway.core import Gateway
+        from gateway.tui.app import ArrowgateApp
+        from gateway.tui.console import ConsoleCore
+
+        engine = {"type": "duckdb", "database": str(self.database), "read_only": True}
+        config = {"default_engine": "duck", "engines": {"duck": engine, "ref": dict(engine)}}
+        return ArrowgateApp(ConsoleCore(Gateway(config)), reference="ref", persist=False)
+
+    def verdict(self, app: Any) -> str | None:
+        record = app.active_tab.verdicts.current
+        return None if record is None else record.category
 
 
 class Harlequin(Console):
@@ -215,6 +241,8 @@ async def drive(console: Console, emit: Any) -> None:
         full = await until(lambda: console.grid_rows(app) == ROWS)
         await pilot.pause()
         label = console.last_label(app)
+        await until(lambda: not console.query_running(app))  # a shadowed run's verdict
+        verdict = console.verdict(app)
         console.focus_editor(app)
         await pilot.pause()
         loaded, _ = await keystrokes(app, lambda: console.text(app), KEYS)
@@ -227,7 +255,7 @@ async def drive(console: Console, emit: Any) -> None:
         running, busy = await keystrokes(app, lambda: console.text(app), KEYS)
         ran = ran and console.query_running(app)
         emit("done", first_rows_ms=(first - started) * 1000, grid_ms=(full - started) * 1000,
-             answer_ok=label == LAST_LABEL, keys_loaded_ms=loaded, keys_running_ms=running,
+             answer_ok=label == LAST_LABEL and verdict == "match", keys_loaded_ms=loaded, keys_running_ms=running,
              cpu_while_running=busy, query_ran_throughout=ran,
              peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
@@ -236,7 +264,8 @@ def child(tool: str, database: Path) -> None:
     def emit(event: str, **data: Any) -> None:
         print(json.dumps({"event": event, **data}), flush=True)
 
-    console = {"arrowgate": Arrowgate, "harlequin": Harlequin}[tool](database)
+    console = {"arrowgate": Arrowgate, "arrowgate-shadow": ArrowgateShadow,
+               "harlequin": Harlequin}[tool](database)
     asyncio.run(drive(console, emit))
     os._exit(0)  # a long query may still run in a worker thread: do not wait for it
 
@@ -294,6 +323,15 @@ def table(runs: dict[str, list[dict[str, Any]]]) -> str:
         lines.append(f"| {label} | " + " | ".join(parts) + " | |")
     peaks = {t: [r["peak_mb"] for r in runs[t]] for t in tools}
     lines.append("| peak RSS (MB) | " + " | ".join(cell(peaks[t]) for t in tools) + " | |")
+    if "arrowgate-shadow" in runs:
+        grid = {t: statistics.median(r["grid_ms"] for r in runs[t])
+                for t in ("arrowgate", "arrowgate-shadow")}
+        peak = {t: statistics.median(peaks[t]) for t in ("arrowgate", "arrowgate-shadow")}
+        lines.append("")
+        lines.append(f"shadow cost (arrowgate-shadow / arrowgate, medians): 1M-row grid "
+                     f"{grid['arrowgate-shadow'] / grid['arrowgate']:.2f}x (target 1.3x), "
+                     f"peak RSS {peak['arrowgate-shadow'] / peak['arrowgate']:.2f}x "
+                     f"(target 1.2x)")
     return "\n".join(lines)
 
 
@@ -302,7 +340,10 @@ def main() -> None:
     parser.add_argument("--harlequin-python", help="the python of a venv with harlequin 2.17")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--database", type=Path, default=DATA / "tui.duckdb")
-    parser.add_argument("--child", choices=("arrowgate", "harlequin"), help=argparse.SUPPRESS)
+    parser.add_argument("--shadow", action="store_true",
+                        help="add arrowgate with every statement shadowed on a second DuckDB")
+    parser.add_argument("--child", choices=("arrowgate", "arrowgate-shadow", "harlequin"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.database)
@@ -310,6 +351,8 @@ def main() -> None:
     if not args.database.exists():
         make_database(args.database)
     tools = {"arrowgate": sys.executable}
+    if args.shadow:
+        tools["arrowgate-shadow"] = sys.executable
     if args.harlequin_python:
         tools["harlequin"] = args.harlequin_python
     print(f"load average at start: {os.getloadavg()}", flush=True)
@@ -319,7 +362,8 @@ def main() -> None:
         for tool in order:
             result = one_run(tool, tools[tool], args.database)
             if not result["answer_ok"]:
-                raise SystemExit(f"{tool}: the grid's last row is not {LAST_LABEL!r}")
+                raise SystemExit(f"{tool}: the grid's last row is not {LAST_LABEL!r}, or the "
+                                 "shadow verdict is not a match")
             if not result["query_ran_throughout"]:
                 raise SystemExit(f"{tool}: the long query was not running while keys were timed")
             print(f"round {round_no} {tool}: launch {result['launch_ms']:,.0f} ms, first rows "

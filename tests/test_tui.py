@@ -181,7 +181,7 @@ async def test_cancelling_a_shadowed_tab_stops_the_reference_while_the_verdict_i
         assert tab.grid.table.get_cell_at(Coordinate(0, 1)) == 0.5
         record = tab.verdicts.current
         assert record is not None and record.status == "pending"
-        assert "verdict pending" in plain(tab.verdicts.shown)
+        assert "primary done, reference running" in plain(tab.verdicts.shown)
         assert tab.running
         await pilot.press("escape")
         await settle(pilot, tab, timeout=20)  # not the shadow timeout of 30 s

@@ -86,3 +86,12 @@ def test_catalog(snap_compare):
 def test_help(snap_compare):
     app = make_app(quickstart_config())
     assert snap_compare(app, terminal_size=SIZE, press=["f1"])
+
+
+@pytest.mark.parametrize("size", [(40, 12), (80, 24), (250, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_layout_at_each_terminal_size(snap_compare, size):
+    """Below 80 columns the catalog is collapsed; below 20 rows editor and results sit
+    side by side, so a 40x12 terminal still shows the SQL and the answer's rows."""
+    app = make_app(quickstart_config())
+    assert snap_compare(app, terminal_size=size, run_before=run(
+        "SELECT cab_type, count(*) AS n FROM trips GROUP BY 1 ORDER BY n DESC", "scan"))

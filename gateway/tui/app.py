@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
@@ -19,6 +21,15 @@ from gateway.tui.components.query_tab import QueryTab
 from gateway.tui.console import ConsoleCore
 from gateway.tui.messages import NameChosen, QuerySubmitted
 from gateway.tui.store import Buffer, ConsoleStore, HistoryEntry
+from gateway.tui.visible import visible_plain
+
+#: Seconds quitting waits for running statements to stop once cancelled.
+QUIT_WAIT = 2.0
+
+#: Below NARROW columns the catalog collapses (ctrl+b shows it); below SHORT rows the
+#: editor and the results sit side by side.
+NARROW = 80
+SHORT = 20
 
 
 class ArrowgateApp(App[None]):
@@ -26,20 +37,31 @@ class ArrowgateApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "arrowgate"
+    #: the screen's classes by size, for app.tcss
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]  # noqa: RUF012 - App declares it an instance variable
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT, "-tall")]  # noqa: RUF012 - as above
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+q", "quit", "Quit"),
-        Binding("f1", "help", "Help"),
+        Binding("ctrl+q", "quit", "Quit", tooltip="buffers are saved; a running statement "
+                "is cancelled first"),
+        Binding("f1", "help", "Help", tooltip="every key"),
         Binding("ctrl+n", "new_tab", "New tab"),
         Binding("ctrl+w", "close_tab", "Close tab", show=False),
         Binding("ctrl+k", "next_tab", "Next tab", show=False),
-        Binding("ctrl+b", "toggle_catalog", "Catalog"),
-        Binding("f8", "history", "History"),
-        Binding("ctrl+e", "export", "Export"),
+        Binding("ctrl+b", "toggle_catalog", "Catalog", tooltip="show or hide it (it starts "
+                "collapsed below 80 columns)"),
+        Binding("ctrl+t", "pick_engine", "Engine", tooltip="open the tab's engine picker"),
+        Binding("f8", "history", "History", tooltip="type to search; enter re-runs the "
+                "statement on its engine"),
+        Binding("ctrl+e", "export", "Export", tooltip="the path's extension picks CSV, "
+                "Parquet, JSON, NDJSON or Arrow, 'clipboard' copies CSV; while the answer "
+                "streams, the rows in, marked partial"),
         Binding("f9", "toggle_vim", "Vim keys", show=False),
         Binding("f2", "focus_editor", "Focus editor", show=False),
         Binding("f6", "focus_catalog", "Focus catalog", show=False),
         Binding("f7", "focus_results", "Focus results", show=False),
-        Binding("escape,ctrl+c", "cancel", "Cancel query", priority=True, show=False),
+        Binding("escape,ctrl+c", "cancel", "Cancel query", priority=True, show=False,
+                tooltip="the tab's running statement (with none running, both keys keep "
+                "their usual meaning)"),
     ]
 
     def __init__(self, core: ConsoleCore, *, engine: str | None = None,
@@ -54,6 +76,8 @@ class ArrowgateApp(App[None]):
         #: vim-style editing in every tab: ``[tui] vim`` in the config, f9 toggles it
         self.vim = core.settings.vim
         self._tab_ids = itertools.count(1)
+        #: the terminal was narrower than NARROW at the last resize
+        self._narrow: bool | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -70,8 +94,20 @@ class ArrowgateApp(App[None]):
                 buffer.reference = self.reference
             await self.add_tab(buffer)
         self.set_interval(5.0, self.save_buffers)
+        self._fit_catalog(self.size.width)
         self.action_focus_editor()
         self.call_after_refresh(self._prepare)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_catalog(event.size.width)
+
+    def _fit_catalog(self, width: int) -> None:
+        """Collapse the catalog when the terminal becomes narrow, show it when it becomes
+        wide again; in between, ctrl+b decides."""
+        narrow = width < NARROW
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self.query_one(CatalogTree).display = not narrow
 
     @work(thread=True, group="warm")
     def _prepare(self) -> None:
@@ -100,7 +136,8 @@ class ArrowgateApp(App[None]):
 
     async def add_tab(self, buffer: Buffer) -> QueryTab:
         n = next(self._tab_ids)
-        tab = QueryTab(self.core, self.store, buffer, self.completion_names, vim=self.vim)
+        tab = QueryTab(self.core, self.store, buffer, self.completion_names, vim=self.vim,
+                       tables=self.table_names)
         tabs = self.query_one(TabbedContent)
         await tabs.add_pane(TabPane(f"query {n}", tab, id=f"tab-{n}"))
         tabs.active = f"tab-{n}"
@@ -108,6 +145,10 @@ class ArrowgateApp(App[None]):
 
     def completion_names(self) -> list[str]:
         return sorted(self.query_one(CatalogTree).names)
+
+    def table_names(self) -> frozenset[str]:
+        """The catalog's table names loaded so far (completion ranks them first after FROM)."""
+        return frozenset(self.query_one(CatalogTree).tables)
 
     async def action_new_tab(self) -> None:
         tab = await self.add_tab(Buffer(engine=self.engine, reference=self.reference))
@@ -141,10 +182,24 @@ class ArrowgateApp(App[None]):
         self.save_buffers()
 
     async def action_quit(self) -> None:
+        """Save the buffers, cancel what runs and give it QUIT_WAIT seconds to stop (a
+        statement that ignores its cancel is left to the process's end), then exit."""
         self.save_buffers()
+        running = [tab for tab in self.tabs if tab.action_cancel()]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + QUIT_WAIT
+        while any(tab.running for tab in running) and loop.time() < deadline:
+            await asyncio.sleep(0.02)
         for tab in self.tabs:
             tab.close()
         self.exit()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notice goes through here (widgets' too): as text, never markup, and with
+        control characters shown as escapes, since notices quote errors and paths."""
+        super().notify(visible_plain(message, keep="\n"), title=visible_plain(title),
+                       severity=severity, timeout=timeout, markup=False)
 
     # -- app-wide actions ------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -169,6 +224,11 @@ class ArrowgateApp(App[None]):
         catalog = self.query_one(CatalogTree)
         catalog.display = not catalog.display
 
+    def action_pick_engine(self) -> None:
+        tab = self.active_tab
+        if tab is not None:
+            tab.picker.open()
+
     def action_focus_editor(self) -> None:
         tab = self.active_tab
         if tab is not None:
@@ -187,9 +247,7 @@ class ArrowgateApp(App[None]):
     def action_help(self) -> None:
         from gateway.tui.components.help_screen import HelpScreen
 
-        groups = [("app", list(self.BINDINGS)), ("tab", list(QueryTab.BINDINGS)),
-                  ("catalog", list(CatalogTree.BINDINGS))]
-        self.push_screen(HelpScreen(groups))  # type: ignore[arg-type]
+        self.push_screen(HelpScreen())
 
     def action_history(self) -> None:
         from gateway.tui.components.history_screen import HistoryScreen
@@ -220,35 +278,52 @@ class ArrowgateApp(App[None]):
             self.notify("nothing to export: run a statement first", severity="warning")
             return
         table = tab.answer.table
+        # while the answer streams, what is in is exported and said to be partial
+        partial = None if tab.answer.complete else (table.num_rows,
+                                                    max(tab.rows_in, table.num_rows))
 
         def export(target: str | None) -> None:
             if target:
-                self._export(table, target)
+                self._export(table, target, partial)
 
         self.push_screen(ExportScreen(), export)
 
     @work(thread=True, group="export")
-    def _export(self, table: Any, target: str) -> None:
+    def _export(self, table: Any, target: str, partial: tuple[int, int] | None) -> None:
         import io
 
         from gateway.output import write
-        from gateway.tui.components.export_screen import CLIPBOARD, export_format
+        from gateway.tui.components.export_screen import (
+            CLIPBOARD,
+            export_format,
+            partial_path,
+            refusal,
+        )
 
         fmt = export_format(target)
         assert fmt is not None
+        what = f"partial: {partial[0]:,} of at least {partial[1]:,} rows (the answer was " \
+            "still streaming)" if partial else f"{table.num_rows:,} rows"
         try:
             if fmt == CLIPBOARD:
                 out = io.BytesIO()
                 write(table.to_reader(), "csv", out)
                 self.call_from_thread(self.copy_to_clipboard, out.getvalue().decode())
-                self.call_from_thread(self.notify, f"{table.num_rows:,} rows copied as CSV")
+                self.call_from_thread(self.notify, f"{what} copied as CSV")
                 return
+            if partial:
+                target = partial_path(target, *partial)
             with open(target, "wb") as fh:
-                rows = write(table.to_reader(), fmt, fh)
-        except (OSError, GatewayError, ValueError) as exc:
+                write(table.to_reader(), fmt, fh)
+        except OSError as exc:
+            self.call_from_thread(self.notify, f"export failed: {refusal(exc, target)}",
+                                  severity="error")
+            return
+        except (GatewayError, ValueError) as exc:
             self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
             return
-        self.call_from_thread(self.notify, f"{rows:,} rows written to {target} ({fmt})")
+        self.call_from_thread(self.notify, f"{what} written to {target} ({fmt})",
+                              severity="warning" if partial else "information")
 
     # -- command palette --------------------------------------------------------
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
@@ -259,6 +334,8 @@ class ArrowgateApp(App[None]):
             ("History", "search and re-run earlier statements", self.action_history),
             ("Export", "write the answer to CSV, Parquet, JSON or Arrow", self.action_export),
             ("Toggle catalog", "show or hide the data catalog", self.action_toggle_catalog),
+            ("Pick engine", "the engine this tab runs on, and the one it is shadowed on",
+             self.action_pick_engine),
             ("Vim keys", "modal editing (normal, insert, visual) on or off",
              self.action_toggle_vim),
             ("Keys", "every key binding", self.action_help),

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 #: Seconds an answer may go on streaming before the rows already in are shown.
 FIRST_ROWS_WAIT = 0.3
 
+#: Seconds closing a tab's session waits for its reading thread to stop.
+CLOSE_WAIT = 2.0
+
 #: The ``[tui]`` section of the configuration.
 TUI_OPTIONS = {
     "vim": Option((bool,), False, help="vim-style modal editing in the editor (f9 toggles it)"),
@@ -157,6 +160,10 @@ class TabSession:
         self._session: Session | None = None
         #: the last shadowed answer: cancelling the tab stops its reference too
         self._shadowed: Result | None = None
+        #: the thread reading the last answer's batches
+        self._pump: threading.Thread | None = None
+        #: rows of the running answer read so far (more than shown while it streams)
+        self.rows_in = 0
 
     def _open(self) -> Session:
         """The tab's session on the engine, opened on the first statement (it may start it)."""
@@ -179,6 +186,7 @@ class TabSession:
         """
         self._cancelled.clear()
         self._shadowed = None
+        self.rows_in = 0
         session = self._open()  # starting the engine is not the statement's time
         started = time.perf_counter()
         if not reference:
@@ -231,9 +239,16 @@ class TabSession:
             except BaseException as exc:
                 inbox.put(exc)
                 return
+            finally:
+                if self._cancelled.is_set():
+                    # release the engine's stream here, in the thread that read it: one
+                    # left open is finished by the engine when the process ends (DuckDB
+                    # computed the rest of a cancelled answer at exit, for seconds)
+                    result.close()
             inbox.put(None)
 
-        threading.Thread(target=pump, name=f"tui-read-{self.engine}", daemon=True).start()
+        self._pump = threading.Thread(target=pump, name=f"tui-read-{self.engine}", daemon=True)
+        self._pump.start()
         shown = on_first_rows is None
         show_at = 0.0
         while True:
@@ -257,6 +272,7 @@ class TabSession:
             if not batches:
                 show_at = time.perf_counter() + FIRST_ROWS_WAIT
             batches.append(item)
+            self.rows_in += item.num_rows
             if self._cancelled.is_set():
                 result.close()
                 raise Cancelled("cancelled", engine=self.engine)
@@ -277,7 +293,13 @@ class TabSession:
         if shadowed is not None:
             shadowed.cancel()
 
-    def close(self) -> None:
+    def close(self, wait: float = CLOSE_WAIT) -> None:
+        """Close the session; a thread still reading an answer is cancelled and given
+        ``wait`` seconds to stop first (the engine must not be closed under it)."""
+        pump = self._pump
+        if pump is not None and pump.is_alive():
+            self.cancel()
+            pump.join(wait)
         if self._session is not None:
             self._session.close()
 

@@ -20,6 +20,7 @@ from gateway.tui.components.query_tab import QueryTab
 from gateway.tui.components.status_bar import describe
 from gateway.tui.components.verdict_panel import verdict_renderable
 from gateway.tui.console import Answer, ConsoleCore
+from gateway.tui.visible import visible, visible_plain
 
 #: Rows of the answer printed.
 SHOWN_ROWS = 40
@@ -28,9 +29,10 @@ SHOWN_ROWS = 40
 def answer_table(answer: Answer, rows: int = SHOWN_ROWS) -> Table:
     table = Table(show_edge=True, header_style="bold")
     for field in answer.table.schema:
-        table.add_column(f"{field.name}\n{field.type}")
+        table.add_column(visible(f"{field.name}\n{field.type}", keep="\n"))
     for row in answer.table.slice(0, rows).to_pylist():
-        table.add_row(*[Text("NULL" if v is None else str(v)) for v in row.values()])
+        table.add_row(*[Text("NULL") if v is None else visible(str(v), keep="\n")
+                        for v in row.values()])
     return table
 
 
@@ -60,7 +62,7 @@ async def panels(app: ArrowgateApp, sql: str, timeout: float = 3600) -> tuple[li
             if answer.table.num_rows > SHOWN_ROWS:
                 out.append(Text(f"{SHOWN_ROWS} of {answer.table.num_rows:,} rows shown",
                                 style="dim"))
-            out.append(Text(describe(answer)))
+            out.append(Text(visible_plain(describe(answer))))
             if answer.shadow is not None:
                 out.append(verdict_renderable(answer.shadow))
                 return out, not answer.shadow.diverged

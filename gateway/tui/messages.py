@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from textual_fastdatatable import ArrowBackend
-
     from gateway.errors import GatewayError
+    from gateway.tui.components.results_grid import ShownBackend
     from gateway.tui.console import Answer
 
 
@@ -24,7 +23,7 @@ class QuerySubmitted(Message):
 class ResultsFetched(Message):
     """Rows of an answer are ready: the first ones (``answer.complete`` False) or all."""
 
-    def __init__(self, answer: Answer, backend: ArrowBackend) -> None:
+    def __init__(self, answer: Answer, backend: ShownBackend) -> None:
         super().__init__()
         self.answer = answer
         self.backend = backend

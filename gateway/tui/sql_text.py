@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 
@@ -88,8 +89,29 @@ def functions() -> tuple[str, ...]:
                          if name.replace("_", "").isalnum()}))
 
 
-def complete(prefix: str, names: list[str]) -> list[tuple[tuple[str, str], str]]:
-    """Completions for ``prefix``: catalog and engine names first, then functions, keywords.
+#: keywords after which a table's name comes; any other keyword ends that place
+_TABLE_PLACES = {"from", "join", "into", "update", "table"}
+_OTHER_PLACES = {"select", "where", "on", "by", "having", "set", "and", "or", "when", "then",
+                 "else", "values", "as", "using", "returning", "limit", "case"}
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def wants_table(before: str) -> bool:
+    """Whether the word being typed after ``before`` (the text up to it) is where a
+    table's name goes: the last keyword before it is FROM, JOIN, INTO, UPDATE or TABLE."""
+    for word in reversed(_WORDS.findall(before)):
+        low = word.lower()
+        if low in _TABLE_PLACES:
+            return True
+        if low in _OTHER_PLACES:
+            return False
+    return False
+
+
+def complete(prefix: str, names: list[str], tables: frozenset[str] = frozenset(),
+             table_first: bool = False) -> list[tuple[tuple[str, str], str]]:
+    """Completions for ``prefix``: catalog and engine names first, then functions, keywords;
+    with ``table_first`` (after FROM, JOIN...) the names in ``tables`` before other names.
 
     Each is ``((label, kind), text to insert)``, as textual-textarea's completer expects.
     """
@@ -98,6 +120,8 @@ def complete(prefix: str, names: list[str]) -> list[tuple[tuple[str, str], str]]
         return []
     out: list[tuple[tuple[str, str], str]] = []
     seen: set[str] = set()
+    if table_first:
+        names = [n for n in names if n in tables] + [n for n in names if n not in tables]
     for kind, words in (("name", names), ("fn", functions()), ("kw", keywords())):
         for word in words:
             if word.lower().startswith(low) and word.lower() not in seen:

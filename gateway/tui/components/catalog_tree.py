@@ -19,6 +19,7 @@ from textual.widgets.tree import TreeNode
 
 from gateway.errors import GatewayError
 from gateway.tui.messages import NameChosen
+from gateway.tui.visible import visible
 
 if TYPE_CHECKING:
     from gateway.tui.console import ConsoleCore
@@ -62,6 +63,8 @@ class CatalogTree(Tree[Entry]):
         self.core = core
         self.show_root = False
         self.names: set[str] = set()
+        #: the table names among them
+        self.tables: set[str] = set()
         self.sources = set(core.sources)
 
     def on_mount(self) -> None:
@@ -101,14 +104,14 @@ class CatalogTree(Tree[Entry]):
             if len(catalogs) == 1:  # one catalog: its schemas hang from the engine
                 entry = Entry("catalog", entry.engine, catalogs[0])
             else:
-                return [(Text(name), Entry("catalog", entry.engine, name), True)
+                return [(visible(name), Entry("catalog", entry.engine, name), True)
                         for name in catalogs]
         if entry.level == "catalog":
-            return [(Text(name), Entry("schema", entry.engine, entry.catalog, name), True)
+            return [(visible(name), Entry("schema", entry.engine, entry.catalog, name), True)
                     for name in c.schemas(entry.engine, entry.catalog)]
         if entry.level == "schema":
             for name, kind in c.tables(entry.engine, entry.catalog, entry.schema):
-                label = Text(name)
+                label = visible(name)
                 if kind.upper() == "VIEW":
                     label.append(" view", style="dim")
                 if name in self.sources:
@@ -119,7 +122,9 @@ class CatalogTree(Tree[Entry]):
         if entry.level == "table":
             for name, type_name in c.columns(entry.engine, entry.catalog, entry.schema,
                                              entry.table):
-                label = Text(name) + Text(f"  {type_name}", style="dim")
+                kind_text = visible(f"  {type_name}")
+                kind_text.stylize("dim")
+                label = visible(name) + kind_text
                 out.append((label, Entry("column", entry.engine, entry.catalog, entry.schema,
                                          entry.table, name), False))
         return out
@@ -129,12 +134,16 @@ class CatalogTree(Tree[Entry]):
         if first or error is not None:
             node.remove_children()
         if error is not None:
-            node.add_leaf(Text(error, style="red"))
+            label = visible(error)
+            label.stylize("red")
+            node.add_leaf(label)
             assert node.data is not None
             node.data.loaded = False  # expanding again retries
             return
         for label, entry, expandable in children:
             self.names.add(entry.name)
+            if entry.level == "table":
+                self.tables.add(entry.name)
             if expandable:
                 node.add(label, entry)
             else:

@@ -1,4 +1,8 @@
-"""A cell's whole value: long text wrapped, JSON (or nested Arrow values) indented."""
+"""A cell's whole value: long text wrapped, JSON (or nested Arrow values) indented.
+
+Control characters show as dimmed escapes (gateway.tui.visible); JSON is written with
+its own escapes (``\u001b``), so a value never reaches the terminal raw.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gateway.tui.visible import visible
+
 
 def pretty(value: Any) -> Text | Syntax:
     """JSON (a JSON string, a list or a struct) indented and highlighted; anything else as text."""
@@ -21,13 +27,13 @@ def pretty(value: Any) -> Text | Syntax:
         try:
             data = json.loads(value)
         except ValueError:
-            return Text(value)
+            return visible(value, keep="\n\t")
         if not isinstance(data, (dict, list)):
-            return Text(value)
+            return visible(value, keep="\n\t")
     if isinstance(data, (dict, list)):
         return Syntax(json.dumps(data, indent=2, default=str), "json", word_wrap=True,
                       theme="ansi_dark")
-    return Text("NULL" if value is None else str(value))
+    return Text("NULL") if value is None else visible(str(value), keep="\n\t")
 
 
 class CellViewer(ModalScreen[None]):

@@ -12,7 +12,7 @@ from textual_textarea.autocomplete import CompletionList
 from textual_textarea.containers import FooterContainer, TextContainer
 
 from gateway.tui.components.vim import VimTextArea
-from gateway.tui.sql_text import complete, offset_of, statement_at
+from gateway.tui.sql_text import complete, offset_of, statement_at, wants_table
 
 
 class SqlTextArea(VimTextArea):
@@ -39,11 +39,21 @@ class SqlEditor(TextEditor):
     """A buffer of SQL; knows which statement the cursor or the selection means."""
 
     def __init__(self, text: str, names: Callable[[], list[str]], *, vim: bool = False,
-                 id: str | None = None):
+                 tables: Callable[[], frozenset[str]] = frozenset, id: str | None = None):
+        """``names``: every catalog name to complete; ``tables``: those that are tables
+        (ranked first where a table's name goes, after FROM or JOIN)."""
         super().__init__(language="sql", text=text, theme="textual-dark", id=id,
-                         word_completer=lambda prefix: complete(prefix, names()),
-                         use_system_clipboard=False)
+                         word_completer=self.completions, use_system_clipboard=False)
         self._vim = vim
+        self._names = names
+        self._tables = tables
+
+    def completions(self, prefix: str) -> list[tuple[tuple[str, str], str]]:
+        """What completes ``prefix``, the word ending at the cursor."""
+        row, column = self.selection.end
+        text = self.text
+        before = text[:max(0, offset_of(text, row, column) - len(prefix))]
+        return complete(prefix, self._names(), self._tables(), wants_table(before))
 
     def compose(self) -> ComposeResult:
         # TextEditor.compose with the vim-capable text area in place of TextAreaPlus

@@ -36,6 +36,12 @@ class EnginePicker(Horizontal):
         value = self.query_one("#reference", Select).value
         return None if value == NO_REFERENCE else str(value)
 
+    def open(self) -> None:
+        """Focus the engine select with its list open (ctrl+t)."""
+        select = self.query_one("#engine", Select)
+        select.focus()
+        select.expanded = True
+
     def pick(self, engine: str | None = None, reference: str | None = None) -> None:
         if engine is not None:
             self.query_one("#engine", Select).value = engine

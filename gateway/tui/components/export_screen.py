@@ -1,4 +1,9 @@
-"""Asks where to export the answer; the file's extension picks the format."""
+"""Asks where to export the answer; the file's extension picks the format.
+
+An answer still streaming is exported as far as it has arrived, and says so: the
+notice and the file's name carry ``partial: N of at least M rows``. A missing folder
+is refused, in one line, never created (a typo would otherwise scatter folders).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,21 @@ from textual.widgets import Input, Label
 EXTENSIONS = {".csv": "csv", ".parquet": "parquet", ".json": "json", ".ndjson": "ndjson",
               ".jsonl": "ndjson", ".arrow": "arrow", ".arrows": "arrow"}
 CLIPBOARD = "clipboard"
+
+
+def partial_path(target: str, rows: int, at_least: int) -> str:
+    """``out.csv`` -> ``out.partial-100-of-at-least-5000.csv``."""
+    path = Path(target)
+    return str(path.with_name(f"{path.stem}.partial-{rows}-of-at-least-{at_least}"
+                              f"{path.suffix}"))
+
+
+def refusal(exc: OSError, target: str) -> str:
+    """An export's OSError as one line saying what to do, not an errno."""
+    folder = Path(target).parent
+    if not folder.is_dir():
+        return f"no folder {folder}: create it first, or pick another path"
+    return f"{exc.strerror or exc} ({exc.filename or target})"
 
 
 def export_format(target: str) -> str | None:

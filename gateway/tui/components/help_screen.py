@@ -1,53 +1,36 @@
-"""The key bindings, gathered from the app, the tab, the editor and the grid."""
+"""Every key binding, gathered from the bindings themselves (gateway.tui.keys)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-#: Bindings that live inside widgets we did not write, named for the help screen.
-EDITOR_KEYS = [
-    ("typing a word", "completion: keywords, functions, engines, tables, columns (tab or enter takes one)"),
-    ("ctrl+a", "select all"), ("ctrl+z / ctrl+y", "undo / redo"),
-    ("ctrl+f", "find in the buffer"), ("ctrl+g", "go to line"),
-    ("ctrl+_", "comment or uncomment the line"),
-    ("enter (in the grid)", "open the cell viewer"),
-    ("[ / ] (in the verdict)", "older / newer shadow verdict"),
-]
-
-
-def binding_rows(groups: list[tuple[str, list[Binding]]]) -> list[tuple[str, str, str]]:
-    rows = []
-    for where, bindings in groups:
-        for b in bindings:
-            if b.description:
-                rows.append((where, b.key.replace(",", " / "), b.description))
-    return rows
+from gateway.tui.keys import EDITOR_EXTRAS, key_rows
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every binding, one a line; escape closes it."""
+    """Every binding, one a line, filed where it works; escape closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close")]
 
-    def __init__(self, groups: list[tuple[str, list[Binding]]]) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.groups = groups
+        #: ``(where, keys, what it does)``, as shown
+        self.rows = key_rows() + EDITOR_EXTRAS
 
     def compose(self) -> ComposeResult:
         table = Table(title="arrowgate tui: keys", expand=True)
         table.add_column("where", style="dim")
         table.add_column("key", style="bold cyan")
         table.add_column("does")
-        for row in binding_rows(self.groups):
-            table.add_row(*row)
-        for key, does in EDITOR_KEYS:
-            table.add_row("editor", key, does)
+        for row in self.rows:
+            table.add_row(*(Text(cell) for cell in row))
         with VerticalScroll(id="help"):
             yield Static(table)

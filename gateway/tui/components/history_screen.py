@@ -14,18 +14,20 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from gateway.tui.store import ConsoleStore, HistoryEntry
+from gateway.tui.visible import visible
 
 
 def entry_label(entry: HistoryEntry) -> Text:
     text = Text()
     text.append(entry.time + "  ", style="dim")
-    text.append(f"{entry.engine:<10} ", style="cyan")
+    text.append(visible(f"{entry.engine:<10} "))
+    text.stylize("cyan", len(entry.time) + 2)
     outcome = "error" if entry.error else f"{entry.rows:,} rows" if entry.rows is not None else ""
     text.append(f"{entry.elapsed_ms:>10,.1f} ms {outcome:>12}  ")
     if entry.verdict:
         text.append(f"[{entry.verdict} vs {entry.reference}] ",
                     style="green" if entry.verdict == "match" else "red")
-    text.append(" ".join(entry.sql.split())[:120])
+    text.append(visible(" ".join(entry.sql.split())[:120]))
     return text
 
 

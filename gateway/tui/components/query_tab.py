@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Container, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import Select
@@ -23,7 +23,12 @@ from textual_fastdatatable import DataTable
 from gateway.errors import Cancelled, GatewayError, QueryError
 from gateway.tui.components.editor import SqlEditor
 from gateway.tui.components.engine_picker import EnginePicker
-from gateway.tui.components.results_grid import ResultsGrid, prepare_backend
+from gateway.tui.components.results_grid import (
+    ResultsGrid,
+    ResultsTable,
+    error_text,
+    prepare_backend,
+)
 from gateway.tui.components.status_bar import StatusBar
 from gateway.tui.components.verdict_panel import VerdictPanel
 from gateway.tui.components.vim import VimTextArea
@@ -43,26 +48,32 @@ class QueryTab(Vertical):
         Binding("ctrl+enter,ctrl+j,f5", "run_statement", "Run", tooltip="the selection, "
                 "else the statement under the cursor"),
         Binding("ctrl+shift+enter,shift+f5", "run_all", "Run all"),
-        Binding("f4", "format", "Format", show=False),
-        Binding("ctrl+r", "toggle_reference", "Reference answer", show=False),
+        Binding("f4", "format", "Format", show=False, tooltip="pretty-print the buffer "
+                "(sqlglot, the engine's dialect); a buffer that does not parse is left alone"),
+        Binding("ctrl+r", "toggle_reference", "Reference answer", show=False,
+                tooltip="switch the grid to the reference's answer and back"),
     ]
 
     running: reactive[bool] = reactive(False)
 
     def __init__(self, core: ConsoleCore, store: ConsoleStore, buffer: Buffer,
-                 names: Callable[[], list[str]], *, vim: bool = False) -> None:
+                 names: Callable[[], list[str]], *, vim: bool = False,
+                 tables: Callable[[], frozenset[str]] = frozenset) -> None:
         super().__init__(classes="query-tab")
         self.vim = vim
         self.core = core
         self.store = store
         self.buffer = buffer
         self.names = names
+        self.tables = tables
         self.sessions: dict[str, TabSession] = {}
         self.answer: Answer | None = None
         self.showing_reference = False
         self._started = 0.0
         self._waiting = False
         self._active: TabSession | None = None
+        #: set when the tab is taken down: answers arriving later are dropped
+        self.closed = False
 
     def compose(self) -> ComposeResult:
         engines = self.core.engines
@@ -70,8 +81,10 @@ class QueryTab(Vertical):
             self.core.default_engine
         reference = self.buffer.reference if self.buffer.reference in engines else None
         yield EnginePicker(engines, engine, reference)
-        yield SqlEditor(self.buffer.text, self.names, vim=self.vim, id="editor")
-        yield ResultsGrid(id="results")
+        with Container(id="work"):  # the editor above the results; side by side when short
+            yield SqlEditor(self.buffer.text, self.names, vim=self.vim, tables=self.tables,
+                            id="editor")
+            yield ResultsGrid(id="results")
         yield VerdictPanel(id="verdict")
         yield StatusBar(id="status")
 
@@ -157,6 +170,7 @@ class QueryTab(Vertical):
         self._started = time.perf_counter()
         self._waiting = True
         self.status.show_running(engine, reference)
+        self.verdicts.start(reference)
         self._execute(parts, engine, reference)
 
     def session(self, engine: str) -> TabSession:
@@ -193,6 +207,11 @@ class QueryTab(Vertical):
             wait_for_verdict(answer.shadow)
             self.post_message(VerdictReady(answer))
 
+    @property
+    def rows_in(self) -> int:
+        """Rows of the running (or last) answer read so far."""
+        return self._active.rows_in if self._active is not None else 0
+
     def action_cancel(self) -> bool:
         """Cancel this tab's running statement; False when none runs."""
         if not self.running or self._active is None:
@@ -205,6 +224,8 @@ class QueryTab(Vertical):
     @on(ResultsFetched)
     async def _fetched(self, event: ResultsFetched) -> None:
         event.stop()
+        if self.closed or not self.is_attached:
+            return
         answer = event.answer
         self._waiting = False
         self.answer = answer
@@ -224,6 +245,8 @@ class QueryTab(Vertical):
     def _verdict(self, event: VerdictReady) -> None:
         event.stop()
         self.running = False
+        if self.closed or not self.is_attached:
+            return
         self.verdicts.refresh_record()
         answer = event.answer
         record = answer.shadow
@@ -235,16 +258,21 @@ class QueryTab(Vertical):
     @on(QueryFailed)
     async def _failed(self, event: QueryFailed) -> None:
         event.stop()
-        self.running = self._waiting = False
+        if self.closed or not self.is_attached:
+            self.running = self._waiting = False
+            return
         error = event.error
         text = Text()
         text.append(f"{error.kind.replace('_', ' ')} error", style="bold red")
         text.append(f" on {error.engine or event.engine}: ", style="red")
-        text.append(error.message)
+        text.append(error_text(error.message))
         if error.hint:
             text.append("\nhint: ", style="bold")
-            text.append(error.hint)
+            text.append(error_text(error.hint))
+        self.verdicts.clear()
         await self.grid.show_error(text)
+        # not running only now: quitting waits for this, and then takes the tab down
+        self.running = self._waiting = False
         self.status.show_text("cancelled" if isinstance(error, Cancelled) else
                               f"failed after {event.elapsed * 1000:,.1f} ms on {event.engine}")
         self._remember(event.sql, event.engine, event.elapsed, None, error=str(error))
@@ -290,8 +318,12 @@ class QueryTab(Vertical):
         from gateway.tui.components.cell_viewer import CellViewer
 
         event.stop()
-        self.app.push_screen(CellViewer(event.value))
+        grid = event.data_table
+        value = grid.true_value(event.coordinate) if isinstance(grid, ResultsTable) else \
+            event.value
+        self.app.push_screen(CellViewer(value))
 
     def close(self) -> None:
+        self.closed = True
         for session in self.sessions.values():
             session.close()

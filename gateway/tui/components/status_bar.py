@@ -7,6 +7,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gateway.tui.console import Answer
+from gateway.tui.visible import visible
 
 
 def describe(answer: Answer) -> str:
@@ -41,7 +42,7 @@ class StatusBar(Widget):
         if self.mode:
             line.append(f"-- {self.mode.upper()} --", style="bold reverse")
             line.append(" ")
-        line.append(self.text)
+        line.append(visible(self.text))
         return line
 
     def show_answer(self, answer: Answer) -> None:

@@ -1,7 +1,10 @@
 """The shadow verdict: match or the category with its evidence, the differing rows side by
 side with the differing cells marked, and both latencies as bars with their ratio.
 
-Earlier runs of the tab stay here: ``[`` and ``]`` step through them.
+The panel shows the state of the run under way: ``running``, then ``primary done,
+reference running``, then the verdict, or ``reference failed: reason``. It is cleared
+when a statement starts. Earlier runs of the tab stay here: ``[`` and ``]`` step
+through them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+
+from gateway.tui.visible import visible, visible_plain
 
 if TYPE_CHECKING:
     from gateway.shadow import ShadowRecord
@@ -93,21 +98,39 @@ def side_by_side(evidence: dict[str, Any]) -> SideBySide:
     return view
 
 
+def _marked(value: str) -> Text:
+    text = visible(value)
+    text.stylize(MARK)
+    return text
+
+
 def _side_table(title: str, columns: list[str], rows: list[list[str]],
                 marked: set[tuple[int, str]]) -> Table:
     table = Table(title=title, title_justify="left", expand=False, show_lines=False,
                   header_style="bold", min_width=len(title))
     for name in columns or [""]:
-        table.add_column(name, overflow="fold", max_width=30)
+        table.add_column(visible(name), overflow="fold", max_width=30)
     for i, row in enumerate(rows):
-        table.add_row(*[Text(v, style=MARK if (i, name) in marked else "")
+        table.add_row(*[_marked(v) if (i, name) in marked else visible(v)
                         for v, name in zip(row, columns, strict=False)])
     return table
+
+
+def reference_failure(record: ShadowRecord) -> str | None:
+    """Why the reference failed, when it did and the primary answered."""
+    evidence = record.evidence or {}
+    error = evidence.get("reference_error")
+    if record.status != "compared" or not isinstance(error, dict) or \
+            evidence.get("primary_error"):
+        return None
+    return str(error.get("message") or error.get("kind") or "unknown error")
 
 
 def latency_bars(record: ShadowRecord, width: int = 40) -> RenderableType:
     """Both latencies as bars, the ratio, and how far to trust it."""
     p, r = record.primary_ms, record.reference_ms
+    if reference_failure(record) is not None:
+        return Text("latency: none, the reference failed", style="dim")
     if p is None or r is None:
         return Text("latency: the reference did not finish", style="dim")
     top = max(p, r) or 1.0
@@ -130,15 +153,25 @@ def verdict_renderable(record: ShadowRecord, position: str = "") -> RenderableTy
     """The whole panel for one record."""
     head = Text(position + " " if position else "", style="dim")
     if record.status == "pending":
-        head.append(f"shadow {record.reference}: verdict pending…", style="yellow")
+        head.append(f"shadow {record.reference}: primary done, reference running…",
+                    style="yellow")
         return head
     if record.status == "skipped":
-        head.append(f"shadow {record.reference}: skipped ({record.skip_reason})", style="yellow")
+        head.append(f"shadow {record.reference}: skipped (")
+        head.append(visible(str(record.skip_reason)))
+        head.append(")")
+        head.stylize("yellow")
         return head
+    failure = reference_failure(record)
+    if failure is not None:
+        head.append(f"✗ reference failed ({record.reference}): ", style="bold red")
+        head.append(visible(failure))
+        return Group(head, latency_bars(record))
     ok = record.category in ("match", "nondeterministic")
     head.append("✓ " if ok else "✗ ", style="green" if ok else "bold red")
     head.append(f"{record.category}", style="bold green" if ok else "bold red")
-    head.append(f": {record.message}")
+    head.append(": ")
+    head.append(visible(record.message))
     if record.answered_by:
         head.append(f"  [{record.primary} fell back to {record.answered_by}]", style="yellow")
     parts: list[RenderableType] = [head]
@@ -176,6 +209,22 @@ class VerdictPanel(VerticalScroll, can_focus=True):
     def current(self) -> ShadowRecord | None:
         return self.records[self.index] if self.records else None
 
+    def start(self, reference: str | None) -> None:
+        """A statement starts: the panel forgets the last verdict and says the run is on
+        (hidden when the run is not shadowed)."""
+        self.index = len(self.records) - 1
+        self.display = reference is not None
+        self._show(Text(f"shadow {visible_plain(reference or '')}: running…", style="yellow"))
+
+    def clear(self) -> None:
+        """The statement failed or was cancelled before its answer was in."""
+        self.display = False
+        self._show("")
+
+    def _show(self, renderable: RenderableType) -> None:
+        self.shown = renderable
+        self.query_one("#verdict-body", Static).update(renderable)
+
     def add(self, record: ShadowRecord) -> None:
         """Show a new run's record (pending or final)."""
         self.records.append(record)
@@ -187,8 +236,7 @@ class VerdictPanel(VerticalScroll, can_focus=True):
         if record is None:
             return
         position = f"run {self.index + 1}/{len(self.records)}" if len(self.records) > 1 else ""
-        self.shown = verdict_renderable(record, position)
-        self.query_one("#verdict-body", Static).update(self.shown)
+        self._show(verdict_renderable(record, position))
         self.display = True
 
     def action_older(self) -> None:
