@@ -320,3 +320,15 @@ def test_an_error_while_other_chunks_scan_leaves_a_clean_query_error(tmp_path):
         del reader
         assert gw.execute("SELECT count(*) AS n FROM t", engine="csv").to_arrow() \
             .column(0).to_pylist() == [200_000]
+
+
+def test_an_unknown_column_is_answered_with_the_nearest_names_and_every_column(tmp_path):
+    """The hint listed 20 of a 51-column file's columns, and no near match."""
+    names = [f"column_number_{i}" for i in range(51)] + ["passenger_count"]
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(names) + "\n" + ",".join("1" for _ in names) + "\n")
+    with gateway_for(path) as gw, pytest.raises(QueryError) as caught:
+        gw.execute("SELECT passenger_cuont FROM t", engine="csv").to_arrow()
+    hint = caught.value.hint or ""
+    assert hint.startswith("did you mean passenger_count?")
+    assert all(name in hint for name in names)

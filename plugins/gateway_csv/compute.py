@@ -92,7 +92,7 @@ class Frame:
             raise QueryError(f"column {node.name!r} must appear in the GROUP BY clause or be "
                              "used in an aggregate function", kind="syntax")
         raise QueryError(f"no column named {node.name[:60]!r}",
-                         hint="columns: " + column_list(self.columns), kind="unknown_object")
+                         hint=column_list(self.columns, near=node.name), kind="unknown_object")
 
 
 def broadcast(value: Value, length: int) -> pa.Array:

@@ -273,7 +273,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
                 query.columns.add(name)
             elif layout is not None and not _is_alias(aliases.get(name), name):
                 raise QueryError(f"no column named {_short(col.name)!r} in {query.table}",
-                                 hint="columns: " + column_list(names), kind="unknown_object")
+                                 hint=column_list(names, near=col.name), kind="unknown_object")
     return query
 
 
@@ -287,15 +287,23 @@ def _short(name: str, width: int = 60) -> str:
     return name if len(name) <= width else name[:width] + f"... ({len(name)} characters)"
 
 
-def column_list(names: Any, most: int = 20) -> str:
-    """Column names for a message: each cut to 60 characters, at most ``most`` of them.
+def column_list(names: Any, most: int = 100, near: str | None = None) -> str:
+    """Column names for a message: the nearest to ``near`` first (a typo's likely
+    meaning), then the columns, each cut to 60 characters, at most ``most`` of them.
 
     A file whose header line is 100 MB long (one huge field) otherwise put all
     of it into every error message.
     """
+    import difflib
+
     names = list(names)
     shown = ", ".join(_short(n) for n in names[:most])
-    return shown + (f", ... and {len(names) - most} more" if len(names) > most else "")
+    listing = shown + (f", ... and {len(names) - most} more" if len(names) > most else "")
+    close = difflib.get_close_matches(near.lower(), [n.lower() for n in names], n=3,
+                                      cutoff=0.6) if near else []
+    if not close:
+        return "columns: " + listing
+    return "did you mean " + " or ".join(_short(c) for c in close) + "? columns: " + listing
 
 
 # ---------------------------------------------------------------- pushdown
