@@ -134,3 +134,23 @@ def test_a_kept_schema_never_lets_a_statement_skip_the_users_checks(shared):
 ])
 def test_only_statements_that_surely_change_nothing_keep_the_schemas(sql, surely_read):
     assert changes_nothing(sql) is surely_read
+
+
+def test_a_statement_without_a_session_runs_on_a_lent_connection_that_keeps_nothing(server):
+    # no cookie: each statement is prepared in a one-shot session, which takes an idle
+    # cursor (set up already) rather than opening one, and gives back only an unchanged one
+    with connect(server, cookies=False) as conn:
+        ids = []
+        for _ in range(6):
+            with conn.cursor() as cur:
+                cur.execute("SELECT current_connection_id() AS c")
+                ids.append(cur.fetchone()[0])
+        # a cursor comes back when its stream has ended by the time the client closes the
+        # statement (not always so: a close racing the stream's end interrupts it)
+        assert len(set(ids)) < len(ids), ids
+        with conn.cursor() as cur:
+            cur.execute("SET VARIABLE lent = 42")
+        with conn.cursor() as cur:
+            cur.execute("SELECT getvariable('lent') AS v")
+            assert cur.fetchone()[0] is None
+
