@@ -154,3 +154,15 @@ def test_a_statement_without_a_session_runs_on_a_lent_connection_that_keeps_noth
             cur.execute("SELECT getvariable('lent') AS v")
             assert cur.fetchone()[0] is None
 
+
+def test_a_statement_prepared_again_is_not_parsed_again_unless_it_is_long():
+    from gateway.sql import kinds
+
+    sql = "SELECT $1 + ? AS counted_once"
+    assert kinds.placeholder_count(sql, "duckdb") == 2
+    before = kinds._kept_placeholder_count.cache_info()
+    assert kinds.placeholder_count(sql, "duckdb") == 2
+    assert kinds._kept_placeholder_count.cache_info().hits == before.hits + 1
+    long = "SELECT ? AS a, '" + "x" * kinds._COUNT_KEPT_CHARS + "' AS b"
+    assert kinds.placeholder_count(long, "duckdb") == 1
+    assert kinds._kept_placeholder_count.cache_info().currsize == before.currsize
