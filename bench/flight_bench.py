@@ -65,6 +65,7 @@ def write_table(path: Path, rows: int) -> None:
     import duckdb
 
     with duckdb.connect(str(path)) as con:
+        con.execute("SET enable_progress_bar = false")
         con.execute(f"""CREATE TABLE trips AS SELECT i AS id, i * 0.5 AS fare,
                         printf('trip-%05d', i % 100000) AS label,
                         TIMESTAMP '2026-01-01' + to_seconds(i) AS pickup
