@@ -4,9 +4,9 @@ Each Flight method decodes the Flight SQL command it carries
 (:mod:`gateway.flight.messages`) and dispatches on its type; the answers come
 from :class:`gateway.flight.backend.Backend`. A query runs when its FlightInfo
 is asked for, and its DoGet streams the engine's batches as they come
-(``GeneratorStream``), read a batch or two ahead in a thread of their own
-(:mod:`gateway.flight.ahead`) so the engine's work overlaps the sending; no
-answer is ever held whole in the server.
+(``GeneratorStream``); from its third batch on, an answer is read a batch or two
+ahead in a thread of its own (:mod:`gateway.flight.ahead`) so the engine's work
+overlaps the sending; no answer is ever held whole in the server.
 """
 
 from __future__ import annotations
