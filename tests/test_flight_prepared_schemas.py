@@ -5,6 +5,7 @@ checks run on every prepare all the same."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import adbc_driver_flightsql.dbapi as dbapi
@@ -71,6 +72,22 @@ def test_preparing_a_statement_again_plans_nothing_until_a_write_runs(server):
         with connect(server) as conn, conn.cursor() as cur:
             cur.execute("CREATE OR REPLACE TABLE other_shape AS SELECT 1 AS z")
         assert prepared_columns(client, "SELECT * FROM shape") == ["a", "b"]
+
+
+def test_a_kept_schema_expires_so_a_change_the_service_did_not_see_shows(server):
+    gw, schemas = server.backend.gw, server.backend.schemas
+    gw.execute("CREATE OR REPLACE TABLE elsewhere AS SELECT 1 AS a", "duck").to_arrow()
+    ttl, schemas.ttl = schemas.ttl, 0.3
+    try:
+        with flight.connect(server.location) as client:
+            assert prepared_columns(client, "SELECT * FROM elsewhere") == ["a"]
+            gw.execute("CREATE OR REPLACE TABLE elsewhere AS SELECT 1 AS a, 2 AS b",
+                       "duck").to_arrow()  # as another process writing the database would
+            assert prepared_columns(client, "SELECT * FROM elsewhere") == ["a"]
+            time.sleep(0.4)
+            assert prepared_columns(client, "SELECT * FROM elsewhere") == ["a", "b"]
+    finally:
+        schemas.ttl = ttl
 
 
 def test_a_schema_changed_by_ddl_is_seen_by_the_next_prepare(server):

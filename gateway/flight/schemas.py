@@ -9,12 +9,18 @@ service (DDL, DML, ``SET``, ``USE``, a transaction's end: anything may change
 what a name resolves to). The cache skips the plan only: preparing still takes
 the statement through the pipeline's checks (``Session.prepare``), and running
 it takes it through every step again.
+
+A database the service does not own alone (a PostgreSQL or Flight SQL server
+behind an ``adbc`` or ``odbc`` engine, a DuckDB file another process writes)
+changes without the service seeing a statement: a schema is kept for
+``ttl`` seconds at most, so such a change shows within that time.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import TYPE_CHECKING
@@ -37,14 +43,16 @@ def changes_nothing(sql: str) -> bool:
 
 
 class PreparedSchemas:
-    """Answer schemas by ``(principal, engine, session, statement)``, at most ``size`` of them.
+    """Answer schemas by ``(principal, engine, session, statement)``, at most ``size`` of them,
+    each for ``ttl`` seconds at most.
 
     Thread safety: any number of threads look up, keep and invalidate at once.
     """
 
-    def __init__(self, size: int = 1024):
+    def __init__(self, size: int = 1024, ttl: float = 10.0):
         self.size = size
-        self._schemas: OrderedDict[Hashable, tuple[int, pa.Schema]] = OrderedDict()
+        self.ttl = ttl
+        self._schemas: OrderedDict[Hashable, tuple[int, float, pa.Schema]] = OrderedDict()
         self._generation = 0
         self._lock = threading.Lock()
 
@@ -57,16 +65,17 @@ class PreparedSchemas:
     def get(self, key: Hashable) -> pa.Schema | None:
         with self._lock:
             kept = self._schemas.get(key)
-            if kept is None or kept[0] != self._generation:
+            if kept is None or kept[0] != self._generation or \
+                    time.monotonic() - kept[1] > self.ttl:
                 return None
             self._schemas.move_to_end(key)
-            return kept[1]
+            return kept[2]
 
     def keep(self, key: Hashable, generation: int, schema: pa.Schema) -> None:
         with self._lock:
             if generation != self._generation:
                 return
-            self._schemas[key] = (generation, schema)
+            self._schemas[key] = (generation, time.monotonic(), schema)
             self._schemas.move_to_end(key)
             while len(self._schemas) > self.size:
                 self._schemas.popitem(last=False)
