@@ -8,11 +8,12 @@ timeouts, and the catalog tree loaded level by level.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gateway.errors import Unsupported
+from gateway.flight.schemas import PreparedSchemas
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,11 +28,17 @@ if TYPE_CHECKING:
 
 @dataclass
 class Prepared:
-    """A statement prepared on one engine, and the session it owns (if it owns one)."""
+    """A statement prepared on one engine, and the session it owns (if it owns one).
+
+    ``known_schema`` is its answer schema when a cache knew it; otherwise the
+    first use of :attr:`schema` plans it and hands it to ``keep_schema``.
+    """
 
     statement: PreparedStatement
     engine: str
     owned: Session | None = None
+    known_schema: pa.Schema | None = None
+    keep_schema: Callable[[pa.Schema], None] | None = None
 
     @property
     def sql(self) -> str:
@@ -39,7 +46,11 @@ class Prepared:
 
     @property
     def schema(self) -> pa.Schema:
-        return self.statement.schema
+        if self.known_schema is None:
+            self.known_schema = self.statement.schema
+            if self.keep_schema is not None:
+                self.keep_schema(self.known_schema)
+        return self.known_schema
 
     @property
     def parameter_schema(self) -> pa.Schema:
@@ -69,6 +80,8 @@ class Backend:
 
     def __init__(self, gw: Gateway):
         self.gw = gw
+        #: prepared statements' answer schemas (the service invalidates them)
+        self.schemas = PreparedSchemas()
 
     @property
     def engines(self) -> list[str]:
@@ -117,15 +130,37 @@ class Backend:
 
     def prepare(self, sql: str, engine: str, session: Session | None,
                 principal: Principal) -> Prepared:
-        """Prepare in ``session``, or in a session of the statement's own when there is none."""
-        owned = None if session is not None else self.gw.session(engine, principal=principal)
+        """Prepare in ``session``, or in a session of the statement's own when there is none.
+
+        The pipeline checks the statement for ``principal`` every time; only its answer
+        schema may come from :attr:`schemas`, kept for this principal, engine, session
+        and text.
+        """
+        key = (principal, engine, None if session is None else session.id, sql)
+        generation = self.schemas.generation
+        owned = None if session is not None else self._statement_session(engine, principal)
         try:
             statement = (session or owned).prepare(sql)  # type: ignore[union-attr]
         except BaseException:
             if owned is not None:
                 owned.close()
             raise
-        return Prepared(statement, engine, owned)
+        return Prepared(statement, engine, owned, self.schemas.get(key),
+                        lambda schema: self.schemas.keep(key, generation, schema))
+
+    def _statement_session(self, engine: str, principal: Principal) -> Session:
+        """The session of one prepared statement whose caller has none: one-shot, as a
+        ``gw.execute`` statement's is, so the engine lends it an idle connection (a DuckDB
+        cursor with its settings and search path set already: opening one was a fifth of
+        the server's work in ADBC's prepare) and takes it back only if the statement left
+        it as it found it."""
+        from gateway.errors import GatewayError
+        from gateway.session import Session
+
+        if not principal.may_use(engine):
+            raise GatewayError(f"user {principal.name!r} may not use engine {engine!r}",
+                               engine=engine, kind="permission")
+        return Session(self.gw, engine, one_shot=True, principal=principal)
 
     def running(self, user: str | None = None) -> list[RunningQuery]:
         """The statements admitted and not finished (one user's, when named)."""

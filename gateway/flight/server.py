@@ -4,13 +4,14 @@ Each Flight method decodes the Flight SQL command it carries
 (:mod:`gateway.flight.messages`) and dispatches on its type; the answers come
 from :class:`gateway.flight.backend.Backend`. A query runs when its FlightInfo
 is asked for, and its DoGet streams the engine's batches as they come
-(``GeneratorStream``), read a batch or two ahead in a thread of their own
-(:mod:`gateway.flight.ahead`) so the engine's work overlaps the sending; no
-answer is ever held whole in the server.
+(``GeneratorStream``); from its third batch on, an answer is read a batch or two
+ahead in a thread of its own (:mod:`gateway.flight.ahead`) so the engine's work
+overlaps the sending; no answer is ever held whole in the server.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import re
@@ -30,6 +31,7 @@ from gateway.flight.ahead import read_ahead
 from gateway.flight.auth import Authenticator, AuthMiddlewareFactory, NoopAuthHandler
 from gateway.flight.backend import Backend
 from gateway.flight.errors import kind, send_kind, sends_kind, to_flight
+from gateway.flight.schemas import changes_nothing
 from gateway.flight.sessions import (
     OPTIONS,
     SessionMiddlewareFactory,
@@ -348,7 +350,7 @@ class FlightSqlServer(flight.FlightServerBase):
             # a query is planned (and a blocking aggregate computed) here, and DDL and DML
             # run to their end now (clients often never fetch their answer); either is
             # cancelled if the client goes away meanwhile
-            with self.watch.statements_of(context):
+            with self.watch.statements_of(context), self._may_change_schemas(sql):
                 result = _ran(run()) if write else run()
         except GatewayError as exc:
             querylog.record(query_id=None, user=user.name, engine=engine, sql=sql, rows=0,
@@ -358,6 +360,19 @@ class FlightSqlServer(flight.FlightServerBase):
                       parameters=parameters, settings=settings or [], write=write)
         self.queries.add(query)
         return query
+
+    @contextlib.contextmanager
+    def _may_change_schemas(self, sql: str) -> Iterator[None]:
+        """A block running ``sql``: unless it surely changes nothing, the prepared
+        statements' schemas kept are forgotten as it starts and again once it ran."""
+        if changes_nothing(sql):
+            yield
+            return
+        self.backend.schemas.invalidate()
+        try:
+            yield
+        finally:
+            self.backend.schemas.invalidate()
 
     def _stream(self, context: Any, query: Query) -> Any:
         settings = self.settings
@@ -392,6 +407,8 @@ class FlightSqlServer(flight.FlightServerBase):
                 raise
             finally:
                 watched.__exit__(None, None, None)
+                if not changes_nothing(query.sql):  # a query that writes wrote while it streamed
+                    self.backend.schemas.invalidate()
                 self.queries.finish(query)
                 querylog.log_query(query)
                 self._keep(query.sql, query.engine, query.user, query.write, query.started_at,
@@ -439,7 +456,7 @@ class FlightSqlServer(flight.FlightServerBase):
         total, started, outcome, query_id = -1, time.monotonic(), "ok", None
         wall = time.time()
         try:
-            with self.watch.statements_of(context):
+            with self.watch.statements_of(context), self._may_change_schemas(sql):
                 result = _ran(run())
             query_id = result.query_id
             total = self.backend.update_count(result)
