@@ -13,6 +13,7 @@ or ``int`` for the floating ones, anything for ``bool`` (its truth),
 ``str`` for strings and ``bytes``/``str`` for binary, ``datetime.date`` or
 days for ``date32``, ``datetime.datetime`` or ticks of the unit for
 timestamps (an aware one is converted to UTC, a naive one taken as UTC),
+``datetime.time`` or ticks of the unit for ``time32`` and ``time64``,
 ``decimal.Decimal`` or ``int`` for decimals; ``None`` is NULL in every type.
 """
 
@@ -74,6 +75,10 @@ def array(values: Sequence[Any], type: pa.DataType) -> pa.Array:
     elif pa.types.is_timestamp(type):
         ticks = _TICKS[type.unit]
         data = _pack(_FIXED[pa.int64()], [0 if v is None else _ticks(v, ticks) for v in values])
+    elif pa.types.is_time(type):
+        ticks = _TICKS[type.unit]
+        data = _pack(_FIXED[pa.int32() if pa.types.is_time32(type) else pa.int64()],
+                     [0 if v is None else _time_ticks(v, ticks) for v in values])
     elif pa.types.is_decimal128(type) or pa.types.is_decimal256(type):
         width = type.byte_width
         data = pa.py_buffer(b"".join(
@@ -133,6 +138,16 @@ def _ticks(value: Any, per_second: int) -> int:
         return value
     raise pa.ArrowTypeError(
         f"a timestamp value must be a datetime or ticks, not {type(value).__name__}")
+
+
+def _time_ticks(value: Any, per_second: int) -> int:
+    if isinstance(value, dt.time):
+        seconds = value.hour * 3_600 + value.minute * 60 + value.second
+        return seconds * per_second + value.microsecond * per_second // 1_000_000
+    if isinstance(value, int):
+        return value
+    raise pa.ArrowTypeError(
+        f"a time value must be a time or ticks, not {type(value).__name__}")
 
 
 def _unscaled(value: Any, type: Any) -> int:

@@ -48,6 +48,10 @@ CASES: list[tuple[pa.DataType, st.SearchStrategy[Any]]] = [
     (pa.date32(), st.dates()),
     *[(pa.timestamp(unit, tz), _datetimes()) for unit in ("s", "ms", "us", "ns") for tz in ZONES],
     (pa.timestamp("us"), st.integers(-2 ** 62, 2 ** 62)),
+    *[(getattr(pa, f"time{32 if unit in ('s', 'ms') else 64}")(unit), st.times())
+      for unit in ("s", "ms", "us", "ns")],
+    (pa.time64("us"), st.integers(0, 86_400_000_000 - 1)),
+    (pa.time32("s"), st.integers(0, 86_399)),
     (pa.decimal128(38, 0), _decimals(38, 0)),
     (pa.decimal128(10, 2), _decimals(10, 2)),
     (pa.decimal128(38, 10), _decimals(38, 10)),
@@ -86,6 +90,7 @@ def test_a_null_array(items):
     (3, pa.int64()), (None, pa.int8()), (2.5, pa.float64()), ("é", pa.string()),
     (decimal.Decimal("1.50"), pa.decimal128(10, 2)), (dt.date(2024, 2, 29), pa.date32()),
     (dt.datetime(2024, 1, 1, 12), pa.timestamp("ms", "UTC")), (None, pa.null()),
+    (dt.time(23, 59, 59, 999_999), pa.time64("us")), (None, pa.time64("us")),
 ])
 def test_a_scalar_equals_what_pa_scalar_builds(value, arrow_type):
     assert arrow_values.scalar(value, arrow_type).equals(pa.scalar(value, arrow_type))
@@ -113,6 +118,7 @@ def test_building_arrays_imports_no_pandas():
             "av.array([1, None], pa.int64()); av.array(['a', None], pa.string())\n"
             "av.array([True], pa.bool_()); av.array([datetime.date(2020, 1, 1)], pa.date32())\n"
             "av.array([decimal.Decimal('1.5')], pa.decimal128(5, 1)); av.scalar(1.5, pa.float64())\n"
+            "av.array([datetime.time(1, 2), 3], pa.time64('us'))\n"
             "print('pandas' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

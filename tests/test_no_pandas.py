@@ -66,8 +66,32 @@ def test_a_duckdb_query_imports_no_pandas_in_any_format(tmp_path):
     assert not _pandas_after(config, *commands)
 
 
-@pytest.mark.xfail(strict=True, reason="gateway_csv call sites pending (issue 22 merge)")
+CSV = {"engines": {"scan": {"type": "csv"}},
+       "sources": {"trips": {"path": str(DATA / "trips.csv")}}}
+
+
 def test_a_csv_query_imports_no_pandas(tmp_path):
-    config = {"engines": {"scan": {"type": "csv"}},
-              "sources": {"trips": {"path": str(DATA / "trips.csv")}}}
-    assert not _pandas_after(config, *_queries(str(tmp_path / "out")))
+    assert not _pandas_after(CSV, *_queries(str(tmp_path / "out")))
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) FROM trips",
+    "SELECT count(*) FROM trips WHERE passenger_count > 2",
+    "SELECT passenger_count, sum(trip_distance), avg(total_amount), "
+    "count(DISTINCT payment_type) FROM trips GROUP BY passenger_count",
+    "SELECT cab_type, min(tip_amount), max(tip_amount) FROM trips GROUP BY cab_type "
+    "HAVING count(*) > 1",
+    "SELECT trip_id FROM trips WHERE tip_amount = 'nan' OR tip_amount IS NULL "
+    "OR tip_amount > 1.5 OR fare_amount IN (5.97, NULL) OR NULL",
+    "SELECT passenger_count, STRFTIME('%Y', pickup_datetime) AS y, count(*) FROM trips "
+    "GROUP BY passenger_count, y",
+    "SELECT strftime(pickup_datetime, '%-d %-I %p %f') AS t, "
+    "date_part('century', pickup_datetime) AS c FROM trips",
+    "SELECT trip_id, round(trip_distance, 1) AS r FROM trips ORDER BY trip_distance DESC, "
+    "trip_id LIMIT 5",
+    "SELECT DISTINCT cab_type, CASE WHEN tip_amount > 1 THEN 'tip' END AS t FROM trips",
+    "SELECT * FROM trips WHERE 1 = 0",
+], ids=["fused-count", "fused-count-where", "group-by", "having-min-max", "where-null-nan",
+        "strftime-group-by", "strftime", "order-limit", "distinct", "empty"])
+def test_each_csv_query_shape_imports_no_pandas(sql):
+    assert not _pandas_after(CSV, ["query", "--format", "csv", sql])

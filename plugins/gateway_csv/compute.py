@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
+from gateway import arrow_values
 from gateway.errors import QueryError, Unsupported
 from gateway.startup import LazyModule
 from gateway_csv import temporal
@@ -24,6 +25,14 @@ from gateway_csv.query import ENGINES_FOR_MORE, column_list, key, unsupported
 pc: Any = LazyModule("pyarrow.compute")
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
+
+#: constants the kernels are given, built without pa.scalar (which imports pandas, see
+#: gateway.arrow_values)
+FALSE = arrow_values.scalar(False, pa.bool_())
+NULL_BOOL = arrow_values.scalar(None, pa.bool_())
+ZERO = arrow_values.scalar(0.0, pa.float64())
+_NULL = arrow_values.scalar(None, pa.null())
+_EMPTY = arrow_values.scalar("", pa.string())
 
 _CAST_TYPES: dict[str, pa.DataType] = {
     "INT": pa.int32(), "INTEGER": pa.int32(), "BIGINT": pa.int64(), "SMALLINT": pa.int16(),
@@ -99,26 +108,31 @@ def broadcast(value: Value, length: int) -> pa.Array:
     if isinstance(value, pa.Scalar):
         if value.type == pa.null():
             return pa.nulls(length)
-        return pa.array([value.as_py()] * length, value.type) if length else \
-            pa.array([], value.type)
+        return pa.repeat(value, length)
     if isinstance(value, pa.ChunkedArray):
-        return value.combine_chunks()
+        return whole(value)
     return value
+
+
+def whole(values: pa.ChunkedArray) -> pa.Array:
+    """The chunks as one array (``combine_chunks`` makes an empty one with ``pa.array``,
+    which imports pandas)."""
+    return pa.concat_arrays(values.chunks) if values.num_chunks else pa.nulls(0, values.type)
 
 
 def literal(node: exp.Literal) -> pa.Scalar:
     if node.is_string:
-        return pa.scalar(node.this, pa.string())
+        return arrow_values.scalar(node.this, pa.string())
     text = node.this
     try:
         value = int(text)
     except ValueError:
-        return pa.scalar(float(text), pa.float64())
+        return arrow_values.scalar(float(text), pa.float64())
     if -(2**63) <= value < 2**63:
-        return pa.scalar(value, pa.int64())
+        return arrow_values.scalar(value, pa.int64())
     if abs(value) < 10**38:  # DuckDB's HUGEINT, as Arrow holds it
-        return pa.scalar(value, pa.decimal128(38, 0))
-    return pa.scalar(float(value), pa.float64())
+        return arrow_values.scalar(value, pa.decimal128(38, 0))
+    return arrow_values.scalar(float(value), pa.float64())
 
 
 def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
@@ -262,7 +276,7 @@ def compare(fn: str, left: Value, right: Value) -> Value:
         nan_aware = pc.or_kleene(plain, rn)
     # a NULL operand makes the comparison NULL, even where the other is NaN
     # (or_kleene(NULL, TRUE) is TRUE: a NULL row would pass `y <= 'nan'`)
-    return pc.if_else(pc.is_null(plain), pa.scalar(None, pa.bool_()), nan_aware)
+    return pc.if_else(pc.is_null(plain), NULL_BOOL, nan_aware)
 
 
 def _and(frame: Frame, node: exp.Expression) -> Value:
@@ -290,7 +304,7 @@ def _is(frame: Frame, node: exp.Expression) -> Value:
         raise unsupported(node, "IS other than IS [NOT] NULL")
     value = frame._eval(node.this)
     if isinstance(value, pa.Scalar):
-        return pa.scalar(not value.is_valid)
+        return arrow_values.scalar(not value.is_valid, pa.bool_())
     return pc.is_null(value)
 
 
@@ -317,17 +331,18 @@ def _in(frame: Frame, node: exp.In) -> Value:
         # DuckDB: -0.0 is 0.0 and NaN is NaN; Arrow's hashing tells the zeros apart
         has_nan = any(v != v for v in values)
         values = [v + 0.0 for v in values if v == v]
-        probe = pc.add(probe, 0.0)
-    haystack = pa.array(values, target) if values else pa.array([], target)
+        probe = pc.add(probe, ZERO)
+    haystack = arrow_values.array(values, target)
     found = pc.is_in(probe, value_set=haystack)
     if pa.types.is_floating(target):
-        found = pc.or_(found, pc.and_(pc.fill_null(pc.is_nan(probe), False), has_nan))
+        found = pc.or_(found, pc.and_(pc.fill_null(pc.is_nan(probe), FALSE),
+                                      arrow_values.scalar(has_nan, pa.bool_())))
     has_null = any(not i.is_valid for i in items)
     # SQL: NULL IN (...) is NULL; x IN (..., NULL) is NULL when not found
     null_mask = pc.is_null(probe)
     if has_null:
         null_mask = pc.or_(null_mask, pc.invert(found))
-    return pc.if_else(null_mask, pa.scalar(None, pa.bool_()), found)
+    return pc.if_else(null_mask, NULL_BOOL, found)
 
 
 def _between(frame: Frame, node: exp.Between) -> Value:
@@ -344,7 +359,7 @@ def _like(frame: Frame, node: exp.Expression) -> Value:
         raise unsupported(node, "LIKE with a non-constant pattern or ESCAPE")
     value = frame._eval(node.this)
     if value.type == pa.null():
-        return pa.scalar(None, pa.bool_())
+        return NULL_BOOL
     if not pattern.is_valid:
         return pa.nulls(frame.length, pa.bool_())
     text = pattern.as_py()
@@ -352,7 +367,7 @@ def _like(frame: Frame, node: exp.Expression) -> Value:
         # DuckDB folds both sides with its lower() (U+0130 `İ` to `i`), as utf8_lower
         # does; Arrow's ignore_case does not fold `İ`
         value = pc.utf8_lower(value)
-        text = pc.utf8_lower(pa.scalar(text, pa.string())).as_py()
+        text = pc.utf8_lower(arrow_values.scalar(text, pa.string())).as_py()
     if "\\" in text:
         # DuckDB's LIKE has no escape character unless ESCAPE names one; Arrow's takes
         # the backslash as one (and misses `%\\\\` even escaped): a regular expression
@@ -407,11 +422,11 @@ def _paren(frame: Frame, node: exp.Expression) -> Value:
 
 
 def _null(frame: Frame, node: exp.Expression) -> Value:
-    return pa.scalar(None)
+    return _NULL
 
 
 def _boolean(frame: Frame, node: exp.Boolean) -> Value:
-    return pa.scalar(bool(node.this))
+    return arrow_values.scalar(bool(node.this), pa.bool_())
 
 
 def _literal(frame: Frame, node: exp.Expression) -> Value:
@@ -431,12 +446,12 @@ def _case(frame: Frame, node: exp.Case) -> Value:
     else:
         conds = [i.this for i in node.args["ifs"]]
     values = [frame._eval(i.args["true"]) for i in node.args["ifs"]]
-    default = frame._eval(node.args["default"]) if node.args.get("default") else pa.scalar(None)
+    default = frame._eval(node.args["default"]) if node.args.get("default") else _NULL
     refuse_temporal_numbers([*values, default], "CASE")
     unified = coerce([*values, default])
     result = broadcast(unified[-1], frame.length)
     for cond, value in reversed(list(zip(conds, unified[:-1], strict=True))):
-        mask = pc.fill_null(broadcast(_as_bool(frame._eval(cond)), frame.length), False)
+        mask = pc.fill_null(broadcast(_as_bool(frame._eval(cond)), frame.length), FALSE)
         result = pc.if_else(mask, value, result)
     return result
 
@@ -487,8 +502,10 @@ def text(value: Value) -> Value:
 
 def _float_text(value: Value) -> Value:
     if isinstance(value, pa.Scalar):
-        return pa.scalar(None if not value.is_valid else repr(value.as_py()), pa.string())
-    return pa.array([None if v is None else repr(v) for v in value.to_pylist()], pa.string())
+        return arrow_values.scalar(None if not value.is_valid else repr(value.as_py()),
+                                   pa.string())
+    return arrow_values.array([None if v is None else repr(v) for v in value.to_pylist()],
+                              pa.string())
 
 
 def _temporal(frame: Frame, node: exp.Expression) -> Value:
@@ -543,23 +560,23 @@ def round_like_duckdb(value: Value, digits: int) -> Value:
     the decimal midpoint (19.45 is 19.4499...): those ties are settled exactly.
     """
     if isinstance(value, pa.Scalar):
-        return pa.scalar(_round_exact(value.as_py(), digits) if value.is_valid else None,
-                         pa.float64())
+        return arrow_values.scalar(_round_exact(value.as_py(), digits) if value.is_valid
+                                   else None, pa.float64())
     value = _to_float(value)
     if digits == 0:
         return pc.round(value, round_mode="half_towards_infinity")
-    scaled = pc.multiply(value, 10.0 ** digits)
-    rounded = pc.divide(pc.round(scaled, round_mode="half_towards_infinity"), 10.0 ** digits)
+    scale = arrow_values.scalar(10.0 ** digits, pa.float64())
+    scaled = pc.multiply(value, scale)
+    rounded = pc.divide(pc.round(scaled, round_mode="half_towards_infinity"), scale)
     # DuckDB keeps the value itself where scaling it passes the doubles' range
     rounded = pc.if_else(pc.is_finite(rounded), rounded, value)
-    ties = pc.equal(pc.abs(pc.subtract(scaled, pc.trunc(scaled))), 0.5)
+    ties = pc.equal(pc.abs(pc.subtract(scaled, pc.trunc(scaled))),
+                    arrow_values.scalar(0.5, pa.float64()))
     if not pc.any(ties).as_py():
         return rounded
-    fixed = rounded.to_pylist()
-    source = value.to_pylist()
-    for i in pc.indices_nonzero(pc.fill_null(ties, False)).to_pylist():
-        fixed[i] = _round_exact(source[i], digits)
-    return pa.array(fixed, pa.float64())
+    at_ties = pc.fill_null(ties, FALSE)
+    exact = [_round_exact(x, digits) for x in value.filter(at_ties).to_pylist()]
+    return pc.replace_with_mask(rounded, at_ties, arrow_values.array(exact, pa.float64()))
 
 
 def _round_exact(x: float | None, digits: int) -> float | None:
@@ -594,7 +611,7 @@ def _substr(frame: Frame, node: exp.Expression) -> Value:
     if not isinstance(start, pa.Scalar) or (length is not None and not isinstance(length, pa.Scalar)):
         raise unsupported(node, "substr with non-constant positions")
     if not start.is_valid or (length is not None and not length.is_valid):
-        return pa.scalar(None, pa.string())
+        return arrow_values.scalar(None, pa.string())
     s = int(start.as_py())  # at least 1 (gateway_csv.native admits no other)
     if length is None or int(length.as_py()) >= 0:
         stop = None if length is None else s - 1 + int(length.as_py())
@@ -613,7 +630,7 @@ def _concat(frame: Frame, node: exp.Expression) -> Value:
     left = frame._eval(node.this)
     right = frame._eval(node.expression)
     left, right = text(left), text(right)
-    return pc.binary_join_element_wise(left, right, "")
+    return pc.binary_join_element_wise(left, right, _EMPTY)
 
 
 _HANDLERS: dict[type, Callable[[Frame, Any], Value]] = {

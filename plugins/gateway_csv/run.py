@@ -14,9 +14,10 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from sqlglot import exp
 
+from gateway import arrow_values
 from gateway.errors import QueryError, Unsupported
 from gateway.startup import sort_functions
-from gateway_csv.compute import Frame, broadcast, pc
+from gateway_csv.compute import FALSE, ZERO, Frame, broadcast, pc, whole
 from gateway_csv.layout import BOOL, DATE, FLOAT, HUGE, INT, STR, TIME, TS, TSTZ, Layout
 from gateway_csv.query import (
     A_AVG,
@@ -81,8 +82,9 @@ def _convert(arr: pa.Array, layout: Layout, col: int, path: str) -> pa.Array:
             return pc.utf8_trim(arr, characters=" \t").cast(arrow_type(HUGE))
         if kind == TIME:
             # Arrow casts no text to time64: read it as a time of 1970-01-01
-            day = pc.binary_join_element_wise("1970-01-01 ", pc.utf8_trim(arr, characters=" \t"),
-                                              "")
+            day = pc.binary_join_element_wise(arrow_values.scalar("1970-01-01 ", pa.string()),
+                                              pc.utf8_trim(arr, characters=" \t"),
+                                              arrow_values.scalar("", pa.string()))
             return day.cast(pa.timestamp("us")).cast(pa.int64()).cast(arrow_type(TIME))
         out = pc.strptime(pc.utf8_trim(arr, characters=" \t"), format=fmt, unit="us",
                           error_is_null=False)
@@ -111,11 +113,11 @@ def filtered(frame: Frame, rest: list[exp.Expression]) -> Frame:
                 raise QueryError("WHERE needs a boolean condition", kind="type")
         mask = m if mask is None else pc.and_kleene(mask, m)
     table = pa.table(dict(frame.columns)) if frame.columns else None
-    keep = pc.fill_null(mask, False)
+    keep = pc.fill_null(mask, FALSE)
     if table is None:
         return Frame({}, int(pc.sum(keep).as_py() or 0))
     table = table.filter(keep)
-    return Frame({n: table.column(n).combine_chunks() for n in table.column_names},
+    return Frame({n: whole(table.column(n)) for n in table.column_names},
                  table.num_rows)
 
 
@@ -161,29 +163,29 @@ def _fused(scanners: list[Scanner], fused: FusedAggregate, layout: Layout,
         elif fn == F_IDENT or fn > F_TRUNC_MONTH:
             keys.append(_typed(values, kind))
         elif fn == F_ROUND:
-            keys.append(pa.array(values, pa.int64() if kind == INT else pa.float64()))
+            keys.append(arrow_values.array(values, pa.int64() if kind == INT else pa.float64()))
         else:
-            keys.append(pa.array(values, pa.int64()))
+            keys.append(arrow_values.array(values, pa.int64()))
     if any(fused.derived):
         keys, folded = _finish_keys(keys, fused, layout)
         if folded is not None:
             call, _ = sort_functions()
             ids, agg_values = state.fold(folded[0]).export()
-            keys = [call("take", [k, pa.array(ids[0], pa.int64())]) for k in folded[1]]
+            keys = [call("take", [k, arrow_values.array(ids[0], pa.int64())]) for k in folded[1]]
             n = len(ids[0])
     aggs = []
     for (fn, col), values in zip(fused.agg_columns, agg_values, strict=True):
         if fn in (A_COUNT_STAR, A_COUNT):
-            aggs.append(pa.array(values, pa.int64()))
+            aggs.append(arrow_values.array(values, pa.int64()))
         elif fn == A_AVG:
-            aggs.append(pa.array(values, pa.float64()))
+            aggs.append(arrow_values.array(values, pa.float64()))
         elif fn == A_SUM:
             kind = layout.kinds[col]
             if kind == FLOAT:
-                aggs.append(pa.array(values, pa.float64()))
+                aggs.append(arrow_values.array(values, pa.float64()))
             else:
                 fits = all(v is None or -(2**63) <= v < 2**63 for v in values)
-                aggs.append(pa.array(values, pa.int64() if fits else pa.decimal128(38, 0)))
+                aggs.append(arrow_values.array(values, pa.int64() if fits else pa.decimal128(38, 0)))
         else:
             aggs.append(_typed(values, layout.kinds[col]))
     return keys, aggs, n
@@ -216,7 +218,7 @@ def _finish_keys(keys: list[pa.Array], fused: FusedAggregate, layout: Layout) \
     for group, new in enumerate(group_ids):
         first.setdefault(new, group)
     call, _ = sort_functions()
-    take = pa.array([first[new] for new in range(len(ids))], pa.int64())
+    take = arrow_values.array([first[new] for new in range(len(ids))], pa.int64())
     return finished, (group_ids, [call("take", [k, take]) for k in finished])
 
 
@@ -235,8 +237,9 @@ def _first_days(values: list[int | None], fn: int, kind: int) -> pa.Array:
             _days_from_civil(v, 1) if fn == F_TRUNC_YEAR else _days_from_civil(v // 12, v % 12 + 1)
             for v in values]
     if kind == DATE:
-        return pa.array(days, pa.date32())
-    return pa.array([None if d is None else d * 86_400_000_000 for d in days], arrow_type(kind))
+        return arrow_values.array(days, pa.date32())
+    return arrow_values.array([None if d is None else d * 86_400_000_000 for d in days],
+                              arrow_type(kind))
 
 
 def _days_from_civil(year: int, month: int) -> int:
@@ -252,8 +255,8 @@ def _typed(values: list[Any], kind: int) -> pa.Array:
     """The scanner's values as ``kind``'s Arrow type (temporal ones are integers of its
     unit: microseconds, days; no cast, which would import pyarrow.compute)."""
     if kind == BOOL:
-        return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
-    return pa.array(values, arrow_type(kind))
+        return arrow_values.array(values, pa.bool_())
+    return arrow_values.array(values, arrow_type(kind))
 
 
 _ARROW_AGGS = {exp.Sum: "sum", exp.Avg: "mean", exp.Min: "min", exp.Max: "max"}
@@ -342,11 +345,11 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
             if node is not None:
                 arg = frame.array(node)
                 if j in nan_specs:
-                    nan = pc.fill_null(pc.is_nan(arg), False) if pa.types.is_floating(arg.type) \
-                        else pa.nulls(len(arg), pa.bool_()).fill_null(False)
+                    nan = pc.fill_null(pc.is_nan(arg), FALSE) if pa.types.is_floating(arg.type) \
+                        else pa.nulls(len(arg), pa.bool_()).fill_null(FALSE)
                     cols[f"__nan{j}"] = nan.cast(pa.int64())
                     if pa.types.is_floating(arg.type):
-                        arg = pc.if_else(nan, pa.scalar(None, arg.type), arg)
+                        arg = pc.if_else(nan, arrow_values.scalar(None, arg.type), arg)
                 if j in totals and pa.types.is_decimal(arg.type):
                     low, high = (v.as_py() or 0 for v in pc.min_max(arg).values())
                     huge_bounds[j] += max(abs(low), abs(high)) * frame.length
@@ -384,14 +387,31 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
         return keys, _exact_sums(_with_nans(query, aggs, nan_specs), widened), n
     # distinct counts of several expressions: aggregate the columns whole
     table = pa.Table.from_batches(parts)
-    grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
-    keys = [grouped.column(k).combine_chunks() for k in key_names]
+    grouped = _group_by(table, key_names, specs)
+    keys = [whole(grouped.column(k)) for k in key_names]
     aggs = []
     for spec in specs:
         name = "count_all" if spec[1] == "count_all" else f"{spec[0]}_{spec[1]}"
-        aggs.append(grouped.column(name).combine_chunks())
+        aggs.append(whole(grouped.column(name)))
     return keys, _exact_sums(_with_nans(query, aggs, nan_specs), widened), \
         grouped.num_rows
+
+
+def _group_by(table: pa.Table, keys: list[str], aggregations: list[tuple[Any, ...]]) -> pa.Table:
+    """``table.group_by(keys, use_threads=False).aggregate(aggregations)``, on Acero's
+    plan nodes themselves: ``Table.group_by`` imports ``pyarrow.acero``, which imports
+    ``pyarrow.dataset``, and that imports pandas (0.2 s)."""
+    from pyarrow._acero import AggregateNodeOptions, Declaration, TableSourceNodeOptions
+
+    named = []
+    for target, func, *options in aggregations:
+        targets = target if isinstance(target, list) else [target]
+        named.append((targets, f"hash_{func}" if keys else func, options[0] if options else None,
+                      "_".join([*targets, func])))
+    return Declaration.from_sequence([
+        Declaration("table_source", TableSourceNodeOptions(table)),
+        Declaration("aggregate", AggregateNodeOptions(named, keys=keys)),
+    ]).to_table(use_threads=False)
 
 
 #: the type integer sums are added up in: DuckDB's sum of integers is a HUGEINT
@@ -418,12 +438,13 @@ def _with_nans(query: Query, aggs: list[pa.Array], nan_specs: dict[int, int]) ->
         value, nans = out[j], aggs[counter]
         if not pa.types.is_floating(value.type):
             continue
-        seen = pc.greater(pc.fill_null(nans, 0), 0)
+        zero = arrow_values.scalar(0, pa.int64())
+        seen = pc.greater(pc.fill_null(nans, zero), zero)
         if isinstance(query.aggregates[j], exp.Max):
             take_nan = seen
         else:
             take_nan = pc.and_(seen, pc.is_null(value))
-        out[j] = pc.if_else(take_nan, pa.scalar(float("nan"), value.type), value)
+        out[j] = pc.if_else(take_nan, arrow_values.scalar(float("nan"), value.type), value)
     return out
 
 
@@ -477,7 +498,7 @@ class _Partials:
 
     def add(self, table: pa.Table, key_names: list[str]) -> None:
         groups = self._groups(key_names)
-        grouped = table.group_by(groups, use_threads=False).aggregate(self.partial)
+        grouped = _group_by(table, groups, self.partial)
         self.tables.append(self._names(grouped, self.partial, groups))
         self.rows += self.tables[-1].num_rows
         if self.rows > self.MERGE_ROWS and len(self.tables) > 1:
@@ -487,7 +508,7 @@ class _Partials:
         groups = self._groups(key_names)
         table = pa.concat_tables(self.tables)
         specs = [(f"__p{m}", f) for m, f in enumerate(self.merge_funcs)]
-        merged = table.group_by(groups, use_threads=False).aggregate(specs)
+        merged = _group_by(table, groups, specs)
         self.tables = [self._names(merged, specs, groups)]
         self.rows = self.tables[0].num_rows
 
@@ -498,23 +519,24 @@ class _Partials:
             specs: list[tuple[Any, ...]] = [(f"__p{m}", f)
                                             for m, f in enumerate(self.merge_funcs)]
             specs.append((self.distinct, "count", pc.CountOptions(mode="only_valid")))
-            grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
+            grouped = _group_by(table, key_names, specs)
             table = self._names(grouped, specs, key_names)
-            distinct_counts = table.column(f"__p{len(specs) - 1}").combine_chunks()
-        keys = [table.column(k).combine_chunks() for k in key_names]
+            distinct_counts = whole(table.column(f"__p{len(specs) - 1}"))
+        keys = [whole(table.column(k)) for k in key_names]
         aggs = []
         for func, cols in self.layout:
             if func == "count_distinct":
                 aggs.append(distinct_counts)
                 continue
-            first = table.column(f"__p{cols[0]}").combine_chunks()
+            first = whole(table.column(f"__p{cols[0]}"))
             if func in ("count", "count_all"):
                 # a sum of partial counts over no rows is NULL; a count of no rows is 0
-                first = pc.fill_null(first, 0)
+                first = pc.fill_null(first, arrow_values.scalar(0, pa.int64()))
             if func == "mean":
-                count = table.column(f"__p{cols[1]}").combine_chunks()
+                count = whole(table.column(f"__p{cols[1]}"))
                 total = pc.cast(first, pa.float64(), safe=False)  # the nearest double
-                aggs.append(pc.if_else(pc.equal(count, 0), pa.scalar(None, pa.float64()),
+                aggs.append(pc.if_else(pc.equal(count, arrow_values.scalar(0, pa.int64())),
+                                       arrow_values.scalar(None, pa.float64()),
                                        pc.divide(total, count.cast(pa.float64()))))
             else:
                 aggs.append(first)
@@ -526,7 +548,7 @@ def finish_aggregate(query: Query, keys: list[pa.Array], aggs: list[pa.Array], n
     subs.update({key(a): arr for a, arr in zip(query.aggregates, aggs, strict=True)})
     frame = Frame({}, n, subs, strict=True)
     if query.having is not None:
-        keep = pc.fill_null(broadcast(frame.evaluate(query.having), n), False)
+        keep = pc.fill_null(broadcast(frame.evaluate(query.having), n), FALSE)
         subs = {k: v.filter(keep) for k, v in subs.items()}
         n = sum(1 for v in keep.to_pylist() if v)
         frame = Frame({}, n, subs, strict=True)
@@ -542,9 +564,9 @@ def finish(query: Query, frame: Frame) -> pa.Table:
     table = _table(names, outputs, frame.length, query.types)
     if query.distinct:
         table = _distinct(table)
-        frame = Frame({n.lower(): table.column(i).combine_chunks()
+        frame = Frame({n.lower(): whole(table.column(i))
                        for i, n in enumerate(table.column_names)}, table.num_rows)
-        outputs = [table.column(i).combine_chunks() for i in range(table.num_columns)]
+        outputs = [whole(table.column(i)) for i in range(table.num_columns)]
     if query.order:
         order_arrays = [order_array(o, names, outputs, frame) for o, _, _ in query.order]
         call, _ = sort_functions()
@@ -571,15 +593,15 @@ def _table(names: list[str], arrays: list[pa.Array], length: int,
 def one_zero_one_nan(values: Any) -> Any:
     """Doubles as DuckDB groups them: -0.0 is 0.0 (-0.0 + 0.0), and every NaN one NaN
     (Arrow's grouping tells the zeros apart, and NaNs of another sign: -0.0 * inf)."""
-    return pc.if_else(pc.is_nan(values), pa.scalar(float("nan"), values.type),
-                      pc.add(values, 0.0))
+    return pc.if_else(pc.is_nan(values), arrow_values.scalar(float("nan"), values.type),
+                      pc.add(values, ZERO))
 
 
 def _distinct(table: pa.Table) -> pa.Table:
     columns = [one_zero_one_nan(c) if pa.types.is_floating(c.type) else c
                for c in table.columns]
     renamed = pa.table(columns, names=[f"c{i}" for i in range(table.num_columns)])
-    unique = renamed.group_by(renamed.column_names, use_threads=False).aggregate([])
+    unique = _group_by(renamed, renamed.column_names, [])
     return unique.select([f"c{i}" for i in range(table.num_columns)]).rename_columns(
         table.column_names)
 
@@ -618,7 +640,7 @@ def sort_indices(arrays: list[pa.Array], order: list[tuple[exp.Expression, bool,
         direction = "descending" if desc else "ascending"
         if pa.types.is_floating(arr.type):
             # DuckDB orders NaN above every number; Arrow puts NaN last either way
-            columns[f"nan{i}"] = call("coalesce", [call("is_nan", [arr]), pa.scalar(False)])
+            columns[f"nan{i}"] = call("coalesce", [call("is_nan", [arr]), FALSE])
             sort_keys.append((f"nan{i}", direction))
         sort_keys.append((f"v{i}", direction))
     return call("sort_indices", [pa.table(columns)], sort_options(sort_keys))
@@ -655,6 +677,6 @@ def _concat_frames(frames: list[Frame]) -> Frame:
     if not frames:
         return Frame({}, 0)
     names = list(frames[0].columns)
-    columns = {n: pa.chunked_array([f.columns[n] for f in frames]).combine_chunks()
+    columns = {n: whole(pa.chunked_array([f.columns[n] for f in frames]))
                for n in names}
     return Frame(columns, sum(f.length for f in frames))

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
+from gateway import arrow_values
 from gateway.errors import Unsupported
 from gateway_csv.query import ENGINES_FOR_MORE
 
@@ -39,9 +40,14 @@ def _kernels() -> Any:
     return kernels
 
 
+#: the Arrow type of each kind of Python constant the functions here pass (the type
+#: ``pa.scalar`` would infer; built by gateway.arrow_values, which imports no pandas)
+_CONSTANT_TYPES = {int: pa.int64(), float: pa.float64(), str: pa.string()}
+
+
 def _call(name: str, *args: Any, options: Any = None) -> Any:
-    values = [a if isinstance(a, pa.Array | pa.ChunkedArray | pa.Scalar) else pa.scalar(a)
-              for a in args]
+    values = [a if isinstance(a, pa.Array | pa.ChunkedArray | pa.Scalar)
+              else arrow_values.scalar(a, _CONSTANT_TYPES[type(a)]) for a in args]
     return _kernels().call_function(name, values, options)
 
 
