@@ -39,6 +39,7 @@ import functools
 import itertools
 import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -244,7 +245,9 @@ class StreamingComparison:
         n_p, n_r = primary.rows, reference.rows
         rest_p, rest_r = rest
         if not evidence["paired_rows"]:
-            return Verdict("match", f"{n_p} rows agree", evidence)
+            from gateway.row_pairing import rows_agree
+
+            return Verdict("match", rows_agree(n_p), evidence)
         row_bytes = max(side.row_bytes() for side in rest)
         wanted = evidence["paired_rows"] * row_bytes
         # pairing holds a group several times over (casts, DuckDB's hash tables); below
@@ -300,11 +303,13 @@ class StreamingComparison:
             if offset == 0:
                 evidence.update({k: v for k, v in verdict.evidence.items()
                                  if k.startswith("order_")})
-                message = verdict.message.split(" rows agree", 1)[1]
+                message = re.split(r" rows? agrees?", verdict.message, maxsplit=1)[1]
             offset += p.num_rows
             if evidence.get("order_checked") is False:
                 break
-        return Verdict("match", f"{primary.rows} rows agree{message}", evidence)
+        from gateway.row_pairing import rows_agree
+
+        return Verdict("match", f"{rows_agree(primary.rows)}{message}", evidence)
 
 
 def _tables(side: SpilledAnswer) -> Iterator[pa.Table]:
@@ -605,7 +610,7 @@ def _read_and_remove(path: str) -> pa.Table:
 def _merged(verdicts: list[Verdict], n_p: int, n_r: int, opts: CompareOptions,
             evidence: dict[str, Any]) -> Verdict:
     """One verdict from the verdicts on each group of rows (as RowPairing classifies)."""
-    from gateway.row_pairing import values_message
+    from gateway.row_pairing import rows_agree, values_message
 
     for v in verdicts:
         if v.category == "schema":
@@ -617,7 +622,7 @@ def _merged(verdicts: list[Verdict], n_p: int, n_r: int, opts: CompareOptions,
     for v in verdicts:
         evidence.setdefault("key_columns", v.evidence.get("key_columns"))
     if not (missing or extra or changed):
-        return Verdict("match", f"{n_p} rows agree", evidence)
+        return Verdict("match", rows_agree(n_p), evidence)
     evidence.update(missing_count=missing, extra_count=extra, changed_count=changed)
     for name in ("missing", "extra", "differences"):
         sample = [row for v in verdicts for row in v.evidence.get(name, [])][:opts.sample_size]

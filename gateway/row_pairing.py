@@ -155,7 +155,7 @@ class RowPairing:
         """Answers without columns to compare: only their row counts can differ."""
         n_p, n_r = self.p.num_rows, self.r.num_rows
         if n_p == n_r:
-            return Verdict("match", f"{n_p} rows agree", self.evidence)
+            return Verdict("match", rows_agree(n_p), self.evidence)
         category = "missing_rows" if n_p < n_r else "extra_rows"
         return Verdict(category, f"primary returned {n_p} rows, reference {n_r}", self.evidence)
 
@@ -395,7 +395,7 @@ class RowPairing:
         shape = self.shape
         if not shape.order:
             if self.opts.ignore_order_without_order_by or n < 2:
-                return Verdict("match", f"{n} rows agree", self.evidence)
+                return Verdict("match", rows_agree(n), self.evidence)
             checked = list(self.cols)
         else:
             checked = []
@@ -412,13 +412,13 @@ class RowPairing:
                 checked = checked if first is None else checked[:first + 1]
             if not checked:
                 self.evidence["order_checked"] = False
-                return Verdict("match", f"{n} rows agree (order not checked: the ORDER BY keys "
+                return Verdict("match", f"{rows_agree(n)} (order not checked: the ORDER BY keys "
                                "are not in the answer)", self.evidence)
         if n < 2:
-            return Verdict("match", f"{n} rows agree", self.evidence)
+            return Verdict("match", rows_agree(n), self.evidence)
         pos = None if same_positions else self._first_position_differing(checked)
         if pos is None:
-            return Verdict("match", f"{n} rows agree, in the order the ORDER BY requires",
+            return Verdict("match", f"{rows_agree(n)}, in the order the ORDER BY requires",
                            self.evidence)
         lo, hi = max(pos - 1, 0), min(pos + 2, n)
         self.evidence.update(
@@ -625,3 +625,8 @@ def _jsonable(value: Any) -> Any:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def rows_agree(n: int) -> str:
+    """``1 row agrees``, ``3 rows agree``: a match's message."""
+    return "1 row agrees" if n == 1 else f"{n} rows agree"

@@ -152,7 +152,7 @@ def test_query_shadow_prints_verdict_and_ratio_under_the_answer(cli, project):
     assert r.code == 0, r.err
     table, _, last = r.out.rstrip("\n").rpartition("\n")
     assert "400" in table
-    assert last.startswith("shadow duck1: match: 1 rows agree; duck took ")
+    assert last.startswith("shadow duck1: match: 1 row agrees; duck took ")
     assert "x duck1's time" in last
     machine = cli("query", "--format", "csv", "--shadow", "duck1", "SELECT 1 AS x")
     assert machine.out == "x\n1\n"

@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     if args.coverage:
         print(_coverage(report.coverage, args.primary, args.reference))
     print(f"{report.queries} queries in {report.seconds:.1f} s ({report.per_minute:.0f} per "
-          f"minute): {len(report.findings)} divergences written to {args.out}"
+          f"minute): {len(report.findings)} divergence{'' if len(report.findings) == 1 else 's'} "
+          f"written to {args.out}"
           + (f", {report.repeats} more of the same kinds" if report.repeats else "")
           + (f"; {report.unsupported} unsupported by {args.primary}, skipped"
              if report.unsupported else ""))
