@@ -71,6 +71,8 @@ _PATTERNS = [
     (TS, re.compile(_DATE + r"(?:" + _TIME + r")?")),
     (TSTZ, re.compile(_DATE + _TIME + r"(?:Z|[+-]\d\d(?::?\d\d)?)?")),
 ]
+_INTEGER_VALUE = re.compile(r"[ \t]*-?\d+[ \t]*")
+_INFINITY = re.compile(r"[ \t]*[-+]?inf(?:inity)?[ \t]*", re.I)
 _COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
 _LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0\d")
 _OTHER_DATE = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ \t]*+)")
@@ -190,10 +192,14 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
     if joined.count("\n") != len(values) - 1:
         return STR, None  # a value holds a newline
     for kind, pattern in _PATTERNS:
-        line = f"(?>[ \t]*+(?:{pattern.pattern})[ \t]*+)"
+        # DuckDB's strict BOOLEAN cast takes no blanks around a value
+        blanks = "" if kind == BOOL else "[ \t]*+"
+        line = f"(?>{blanks}(?:{pattern.pattern}){blanks})"
         if not re.fullmatch(f"(?:{line}\n)*+{line}", joined, pattern.flags):
             continue
         if kind in (INT, FLOAT) and _LEADING_ZERO.search(joined):
+            return STR, None
+        if kind == FLOAT and _blank_after_double(values):
             return STR, None
         if kind == INT and re.search(r"\d{19}", joined):
             return _wide_int_kind(values), None
@@ -206,7 +212,28 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
             fmt = duckdb_date_format(formats, values)
             if fmt is not None:
                 return kind, fmt
+    finite = [v for v in values if not _INFINITY.fullmatch(v)]
+    if finite and len(finite) < len(values) and _column_type(finite)[0] in (DATE, TS, TSTZ,
+                                                                            TIME):
+        from gateway.errors import Unsupported
+
+        raise Unsupported("the csv engine does not read a column of dates or times that "
+                          f"holds infinity ({next(v for v in values if v not in finite)!r}), "
+                          "which DuckDB's sniffer may take as a DATE; the duckdb engine "
+                          "reads it", engines=("duckdb",))
     return STR, None
+
+
+def _blank_after_double(values: list[str]) -> bool:
+    """Whether DuckDB's sniffer tests a value ending in blanks against DOUBLE, whose
+    strict cast refuses them (``2.5 ``), so that the column stays text. The sniffer
+    goes value by value and tests a value against DOUBLE only once an earlier one
+    (or this one) has failed its integer types: ``1 `` before ``2.5`` is an integer
+    then, and the column is DOUBLE."""
+    for i, value in enumerate(values):
+        if not _INTEGER_VALUE.fullmatch(value):
+            return any(v[-1:] in (" ", "\t") for v in values[i:])
+    return False
 
 
 def duckdb_date_format(templates: tuple[str, ...], values: list[str]) -> str | None:
@@ -275,16 +302,26 @@ def _all_match(fmt: str, values: list[str]) -> bool:
 
 
 def _wide_int_kind(values: list[str]) -> int:
-    """BIGINT, HUGEINT past 64 bits, DOUBLE past 38 digits (decimal128(38, 0)'s limit).
+    """BIGINT, or HUGEINT past 64 bits up to 38 digits (decimal128(38, 0)'s limit).
 
-    DuckDB keeps integers up to 2**127 exact as HUGEINT; Arrow's exact type for
-    them is decimal128(38, 0), so the 39-digit integers DuckDB still holds as
-    HUGEINT are DOUBLE here (documented in docs/csv.md).
+    Raises:
+        Unsupported: an integer of 39 digits or more. DuckDB reads it exactly, as a
+            HUGEINT (up to 2**127, which Arrow's decimal128(38, 0) cannot hold) or
+            past that as a BIGNUM; the csv engine would only have a DOUBLE.
     """
     numbers = [int(v) for v in values]
     if all(-(2**63) <= n < 2**63 for n in numbers):
         return INT
-    return HUGE if all(abs(n) < 10**38 for n in numbers) else FLOAT
+    wide = next((v.strip() for v, n in zip(values, numbers, strict=True)
+                 if abs(n) >= 10**38), None)
+    if wide is not None:
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"the csv engine does not read integers of 39 digits or more, such "
+                          f"as {wide[:24]}... ({len(wide.lstrip('-'))} digits), which DuckDB "
+                          f"reads exactly as HUGEINT or BIGNUM; the duckdb engine reads them",
+                          engines=("duckdb",))
+    return HUGE
 
 
 def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) -> Layout:
@@ -321,7 +358,17 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     nulls = options.get("null", "")
     null_set = (nulls,) if isinstance(nulls, str) else tuple(nulls)
     skip_bad = options.get("on_error") == "skip"
-    if not text.strip():
+    if not text.strip(" \r\n") and text.count("\n") > 1:
+        # blank lines only: DuckDB skips the empty ones before the first of blanks, takes
+        # that line (or, when all are empty, the first) as a header naming column0, and
+        # reads each further line as a row of one VARCHAR (NULL when empty)
+        lines = head[bom:].split(b"\n")
+        header_line = next((i for i, line in enumerate(lines) if line.strip(b"\r")), 0)
+        return Layout(names=["column0"], kinds=[STR], header=True,
+                      data_start=min(len(head), bom + sum(len(line) + 1 for line in
+                                                           lines[:header_line + 1])),
+                      nulls=null_set, skip_bad=skip_bad)
+    if not text.strip(" \r\n"):
         # DuckDB reads an empty file as one VARCHAR column and no rows
         return Layout(names=["column0"], kinds=[STR], header=False, data_start=len(head),
                       nulls=null_set, skip_bad=skip_bad)
@@ -523,16 +570,18 @@ def _compatible(kind: int) -> tuple[int, ...]:
 
 
 def _unique_names(raw: list[str], ncols: int) -> list[str]:
+    """Header names made unique as DuckDB's DetectHeaderInternal does: while a name is
+    taken (case-insensitively), its own collision count goes up and is appended, so
+    ``a,a_1,a,a_1`` is ``a, a_1, a_1_1, a_1_2``."""
     width = len(str(ncols - 1))
     names: list[str] = []
-    seen: set[str] = set()
+    collisions: dict[str, int] = {}
     for i, name in enumerate(raw):
         name = name or f"column{i:0{width}d}"
-        base, n = name, 0
-        while name.lower() in seen:
-            n += 1
-            name = f"{base}_{n}"
-        seen.add(name.lower())
+        while name.lower() in collisions:
+            collisions[name.lower()] += 1
+            name = f"{name}_{collisions[name.lower()]}"
+        collisions[name.lower()] = 0
         names.append(name)
     return names
 

@@ -1,0 +1,60 @@
+"""The long tail of DuckDB's CSV sniffer (issue #22, item 5): each class read as
+DuckDB 2.0.1's ``read_csv`` reads it, or refused (``Unsupported``, so the duckdb
+engine answers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.errors import Unsupported
+from tests.csv_support import assert_same, gateway_for, write
+
+SAME = {
+    # DuckDB appends each name's own collision count while the name is taken
+    "duplicate_names": "a,a_1,a,a_1,A\n1,2,3,4,5\n",
+    # blank lines only: the first is a header (column0), each further one a NULL row
+    "blank_lines": "\n" * 9,
+    "blank_lines_crlf": "\r\n" * 4,
+    # leading empty lines are skipped; the first line of blanks is the header
+    "blank_lines_and_blanks": "\n \n\n  \n",
+    "tabs_only": "\t\n\t\n",
+    # DuckDB's strict DOUBLE cast refuses trailing blanks: the column stays text
+    "double_with_trailing_blank": "a,b\n1 ,2.5 \n3 ,4.5 \n",
+    "double_tab": "a\n1.5\t\n",
+    # ...but integers met before the first non-integer value are never tested as DOUBLE
+    "integer_with_blank_then_double": "a\n1 \n2.5\n",
+    "double_then_integer_with_blank": "a\n2.5\n1 \n",
+    # BOOLEAN takes no blanks on either side
+    "boolean_with_blank": "a\ntrue \nfalse\n",
+    "boolean_with_leading_blank": "a\n true\nfalse\n",
+    "inf_with_blank": "a\n1\ninf \n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME))
+def test_read_as_duckdb_reads_it(tmp_path, name):
+    path = write(tmp_path, f"{name}.csv", SAME[name])
+    with gateway_for(path) as gw:
+        got = assert_same(gw, "SELECT * FROM t")
+        assert got.schema == gw.execute("SELECT * FROM t", engine="duck").to_arrow().schema
+        assert_same(gw, "SELECT count(*) FROM t")
+
+
+REFUSED = {
+    # DuckDB reads them exactly, as HUGEINT (which decimal128(38, 0) cannot hold) or BIGNUM
+    "integer_39_digits": ("a\n170141183460469231731687303715884105727\n1\n", "39 digits"),
+    "integer_50_digits": ("a\n" + "12345" * 10 + "\n", "50 digits"),
+    # DuckDB's sniffer takes inf as a DATE (infinity)
+    "date_and_inf": ("a\n2024-01-01\ninf\n", "infinity"),
+    "date_and_minus_infinity": ("a\n-infinity\n2024-01-01\n", "infinity"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_clearly(tmp_path, name):
+    content, message = REFUSED[name]
+    path = write(tmp_path, f"{name}.csv", content)
+    with gateway_for(path) as gw:
+        gw.execute("SELECT count(*) FROM t", engine="duck").to_arrow()  # DuckDB reads it
+        with pytest.raises(Unsupported, match=message):
+            gw.execute("SELECT * FROM t", engine="csv")
