@@ -28,6 +28,11 @@ SAME = {
     "boolean_with_blank": "a\ntrue \nfalse\n",
     "boolean_with_leading_blank": "a\n true\nfalse\n",
     "inf_with_blank": "a\n1\ninf \n",
+    # a CR inside a quoted field of a file whose rows end in LF or CRLF is a character
+    "quoted_cr_lf": 'a,b\n"x\ry",1\n"p",2\n',
+    "quoted_cr_crlf": 'a,b\r\n"x\ry",1\r\n"p",2\r\n',
+    "quoted_lf_in_cr_file": 'a,b\r"x\ny",1\r"p",2\r',
+    "cr_file": "a,b\r1,2\r3,4\r",
 }
 
 
@@ -47,6 +52,16 @@ REFUSED = {
     # DuckDB's sniffer takes inf as a DATE (infinity)
     "date_and_inf": ("a\n2024-01-01\ninf\n", "infinity"),
     "date_and_minus_infinity": ("a\n-infinity\n2024-01-01\n", "infinity"),
+    # rows ending in a lone CR, and a CR inside a quoted field: DuckDB keeps it
+    "quoted_cr_in_cr_file": ('a,b\r"x\ry",1\r"p",2\r', "carriage return"),
+    # DuckDB reads it (as UTF-8 holding NULs); the csv engine does not
+    "utf16_le_without_bom": ("a,b\n1,2\n".encode("utf-16-le"), "UTF-16"),
+    "utf16_be_without_bom": ("a,b\n1,2\n".encode("utf-16-be"), "UTF-16"),
+    # DuckDB's TIME parser takes free digit counts, 24:00:00, and drops nanoseconds
+    "time_one_digit_hour": ("t\n1:02:03\n", "1:02:03"),
+    "time_hh_mm_one_digit": ("t\n3:45\n12:30\n", "3:45"),
+    "time_24": ("t\n24:00:00\n", "24:00:00"),
+    "time_nanoseconds": ("t\n12:00:00.123456789\n", "123456789"),
 }
 
 

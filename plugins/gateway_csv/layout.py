@@ -73,6 +73,8 @@ _PATTERNS = [
 ]
 _INTEGER_VALUE = re.compile(r"[ \t]*-?\d+[ \t]*")
 _INFINITY = re.compile(r"[ \t]*[-+]?inf(?:inity)?[ \t]*", re.I)
+# what DuckDB's TIME parser may take (digit counts are free: 3:45, 1:2:3, 24:00:00)
+_LOOSE_TIME = re.compile(r"(?>[ \t]*+\d+:\d+(?::\d+(?:\.\d*)?)?[ \t]*+)")
 _COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
 _LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0\d")
 _OTHER_DATE = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ \t]*+)")
@@ -212,6 +214,13 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
             fmt = duckdb_date_format(formats, values)
             if fmt is not None:
                 return kind, fmt
+    if re.fullmatch(f"(?:{_LOOSE_TIME.pattern}\n)*+{_LOOSE_TIME.pattern}", joined):
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"the csv engine reads times only as HH:MM[:SS[.ffffff]] (up to "
+                          f"23:59:59.999999), not {next(v for v in values if not _all_parse(TIME, [v]))!r}, "
+                          "which DuckDB's looser TIME parser may read; the duckdb engine reads "
+                          "it", engines=("duckdb",))
     finite = [v for v in values if not _INFINITY.fullmatch(v)]
     if finite and len(finite) < len(values) and _column_type(finite)[0] in (DATE, TS, TSTZ,
                                                                             TIME):
@@ -282,6 +291,8 @@ def _all_parse(kind: int, values: list[str]) -> bool:
     try:
         for v in values:
             if kind == TIME:
+                if len(v.strip().partition(".")[2]) > 6:
+                    return False  # DuckDB drops digits past microseconds
                 datetime.time.fromisoformat(v.strip())
             else:
                 _scanner.parse_value(kind, v.encode())
@@ -338,6 +349,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         ConfigError: an override names an unknown column or type.
     """
     bom = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+    _refuse_utf16(head, path)
     candidates = dialect.detect(head[bom:], options, complete) if \
         options.get("delimiter") is None or len(options["delimiter"]) == 1 else []
     if len(head) > SAMPLE_BYTES:
@@ -471,6 +483,29 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   padded_quotes=bool(quote) and re.search(
                       f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
                       f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None)
+
+
+def _refuse_utf16(head: bytes, path: str) -> None:
+    """Refuse a file that looks like UTF-16 text (a NUL byte at every other position
+    of its head), which the csv engine would read as UTF-8 holding NULs.
+
+    Raises:
+        Unsupported: DuckDB reads such a file (without a byte-order mark; it takes
+            the NULs as characters of the values), and the duckdb engine reads it as
+            DuckDB does.
+    """
+    sample = head[:4096]
+    pairs = len(sample) // 2
+    if pairs < 2:
+        return
+    nuls = max(sample[0:pairs * 2:2].count(0), sample[1:pairs * 2:2].count(0))
+    if nuls >= 0.9 * pairs:
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"{path}: the file looks like UTF-16 text (a NUL byte at every "
+                          "other position) without a byte-order mark; the csv engine reads it only "
+                          "as UTF-8 and would see NULs. The duckdb engine reads it as DuckDB "
+                          "does", engines=("duckdb",))
 
 
 def _typed_best(candidates: list[dialect.Dialect], text: str, null_set: tuple[str, ...]) \
