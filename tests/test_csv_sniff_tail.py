@@ -73,3 +73,41 @@ def test_refused_clearly(tmp_path, name):
         gw.execute("SELECT count(*) FROM t", engine="duck").to_arrow()  # DuckDB reads it
         with pytest.raises(Unsupported, match=message):
             gw.execute("SELECT * FROM t", engine="csv")
+
+
+@pytest.mark.parametrize(("before", "row", "late"), [
+    (20478, "1", "2.5"),  # the last row of DuckDB's sample: DOUBLE
+    (20479, "1.5", "2.5 "),  # the first row past it: DuckDB's type is DOUBLE, not text
+    (20478, "1.5", "2.5 "),  # the last row of the sample: text
+])
+def test_types_come_from_duckdbs_sample_of_20480_rows(tmp_path, before, row, late):
+    """DuckDB types columns on 20,480 rows from the header on; the csv engine used to
+    read one row more (and on wide rows, only the first 512 KiB)."""
+    path = write(tmp_path, "s.csv", "a\n" + f"{row}\n" * before + f"{late}\n" + f"{row}\n" * 5)
+    with gateway_for(path) as gw:
+        got = gw.execute("SELECT a FROM t", engine="csv").to_arrow()
+        expected = gw.execute("SELECT a FROM t", engine="duck").to_arrow()
+        assert got.schema == expected.schema
+        assert got.equals(expected)
+
+
+def test_wide_rows_are_typed_on_duckdbs_whole_sample(tmp_path):
+    """Rows of ~600 bytes: 512 KiB held ~900 of DuckDB's 20,480 sampled rows, so a
+    value after them made DuckDB's column text where the csv engine's was DOUBLE."""
+    pad = "x" * 600
+    path = write(tmp_path, "w.csv", "a,b\n" + f"1.5,{pad}\n" * 3000 + f"2.5 ,{pad}\n")
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT a FROM t")
+        assert gw.execute("SELECT a FROM t", engine="csv").to_arrow().schema.field("a").type \
+            == "string"
+
+
+def test_blanks_in_a_refined_chunk_are_refused(tmp_path):
+    """Past its first 2,048 rows DuckDB casts whole chunks: an integer ending in a blank
+    in the chunk of the first decimal value keeps the column text."""
+    path = write(tmp_path, "c.csv", "a\n" + "1\n" * 3000 + "1 \n2.5\n" + "1\n" * 5)
+    with gateway_for(path) as gw:
+        assert gw.execute("SELECT a FROM t", engine="duck").to_arrow().schema.field("a").type \
+            == "string"
+        with pytest.raises(Unsupported, match="blanks"):
+            gw.execute("SELECT a FROM t", engine="csv")

@@ -39,9 +39,10 @@ TYPE_KINDS = {
     "DATE": DATE, "BOOLEAN": BOOL, "BOOL": BOOL, "TIME": TIME,
 }
 
+#: DuckDB's sample: its column types are sniffed on this many rows from the header on
 SAMPLE_ROWS = 20_480
-SAMPLE_BYTES = 512 << 10  # types are sniffed on the rows of this head
-DIALECT_BYTES = 8 << 20  # the dialect on up to SAMPLE_ROWS rows of this one, as DuckDB does
+#: the head sniffed: the dialect and the types on up to SAMPLE_ROWS rows of it
+DIALECT_BYTES = 8 << 20
 DELIMITERS = (",", "|", ";", "\t")
 QUOTES = ('"', "'")
 #: DuckDB's date format templates (its sniffer's format_template_candidates), with the
@@ -152,8 +153,10 @@ class Layout:
         return kind
 
 
-def _split_lines(text: str, delimiter: str, quote: str, escape: str) -> list[list[str | None]]:
-    """Rows of a sample; a field written as "" stays "" (None marks an unquoted empty)."""
+def _split_lines(text: str, delimiter: str, quote: str, escape: str,
+                 limit: int = SAMPLE_ROWS) -> list[list[str | None]]:
+    """Up to ``limit`` rows of a sample; a field written as "" stays "" (None marks an
+    unquoted empty)."""
     kwargs: dict[str, Any] = {"delimiter": delimiter, "strict": False}
     if quote:
         kwargs["quotechar"] = quote
@@ -170,7 +173,7 @@ def _split_lines(text: str, delimiter: str, quote: str, escape: str) -> list[lis
         for row in reader:
             if row:
                 rows.append(list(row))
-            if len(rows) > SAMPLE_ROWS:
+            if len(rows) >= limit:
                 break
     except csv.Error:
         pass  # a field past the size limit: sniff on the rows before it
@@ -243,6 +246,30 @@ def _blank_after_double(values: list[str]) -> bool:
         if not _INTEGER_VALUE.fullmatch(value):
             return any(v[-1:] in (" ", "\t") for v in values[i:])
     return False
+
+
+def _refuse_blanks_in_refined_chunk(column: list[str | None], null_set: tuple[str, ...]) -> None:
+    """Past its first chunk of rows DuckDB's sniffer casts whole chunks of 2,048 rows: an
+    integer ending in blanks in the chunk whose first non-integer value moves the column
+    to DOUBLE fails that strict cast too (the column stays text), unlike in the first
+    chunk, which goes value by value (:func:`_blank_after_double`).
+
+    Raises:
+        Unsupported: such a chunk may hold blanks before that value (row positions
+            here may differ from DuckDB's by blank or comment lines).
+    """
+    first = next((i for i, v in enumerate(column) if v not in null_set and v is not None
+                  and not _INTEGER_VALUE.fullmatch(v)), None)
+    if first is None or first < dialect.CHUNK_ROWS - 2:
+        return
+    if any(v not in null_set and v is not None and v[-1:] in (" ", "\t")
+           for v in column[max(0, first - dialect.CHUNK_ROWS):first]):
+        from gateway.errors import Unsupported
+
+        raise Unsupported("the csv engine does not read a column whose integers end in "
+                          "blanks near its first decimal value past row 2,046: DuckDB's "
+                          "sniffer may then keep the column as text; the duckdb engine "
+                          "reads it", engines=("duckdb",))
 
 
 def duckdb_date_format(templates: tuple[str, ...], values: list[str]) -> str | None:
@@ -352,11 +379,6 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     _refuse_utf16(head, path)
     candidates = dialect.detect(head[bom:], options, complete) if \
         options.get("delimiter") is None or len(options["delimiter"]) == 1 else []
-    if len(head) > SAMPLE_BYTES:
-        # types from the rows of the first SAMPLE_BYTES, the row across its end included
-        cut = head.find(b"\n", SAMPLE_BYTES)
-        if cut >= 0:
-            head, complete = head[:cut + 1], False
     if not complete:
         cut = head.rfind(b"\n")
         head = head[:cut + 1] if cut > 0 else head
@@ -397,7 +419,9 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         delimiter, quote, escape, comment = found.delimiter, found.quote, found.escape, \
             found.comment
         text = _uncommented(text, comment, quote)
-        rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
+        # types from DuckDB's sample: SAMPLE_ROWS rows from the header on
+        rows = _split_lines(text, delimiter, quote, escape, SAMPLE_ROWS + found.skip) or \
+            [[text.splitlines()[0]]]
         skipped = found.skip
         rows = rows[skipped:] or [[""] * found.ncols]
         ncols, trailing = found.ncols, found.trailing
@@ -413,9 +437,10 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
             d, q, e, s = _dialect(uncommented[:65536], options)
             if s > score:
                 comment, delimiter, quote, escape, text = "#", d, q, e, uncommented
-        rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
+        rows = _split_lines(text, delimiter, quote, escape, SAMPLE_ROWS + 200) or \
+            [[text.splitlines()[0]]]
         skipped = _preamble(rows)
-        rows = rows[skipped:]
+        rows = rows[skipped:skipped + SAMPLE_ROWS]
         ncols = max(len(rows[0]), 1)
     first, body = rows[0], [r for r in rows[1:] if len(r) == ncols]
     kinds, formats = _kinds(body, ncols, null_set)
@@ -591,7 +616,10 @@ def _kinds(rows: list[list[str | None]], ncols: int, null_set: tuple[str, ...]) 
     kinds, formats = [], {}
     first_format: dict[int, str | None] = {}
     for i in range(ncols):
-        kind, fmt = _column_type([r[i] for r in rows if r[i] not in null_set])  # type: ignore[misc]
+        column = [r[i] for r in rows]
+        kind, fmt = _column_type([v for v in column if v not in null_set])  # type: ignore[misc]
+        if kind == FLOAT:
+            _refuse_blanks_in_refined_chunk(column, null_set)
         if kind in (DATE, TS) and first_format.setdefault(kind, fmt) != fmt:
             kind, fmt = STR, None
         kinds.append(kind)
