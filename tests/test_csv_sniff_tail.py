@@ -33,6 +33,9 @@ SAME = {
     "quoted_cr_crlf": 'a,b\r\n"x\ry",1\r\n"p",2\r\n',
     "quoted_lf_in_cr_file": 'a,b\r"x\ny",1\r"p",2\r',
     "cr_file": "a,b\r1,2\r3,4\r",
+    # DuckDB's TIME parser does not take one minute digit without seconds: text
+    "not_a_time": "t\n12:0\n13:0\n",
+    "one_line_not_a_time": "12:0\n",
 }
 
 
@@ -61,7 +64,12 @@ REFUSED = {
     "time_one_digit_hour": ("t\n1:02:03\n", "1:02:03"),
     "time_hh_mm_one_digit": ("t\n3:45\n12:30\n", "3:45"),
     "time_24": ("t\n24:00:00\n", "24:00:00"),
+    "time_one_digit_seconds": ("t\n12:00:0\n", "12:00:0"),
     "time_nanoseconds": ("t\n12:00:00.123456789\n", "123456789"),
+    # DuckDB reads ... UTC as TIMESTAMP, ... EST or ... America/New_York as TIMESTAMPTZ
+    "zone_utc": ("t\n2024-01-01 10:00:00 UTC\n", "named time zone"),
+    "zone_est": ("t\n2024-01-01 10:00:00 EST\n2024-07-01T10:00 America/New_York\n",
+                 "named time zone"),
 }
 
 

@@ -74,8 +74,11 @@ _PATTERNS = [
 ]
 _INTEGER_VALUE = re.compile(r"[ \t]*-?\d+[ \t]*")
 _INFINITY = re.compile(r"[ \t]*[-+]?inf(?:inity)?[ \t]*", re.I)
-# what DuckDB's TIME parser may take (digit counts are free: 3:45, 1:2:3, 24:00:00)
-_LOOSE_TIME = re.compile(r"(?>[ \t]*+\d+:\d+(?::\d+(?:\.\d*)?)?[ \t]*+)")
+# what DuckDB's TIME parser may take (3:45, 1:2:3, 24:00:00; not 12:0)
+_LOOSE_TIME = re.compile(r"(?>[ \t]*+\d+:(?:\d+:\d+(?:\.\d*)?|\d\d)[ \t]*+)")
+# an ISO timestamp and a zone name (UTC, EST, America/New_York), which DuckDB reads
+_NAMED_ZONE = re.compile(r"(?>[ \t]*+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)? "
+                         r"[A-Za-z][A-Za-z0-9_+/-]*+[ \t]*+)")
 _COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
 _LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0\d")
 _OTHER_DATE = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ \t]*+)")
@@ -224,6 +227,13 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
                           f"23:59:59.999999), not {next(v for v in values if not _all_parse(TIME, [v]))!r}, "
                           "which DuckDB's looser TIME parser may read; the duckdb engine reads "
                           "it", engines=("duckdb",))
+    if re.fullmatch(f"(?:{_NAMED_ZONE.pattern}\n)*+{_NAMED_ZONE.pattern}", joined):
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"the csv engine does not read timestamps with a named time zone "
+                          f"({values[0].strip()!r}), which DuckDB reads as TIMESTAMP (UTC) or "
+                          "TIMESTAMP WITH TIME ZONE; the duckdb engine reads them",
+                          engines=("duckdb",))
     finite = [v for v in values if not _INFINITY.fullmatch(v)]
     if finite and len(finite) < len(values) and _column_type(finite)[0] in (DATE, TS, TSTZ,
                                                                             TIME):
