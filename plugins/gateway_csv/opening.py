@@ -32,6 +32,8 @@ _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
 _BLOCK = 1 << 20
 _CR = 1  # dialect.newline_kind of rows ending in a lone CR
 _QUOTE_OR_CR = re.compile(rb'["\r]')
+_LONE_CR = re.compile(rb"\r(?!\n)")
+_QUOTE_OR_LONE_CR = re.compile(rb'"|\r(?!\n)')
 
 
 def open_csv(path: str, options: dict[str, Any]) -> Any:
@@ -53,9 +55,9 @@ def open_csv(path: str, options: dict[str, Any]) -> Any:
     if compression is None and encoding == "utf-8":
         file = _scanner.File(path)
         head = file.pread(0, 64 << 10)
-        # a CR ending a partial head may be the first half of CRLF; a lone CR after
-        # the first line end (inside a quoted field) is a character of its value
-        if newline_kind(head[:-1] if len(head) < file.size else head) != _CR:
+        lone = _LONE_CR.search(head)
+        # a CR ending a partial head may be the first half of CRLF
+        if lone is None or (lone.end() == len(head) < file.size):
             return file
         file.close()
     return _decoded_copy(path, compression, encoding)
@@ -92,7 +94,9 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
         with os.fdopen(fd, "wb") as copy, pa.input_stream(path, compression=compression) as raw:
             decoder = codecs.getincrementaldecoder(encoding)() if encoding != "utf-8" else None
             held = b""  # a CR at the end of a block may be the first half of CRLF
-            rewrite: bool | None = None  # rows end in a lone CR: rewrite every ending
+            # rows end in a lone CR (rewrite every ending), or some lone CR is in
+            # a file whose rows end in LF or CRLF (check it is in a quoted field)
+            rewrite: str | None = None
             in_quote = False
             while True:
                 try:
@@ -107,12 +111,17 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
                                      hint="set the source's encoding", kind="type") from None
                 data = held + (text.encode("utf-8") if text is not None else block)
                 if rewrite is None:
-                    rewrite = newline_kind(data[:-1] if block else data) == _CR
+                    head = data[:-1] if block else data
+                    rewrite = "all" if newline_kind(head) == _CR else \
+                        "lone" if _LONE_CR.search(head) else ""
                 if rewrite:
                     held = data[-1:] if data.endswith(b"\r") and block else b""
                     data = data[:-1] if held else data
+                if rewrite == "all":
                     in_quote = _check_quoted_cr(data, in_quote, path)
                     data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                elif rewrite == "lone":
+                    in_quote = _check_unquoted_lone_cr(data, in_quote, path)
                 copy.write(data)
                 if not block:
                     break
@@ -139,6 +148,28 @@ def _check_quoted_cr(data: bytes, in_quote: bool, path: str) -> bool:
                               "(CR) and also holds one inside a quoted field, which DuckDB "
                               "keeps in the value; the csv engine cannot tell them apart. "
                               "The duckdb engine reads it", engines=("duckdb",))
+    return in_quote
+
+
+def _check_unquoted_lone_cr(data: bytes, in_quote: bool, path: str) -> bool:
+    """Whether a double-quoted field is open after ``data``, a block of a file whose rows
+    end in LF or CRLF, given whether one was open before it. A lone CR inside a quoted
+    field is a character of the value, as in DuckDB.
+
+    Raises:
+        Unsupported: a lone CR outside quoted fields, where DuckDB's strict state
+            machine stops (its sniffer or scanner refuses the file, mostly); the
+            duckdb engine then answers or fails exactly as DuckDB does.
+    """
+    for mark in _QUOTE_OR_LONE_CR.finditer(data):
+        if mark.group() == b'"':
+            in_quote = not in_quote
+        elif not in_quote:
+            raise Unsupported(f"{path}: a row holds a lone carriage return (CR) outside "
+                              "quoted fields, while the file's rows end in LF or CRLF; "
+                              "DuckDB's strict state machine stops there (it mostly refuses "
+                              "the file). The duckdb engine reads it as DuckDB does",
+                              engines=("duckdb",))
     return in_quote
 
 
