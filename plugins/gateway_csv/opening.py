@@ -95,7 +95,7 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
             decoder = codecs.getincrementaldecoder(encoding)() if encoding != "utf-8" else None
             held = b""  # a CR at the end of a block may be the first half of CRLF
             # rows end in a lone CR (rewrite every ending), or some lone CR is in
-            # a file whose rows end in LF or CRLF (check it is in a quoted field)
+            # a file whose rows end in LF or CRLF (rewrite those outside quotes)
             rewrite: str | None = None
             in_quote = False
             while True:
@@ -121,7 +121,7 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
                     in_quote = _check_quoted_cr(data, in_quote, path)
                     data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
                 elif rewrite == "lone":
-                    in_quote = _check_unquoted_lone_cr(data, in_quote, path)
+                    data, in_quote = _unquoted_lone_crs_to_lf(data, in_quote)
                 copy.write(data)
                 if not block:
                     break
@@ -151,26 +151,20 @@ def _check_quoted_cr(data: bytes, in_quote: bool, path: str) -> bool:
     return in_quote
 
 
-def _check_unquoted_lone_cr(data: bytes, in_quote: bool, path: str) -> bool:
-    """Whether a double-quoted field is open after ``data``, a block of a file whose rows
-    end in LF or CRLF, given whether one was open before it. A lone CR inside a quoted
-    field is a character of the value, as in DuckDB.
-
-    Raises:
-        Unsupported: a lone CR outside quoted fields, where DuckDB's strict state
-            machine stops (its sniffer or scanner refuses the file, mostly); the
-            duckdb engine then answers or fails exactly as DuckDB does.
-    """
+def _unquoted_lone_crs_to_lf(data: bytes, in_quote: bool) -> tuple[bytes, bool]:
+    """``data`` (a block of a file whose rows end in LF or CRLF) with each lone CR
+    outside double-quoted fields made a row end (LF), as DuckDB's non-strict state
+    machine reads it; a lone CR inside a quoted field stays a character of the value,
+    as in DuckDB. Returns the block and whether a quoted field is open after it."""
+    out, last = bytearray(), 0
     for mark in _QUOTE_OR_LONE_CR.finditer(data):
         if mark.group() == b'"':
             in_quote = not in_quote
         elif not in_quote:
-            raise Unsupported(f"{path}: a row holds a lone carriage return (CR) outside "
-                              "quoted fields, while the file's rows end in LF or CRLF; "
-                              "DuckDB's strict state machine stops there (it mostly refuses "
-                              "the file). The duckdb engine reads it as DuckDB does",
-                              engines=("duckdb",))
-    return in_quote
+            out += data[last:mark.start()] + b"\n"
+            last = mark.end()
+    out += data[last:]
+    return bytes(out), in_quote
 
 
 def without_comments(file: Any, comment: str, quote: str) -> Any:
