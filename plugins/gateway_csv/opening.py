@@ -32,8 +32,6 @@ _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
 _BLOCK = 1 << 20
 _CR = 1  # dialect.newline_kind of rows ending in a lone CR
 _QUOTE_OR_CR = re.compile(rb'["\r]')
-_LONE_CR = re.compile(rb"\r(?!\n)")
-_QUOTE_OR_LONE_CR = re.compile(rb'"|\r(?!\n)')
 
 
 def open_csv(path: str, options: dict[str, Any]) -> Any:
@@ -55,9 +53,9 @@ def open_csv(path: str, options: dict[str, Any]) -> Any:
     if compression is None and encoding == "utf-8":
         file = _scanner.File(path)
         head = file.pread(0, 64 << 10)
-        lone = _LONE_CR.search(head)
-        # a CR ending a partial head may be the first half of CRLF
-        if lone is None or (lone.end() == len(head) < file.size):
+        # a CR ending a partial head may be the first half of CRLF; a lone CR after
+        # the first line end (inside a quoted field) is a character of its value
+        if newline_kind(head[:-1] if len(head) < file.size else head) != _CR:
             return file
         file.close()
     return _decoded_copy(path, compression, encoding)
@@ -94,9 +92,7 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
         with os.fdopen(fd, "wb") as copy, pa.input_stream(path, compression=compression) as raw:
             decoder = codecs.getincrementaldecoder(encoding)() if encoding != "utf-8" else None
             held = b""  # a CR at the end of a block may be the first half of CRLF
-            # rows end in a lone CR (rewrite every ending), or some lone CR is in
-            # a file whose rows end in LF or CRLF (rewrite those outside quotes)
-            rewrite: str | None = None
+            rewrite: bool | None = None  # rows end in a lone CR: rewrite every ending
             in_quote = False
             while True:
                 try:
@@ -111,17 +107,12 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
                                      hint="set the source's encoding", kind="type") from None
                 data = held + (text.encode("utf-8") if text is not None else block)
                 if rewrite is None:
-                    head = data[:-1] if block else data
-                    rewrite = "all" if newline_kind(head) == _CR else \
-                        "lone" if _LONE_CR.search(head) else ""
+                    rewrite = newline_kind(data[:-1] if block else data) == _CR
                 if rewrite:
                     held = data[-1:] if data.endswith(b"\r") and block else b""
                     data = data[:-1] if held else data
-                if rewrite == "all":
                     in_quote = _check_quoted_cr(data, in_quote, path)
                     data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-                elif rewrite == "lone":
-                    data, in_quote = _unquoted_lone_crs_to_lf(data, in_quote)
                 copy.write(data)
                 if not block:
                     break
@@ -149,22 +140,6 @@ def _check_quoted_cr(data: bytes, in_quote: bool, path: str) -> bool:
                               "keeps in the value; the csv engine cannot tell them apart. "
                               "The duckdb engine reads it", engines=("duckdb",))
     return in_quote
-
-
-def _unquoted_lone_crs_to_lf(data: bytes, in_quote: bool) -> tuple[bytes, bool]:
-    """``data`` (a block of a file whose rows end in LF or CRLF) with each lone CR
-    outside double-quoted fields made a row end (LF), as DuckDB's non-strict state
-    machine reads it; a lone CR inside a quoted field stays a character of the value,
-    as in DuckDB. Returns the block and whether a quoted field is open after it."""
-    out, last = bytearray(), 0
-    for mark in _QUOTE_OR_LONE_CR.finditer(data):
-        if mark.group() == b'"':
-            in_quote = not in_quote
-        elif not in_quote:
-            out += data[last:mark.start()] + b"\n"
-            last = mark.end()
-    out += data[last:]
-    return bytes(out), in_quote
 
 
 def without_comments(file: Any, comment: str, quote: str) -> Any:
