@@ -36,16 +36,22 @@ def test_compression_is_found_by_its_magic_bytes_whatever_the_name(tmp_path):
     assert table.column("name").to_pylist() == ["é", "b", None]
 
 
-@pytest.mark.parametrize(("content", "rows"), [("a,b\r1,2\r3,4\r", 2),
-                                               ("a,b\r\n1,2\r3,4\n5,6\r\n7,8\r", 4)],
-                         ids=["lone_cr", "mixed"])
-def test_rows_ending_in_a_lone_cr_are_rows(tmp_path, content, rows):
-    path = write(tmp_path, "cr.csv", content)
+def test_rows_ending_in_a_lone_cr_are_rows(tmp_path):
+    path = write(tmp_path, "cr.csv", "a,b\r1,2\r3,4\r")
     with gateway_for(path) as gw:
         table = gw.execute("SELECT * FROM t", engine="csv").to_arrow()
-        assert table.column("a").to_pylist() == [1, 3, 5, 7][:rows]
-        if rows == 2:  # DuckDB refuses the mixed file in its sniffer
-            assert_same(gw, "SELECT * FROM t")
+        assert table.column("a").to_pylist() == [1, 3]
+        assert_same(gw, "SELECT * FROM t")
+
+
+def test_lone_crs_in_a_file_whose_rows_end_in_crlf_are_refused_as_by_duckdb(tmp_path):
+    """DuckDB takes the line end from the first row (CRLF here) and refuses the file in
+    its sniffer; the csv engine used to rewrite every lone CR into a row end."""
+    path = write(tmp_path, "cr.csv", "a,b\r\n1,2\r3,4\n5,6\r\n7,8\r")
+    with gateway_for(path) as gw:
+        for engine in ("csv", "duck"):
+            with pytest.raises(QueryError):
+                gw.execute("SELECT * FROM t", engine=engine)
 
 
 def test_another_encoding_is_transcoded(tmp_path):

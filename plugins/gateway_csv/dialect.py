@@ -68,7 +68,7 @@ def detect(sample: bytes, options: dict[str, Any], complete: bool) -> list[Diale
             or ``comment`` is the only candidate for it.
         complete: ``sample`` is the whole file.
     """
-    newline = _newline(sample)
+    newline = newline_kind(sample)
     chosen = _Choice(comment_given=options.get("comment") is not None)
     # A character absent from the sample changes nothing: a candidate using it reads
     # exactly as one without it that DuckDB tries first (no quote, no escape, no
@@ -195,7 +195,7 @@ def _quote_escapes(options: dict[str, Any]) -> list[tuple[str, str]]:
     return list(QUOTE_ESCAPES)
 
 
-def _newline(sample: bytes) -> int:
+def newline_kind(sample: bytes) -> int:
     """DuckDB's DetectNewLineDelimiter: 0 for \\n, 1 for a lone \\r, 2 for \\r\\n."""
     cr = False
     for byte in sample:

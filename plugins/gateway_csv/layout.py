@@ -39,9 +39,10 @@ TYPE_KINDS = {
     "DATE": DATE, "BOOLEAN": BOOL, "BOOL": BOOL, "TIME": TIME,
 }
 
+#: DuckDB's sample: its column types are sniffed on this many rows from the header on
 SAMPLE_ROWS = 20_480
-SAMPLE_BYTES = 512 << 10  # types are sniffed on the rows of this head
-DIALECT_BYTES = 8 << 20  # the dialect on up to SAMPLE_ROWS rows of this one, as DuckDB does
+#: the head sniffed: the dialect and the types on up to SAMPLE_ROWS rows of it
+DIALECT_BYTES = 8 << 20
 DELIMITERS = (",", "|", ";", "\t")
 QUOTES = ('"', "'")
 #: DuckDB's date format templates (its sniffer's format_template_candidates), with the
@@ -71,6 +72,13 @@ _PATTERNS = [
     (TS, re.compile(_DATE + r"(?:" + _TIME + r")?")),
     (TSTZ, re.compile(_DATE + _TIME + r"(?:Z|[+-]\d\d(?::?\d\d)?)?")),
 ]
+_INTEGER_VALUE = re.compile(r"[ \t]*-?\d+[ \t]*")
+_INFINITY = re.compile(r"[ \t]*[-+]?inf(?:inity)?[ \t]*", re.I)
+# what DuckDB's TIME parser may take (3:45, 1:2:3, 24:00:00; not 12:0)
+_LOOSE_TIME = re.compile(r"(?>[ \t]*+\d+:(?:\d+:\d+(?:\.\d*)?|\d\d)[ \t]*+)")
+# an ISO timestamp and a zone name (UTC, EST, America/New_York), which DuckDB reads
+_NAMED_ZONE = re.compile(r"(?>[ \t]*+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)? "
+                         r"[A-Za-z][A-Za-z0-9_+/-]*+[ \t]*+)")
 _COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
 _LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0\d")
 _OTHER_DATE = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ \t]*+)")
@@ -148,8 +156,10 @@ class Layout:
         return kind
 
 
-def _split_lines(text: str, delimiter: str, quote: str, escape: str) -> list[list[str | None]]:
-    """Rows of a sample; a field written as "" stays "" (None marks an unquoted empty)."""
+def _split_lines(text: str, delimiter: str, quote: str, escape: str,
+                 limit: int = SAMPLE_ROWS) -> list[list[str | None]]:
+    """Up to ``limit`` rows of a sample; a field written as "" stays "" (None marks an
+    unquoted empty)."""
     kwargs: dict[str, Any] = {"delimiter": delimiter, "strict": False}
     if quote:
         kwargs["quotechar"] = quote
@@ -166,7 +176,7 @@ def _split_lines(text: str, delimiter: str, quote: str, escape: str) -> list[lis
         for row in reader:
             if row:
                 rows.append(list(row))
-            if len(rows) > SAMPLE_ROWS:
+            if len(rows) >= limit:
                 break
     except csv.Error:
         pass  # a field past the size limit: sniff on the rows before it
@@ -190,10 +200,14 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
     if joined.count("\n") != len(values) - 1:
         return STR, None  # a value holds a newline
     for kind, pattern in _PATTERNS:
-        line = f"(?>[ \t]*+(?:{pattern.pattern})[ \t]*+)"
+        # DuckDB's strict BOOLEAN cast takes no blanks around a value
+        blanks = "" if kind == BOOL else "[ \t]*+"
+        line = f"(?>{blanks}(?:{pattern.pattern}){blanks})"
         if not re.fullmatch(f"(?:{line}\n)*+{line}", joined, pattern.flags):
             continue
         if kind in (INT, FLOAT) and _LEADING_ZERO.search(joined):
+            return STR, None
+        if kind == FLOAT and _blank_after_double(values):
             return STR, None
         if kind == INT and re.search(r"\d{19}", joined):
             return _wide_int_kind(values), None
@@ -206,7 +220,66 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
             fmt = duckdb_date_format(formats, values)
             if fmt is not None:
                 return kind, fmt
+    if re.fullmatch(f"(?:{_LOOSE_TIME.pattern}\n)*+{_LOOSE_TIME.pattern}", joined):
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"the csv engine reads times only as HH:MM[:SS[.ffffff]] (up to "
+                          f"23:59:59.999999), not {next(v for v in values if not _all_parse(TIME, [v]))!r}, "
+                          "which DuckDB's looser TIME parser may read; the duckdb engine reads "
+                          "it", engines=("duckdb",))
+    if re.fullmatch(f"(?:{_NAMED_ZONE.pattern}\n)*+{_NAMED_ZONE.pattern}", joined):
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"the csv engine does not read timestamps with a named time zone "
+                          f"({values[0].strip()!r}), which DuckDB reads as TIMESTAMP (UTC) or "
+                          "TIMESTAMP WITH TIME ZONE; the duckdb engine reads them",
+                          engines=("duckdb",))
+    finite = [v for v in values if not _INFINITY.fullmatch(v)]
+    if finite and len(finite) < len(values) and _column_type(finite)[0] in (DATE, TS, TSTZ,
+                                                                            TIME):
+        from gateway.errors import Unsupported
+
+        raise Unsupported("the csv engine does not read a column of dates or times that "
+                          f"holds infinity ({next(v for v in values if v not in finite)!r}), "
+                          "which DuckDB's sniffer may take as a DATE; the duckdb engine "
+                          "reads it", engines=("duckdb",))
     return STR, None
+
+
+def _blank_after_double(values: list[str]) -> bool:
+    """Whether DuckDB's sniffer tests a value ending in blanks against DOUBLE, whose
+    strict cast refuses them (``2.5 ``), so that the column stays text. The sniffer
+    goes value by value and tests a value against DOUBLE only once an earlier one
+    (or this one) has failed its integer types: ``1 `` before ``2.5`` is an integer
+    then, and the column is DOUBLE."""
+    for i, value in enumerate(values):
+        if not _INTEGER_VALUE.fullmatch(value):
+            return any(v[-1:] in (" ", "\t") for v in values[i:])
+    return False
+
+
+def _refuse_blanks_in_refined_chunk(column: list[str | None], null_set: tuple[str, ...]) -> None:
+    """Past its first chunk of rows DuckDB's sniffer casts whole chunks of 2,048 rows: an
+    integer ending in blanks in the chunk whose first non-integer value moves the column
+    to DOUBLE fails that strict cast too (the column stays text), unlike in the first
+    chunk, which goes value by value (:func:`_blank_after_double`).
+
+    Raises:
+        Unsupported: such a chunk may hold blanks before that value (row positions
+            here may differ from DuckDB's by blank or comment lines).
+    """
+    first = next((i for i, v in enumerate(column) if v not in null_set and v is not None
+                  and not _INTEGER_VALUE.fullmatch(v)), None)
+    if first is None or first < dialect.CHUNK_ROWS - 2:
+        return
+    if any(v not in null_set and v is not None and v[-1:] in (" ", "\t")
+           for v in column[max(0, first - dialect.CHUNK_ROWS):first]):
+        from gateway.errors import Unsupported
+
+        raise Unsupported("the csv engine does not read a column whose integers end in "
+                          "blanks near its first decimal value past row 2,046: DuckDB's "
+                          "sniffer may then keep the column as text; the duckdb engine "
+                          "reads it", engines=("duckdb",))
 
 
 def duckdb_date_format(templates: tuple[str, ...], values: list[str]) -> str | None:
@@ -255,6 +328,8 @@ def _all_parse(kind: int, values: list[str]) -> bool:
     try:
         for v in values:
             if kind == TIME:
+                if len(v.strip().partition(".")[2]) > 6:
+                    return False  # DuckDB drops digits past microseconds
                 datetime.time.fromisoformat(v.strip())
             else:
                 _scanner.parse_value(kind, v.encode())
@@ -275,16 +350,26 @@ def _all_match(fmt: str, values: list[str]) -> bool:
 
 
 def _wide_int_kind(values: list[str]) -> int:
-    """BIGINT, HUGEINT past 64 bits, DOUBLE past 38 digits (decimal128(38, 0)'s limit).
+    """BIGINT, or HUGEINT past 64 bits up to 38 digits (decimal128(38, 0)'s limit).
 
-    DuckDB keeps integers up to 2**127 exact as HUGEINT; Arrow's exact type for
-    them is decimal128(38, 0), so the 39-digit integers DuckDB still holds as
-    HUGEINT are DOUBLE here (documented in docs/csv.md).
+    Raises:
+        Unsupported: an integer of 39 digits or more. DuckDB reads it exactly, as a
+            HUGEINT (up to 2**127, which Arrow's decimal128(38, 0) cannot hold) or
+            past that as a BIGNUM; the csv engine would only have a DOUBLE.
     """
     numbers = [int(v) for v in values]
     if all(-(2**63) <= n < 2**63 for n in numbers):
         return INT
-    return HUGE if all(abs(n) < 10**38 for n in numbers) else FLOAT
+    wide = next((v.strip() for v, n in zip(values, numbers, strict=True)
+                 if abs(n) >= 10**38), None)
+    if wide is not None:
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"the csv engine does not read integers of 39 digits or more, such "
+                          f"as {wide[:24]}... ({len(wide.lstrip('-'))} digits), which DuckDB "
+                          f"reads exactly as HUGEINT or BIGNUM; the duckdb engine reads them",
+                          engines=("duckdb",))
+    return HUGE
 
 
 def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) -> Layout:
@@ -301,13 +386,9 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         ConfigError: an override names an unknown column or type.
     """
     bom = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+    _refuse_utf16(head, path)
     candidates = dialect.detect(head[bom:], options, complete) if \
         options.get("delimiter") is None or len(options["delimiter"]) == 1 else []
-    if len(head) > SAMPLE_BYTES:
-        # types from the rows of the first SAMPLE_BYTES, the row across its end included
-        cut = head.find(b"\n", SAMPLE_BYTES)
-        if cut >= 0:
-            head, complete = head[:cut + 1], False
     if not complete:
         cut = head.rfind(b"\n")
         head = head[:cut + 1] if cut > 0 else head
@@ -321,7 +402,17 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     nulls = options.get("null", "")
     null_set = (nulls,) if isinstance(nulls, str) else tuple(nulls)
     skip_bad = options.get("on_error") == "skip"
-    if not text.strip():
+    if not text.strip(" \r\n") and text.count("\n") > 1:
+        # blank lines only: DuckDB skips the empty ones before the first of blanks, takes
+        # that line (or, when all are empty, the first) as a header naming column0, and
+        # reads each further line as a row of one VARCHAR (NULL when empty)
+        lines = head[bom:].split(b"\n")
+        header_line = next((i for i, line in enumerate(lines) if line.strip(b"\r")), 0)
+        return Layout(names=["column0"], kinds=[STR], header=True,
+                      data_start=min(len(head), bom + sum(len(line) + 1 for line in
+                                                           lines[:header_line + 1])),
+                      nulls=null_set, skip_bad=skip_bad)
+    if not text.strip(" \r\n"):
         # DuckDB reads an empty file as one VARCHAR column and no rows
         return Layout(names=["column0"], kinds=[STR], header=False, data_start=len(head),
                       nulls=null_set, skip_bad=skip_bad)
@@ -338,7 +429,9 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         delimiter, quote, escape, comment = found.delimiter, found.quote, found.escape, \
             found.comment
         text = _uncommented(text, comment, quote)
-        rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
+        # types from DuckDB's sample: SAMPLE_ROWS rows from the header on
+        rows = _split_lines(text, delimiter, quote, escape, SAMPLE_ROWS + found.skip) or \
+            [[text.splitlines()[0]]]
         skipped = found.skip
         rows = rows[skipped:] or [[""] * found.ncols]
         ncols, trailing = found.ncols, found.trailing
@@ -354,9 +447,10 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
             d, q, e, s = _dialect(uncommented[:65536], options)
             if s > score:
                 comment, delimiter, quote, escape, text = "#", d, q, e, uncommented
-        rows = _split_lines(text, delimiter, quote, escape) or [[text.splitlines()[0]]]
+        rows = _split_lines(text, delimiter, quote, escape, SAMPLE_ROWS + 200) or \
+            [[text.splitlines()[0]]]
         skipped = _preamble(rows)
-        rows = rows[skipped:]
+        rows = rows[skipped:skipped + SAMPLE_ROWS]
         ncols = max(len(rows[0]), 1)
     first, body = rows[0], [r for r in rows[1:] if len(r) == ncols]
     kinds, formats = _kinds(body, ncols, null_set)
@@ -424,6 +518,29 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   padded_quotes=bool(quote) and re.search(
                       f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
                       f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None)
+
+
+def _refuse_utf16(head: bytes, path: str) -> None:
+    """Refuse a file that looks like UTF-16 text (a NUL byte at every other position
+    of its head), which the csv engine would read as UTF-8 holding NULs.
+
+    Raises:
+        Unsupported: DuckDB reads such a file (without a byte-order mark; it takes
+            the NULs as characters of the values), and the duckdb engine reads it as
+            DuckDB does.
+    """
+    sample = head[:4096]
+    pairs = len(sample) // 2
+    if pairs < 2:
+        return
+    nuls = max(sample[0:pairs * 2:2].count(0), sample[1:pairs * 2:2].count(0))
+    if nuls >= 0.9 * pairs:
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"{path}: the file looks like UTF-16 text (a NUL byte at every "
+                          "other position) without a byte-order mark; the csv engine reads it only "
+                          "as UTF-8 and would see NULs. The duckdb engine reads it as DuckDB "
+                          "does", engines=("duckdb",))
 
 
 def _typed_best(candidates: list[dialect.Dialect], text: str, null_set: tuple[str, ...]) \
@@ -509,7 +626,10 @@ def _kinds(rows: list[list[str | None]], ncols: int, null_set: tuple[str, ...]) 
     kinds, formats = [], {}
     first_format: dict[int, str | None] = {}
     for i in range(ncols):
-        kind, fmt = _column_type([r[i] for r in rows if r[i] not in null_set])  # type: ignore[misc]
+        column = [r[i] for r in rows]
+        kind, fmt = _column_type([v for v in column if v not in null_set])  # type: ignore[misc]
+        if kind == FLOAT:
+            _refuse_blanks_in_refined_chunk(column, null_set)
         if kind in (DATE, TS) and first_format.setdefault(kind, fmt) != fmt:
             kind, fmt = STR, None
         kinds.append(kind)
@@ -523,16 +643,18 @@ def _compatible(kind: int) -> tuple[int, ...]:
 
 
 def _unique_names(raw: list[str], ncols: int) -> list[str]:
+    """Header names made unique as DuckDB's DetectHeaderInternal does: while a name is
+    taken (case-insensitively), its own collision count goes up and is appended, so
+    ``a,a_1,a,a_1`` is ``a, a_1, a_1_1, a_1_2``."""
     width = len(str(ncols - 1))
     names: list[str] = []
-    seen: set[str] = set()
+    collisions: dict[str, int] = {}
     for i, name in enumerate(raw):
         name = name or f"column{i:0{width}d}"
-        base, n = name, 0
-        while name.lower() in seen:
-            n += 1
-            name = f"{base}_{n}"
-        seen.add(name.lower())
+        while name.lower() in collisions:
+            collisions[name.lower()] += 1
+            name = f"{name}_{collisions[name.lower()]}"
+        collisions[name.lower()] = 0
         names.append(name)
     return names
 

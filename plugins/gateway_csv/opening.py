@@ -2,7 +2,8 @@
 
 The scanner reads UTF-8 text whose rows end in LF or CRLF, from a memory
 map. A file that is not that (gzip or zstd compressed, in another encoding,
-or with rows ending in a lone CR) is streamed through pyarrow's
+or with rows ending in a lone CR, as DuckDB decides from the first line end)
+is streamed through pyarrow's
 decompressors, Python's incremental decoders and a line-ending rewrite into
 an unlinked temporary file, which is then mapped like any other: memory stays
 bounded, and everything downstream (chunking, sniffing, errors) is unchanged.
@@ -22,14 +23,15 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from gateway.errors import ConfigError, QueryError
+from gateway.errors import ConfigError, QueryError, Unsupported
 from gateway_csv import _scanner
-from gateway_csv.dialect import cut_comment, unpad_quotes
+from gateway_csv.dialect import cut_comment, newline_kind, unpad_quotes
 
 COMPRESSIONS = ("auto", "none", "gzip", "zstd")
 _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
 _BLOCK = 1 << 20
-_LONE_CR = re.compile(rb"\r(?!\n)")
+_CR = 1  # dialect.newline_kind of rows ending in a lone CR
+_QUOTE_OR_CR = re.compile(rb'["\r]')
 
 
 def open_csv(path: str, options: dict[str, Any]) -> Any:
@@ -51,9 +53,9 @@ def open_csv(path: str, options: dict[str, Any]) -> Any:
     if compression is None and encoding == "utf-8":
         file = _scanner.File(path)
         head = file.pread(0, 64 << 10)
-        lone = _LONE_CR.search(head)
-        # a CR ending a partial head may be the first half of CRLF
-        if lone is None or (lone.end() == len(head) < file.size):
+        # a CR ending a partial head may be the first half of CRLF; a lone CR after
+        # the first line end (inside a quoted field) is a character of its value
+        if newline_kind(head[:-1] if len(head) < file.size else head) != _CR:
             return file
         file.close()
     return _decoded_copy(path, compression, encoding)
@@ -90,7 +92,8 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
         with os.fdopen(fd, "wb") as copy, pa.input_stream(path, compression=compression) as raw:
             decoder = codecs.getincrementaldecoder(encoding)() if encoding != "utf-8" else None
             held = b""  # a CR at the end of a block may be the first half of CRLF
-            rewrite: bool | None = None  # lone CRs in the first block: rewrite every ending
+            rewrite: bool | None = None  # rows end in a lone CR: rewrite every ending
+            in_quote = False
             while True:
                 try:
                     block = raw.read(_BLOCK)
@@ -104,10 +107,11 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
                                      hint="set the source's encoding", kind="type") from None
                 data = held + (text.encode("utf-8") if text is not None else block)
                 if rewrite is None:
-                    rewrite = bool(_LONE_CR.search(data[:-1]))
+                    rewrite = newline_kind(data[:-1] if block else data) == _CR
                 if rewrite:
                     held = data[-1:] if data.endswith(b"\r") and block else b""
                     data = data[:-1] if held else data
+                    in_quote = _check_quoted_cr(data, in_quote, path)
                     data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
                 copy.write(data)
                 if not block:
@@ -116,6 +120,26 @@ def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
     finally:
         _remove(name)
     return file
+
+
+def _check_quoted_cr(data: bytes, in_quote: bool, path: str) -> bool:
+    """Whether a double-quoted field is open after ``data``, a block of a file whose
+    rows end in a lone CR, given whether one was open before it.
+
+    Raises:
+        Unsupported: a CR inside a double-quoted field. DuckDB keeps it in the value;
+            rewriting the row ends to LF would change it (and which quote the file
+            uses is not known yet).
+    """
+    for mark in _QUOTE_OR_CR.finditer(data):
+        if mark.group() == b'"':
+            in_quote = not in_quote
+        elif in_quote:
+            raise Unsupported(f"{path}: the file ends its rows with a lone carriage return "
+                              "(CR) and also holds one inside a quoted field, which DuckDB "
+                              "keeps in the value; the csv engine cannot tell them apart. "
+                              "The duckdb engine reads it", engines=("duckdb",))
+    return in_quote
 
 
 def without_comments(file: Any, comment: str, quote: str) -> Any:
