@@ -58,6 +58,7 @@ class Session:
         self.keeps: frozenset[str] = eng.session_state
         self.principal = principal
         self.engine_session: EngineSession = eng.open_session(one_shot=one_shot)
+        self._one_shot = one_shot
         self._busy = threading.Lock()
         #: the answer being read, held weakly: an answer its caller dropped is released
         #: (gateway.result), not kept alive by the session that made it
@@ -176,6 +177,8 @@ class Session:
         """``result``, the answer to ``sql``, is this session's answer being read (closed by
         the next statement); what ``sql`` did to the session's state is noted."""
         self._current = weakref.ref(result)
+        if self._one_shot:
+            return  # one statement, then closed: no state to note
         ends = transaction_change(sql)
         if ends is not None:
             self.in_transaction = ends == "begin"

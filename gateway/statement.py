@@ -131,6 +131,9 @@ class Pipeline:
         self.gw = gw
         self.limits = Limits()
         self._running: dict[int, QueryHandle] = {}
+        #: how many of the running statements each user and each engine has
+        self._per_user: dict[str, int] = {}
+        self._per_engine: dict[str, int] = {}
         self._lock = threading.Lock()
 
     # -- the whole path ----------------------------------------------------------------
@@ -199,7 +202,8 @@ class Pipeline:
         if not principal.may_use(name):
             raise _denied(f"user {principal.name!r} may not use engine {name!r}", name,
                           principal, gw)
-        dialect = gw.dialect(name)
+        engine = gw.engine(name)
+        dialect = engine.dialect
         if principal.read_only:
             from gateway.sql.kinds import is_read, statement_kind
 
@@ -225,7 +229,6 @@ class Pipeline:
                     "server shares (attached databases, secrets and extensions are not "
                     "per connection)", engine=name, kind="permission",
                     hint="ask for the database, secret or extension in the configuration")
-        engine = gw.engine(name)
         if engine.holds_credentials:
             from gateway.sql.reach import server_reach
 
@@ -307,18 +310,17 @@ class Pipeline:
         """Step 5: count the statement from now on, and arm its timeout."""
         limits, user = self.limits, stmt.principal.name
         with self._lock:
-            live = list(self._running.values())
             if stmt.part_of is None:
-                if limits.max_queries is not None and len(live) >= limits.max_queries:
+                if limits.max_queries is not None and len(self._running) >= limits.max_queries:
                     raise Overloaded(f"the service is running its limit of "
                                      f"{limits.max_queries} queries: try again when one "
                                      "has finished", engine=engine)
                 if limits.max_queries_per_user is not None and \
-                        sum(h.user == user for h in live) >= limits.max_queries_per_user:
+                        self._per_user.get(user, 0) >= limits.max_queries_per_user:
                     raise Overloaded(f"you are running your limit of "
                                      f"{limits.max_queries_per_user} queries: read or "
                                      "cancel one first", engine=engine)
-            if sum(h.engine == engine for h in live) >= limits.max_open_per_engine:
+            if self._per_engine.get(engine, 0) >= limits.max_open_per_engine:
                 raise Overloaded(
                     f"{limits.max_open_per_engine} answers of this engine are open: each "
                     "holds a connection until it is read to its end or closed",
@@ -327,13 +329,17 @@ class Pipeline:
                          "starting more")
             handle = QueryHandle(engine, session_id, stmt.sql, timeout, user=user)
             self._running[handle.query_id] = handle
+            self._per_user[user] = self._per_user.get(user, 0) + 1
+            self._per_engine[engine] = self._per_engine.get(engine, 0) + 1
         handle.when_done(self._forget)
         handle.start_timer()
         return handle
 
     def _forget(self, handle: QueryHandle) -> None:
         with self._lock:
-            self._running.pop(handle.query_id, None)
+            if self._running.pop(handle.query_id, None) is not None:
+                self._per_user[handle.user] -= 1
+                self._per_engine[handle.engine] -= 1
 
     def _fall_back(self, stmt: Statement, engine: str, refused: GatewayError) -> Result:
         """Step 3 again: the engine refused ``stmt`` as Unsupported; its fallback may answer.
