@@ -117,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _signals_noted() as received:
         try:
             code = int(args.run(args))
+            _store_shadow_records()
             sys.stdout.flush()  # a full or closed stdout fails here, not in the exit's flush
             return code
         except UsageError as exc:
@@ -149,6 +150,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"output error: {why}", file=sys.stderr)
                 return EXIT_QUERY
             raise
+
+
+def _store_shadow_records() -> None:
+    """Write the shadow records this command made before it returns (they wait for up to
+    5 s otherwise, and a flush at interpreter exit cannot import pyarrow.parquet)."""
+    store = sys.modules.get("gateway.shadow_store")
+    if store is not None:
+        store.flush_all()
 
 
 class Terminated(BaseException):

@@ -288,6 +288,14 @@ _buffers_lock = threading.Lock()
 
 
 def _buffer(path: Path) -> _Buffer:
+    # imported now, not by the flush at interpreter exit, where an import that registers
+    # an atexit handler fails ("can't register atexit after shutdown") and the records
+    # were lost: pyarrow.parquet, and concurrent.futures.thread, which pandas imports
+    # when pyarrow builds the records' table from Python lists
+    import concurrent.futures.thread  # noqa: F401
+
+    import pyarrow.parquet  # noqa: F401
+
     key = path.absolute()
     with _buffers_lock:
         buf = _buffers.get(key)
@@ -301,6 +309,11 @@ def _flush_if_buffered(path: Path) -> None:
         buf = _buffers.get(path.absolute())
     if buf is not None:
         buf.flush()
+
+
+def flush_all() -> None:
+    """Write every record this process has waiting, now (a command's end calls it)."""
+    _flush_all()
 
 
 @atexit.register

@@ -95,3 +95,21 @@ def test_past_the_compaction_threshold_no_process_prints_a_traceback_at_exit(tmp
     assert sorted(f.name for f in (store / "quarantine").iterdir()) == ["corrupt.parquet",
                                                                        "foreign.parquet"]
     assert ShadowStore(store).read().num_rows == COMPACT_FILES + 3
+
+
+def test_records_made_just_before_exit_are_written_at_exit(tmp_path):
+    """The flush at interpreter exit imported pyarrow.parquet, which registers an atexit
+    handler: 'can't register atexit after shutdown', and the records were lost."""
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    code = ("import gateway\n"
+            "gw = gateway.connect({'engines': {'a': {'type': 'duckdb'}, 'b': {'type': 'duckdb'}},"
+            f" 'shadow': {{'reference': 'b', 'store': {str(store)!r}}}}})\n"
+            "gw.execute('SELECT 1 AS x', engine='a').to_arrow()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "not written" not in done.stderr
+    assert list(store.glob("*.parquet"))

@@ -115,7 +115,10 @@ def _table() -> Iterator[Native]:
     for t in (BIGINT, HUGEINT):
         yield Native("sum", "aggregate", (t,), HUGEINT)
     yield Native("sum", "aggregate", (DOUBLE,), DOUBLE)
-    for t in (BIGINT, HUGEINT, DOUBLE):
+    # avg of a HUGEINT is left to DuckDB: the property test found it one ulp off DuckDB's
+    # (1.1335475391529597e+19 against ...595 for 5188, -9223372036854775813 and
+    # 43229798211443556352)
+    for t in (BIGINT, DOUBLE):
         yield Native("avg", "aggregate", (t,), DOUBLE)
 
 
