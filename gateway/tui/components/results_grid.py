@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 #: Cells wider than this are cut in the grid (until the column is fitted: ``=``); the
 #: cell viewer shows them whole.
 MAX_CELL_WIDTH = 50
+#: rows searched for control characters when the columns' widths are measured
+ESCAPE_SCAN_ROWS = 50_000
 
 
 def shown(value: Any) -> Any:
@@ -99,7 +101,14 @@ class ShownBackend(ArrowBackend):
 
     @property
     def column_content_widths(self) -> list[int]:
-        """Measured as shown: an escape is wider than the character it stands for."""
+        """Measured as shown: an escape is wider than the character it stands for.
+
+        Only the first :data:`ESCAPE_SCAN_ROWS` rows are searched for control
+        characters: the regex over every row cost 31 ms per 1M-row string column,
+        which made a wide answer's grid 60% slower to appear. A cell further down
+        that holds escapes may be cut at its column's width; its text is escaped
+        all the same (:func:`shown`).
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -108,6 +117,7 @@ class ShownBackend(ArrowBackend):
             for i, column in enumerate(self.data.columns):
                 if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
                     continue
+                column = column.slice(0, ESCAPE_SCAN_ROWS)
                 hits = pc.match_substring_regex(column, CONTROLS.pattern)
                 if not pc.any(hits).as_py():
                     continue
