@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import errno
 import importlib
-import logging
 import os
 import signal
 import sys
@@ -101,10 +100,8 @@ def _subcommands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentP
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # sqlglot logs what it cannot parse ("Falling back to parsing as a 'Command'") as a
-    # warning, which Python's last-resort handler prints on the terminal: it is not the
-    # user's business. A handler here ends that; one the user configures still sees it.
-    logging.getLogger("sqlglot").addHandler(logging.NullHandler())
+    # sqlglot's warnings ("Falling back to parsing as a 'Command'") never reach the
+    # terminal: gateway.sql, which every engine imports, raises its logger to ERROR
     try:
         parser = build_parser()
     except ConfigError as exc:
