@@ -47,6 +47,7 @@ SYSTEM_PACKAGES: dict[str, tuple[str, str]] = {
     "libsqliteodbc": ("odbc", "the odbc engine's tests against SQLite"),
     "tdsodbc": ("odbc", "the odbc engine's SQL Server driver (FreeTDS)"),
     "gcc-mingw-w64-x86-64": ("mingw", "compile-checks the csv scanner's Windows file code"),
+    "tmux": ("tmux", "the console's real-terminal tests (a hostile answer, quitting mid-query)"),
 }
 #: What building the csv engine's C scanner needs: a compiler and Python's headers.
 BUILD_PACKAGES = ("gcc", "python3-dev")
@@ -64,6 +65,8 @@ def _installed(package: str) -> bool:
                     or os.environ.get("ARROWGATE_PG_BIN"))
     if package == "gcc-mingw-w64-x86-64":
         return shutil.which("x86_64-w64-mingw32-gcc") is not None
+    if package == "tmux":
+        return shutil.which("tmux") is not None
     if package == "gcc":
         compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
         return shutil.which(compiler.split()[0]) is not None

@@ -26,6 +26,9 @@ settings = { threads = 1 }
 #: streams rows for minutes: the grid fills while it runs
 STREAMING = "SELECT i, md5(repeat('x', 1000) || i) AS h FROM range(100000000) t(i)"
 
+#: skipped, saying why, where dev.py cannot install tmux
+pytestmark = pytest.mark.tmux
+
 
 class Pane:
     """One tmux server with one pane running the console."""
