@@ -192,12 +192,14 @@ def test_the_attach_string_never_holds_the_password():
         spec = CatalogSpec.parse(catalog)
         assert "secret" not in spec.attach_target, catalog
         assert spec.secret_sql() == \
-            "CREATE OR REPLACE SECRET (TYPE postgres, PASSWORD 'it''s a secret')"
+            "CREATE OR REPLACE SECRET arrowgate_lake_catalog (TYPE postgres, PASSWORD 'it''s a secret')"
+        assert spec.metadata_parameters() == {"SECRET": "arrowgate_lake_catalog"}
         keys = parse_libpq(spec.attach_target.removeprefix("postgres:"))
         assert keys["host"] == "h" and keys["user"] == "u" and keys["dbname"] == "l"
         assert keys.get("sslmode", "require") == "require"
     plain = CatalogSpec.parse("postgres:dbname=l host=h")
     assert plain.attach_target == "postgres:dbname=l host=h" and plain.secret_sql() is None
+    assert plain.metadata_parameters() == {}
 
 
 def test_uris_with_several_hosts_and_parameters():

@@ -235,6 +235,36 @@ def test_an_attach_to_another_server_is_never_offered_the_catalog_password(postg
     assert listener.connections == 0
 
 
+@pytest.mark.postgres
+def test_the_catalog_password_is_a_named_secret_no_other_server_is_offered(postgres, tmp_path):
+    """Below the pipeline's refusal: on the engine's own connection, an ATTACH or a
+    ``postgres_query`` of another server finds no unnamed postgres secret to send."""
+    pytest.importorskip("duckdb")
+    from tests.lakes import pg_lake
+
+    section = pg_lake(postgres, tmp_path)
+    listener = PasswordListener()
+    try:
+        with gateway.connect({"engines": {"lake": section}}) as gw:
+            gw.execute("CREATE TABLE kept AS SELECT 42 AS a", engine="lake").to_arrow()
+            assert gw.execute("SELECT a FROM kept", engine="lake").to_arrow().to_pylist() \
+                == [{"a": 42}]
+            engine = gw.engine("lake")
+            for sql in [
+                f"ATTACH 'host=127.0.0.1 port={listener.port} dbname=x user=postgres' "
+                "AS evil (TYPE postgres)",
+                f"SELECT * FROM postgres_query('host=127.0.0.1 port={listener.port} "
+                "dbname=x user=postgres', 'SELECT 1')",
+            ]:
+                with pytest.raises(GatewayError):
+                    engine.execute(sql).to_arrow()
+        time.sleep(0.3)
+    finally:
+        listener.close()
+    assert listener.connections >= 1  # the statements did reach the listener...
+    assert postgres.password.encode() not in listener.received  # ...without the password
+
+
 def test_attaching_a_database_file_still_works_without_credentials(gw, tmp_path):
     target = tmp_path / "other.duckdb"
     gw.execute(f"ATTACH '{target}' AS other", engine="duck").to_arrow()

@@ -94,17 +94,25 @@ class CatalogSpec:
     def secret_sql(self) -> str | None:
         """The ``CREATE SECRET`` that gives the postgres scanner the catalog's password, or None.
 
-        The unnamed postgres secret is the one the scanner merges into every
-        connection string it opens; ``OR REPLACE`` lets each new connection of
-        the same database run it again.
+        The secret is named (:data:`CATALOG_SECRET`) and handed to the lake's ATTACH
+        alone, through ``METADATA_PARAMETERS`` (:meth:`metadata_parameters`). The
+        scanner offers its *unnamed* secret to every server an ``ATTACH`` or
+        ``postgres_query`` names; a named one only where a statement names it, and
+        the statement pipeline refuses such statements on an engine holding
+        credentials (``gateway.sql.reach``). ``OR REPLACE`` lets each new
+        connection of the same database run it again.
         """
         if self.kind != "postgres":
             return None
         password = parse_libpq(self.target).get("password")
         if not password:
             return None
-        return "CREATE OR REPLACE SECRET (TYPE postgres, PASSWORD '{}')".format(
-            password.replace("'", "''"))
+        return "CREATE OR REPLACE SECRET {} (TYPE postgres, PASSWORD '{}')".format(
+            CATALOG_SECRET, password.replace("'", "''"))
+
+    def metadata_parameters(self) -> dict[str, str]:
+        """What the lake's ATTACH passes to the catalog's own ATTACH: the named secret."""
+        return {"SECRET": CATALOG_SECRET} if self.secret_sql() else {}
 
     @property
     def extensions(self) -> tuple[str, ...]:
@@ -123,6 +131,10 @@ class CatalogSpec:
             found += [v for k, v in parse_connection_string(self.target).items()
                       if k in ("password", "pwd") and v]
         return found
+
+
+#: the name of the DuckDB secret holding a PostgreSQL catalog's password
+CATALOG_SECRET = "arrowgate_lake_catalog"
 
 
 # -- PostgreSQL ------------------------------------------------------------

@@ -121,6 +121,11 @@ class DuckLakeEngine(DuckDBEngine):
             if not _ATTACH_OPTION.match(key):
                 raise ConfigError("not a DuckLake ATTACH option name",
                                   key=f"engines.{name}.attach_options.{key}")
+            if key.upper() == "METADATA_PARAMETERS" and self.spec.metadata_parameters():
+                raise ConfigError(
+                    "METADATA_PARAMETERS carries the catalog's password secret",
+                    key=f"engines.{name}.attach_options.{key}",
+                    hint="put the catalog's connection keys in catalog = \"postgres:...\"")
         self._check_extension_files(version)
 
     @classmethod
@@ -190,6 +195,10 @@ class DuckLakeEngine(DuckDBEngine):
             opts["AUTOMATIC_MIGRATION"] = True
         opts.update({k.upper(): v for k, v in self.config["attach_options"].items()})
         parts = [f"{k} {literal(v)}" for k, v in opts.items()]
+        metadata = self.spec.metadata_parameters()
+        if metadata:
+            pairs = ", ".join(f"{literal(k)}: {literal(v)}" for k, v in metadata.items())
+            parts.append(f"METADATA_PARAMETERS MAP {{{pairs}}}")
         if self.lake_read_only:
             parts.append("READ_ONLY")
         options = f" ({', '.join(parts)})" if parts else ""
