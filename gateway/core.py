@@ -94,6 +94,9 @@ class Gateway:
         :class:`~gateway.errors.EngineConnectionError`.
         """
         cfg = self.engine_config(name)
+        engine = self._engines.get(cfg.name)  # started: no lock (a dict read is atomic)
+        if engine is not None and not self._closed:
+            return engine
         with self._lock:
             if self._closed:
                 raise GatewayError("the gateway is closed")
@@ -235,9 +238,11 @@ class Gateway:
             gateway.errors.QueryError: the engine refuses the statement (``Engine.check_sql``).
         """
         cfg = self.engine_config(engine)
-        rewritten = self.pm.hook.arrowgate_rewrite_sql(sql=sql, engine=cfg.name,
-                                                       engine_type=cfg.type)
-        run_sql = rewritten if isinstance(rewritten, str) else sql
+        run_sql = sql
+        hook = self.pm.hook.arrowgate_rewrite_sql
+        if hook.get_hookimpls():
+            rewritten = hook(sql=sql, engine=cfg.name, engine_type=cfg.type)
+            run_sql = rewritten if isinstance(rewritten, str) else sql
         self.engine(cfg.name).check_sql(run_sql)
         return run_sql
 
@@ -248,8 +253,11 @@ class Gateway:
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
         """Call a query hook; a plugin's failure is a warning, never the statement's."""
+        hook = getattr(self.pm.hook, hook_name)
+        if not hook.get_hookimpls():
+            return
         try:
-            getattr(self.pm.hook, hook_name)(**kwargs)
+            hook(**kwargs)
         except Exception as exc:
             warnings.warn(f"a plugin's {hook_name} failed: {exc!r}", RuntimeWarning,
                           stacklevel=3)

@@ -73,6 +73,7 @@ class Session:
         #: the SET and RESET statements this session ran, in order: what a replay of its
         #: statements runs first (gateway.capture)
         self.settings_sql: list[str] = []
+        self._use = _Use(self)
 
     # -- statements -------------------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] | None = None, *,
@@ -140,28 +141,13 @@ class Session:
         return self._closed
 
     # -- what the statement pipeline uses -------------------------------------------------
-    def using(self) -> Any:
+    def using(self) -> _Use:
         """A block in which this session runs one statement; refused while another runs.
 
         Raises:
             gateway.errors.GatewayError: the session is closed, or busy.
         """
-        session = self
-
-        class _Use:
-            def __enter__(self) -> None:
-                if session._closed:
-                    raise GatewayError("the session is closed", engine=session.engine)
-                if not session._busy.acquire(blocking=False):
-                    raise GatewayError("the session is busy with another statement",
-                                       engine=session.engine,
-                                       hint="a session runs one statement at a time; "
-                                            "open a session per thread")
-
-            def __exit__(self, *exc: object) -> None:
-                session._busy.release()
-
-        return _Use()
+        return self._use
 
     def close_current(self) -> None:
         """Close the answer this session is still streaming, if any."""
@@ -319,3 +305,25 @@ class PreparedStatement:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Use:
+    """:meth:`Session.using`'s block: one per session, made once (the per-statement path)."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def __enter__(self) -> None:
+        session = self.session
+        if session._closed:
+            raise GatewayError("the session is closed", engine=session.engine)
+        if not session._busy.acquire(blocking=False):
+            raise GatewayError("the session is busy with another statement",
+                               engine=session.engine,
+                               hint="a session runs one statement at a time; "
+                                    "open a session per thread")
+
+    def __exit__(self, *exc: object) -> None:
+        self.session._busy.release()
