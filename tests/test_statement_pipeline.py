@@ -374,6 +374,26 @@ def _drop_many(gw: gateway.Gateway, engine: str, sql: str) -> None:
     assert _fds() <= fds + 5
 
 
+@pytest.mark.parametrize("kind", ["adbc_sqlite", "duckdb_adbc"])
+def test_answers_dropped_before_their_first_batch_free_their_adbc_cursor(kind, tmp_path):
+    """A never-started stream never runs its ``finally``: without a finalizer each dropped
+    answer kept its ADBC cursor and statement (3,000 drops: +41 MB)."""
+    from adbc_driver_manager.dbapi import Cursor
+
+    from tests import sql_databases as db
+
+    section = {"adbc_sqlite": lambda: db.adbc_sqlite(tmp_path / "a.sqlite"),
+               "duckdb_adbc": lambda: {"type": "duckdb", "version": "1.5.5"}}[kind]()
+    with gateway.connect({"engines": {kind: section}}) as gw:
+        gw.execute("SELECT 1 AS x", engine=kind).to_arrow()
+        for _ in range(200):
+            gw.execute("SELECT 1 AS x", engine=kind)  # dropped at once, never read
+        gc.collect()
+        live = sum(isinstance(o, Cursor) for o in gc.get_objects())
+        assert live <= 2, live
+        assert gw.running() == []
+
+
 def test_unread_answers_kept_by_their_caller_are_bounded(gw):
     gw.pipeline.limits.max_open_per_engine = 5
     kept = [gw.execute("SELECT * FROM range(10) r(i)", engine="duck") for _ in range(5)]

@@ -11,6 +11,7 @@ adbc engine (any ADBC driver) both run their queries through them.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -199,6 +200,7 @@ def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None,
     from its own SIGINT handler, so Python never sees the signal: a cancellation
     ``asked()`` says nobody asked for becomes the KeyboardInterrupt it was.
     """
+    done = _Once(done)
     try:
         if parameters is not None:
             cur.execute(sql, parameters=list(parameters))
@@ -209,8 +211,25 @@ def run_on_cursor(cur: Any, sql: str, parameters: Sequence[Any] | None,
         error = _error(exc, asked(), translate)
         done()
         raise error from None
-    return pa.RecordBatchReader.from_batches(reader.schema,
-                                             _stream(reader, translate, done, asked))
+    batches = _stream(reader, translate, done, asked)
+    # An answer dropped before its first batch never runs the generator's ``finally``:
+    # the cursor (and the driver's statement behind it) would stay with the pool for good.
+    weakref.finalize(batches, done)
+    return pa.RecordBatchReader.from_batches(reader.schema, batches)
+
+
+class _Once:
+    """``done`` called at most once: by the stream's end, or by its finalizer."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Any]):
+        self.fn: Callable[[], Any] | None = fn
+
+    def __call__(self) -> None:
+        fn, self.fn = self.fn, None
+        if fn is not None:
+            fn()
 
 
 def _stream(reader: pa.RecordBatchReader, translate: Callable[[BaseException], GatewayError],
