@@ -244,6 +244,21 @@ class Engine:
                 with what was refused and why.
         """
 
+    def mount_for(self, sql: str) -> None:
+        """Make ready the configured sources ``sql`` names, before it runs.
+
+        Called by the statement pipeline for every statement and every
+        statement prepared, after :meth:`check_sql`, with the SQL the engine
+        will run. An engine that mounts sources as views mounts here the ones
+        a statement names, the first time one does, so that starting the
+        engine reads no source and a source that cannot be read fails only
+        the statements naming it. The base engine does nothing.
+
+        Raises:
+            gateway.errors.QueryError: a source the statement names cannot be
+                mounted, with the source's name and why.
+        """
+
     def open_session(self, one_shot: bool = False) -> EngineSession:
         """A session: one connection whose state (:attr:`session_state`) lasts across statements.
 

@@ -238,7 +238,9 @@ class Pipeline:
                     f"{reach} is not allowed on this engine: it holds credentials, and DuckDB "
                     "would offer them to any server", engine=name, kind="permission",
                     hint="declare the server as an engine or a source of its own")
-        return gw.rewrite(sql, name)
+        run_sql = gw.rewrite(sql, name)
+        engine.mount_for(run_sql)
+        return run_sql
 
     # -- steps 5, 6 and 8 ----------------------------------------------------------------
     def _run_in(self, session: Session, stmt: Statement, run_sql: str) -> Result:

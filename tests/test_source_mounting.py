@@ -52,3 +52,52 @@ def test_sources_check_passes_on_the_quickstart(cli):
     done = cli("--config", str(QUICKSTART), "sources", "--check")
     assert done.code == 0, done.err
     assert [line.split()[-2:] for line in done.out.splitlines()[1:]] == [["ok", "ok"]] * 2
+
+
+# -- mounted when a statement first names it ----------------------------------------------
+def test_starting_an_engine_reads_no_source_so_one_written_later_is_read(tmp_path):
+    late = tmp_path / "late_1.csv"
+    config = {"engines": {"duck": {"type": "duckdb"}},
+              "sources": {"late": {"path": str(tmp_path / "late_*.csv"), "format": "csv"}}}
+    with gateway.connect(config) as gw:
+        assert gw.execute("SELECT 1 AS x").to_arrow().to_pylist() == [{"x": 1}]  # started
+        late.write_text("a\n7\n")
+        assert gw.execute("SELECT a FROM late").to_arrow().to_pylist() == [{"a": 7}]
+
+
+def test_a_source_repaired_after_a_failure_is_mounted_by_the_next_statement(config, tmp_path):
+    with gateway.connect(config) as gw:
+        with pytest.raises(GatewayError, match="cannot mount the source broken"):
+            gw.execute("SELECT * FROM broken").to_arrow()
+        gw.execute(f"COPY (SELECT 5 AS v) TO '{tmp_path / 'broken.parquet'}' (FORMAT parquet)",
+                   engine="duck").to_arrow()
+        assert gw.execute("SELECT v FROM broken").to_arrow().to_pylist() == [{"v": 5}]
+
+
+def test_the_catalog_lists_every_source_before_any_statement_names_it(config):
+    with gateway.connect(config) as gw:
+        tables = {t.table for t in gw.engine("duck").tables()}
+        assert {"broken", "good"} <= tables
+        with pytest.raises(GatewayError, match="cannot mount the source broken"):
+            gw.execute("SELECT * FROM broken").to_arrow()
+
+
+def test_a_transaction_sees_the_sources_it_did_not_name_at_its_start(config):
+    with gateway.connect(config) as gw, gw.session("duck") as session:
+        session.execute("BEGIN").to_arrow()
+        assert session.execute("SELECT x FROM good").to_arrow().to_pylist() == [{"x": 1}]
+        session.execute("COMMIT").to_arrow()
+
+
+def test_sources_are_mounted_on_every_engine_a_fallback_or_a_shadow_reaches(tmp_path):
+    (tmp_path / "t.csv").write_text("a\n1\n2\n")
+    config = {"engines": {"csv": {"type": "csv", "fallback": "duck"}, "duck": {"type": "duckdb"}},
+              "sources": {"t": {"path": str(tmp_path / "t.csv")}}}
+    with gateway.connect(config) as gw:
+        # a window function: the csv engine hands it to duck, which has mounted nothing yet
+        answer = gw.execute("SELECT a, row_number() OVER (ORDER BY a) AS r FROM t ORDER BY a",
+                            engine="csv")
+        assert answer.to_arrow().to_pylist() == [{"a": 1, "r": 1}, {"a": 2, "r": 2}]
+        shadowed = gw.execute("SELECT sum(a) AS s FROM t", engine="csv", shadow="duck")
+        assert shadowed.to_arrow().to_pylist() == [{"s": 3}]
+        assert shadowed.shadow.wait(30) and shadowed.shadow.category == "match"

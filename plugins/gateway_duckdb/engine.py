@@ -30,6 +30,7 @@ import functools
 import os
 import re
 import sys
+import threading
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
@@ -49,8 +50,15 @@ from gateway.engine import (
 )
 from gateway.errors import ConfigError, GatewayError, QueryError
 from gateway.masking import is_secret_key
-from gateway.sources import named_special_file
-from gateway_duckdb.mount import SOURCES_CATALOG, literal, mount_statements, quote_ident
+from gateway.sources import Source, named_special_file
+from gateway.sql.kinds import transaction_change
+from gateway_duckdb.mount import (
+    SOURCES_CATALOG,
+    literal,
+    mount_statements,
+    quote_ident,
+    view_statement,
+)
 from gateway_duckdb.translate import translate
 
 if TYPE_CHECKING:
@@ -59,6 +67,14 @@ if TYPE_CHECKING:
 __all__ = ["DuckDBEngine", "translate"]
 
 _SETTING_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@functools.lru_cache(maxsize=256)
+def _source_name(name: str) -> re.Pattern[str]:
+    """A source's name as a word of a statement (any case; not inside a longer name)."""
+    return re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])", re.IGNORECASE)
+
+
 _SEARCH_PATH = f"SET search_path = 'main,{SOURCES_CATALOG}.main'"
 #: Extensions that open databases without DuckDB's file checks (SQLite's own file layer, a
 #: PostgreSQL server), by the prefix of their functions.
@@ -131,8 +147,15 @@ class DuckDBEngine(Engine):
         super().__init__(name, options, sources)
         self._session: Session | None = None
         self.resolved_version: str | None = None
-        #: the sources DuckDB could not mount at connect, and why (their views fail)
+        #: the sources DuckDB could not mount, and why (their views fail)
         self.unmounted: dict[str, str] = {}
+        #: the sources whose view exists: None when it reads the source, else the reason
+        #: its view fails with (tried again by the next statement naming it)
+        self._mounted: dict[str, str | None] = {}
+        #: the sources mounted by the setup itself (the CLI's, a worker's): none is mounted later
+        self._eager: dict[str, Source] = {}
+        self._mount_lock = threading.Lock()
+        self._all_mounted = not self.sources
         for key in self.config["settings"]:
             if not _SETTING_NAME.match(key):
                 raise ConfigError("not a DuckDB setting name", key=f"engines.{name}.settings.{key}")
@@ -357,11 +380,18 @@ class DuckDBEngine(Engine):
         secrets = self.secret_statements()
         settings = [f"SET {k} = {literal(v)}" for k, v in self.config["settings"].items()]
         extra = [s.strip().rstrip(";") for s in self.setup_sql()]
-        # A source DuckDB cannot mount fails only the statements that read it: its view is
-        # made to fail with the reason, and the setup runs again without it.
+        # Sources are mounted when a statement first names them (mount_for), except where
+        # the setup is run again for each statement (the CLI) or each session (a worker
+        # process of its own, with a database of its own). A source DuckDB cannot mount
+        # at connect fails only the statements that read it: its view is made to fail with
+        # the reason, and the setup runs again without it.
         self.unmounted = {}
+        self._mounted = {}
+        self._all_mounted = not self.sources
+        self._eager = dict(self.sources) \
+            if self.config.get("cli") or self.config["isolation"] == "process" else {}
         while True:
-            mounts = mount_statements(self.sources, self.unmounted)
+            mounts = mount_statements(self._eager, self.unmounted)
             setup = loads + secrets + settings + mounts + extra + self.lockdown_sql()
             try:
                 self._session = self._open(library, setup, [*settings, *self.connection_sql()])
@@ -375,8 +405,58 @@ class DuckDBEngine(Engine):
 
     def _mounting(self, index: int) -> str | None:
         """The source whose view setup statement ``index`` (counted from the mounts) creates."""
-        names = list(self.sources)
+        names = list(self._eager)
         return names[index - 1] if 1 <= index <= len(names) else None
+
+    def mount_for(self, sql: str) -> None:
+        """Mount the sources ``sql`` names that are not mounted yet; all of them for a
+        statement opening a transaction (whose snapshot would not see a view made later).
+
+        A name is looked for as a word anywhere in the text, string literals
+        included: a source mounted needlessly costs one bind, one missed
+        would fail the statement. A source that cannot be mounted becomes a
+        view failing with why, so only a statement that reads it fails; the
+        next statement naming it tries the source again.
+        """
+        if self._eager or self._session is None or self._all_mounted:
+            return  # every source is in the setup, run for each statement or session
+        waiting = [s for name, s in self.sources.items() if self._mounted.get(name, "") is not None]
+        if transaction_change(sql) != "begin":
+            lowered = sql.lower()
+            waiting = [s for s in waiting
+                       if s.name.lower() in lowered and _source_name(s.name).search(sql)]
+        for source in waiting:
+            if self._mount(source) is not None:
+                self._mount(source, failing=True)
+
+    def mount_all(self) -> dict[str, str | None]:
+        """Mount every source not mounted yet (the catalog lists them all), as
+        :meth:`mount_for` does. Returns each source's state: None when mounted, else why
+        it cannot be."""
+        if not self._eager and self._session is not None:
+            for name, source in self.sources.items():
+                if name not in self._mounted and self._mount(source) is not None:
+                    self._mount(source, failing=True)
+        return {name: self.unmounted.get(name) for name in self.sources}
+
+    def _mount(self, source: Source, failing: bool = False) -> str | None:
+        """Create ``source``'s view, or (``failing``) the view failing with why it cannot be
+        read; None when the view was made, else DuckDB's reason (kept in :attr:`unmounted`)."""
+        with self._mount_lock:
+            if self._mounted.get(source.name, "") is None:
+                return None  # another statement mounted it meanwhile
+            why = self.unmounted.get(source.name) if failing else None
+            try:
+                self._running_session().execute(view_statement(source, why), None).read_all()
+            except GatewayError as exc:
+                self.unmounted[source.name] = exc.message.splitlines()[0]
+                return self.unmounted[source.name]
+            self._mounted[source.name] = why
+            if why is None:
+                self.unmounted.pop(source.name, None)
+            self._all_mounted = len(self._mounted) == len(self.sources) and \
+                not any(w is not None for w in self._mounted.values())
+            return None
 
     def _resolve(self) -> tuple[Path | None, dict[str, Path]]:
         """The library to load (None: the installed module or a CLI) and extension files."""
@@ -483,7 +563,7 @@ class DuckDBEngine(Engine):
         i -= len(settings)
         if i < len(mounts):
             # mounts[0] attaches the sources catalog; mounts[k] is the view of source k - 1
-            source = list(self.sources.values())[i - 1] if i else None
+            source = list(self._eager.values())[i - 1] if i else None
             what = f"the source {source.name} ({source.path})" if source else "the sources"
             return QueryError(f"cannot mount {what}: {exc.message.splitlines()[0]}",
                               engine=self.name, hint="check the [sources] paths and CSV options")
@@ -510,6 +590,7 @@ class DuckDBEngine(Engine):
         return {"duckdb_version": self.resolved_version} if self.resolved_version else {}
 
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
+        self.mount_for(sql)  # the pipeline did; a caller of the engine itself may not have
         reader = self._running_session().execute(sql, parameters)
         return EngineResult(reader, self.result_notes())
 
@@ -533,6 +614,7 @@ class DuckDBEngine(Engine):
 
     # -- the catalog tree: one catalog query per level ------------------------------------
     def _rows(self, sql: str) -> list[tuple[Any, ...]]:
+        self.mount_all()
         table = self._running_session().execute(sql, None).read_all()
         return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
 

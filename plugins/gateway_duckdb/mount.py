@@ -66,14 +66,24 @@ def mount_statements(sources: dict[str, Source],
     """
     stmts = [f"ATTACH IF NOT EXISTS ':memory:' AS {SOURCES_CATALOG} (READ_WRITE)"]
     for name, source in sources.items():
-        if unreadable and name in unreadable:
-            why = (f"cannot mount the source {name} ({source.path}): {unreadable[name]} "
-                   f"(check [sources.{name}]; arrowgate sources --check)")
-            # a filter, not a column: no projection (count(*)) prunes the error away
-            body = (f"SELECT NULL AS {quote_ident(name)} FROM range(1) "
-                    f"WHERE error({literal(why)}) IS NULL")
-        else:
-            body = f"SELECT * FROM {scan_expression(source)}"
-        stmts.append(f"CREATE OR REPLACE VIEW {SOURCES_CATALOG}.main.{quote_ident(name)} AS "
-                     + body)
+        stmts.append(view_statement(source, (unreadable or {}).get(name)))
     return stmts
+
+
+def view_statement(source: Source, unreadable: str | None = None) -> str:
+    """The ``CREATE OR REPLACE VIEW`` mounting ``source`` in the sources catalog; with
+    ``unreadable`` (why DuckDB cannot read it), a view every use of which fails with that."""
+    name = source.name
+    if unreadable is not None:
+        # a filter, not a column: no projection (count(*)) prunes the error away
+        body = (f"SELECT NULL AS {quote_ident(name)} FROM range(1) "
+                f"WHERE error({literal(unmountable(source, unreadable))}) IS NULL")
+    else:
+        body = f"SELECT * FROM {scan_expression(source)}"
+    return f"CREATE OR REPLACE VIEW {SOURCES_CATALOG}.main.{quote_ident(name)} AS " + body
+
+
+def unmountable(source: Source, why: str) -> str:
+    """The error of a statement reading a source DuckDB cannot mount."""
+    return (f"cannot mount the source {source.name} ({source.path}): {why} "
+            f"(check [sources.{source.name}]; arrowgate sources --check)")
