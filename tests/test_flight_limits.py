@@ -95,6 +95,37 @@ def session_engine(c: flight.FlightClient, options: flight.FlightCallOptions) ->
     return result.session_options["engine"].string_value
 
 
+def test_tickets_never_redeemed_free_their_slots_after_ticket_idle():
+    """A client asking for answers it never reads held every slot of max_queries until
+    session_idle (an hour): everyone else was refused meanwhile."""
+    with serving(max_queries=3, ticket_idle=0.3) as server, \
+            flight.connect(server.location) as c:
+        dropped = [c.get_flight_info(query("SELECT * FROM range(100000) r(i)"))
+                   for _ in range(3)]
+        with pytest.raises(flight.FlightUnavailableError, match="limit of 3"):
+            c.get_flight_info(query("SELECT 1"))
+        deadline = time.monotonic() + 10
+        while server.queries.running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.queries.running() == []
+        assert read(c, c.get_flight_info(query("SELECT 1 AS x"))).to_pylist() == [{"x": 1}]
+        with pytest.raises(KeyError, match="expired"):
+            read(c, dropped[0])
+
+
+def test_a_ticket_idle_of_zero_is_refused(tmp_path):
+    from gateway.config import load_config
+    from gateway.errors import ConfigError
+    from gateway.flight.settings import ServeSettings
+    from gateway.plugins import build_plugin_manager, engine_types
+
+    path = tmp_path / "arrowgate.toml"
+    path.write_text('[engines.duck]\ntype = "duckdb"\n[serve]\nticket_idle = 0\n')
+    config = load_config(path, engine_types(build_plugin_manager()))
+    with pytest.raises(ConfigError, match="ticket_idle"):
+        ServeSettings.from_config(config)
+
+
 def test_idle_sessions_expire():
     with serving(session_idle=0.3) as server, flight.connect(server.location) as c:
         request = M.SetSessionOptionsRequest()

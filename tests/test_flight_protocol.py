@@ -125,7 +125,7 @@ def test_ticket_read_twice_is_not_found(client):
 
 
 def test_expired_ticket_is_not_found():
-    with serving(session_idle=0.2) as server, flight.connect(server.location) as client:
+    with serving(ticket_idle=0.2) as server, flight.connect(server.location) as client:
         info = client.get_flight_info(query("SELECT 1"))
         time.sleep(1.0)
         with pytest.raises(pa.ArrowKeyError, match="expired"):

@@ -690,7 +690,8 @@ class FlightSqlServer(flight.FlightServerBase):
 
     # -- lifecycle -------------------------------------------------------------
     def _sweep(self) -> None:
-        shortest = min(self.settings.session_idle, self.settings.transaction_idle)
+        shortest = min(self.settings.session_idle, self.settings.transaction_idle,
+                       self.settings.ticket_idle)
         interval = max(0.05, min(5.0, shortest / 4))
         while not self._stop.wait(interval):
             for query in self.queries.expire():

@@ -19,6 +19,7 @@
     query_memory = "512MB"      # one statement's sorts, joins, aggregates (DuckDB 2.0+)
     transactions = false        # Flight SQL transactions (true: BeginTransaction works)
     transaction_idle = 60       # seconds before a transaction left unused is rolled back
+    ticket_idle = 60            # seconds before a ticket never redeemed frees its query
     login_failures = 3          # failed logins of a user before the next ones must wait
 
     [serve.users.alice]
@@ -82,6 +83,9 @@ SERVE_OPTIONS: dict[str, Option] = {
     "transaction_idle": Option((int, float), 60,
                                help="seconds before a transaction left unused is rolled back "
                                     "(its client may have died holding locks)"),
+    "ticket_idle": Option((int, float), 60,
+                          help="seconds before a query whose ticket was never redeemed (DoGet) "
+                               "is cancelled: it counts toward max_queries until then"),
     "login_failures": Option((int,), 3,
                              help="failed logins of one user before each next attempt must "
                                   "wait (1 s, doubling up to 5 minutes)"),
@@ -194,6 +198,7 @@ class ServeSettings:
     query_memory: str | None = None
     transactions: bool = False
     transaction_idle: float = 60.0
+    ticket_idle: float = 60.0
     login_failures: int = 3
     shutdown_grace: float = 10.0
     any_file: bool = False
@@ -246,8 +251,9 @@ class ServeSettings:
                     "max_statement_bytes"):
             if values[key] <= 0:
                 raise fail(f"serve.{key}", "must be a positive integer")
-        if values["transaction_idle"] <= 0:
-            raise fail("serve.transaction_idle", "must be a positive number of seconds")
+        for key in ("transaction_idle", "ticket_idle"):
+            if values[key] <= 0:
+                raise fail(f"serve.{key}", "must be a positive number of seconds")
         for key in ("max_rows", "max_bytes", "query_timeout", "session_idle", "shutdown_grace",
                     "login_failures"):
             if values[key] < 0:

@@ -2,7 +2,7 @@
 
 A query runs from the moment a client asks for its FlightInfo; its ticket
 names it until the stream ends, the client cancels it, or it waits unread
-longer than ``session_idle``. The concurrency limits are the statement
+longer than ``ticket_idle``. The concurrency limits are the statement
 pipeline's (:class:`gateway.statement.Limits`): a statement counts from its
 admission, before it is planned, until its answer is read, closed or expired. Handles are random, and a
 handle only works for the user it was issued to: anyone else is told it does
@@ -120,8 +120,9 @@ class Queries:
             return list(self._by_handle.values())
 
     def expire(self) -> list[Query]:
-        """Drop queries whose ticket was never redeemed within ``session_idle``."""
-        cutoff = time.monotonic() - self.settings.session_idle
+        """Drop queries whose ticket was never redeemed within ``ticket_idle``: each holds
+        an admitted statement (counted toward the limits) and its connection."""
+        cutoff = time.monotonic() - self.settings.ticket_idle
         with self._lock:
             stale = [q for q in self._by_handle.values() if not q.streaming and q.created < cutoff]
         for query in stale:
