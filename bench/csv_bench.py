@@ -270,6 +270,13 @@ def _mb(peak: int | None, floor: int | None) -> str:
     return text
 
 
+#: The environment of the timed processes: an installed package has its bytecode cached,
+#: but sessions and CI often set PYTHONDONTWRITEBYTECODE, and then an editable install
+#: (``--install dev``) compiled every gateway module on every run (60 ms of CPU of a
+#: one-row query at load 11, docs/benchmarks.md). Without it, the warm-up round writes them.
+USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 #: What any ``arrowgate query`` on the csv engine imports before running a line of
 #: its own: the plugin manager, sqlglot with the DuckDB dialect (which imports
 #: importlib.metadata), and pyarrow.
@@ -306,7 +313,7 @@ def startup(runs: int) -> str:
         for name in names[run % len(names):] + names[:run % len(names)]:
             before = os.times()
             started = time.perf_counter()
-            done = subprocess.run(commands[name], capture_output=True, check=True)
+            done = subprocess.run(commands[name], capture_output=True, check=True, env=USER_ENV)
             wall = time.perf_counter() - started
             after = os.times()
             if name == "arrowgate query":
