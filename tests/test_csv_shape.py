@@ -135,9 +135,10 @@ def statements(draw):
     sql = f"{draw(st.sampled_from(['SELECT', 'select']))}{draw(space)}{items}{draw(space)}" \
           f"FROM{draw(space)}{draw(st.sampled_from(['t', 'T']))}"
     if draw(st.booleans()):
-        sql += f"{draw(space)}LIMIT {draw(st.integers(0, 12))}"
+        counts = st.one_of(st.integers(0, 12), st.integers(0, 600))  # past a scan chunk too
+        sql += f"{draw(space)}LIMIT {draw(counts)}"
         if draw(st.booleans()):
-            sql += f"{draw(space)}OFFSET {draw(st.integers(0, 12))}"
+            sql += f"{draw(space)}OFFSET {draw(counts)}"
     return sql + draw(st.sampled_from(["", ";", " ; "]))
 
 
