@@ -34,6 +34,9 @@ average 5-6 and 10-15):
 - :mod:`gateway_csv.shape`: a projection of columns (``SELECT a, b FROM t``)
   is answered without the planner, so sqlglot and its DuckDB dialect are not
   imported: 69 ms of CPU of a one-row query (83 to 13 ms for its execution).
+  :func:`note_one_statement` tells the csv engine not to import the planner
+  when it starts, as it does in a longer-lived process so that a first
+  query's latency (and a shadow's ratio) is its own.
 - :mod:`gateway.entry_points`: plugins are found without importing
   ``importlib.metadata``: 9 ms of CPU of the same query.
 """
@@ -93,6 +96,23 @@ def exit_now(code: int) -> NoReturn:
         except (BrokenPipeError, ValueError):  # the reader left, or the stream is closed
             pass
     os._exit(code)
+
+
+_one_statement = False
+
+
+def note_one_statement() -> None:
+    """Note that this process runs one statement, unshadowed, and exits (``arrowgate
+    query``): engines then skip warm-ups that pay off only for later statements or for
+    a shadow's timing (the csv engine's planner import, 50-100 ms, when the statement
+    needs no planner)."""
+    global _one_statement
+    _one_statement = True
+
+
+def runs_one_statement() -> bool:
+    """Whether :func:`note_one_statement` was called in this process."""
+    return _one_statement
 
 
 class LazyModule:

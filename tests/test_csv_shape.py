@@ -249,6 +249,22 @@ def test_a_one_row_query_through_the_cli_imports_neither_sqlglot_nor_duckdb(tmp_
     assert done.stderr.split("\n")[-2] == "0 []", done.stderr
 
 
+def test_a_longer_lived_process_still_starts_the_engine_with_its_planner(tmp_path):
+    """Outside a one-statement ``arrowgate query`` (the API, serve, the console, a shadowed
+    query), starting the csv engine imports the planner, so a first query's latency and a
+    shadow's ratio are its own."""
+    data = write(tmp_path, "one.csv", "a,b\n1,x\n")
+    code = ("import sys\nimport gateway\n"
+            f"config = {{'engines': {{'csv': {{'type': 'csv'}}}}, "
+            f"'sources': {{'trips': {{'path': {str(data)!r}}}}}}}\n"
+            "with gateway.connect(config) as gw:\n"
+            "    rows = gw.execute('SELECT a, b FROM trips').to_arrow().num_rows\n"
+            "print(rows, 'sqlglot' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=tmp_path)
+    assert done.stdout.split() == ["1", "True"]
+
+
 def test_answers_are_the_planners_for_a_statement_it_alone_reads(files):
     with gateway_for(files["one"]) as gw:
         table = gw.execute("SELECT a FROM t WHERE a < 2", engine="csv").to_arrow()
