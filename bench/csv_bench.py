@@ -356,11 +356,11 @@ mark("build the parser (commands, plugins)")
 args = parser.parse_args(["--config", sys.argv[1], "query", "--format", "csv",
                           "SELECT a, b FROM trips"])
 from gateway.commands import open_gateway
-from gateway.startup import note_one_statement
+from gateway.startup import one_statement
 gw = open_gateway(args)
-note_one_statement()  # as the query command does when nothing shadows the statement
 mark("parse arguments, open the gateway (config, core)")
-result = gw.execute(args.sql)
+with one_statement():  # as the query command runs a statement nothing shadows
+    result = gw.execute(args.sql)
 mark("execute (engine start, planning, sniff, scan)")
 from gateway.output import write
 write(result.reader(), "csv", sys.stdout.buffer)

@@ -34,7 +34,7 @@ average 5-6 and 10-15):
 - :mod:`gateway_csv.shape`: a projection of columns (``SELECT a, b FROM t``)
   is answered without the planner, so sqlglot and its DuckDB dialect are not
   imported: 69 ms of CPU of a one-row query (83 to 13 ms for its execution).
-  :func:`note_one_statement` tells the csv engine not to import the planner
+  :func:`one_statement` tells the csv engine not to import the planner
   when it starts, as it does in a longer-lived process so that a first
   query's latency (and a shadow's ratio) is its own.
 - :mod:`gateway.entry_points`: plugins are found without importing
@@ -43,11 +43,13 @@ average 5-6 and 10-15):
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -98,21 +100,26 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-_one_statement = False
+_one_statement = 0
 
 
-def note_one_statement() -> None:
-    """Note that this process runs one statement, unshadowed, and exits (``arrowgate
-    query``): engines then skip warm-ups that pay off only for later statements or for
-    a shadow's timing (the csv engine's planner import, 50-100 ms, when the statement
-    needs no planner)."""
+@contextlib.contextmanager
+def one_statement() -> Iterator[None]:
+    """Inside it, the process runs one statement, unshadowed, and exits (``arrowgate
+    query``): engines started meanwhile skip warm-ups that pay off only for later
+    statements or for a shadow's timing (the csv engine's planner import, 50-100 ms,
+    when the statement needs no planner)."""
     global _one_statement
-    _one_statement = True
+    _one_statement += 1
+    try:
+        yield
+    finally:
+        _one_statement -= 1
 
 
 def runs_one_statement() -> bool:
-    """Whether :func:`note_one_statement` was called in this process."""
-    return _one_statement
+    """Whether this is inside :func:`one_statement` (read from any thread)."""
+    return _one_statement > 0
 
 
 class LazyModule:

@@ -265,6 +265,21 @@ def test_a_longer_lived_process_still_starts_the_engine_with_its_planner(tmp_pat
     assert done.stdout.split() == ["1", "True"]
 
 
+def test_a_query_command_run_in_process_leaves_no_one_statement_mark(cli, tmp_path):
+    """``main(["query", ...])`` called by a program (or a test) must not make that
+    program's later engines start cold."""
+    from gateway.startup import runs_one_statement
+
+    data = write(tmp_path, "one.csv", "a,b\n1,x\n")
+    (tmp_path / "arrowgate.toml").write_text(
+        f'default_engine = "csv"\n[engines.csv]\ntype = "csv"\n'
+        f'[sources.trips]\npath = "{data}"\n')
+    run = cli("--config", str(tmp_path / "arrowgate.toml"), "query", "--format", "csv",
+              "SELECT a, b FROM trips")
+    assert run.code == 0 and run.out.splitlines() == ["a,b", '1,"x"']
+    assert not runs_one_statement()
+
+
 def test_answers_are_the_planners_for_a_statement_it_alone_reads(files):
     with gateway_for(files["one"]) as gw:
         table = gw.execute("SELECT a FROM t WHERE a < 2", engine="csv").to_arrow()
