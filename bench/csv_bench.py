@@ -4,6 +4,7 @@
     .venv/bin/python bench/csv_bench.py --rows 1000000 5000000 --mode inprocess
     .venv/bin/python bench/csv_bench.py --rows 1000000 5000000 --mode process
     .venv/bin/python bench/csv_bench.py --mode startup
+    .venv/bin/python bench/csv_bench.py --mode phases --install dev  # CPU per step of a one-row query
     .venv/bin/python bench/csv_bench.py --mode process --install dev   # the dev venv's arrowgate
     .venv/bin/python bench/csv_bench.py --rows 1000000 --mode csvql
     .venv/bin/python bench/csv_bench.py --rows 1000000 --mode csvql --forms-only --rounds 15
@@ -12,7 +13,8 @@
 against DuckDB's engine reading the same raw file (``read_csv``, sniffed, not
 loaded). ``process``: the whole ``arrowgate query`` command against the DuckDB
 CLI (``duckdb -csv``), both started once per query with their output read
-through a pipe. ``startup``: ``arrowgate query`` on a one-row file.
+through a pipe. ``startup``: ``arrowgate query`` on a one-row file; ``phases``: the CPU
+of each of its steps.
 ``csvql``: csvql's own four taxi queries as its benchmark writes them
 (``STRFTIME('%Y', pickup_datetime)`` in Q03 and Q04), in process, on DuckDB,
 the csv engine, the csv engine with ``year(pickup_datetime)`` written
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import statistics
@@ -270,16 +273,24 @@ def _mb(peak: int | None, floor: int | None) -> str:
     return text
 
 
-#: What any ``arrowgate query`` on the csv engine imports before running a line of
-#: its own: the plugin manager, sqlglot with the DuckDB dialect (which imports
-#: importlib.metadata), and pyarrow.
+#: The environment of the timed processes: an installed package has its bytecode cached,
+#: but sessions and CI often set PYTHONDONTWRITEBYTECODE, and then an editable install
+#: (``--install dev``) compiled every gateway module on every run (60 ms of CPU of a
+#: one-row query at load 11, docs/benchmarks.md). Without it, the warm-up round writes them.
+USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+#: What an ``arrowgate query`` the csv engine's planner reads (anything but a projection
+#: of columns, gateway_csv.shape) imports before running a line of its own: the plugin
+#: manager, sqlglot with the DuckDB dialect (which imports importlib.metadata), and pyarrow.
 DEPENDENCY_FLOOR = ("import pluggy, pyarrow, sqlglot; "
                     "sqlglot.parse_one('SELECT a, b FROM trips', read='duckdb')")
 
 
 def startup(runs: int) -> str:
     """Wall and CPU time of ``arrowgate query`` on a one-row file, output through a pipe,
-    beside the bare interpreter and the dependency floor, alternating.
+    beside the bare interpreter, ``import pyarrow`` (issue #23's yardstick: at most 1.5x)
+    and the planner's dependency floor, alternating.
 
     CPU time (user + system of the child) is given beside wall time because on
     a shared machine the wall time of a short command is mostly waiting for a
@@ -292,6 +303,7 @@ def startup(runs: int) -> str:
     python = str(ARROWGATE_BIN / "python")
     commands = {
         "python -c pass": [python, "-c", "pass"],
+        "python -c 'import pyarrow'": [python, "-c", "import pyarrow"],
         "import pluggy+sqlglot(duckdb)+pyarrow": [python, "-c", DEPENDENCY_FLOOR],
         "arrowgate query": [str(ARROWGATE_BIN / "arrowgate"), "--config", str(cfg), "query",
                             "--format", "csv", "SELECT a, b FROM trips"],
@@ -304,7 +316,7 @@ def startup(runs: int) -> str:
         for name in names[run % len(names):] + names[:run % len(names)]:
             before = os.times()
             started = time.perf_counter()
-            done = subprocess.run(commands[name], capture_output=True, check=True)
+            done = subprocess.run(commands[name], capture_output=True, check=True, env=USER_ENV)
             wall = time.perf_counter() - started
             after = os.times()
             if name == "arrowgate query":
@@ -321,6 +333,62 @@ def startup(runs: int) -> str:
         lines.append(f"| {name} | {statistics.median(w) * 1000:.0f} ({min(w) * 1000:.0f}-"
                      f"{max(w) * 1000:.0f}) | {statistics.median(c) * 1000:.0f} "
                      f"({min(c) * 1000:.0f}-{max(c) * 1000:.0f}) |")
+    floor = "python -c 'import pyarrow'"
+    lines.append(f"\narrowgate query / import pyarrow: wall "
+                 f"{statistics.median(walls['arrowgate query']) / statistics.median(walls[floor]):.2f}x, "
+                 f"CPU {statistics.median(cpus['arrowgate query']) / statistics.median(cpus[floor]):.2f}x "
+                 "(target 1.5x)")
+    return "\n".join(lines)
+
+
+#: One ``arrowgate query`` of a one-row file, its steps run one by one as the CLI runs them,
+#: each step's CPU time reported (argv: the config file).
+PHASES = r"""
+import json, sys, time
+marks = [("start", time.process_time())]
+def mark(name): marks.append((name, time.process_time()))
+import pyarrow
+mark("import pyarrow")
+import gateway.cli as cli
+mark("import gateway.cli")
+parser = cli.build_parser()
+mark("build the parser (commands, plugins)")
+args = parser.parse_args(["--config", sys.argv[1], "query", "--format", "csv",
+                          "SELECT a, b FROM trips"])
+from gateway.commands import open_gateway
+from gateway.startup import one_statement
+gw = open_gateway(args)
+mark("parse arguments, open the gateway (config, core)")
+with one_statement():  # as the query command runs a statement nothing shadows
+    result = gw.execute(args.sql)
+mark("execute (engine start, planning, sniff, scan)")
+from gateway.output import write
+write(result.reader(), "csv", sys.stdout.buffer)
+sys.stdout.buffer.flush()
+mark("write the csv")
+print(json.dumps([(m[0], (m[1] - a[1]) * 1000) for m, a in zip(marks[1:], marks)]),
+      file=sys.stderr)
+"""
+
+
+def phases(runs: int) -> str:
+    """CPU milliseconds of each step of a one-row ``arrowgate query``, medians of ``runs``
+    fresh processes (pyarrow imported first, so the steps after it are arrowgate's own)."""
+    path = DATA / "one_row.csv"
+    DATA.mkdir(parents=True, exist_ok=True)
+    path.write_text("a,b\n1,x\n")
+    cfg = toml(path)
+    steps: dict[str, list[float]] = {}
+    for run in range(runs + 1):
+        done = subprocess.run([str(ARROWGATE_BIN / "python"), "-c", PHASES, str(cfg)],
+                              capture_output=True, check=True, env=USER_ENV, text=True)
+        if run:  # the first run writes the bytecode caches
+            for name, ms in json.loads(done.stderr.strip().splitlines()[-1]):
+                steps.setdefault(name, []).append(ms)
+    lines = [f"{runs} runs; load average {os.getloadavg()[0]:.1f} at the end",
+             "| step | CPU median ms (min-max) |", "|---|---|"]
+    lines += [f"| {name} | {statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f}) |"
+              for name, v in steps.items()]
     return "\n".join(lines)
 
 
@@ -328,7 +396,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--mode", choices=["inprocess", "process", "startup", "csvql"],
+    parser.add_argument("--mode", choices=["inprocess", "process", "startup", "phases", "csvql"],
                         default="inprocess")
     parser.add_argument("--forms-only", action="store_true",
                         help="csvql mode: only the csv engine's two forms of Q03 and Q04")
@@ -338,10 +406,13 @@ def main() -> None:
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     global ARROWGATE_BIN
-    if args.mode in ("process", "startup") and args.install == "runtime":
+    if args.mode in ("process", "startup", "phases") and args.install == "runtime":
         ARROWGATE_BIN = runtime_install()
     if args.mode == "startup":
         print(startup(max(args.rounds, 5)))
+        return
+    if args.mode == "phases":
+        print(phases(max(args.rounds, 5)))
         return
     if args.mode == "csvql":
         for rows in args.rows:

@@ -54,6 +54,9 @@ from pathlib import Path
 from taxi import CSVQL_QUERIES, DATA, taxi_file
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the timed processes' environment: bytecode caches written and read, as an installed
+#: package has them (sessions and CI often set PYTHONDONTWRITEBYTECODE; csv_bench.py too)
+USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 RESULTS = ROOT / "bench" / "results"
 BIN = Path(sys.executable).parent
 CSVQL_PACKAGE = "csvql-query"
@@ -100,7 +103,7 @@ def run_once(argv: list[str]) -> Run:
     """Start ``argv``, read its stdout through a pipe to the end, and measure it."""
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=USER_ENV)
         memory: dict[str, int] = {}
         done = threading.Event()
         sampler = threading.Thread(target=_sample_memory, args=(proc.pid, memory, done),

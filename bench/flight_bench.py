@@ -13,13 +13,20 @@ so the same clients read from both:
 1. **A big answer** (``--rows``): a DuckDB table of an id, a double, a
    10-character string and a timestamp, in a database file the bench writes.
    ``arrowgate serve`` answers ``SELECT * FROM trips`` from that file; the
-   bare server holds the same table in memory and streams it. Both are read to
+   bare server holds the same table in memory and streams it; a third, as bare,
+   streams DuckDB's reader of it instead (the least a server doing the same
+   work can do). All are read to
    the end by the ADBC driver (``fetch_record_batch``), beside DuckDB's own
-   ``to_arrow_table()`` in a worker process. Answers are checked first (rows
-   and the sum of the id column); then the contenders alternate round by
-   round in rotated order, one warm-up, median of ``--rounds`` with the
-   min-max spread, and the ratio to the bare server. Peak memory is each
-   process's high-water RSS.
+   ``to_arrow_table()`` and ``to_arrow_reader()`` (read to the end: what
+   producing the answer costs DuckDB alone) in a worker process. Answers are
+   checked first (rows and the sum of the id column); then the contenders
+   alternate round by round in rotated order, one warm-up, median of
+   ``--rounds`` with the min-max spread, and the ratio to the bare server.
+   Beside the time, the CPU seconds each read cost the server's process and
+   the client's (this one), which a loaded machine inflates less than wall
+   time, and from them the least time the read could take on this machine's
+   cores if every part overlapped perfectly (their sum over the cores, or the
+   larger part). Peak memory is each process's high-water RSS.
 2. **``SELECT 1`` round trips**, sequential, p50 and p99 of ``--trips``: each
    call ADBC makes (``CreatePreparedStatement``, ``GetFlightInfo`` of the
    prepared statement, ``DoGet``, ``ClosePreparedStatement``), sent one by one
@@ -36,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -73,14 +81,15 @@ def write_table(path: Path, rows: int) -> None:
 
 
 # -- the contenders' processes ------------------------------------------------------
-def bare_server(database: str) -> None:
-    """A bare pyarrow.flight server: the big table in memory, any other statement on DuckDB."""
+def bare_server(database: str, stream: bool = False) -> None:
+    """A bare pyarrow.flight server: the big table in memory, any other statement on DuckDB;
+    with ``stream``, the big table too is DuckDB's reader, streamed as DuckDB makes it."""
     import secrets
 
     import duckdb
 
     con = duckdb.connect(database, read_only=True)
-    table = con.sql(BIG).to_arrow_table()
+    table = None if stream else con.sql(BIG).to_arrow_table()
     prepared: dict[bytes, str] = {}
     answers: dict[bytes, pa.Table | pa.RecordBatchReader] = {}
 
@@ -89,7 +98,8 @@ def bare_server(database: str) -> None:
             command = M.unpack_command(descriptor.command)
             sql = command.query if isinstance(command, M.CommandStatementQuery) else \
                 prepared[command.prepared_statement_handle]
-            answer = table if sql == BIG else con.cursor().sql(sql).to_arrow_reader()
+            answer = table if sql == BIG and table is not None else \
+                con.cursor().sql(sql).to_arrow_reader(122_880)
             handle = secrets.token_bytes(16)
             answers[handle] = answer
             ticket = M.pack(M.TicketStatementQuery(statement_handle=handle))
@@ -119,19 +129,37 @@ def bare_server(database: str) -> None:
 
 
 def in_process_worker(database: str) -> None:
-    """Reads SQL lines from stdin, runs each with DuckDB's own ``to_arrow_table``, answers
-    a JSON line."""
+    """Reads lines ``table SQL`` or ``reader SQL`` from stdin, runs each with DuckDB's own
+    ``to_arrow_table`` or reads its ``to_arrow_reader`` (batches of DuckDB's row-group
+    size, as the service asks) to the end, and answers a JSON line."""
     import duckdb
 
     con = duckdb.connect(database, read_only=True)
     print("ready", flush=True)
     for line in sys.stdin:
-        start = time.perf_counter()
-        table = con.sql(line.strip()).to_arrow_table()
-        seconds = time.perf_counter() - start
-        print(json.dumps({"s": seconds, "rows": table.num_rows,
-                          "sum": pc.sum(table.column(0)).as_py() or 0,
+        how, sql = line.strip().split(" ", 1)
+        start, cpu = time.perf_counter(), time.process_time()
+        if how == "table":
+            table = con.sql(sql).to_arrow_table()
+            rows, total = table.num_rows, pc.sum(table.column(0)).as_py() or 0
+            del table
+        else:
+            rows = total = 0
+            reader = con.sql(sql).to_arrow_reader(122_880)
+            for batch in reader:  # the sum outside the timing would keep every batch
+                rows += batch.num_rows
+                total += pc.sum(batch.column(0)).as_py() or 0
+            reader.close()
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        print(json.dumps({"s": seconds, "cpu": cpu, "rows": rows, "sum": total,
                           "peak_mb": peak_mb(os.getpid())}), flush=True)
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) the process ``pid`` has used so far, all its threads."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_mb(pid: int) -> float:
@@ -185,12 +213,25 @@ def read_adbc(conn: Any, sql: str) -> tuple[int, int]:
     return rows, total
 
 
-def timed(fn: Callable[[], tuple[int, int]]) -> Callable[[], tuple[float, tuple[int, int]]]:
-    def run() -> tuple[float, tuple[int, int]]:
+#: a big-answer contender's round: seconds, (server CPU s, client CPU s), (rows, sum)
+Round = tuple[float, tuple[float, float], tuple[int, int]]
+
+
+def timed(fn: Callable[[], tuple[int, int]], server: int) -> Callable[[], Round]:
+    """``fn`` timed: its wall seconds, and the CPU seconds of the process ``server``
+    and of this one (the client) while it ran."""
+    def run() -> Round:
+        server_cpu, client_cpu = cpu_seconds(server), time.process_time()
         start = time.perf_counter()
         result = fn()
-        return time.perf_counter() - start, result
+        seconds = time.perf_counter() - start
+        return (seconds, (cpu_seconds(server) - server_cpu, time.process_time() - client_cpu),
+                result)
     return run
+
+
+TABLE, READER = "DuckDB to_arrow_table, in process", "DuckDB to_arrow_reader, in process"
+STREAMING = "bare pyarrow.flight streaming DuckDB's reader"
 
 
 def part_big(args: argparse.Namespace, servers: dict[str, Process], worker: Process) -> list[str]:
@@ -198,36 +239,50 @@ def part_big(args: argparse.Namespace, servers: dict[str, Process], worker: Proc
 
     conns = {name: dbapi.connect(proc.first, autocommit=True) for name, proc in servers.items()}
 
-    def in_process() -> tuple[float, tuple[int, int]]:
-        answer = ask_worker(worker, BIG)
-        return answer["s"], (int(answer["rows"]), int(answer["sum"]))
+    def in_process(how: str) -> Callable[[], Round]:
+        def run() -> Round:
+            answer = ask_worker(worker, f"{how} {BIG}")
+            return answer["s"], (answer["cpu"], 0.0), (int(answer["rows"]), int(answer["sum"]))
+        return run
 
-    contenders: dict[str, Callable[[], tuple[float, tuple[int, int]]]] = {
-        f"{name}, ADBC": timed(lambda conn=conn: read_adbc(conn, BIG))
+    contenders: dict[str, Callable[[], Round]] = {
+        f"{name}, ADBC": timed(lambda conn=conn: read_adbc(conn, BIG), servers[name].proc.pid)
         for name, conn in conns.items()}
-    contenders["DuckDB to_arrow_table, in process"] = in_process
-    answers = {name: run()[1] for name, run in contenders.items()}  # check, and warm up
+    contenders[TABLE] = in_process("table")
+    contenders[READER] = in_process("reader")
+    answers = {name: run()[2] for name, run in contenders.items()}  # check, and warm up
     expected = (args.rows, args.rows * (args.rows - 1) // 2)
     for name, got in answers.items():
         assert got == expected, f"{name} answered {got}, expected {expected}"
     times: dict[str, list[float]] = {name: [] for name in contenders}
+    cpus: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
     names = list(contenders)
     for r in range(args.rounds):
         for name in rotated(names, r):
-            times[name].append(contenders[name]()[0])
+            seconds, cpu, _ = contenders[name]()
+            times[name].append(seconds)
+            cpus[name].append(cpu)
     peaks = {f"{name}, ADBC": peak_mb(proc.proc.pid) for name, proc in servers.items()}
-    peaks["DuckDB to_arrow_table, in process"] = peak_mb(worker.proc.pid)
+    peaks[TABLE] = peaks[READER] = peak_mb(worker.proc.pid)
     spreads = {name: Spread(values) for name, values in times.items()}
     base = spreads["bare pyarrow.flight, ADBC"]
-    lines = ["| contender | median s | min-max s | vs bare | rows/s | peak RSS MB |",
-             "|---|---:|---:|---:|---:|---:|"]
+    cores = os.cpu_count() or 1
+    lines = ["| contender | median s | min-max s | vs bare | rows/s | server CPU s | "
+             "client CPU s | least s on "
+             f"{cores} cores | peak RSS MB |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in names:
         spread = spreads[name]
+        server = statistics.median(c[0] for c in cpus[name])
+        client = statistics.median(c[1] for c in cpus[name])
+        least = f"{max((server + client) / cores, client):.3f}" if client else ""
         lines.append(f"| {name} | {spread.median:.3f} | {spread.low:.3f}-{spread.high:.3f} | "
                      f"{spread.ratio(base):.2f}x | {args.rows / spread.median / 1e6:.1f}M | "
-                     f"{peaks[name]:.0f} |")
+                     f"{server:.3f} | {client:.3f} | {least} | {peaks[name]:.0f} |")
     ratio = spreads["arrowgate serve, ADBC"].ratio(base)
     lines.append(f"\narrowgate serve / bare pyarrow.flight: **{ratio:.2f}x** (target 1.15x)")
+    lines.append("\n(CPU s are medians of the rounds; for the in-process rows, the worker's own. "
+                 "\"least s\": the read's CPU over the cores, or the client's, if larger: no "
+                 "overlap of production and transport gets below it)")
     for conn in conns.values():
         conn.close()
     return lines
@@ -360,11 +415,12 @@ def main() -> None:
     parser.add_argument("--per-client", type=int, default=50, help="queries per client thread")
     parser.add_argument("--parts", default="big,trips,throughput",
                         help="which parts to run, comma-separated: big, trips, throughput")
-    parser.add_argument("--role", choices=["bare", "worker"], help=argparse.SUPPRESS)
+    parser.add_argument("--role", choices=["bare", "streaming", "worker"],
+                        help=argparse.SUPPRESS)
     parser.add_argument("--database", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.role == "bare":
-        return bare_server(args.database)
+    if args.role in ("bare", "streaming"):
+        return bare_server(args.database, stream=args.role == "streaming")
     if args.role == "worker":
         return in_process_worker(args.database)
     me = [sys.executable, str(Path(__file__).resolve())]
@@ -377,6 +433,7 @@ def main() -> None:
                             cwd=Path(folder), from_stderr=True)
         arrowgate.first = arrowgate.first.split("listening on ")[1].split()[0]
         bare = Process([*me, "--role", "bare", "--database", str(database)])
+        streaming = Process([*me, "--role", "streaming", "--database", str(database)])
         worker = Process([*me, "--role", "worker", "--database", str(database)])
         servers = {"arrowgate serve": arrowgate, "bare pyarrow.flight": bare}
         try:
@@ -385,7 +442,8 @@ def main() -> None:
             if "big" in parts:
                 print(f"\n{args.rows:,}-row answer (`{BIG}`: id, double, 10-character string, "
                       "timestamp), read to the end\n")
-                print("\n".join(part_big(args, servers, worker)), flush=True)
+                print("\n".join(part_big(args, {**servers, STREAMING: streaming}, worker)),
+                      flush=True)
             if "trips" in parts:
                 print(f"\n`{ONE}` round trips ({args.trips} each)\n")
                 print("\n".join(part_round_trip(args, servers)), flush=True)
@@ -394,7 +452,7 @@ def main() -> None:
                 print("\n".join(part_throughput(args, servers)), flush=True)
             print(f"\nload average at end: {os.getloadavg()}")
         finally:
-            for proc in (arrowgate, bare, worker):
+            for proc in (arrowgate, bare, streaming, worker):
                 proc.close()
 
 

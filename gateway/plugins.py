@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
 
@@ -30,6 +29,7 @@ import pluggy
 
 from gateway import hookspecs
 from gateway.engine import Engine
+from gateway.entry_points import entry_points
 from gateway.errors import ConfigError
 
 ENTRY_POINT_GROUP = "arrowgate"
@@ -65,7 +65,7 @@ def build_plugin_manager(extra_plugins: Iterable[ModuleType | object] = ()) -> P
     pm.add_hookspecs(hookspecs)
     allowed = plugin_filter()
     found = set()
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in entry_points(ENTRY_POINT_GROUP):
         found.add(ep.name)
         if allowed is not None and ep.name not in allowed:
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 from collections.abc import Callable
@@ -123,14 +124,17 @@ def _decoded(data: bytes, where: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gateway.output import output_file, write
+    from gateway.startup import one_statement
 
     sql = read_sql(args)
     if args.format in BINARY_FORMATS and args.output is None and sys.stdout.isatty():
         raise UsageError(f"--format {args.format} writes binary data: use --output FILE "
                          "or redirect stdout")
     with open_gateway(args) as gw:
-        result = gw.execute(sql, engine=args.engine, parameters=args.param,
-                            shadow=args.shadow)
+        alone = args.shadow is None and gw.shadow_settings is None
+        with one_statement() if alone else contextlib.nullcontext():
+            result = gw.execute(sql, engine=args.engine, parameters=args.param,
+                                shadow=args.shadow)
         if args.output is None:
             write(result.reader(), args.format, sys.stdout.buffer, max_rows=args.max_rows)
             sys.stdout.buffer.flush()

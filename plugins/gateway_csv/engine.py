@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from gateway.handles import QueryHandle
     from gateway_csv.layout import Layout
     from gateway_csv.scan import Scanner
+    from gateway_csv.shape import Projection
 
 
 #: polled between scan chunks: true (or raising) stops the query
@@ -65,12 +66,18 @@ class CsvEngine(Engine):
         threads = self.config["threads"] or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="csv-scan")
         # Starting the engine pays for the planner (sqlglot's DuckDB dialect,
-        # pyarrow), so a first query's latency is its own. Sources are sniffed
-        # by the first query that reads them: one bad file fails its own
-        # queries, never the engine's start.
-        from gateway_csv import query, run  # noqa: F401
+        # pyarrow), so a first query's latency (and a shadow's ratio) is its own;
+        # a process that runs one unshadowed statement leaves the planner to the
+        # statement, as a projection of columns (gateway_csv.shape) needs none.
+        # Sources are sniffed by the first query that reads them: one bad file
+        # fails its own queries, never the engine's start.
+        from gateway.startup import runs_one_statement
+        from gateway_csv import columns, shape  # noqa: F401
 
-        query.parse("SELECT 1")
+        if not runs_one_statement():
+            from gateway_csv import query, run  # noqa: F401
+
+            query.parse("SELECT 1")
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -240,6 +247,13 @@ class CsvEngine(Engine):
         if parameters is not None:
             raise Unsupported("query parameters are not supported by the csv engine",
                               engines=("duckdb",))
+        from gateway_csv.shape import projection
+
+        shape = projection(sql)
+        if shape is not None:
+            answer = self._project(shape, stop)
+            if answer is not None:
+                return answer
         from gateway_csv import query as q
         from gateway_csv.binding import bind
         from gateway_csv.compute import Frame
@@ -288,7 +302,32 @@ class CsvEngine(Engine):
                 notes["skipped_rows"] = skipped
             return EngineResult(pa.RecordBatchReader.from_batches(result.schema,
                                                                   result.to_batches()), notes)
-        tables = plain_batches(scanners, query)
+        return self._plain(plain_batches(scanners, query), scanners, notes)
+
+    def _project(self, shape: Projection, stop: Stop | None) -> EngineResult | None:
+        """A projection's answer without the planner; None when the planner must say why
+        it has none (a column the files lack)."""
+        from gateway_csv.native import column_types
+        from gateway_csv.shape import batches
+
+        scanners = self._open(shape.table, False, stop)
+        try:
+            tables = batches(scanners, shape, column_types(scanners[0].layout))
+            if tables is not None:
+                return self._plain(tables, scanners, {})
+        except BaseException:
+            for s in scanners:
+                s.file.close()
+            raise
+        for s in scanners:
+            s.file.close()
+        return None
+
+    def _plain(self, tables: Iterator[pa.Table], scanners: list[Scanner],
+               notes: dict[str, Any]) -> EngineResult:
+        """A plain query's answer: streamed, or whole when bad rows are skipped."""
+        import pyarrow as pa
+
         if any(s.layout.skip_bad for s in scanners):
             # the count of skipped rows is only known at the end: answer whole
             whole = list(tables)
@@ -305,8 +344,8 @@ class CsvEngine(Engine):
         return EngineResult(reader, notes)
 
     def catalog(self) -> list[CatalogColumn]:
+        from gateway_csv.columns import arrow_type
         from gateway_csv.opening import open_csv
-        from gateway_csv.run import arrow_type
 
         columns: list[CatalogColumn] = []
         for name, source in self.sources.items():

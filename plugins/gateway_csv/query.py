@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from gateway.errors import QueryError, Unsupported
 from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
+from gateway_csv.scan import MAX_COLUMNS
 
 # Shared with _scanner.c
 OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL = range(8)
@@ -45,8 +46,6 @@ _REFUSED = {
 
 
 ENGINES_FOR_MORE = ("duckdb",)
-#: columns one scan reads (MAX_SLOTS in _scanner.c)
-MAX_COLUMNS = 2048
 
 
 def unsupported(node: exp.Expression, what: str | None = None) -> Unsupported:

@@ -17,8 +17,9 @@ from sqlglot import exp
 from gateway import arrow_values
 from gateway.errors import QueryError, Unsupported
 from gateway.startup import sort_functions
+from gateway_csv.columns import answer_table, arrow_type, scanned
 from gateway_csv.compute import FALSE, ZERO, Frame, broadcast, pc, whole
-from gateway_csv.layout import BOOL, DATE, FLOAT, HUGE, INT, STR, TIME, TS, TSTZ, Layout
+from gateway_csv.layout import BOOL, DATE, FLOAT, INT, Layout
 from gateway_csv.query import (
     A_AVG,
     A_COUNT,
@@ -37,66 +38,14 @@ from gateway_csv.query import (
 )
 from gateway_csv.scan import Plan, Scanner
 
-_ARROW_TYPES = {STR: pa.string(), INT: pa.int64(), FLOAT: pa.float64(),
-                TS: pa.timestamp("us"), TSTZ: pa.timestamp("us", tz="UTC"), BOOL: pa.bool_(),
-                DATE: pa.date32(), HUGE: pa.decimal128(38, 0), TIME: pa.time64("us")}
-
-
-def arrow_type(kind: int) -> pa.DataType:
-    return _ARROW_TYPES[kind]
-
-
-def column_array(kind: int, rows: int, payload: tuple[bytes, bytes, bytes, int]) -> pa.Array:
-    """One scanner output column as an Arrow array (buffers wrapped, not copied)."""
-    validity, values, data, nulls = payload
-    vbuf = pa.py_buffer(validity) if nulls else None
-    if kind == STR:
-        return pa.Array.from_buffers(pa.string(), rows, [vbuf, pa.py_buffer(values),
-                                                         pa.py_buffer(data)], nulls)
-    return pa.Array.from_buffers(arrow_type(kind), rows, [vbuf, pa.py_buffer(values)], nulls)
-
 
 def scan_columns(scanners: list[Scanner], query: Query, limit: int = -1) \
         -> Iterator[tuple[Frame, list[exp.Expression]]]:
     """Frames of the needed columns, batch by batch, with pushed-down filters applied."""
     for scanner in scanners:
-        layout = scanner.layout
-        slots, filters, rest, _ = column_plan(query, layout)
-        plan = Plan(slots=slots, filters=filters)
-        for rows, payload in scanner.results(plan, limit if not rest else -1):
-            columns = {}
-            for (col, kind), part in zip(slots, payload, strict=True):
-                arr = column_array(kind, rows, part)
-                if kind != layout.kinds[col]:
-                    arr = _convert(arr, layout, col, scanner.path)
-                columns[layout.names[col].lower()] = arr
+        slots, filters, rest, _ = column_plan(query, scanner.layout)
+        for rows, columns in scanned(scanner, slots, filters, limit if not rest else -1):
             yield Frame(columns, rows), rest
-
-
-def _convert(arr: pa.Array, layout: Layout, col: int, path: str) -> pa.Array:
-    """A column the scanner read as text, as its sniffed or declared type."""
-    kind = layout.kinds[col]
-    fmt = layout.formats.get(col) or layout.timestamp_format
-    try:
-        if kind == HUGE:
-            return pc.utf8_trim(arr, characters=" \t").cast(arrow_type(HUGE))
-        if kind == TIME:
-            # Arrow casts no text to time64: read it as a time of 1970-01-01
-            day = pc.binary_join_element_wise(arrow_values.scalar("1970-01-01 ", pa.string()),
-                                              pc.utf8_trim(arr, characters=" \t"),
-                                              arrow_values.scalar("", pa.string()))
-            return day.cast(pa.timestamp("us")).cast(pa.int64()).cast(arrow_type(TIME))
-        out = pc.strptime(pc.utf8_trim(arr, characters=" \t"), format=fmt, unit="us",
-                          error_is_null=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        what = {HUGE: "an integer of at most 38 digits", TIME: "a time (HH:MM:SS)"}.get(
-            kind, f"a value of the format {fmt!r}")
-        raise QueryError(f"{path}: column {layout.names[col]!r}: a value is not {what} "
-                         f"({str(exc).splitlines()[0]})",
-                         hint='declare the column\'s type in the source\'s "columns" table'
-                         if kind != TS or not layout.timestamp_format else
-                         "fix the source's timestamp_format", kind="type") from None
-    return out if kind == TS else out.cast(arrow_type(kind))
 
 
 def filtered(frame: Frame, rest: list[exp.Expression]) -> Frame:
@@ -576,18 +525,7 @@ def finish(query: Query, frame: Frame) -> pa.Table:
 
 def _table(names: list[str], arrays: list[pa.Array], length: int,
            types: list[str] | None = None) -> pa.Table:
-    """The answer's columns, each of DuckDB's Arrow type for it (``types``: the select
-    items' DuckDB types; INTEGER constants, HUGEINT sums and zone names differ from
-    Arrow's own)."""
-    from gateway_csv.native import arrow_type
-
-    columns = [broadcast(a, length) for a in arrays]
-    for i, name in enumerate(types or []):
-        target = arrow_type(name)
-        if target is not None and columns[i].type != target:
-            columns[i] = columns[i].cast(target)
-    # duplicate output names are legal SQL; Arrow tables allow them too
-    return pa.Table.from_arrays(columns, names=names)
+    return answer_table(names, [broadcast(a, length) for a in arrays], types)
 
 
 def one_zero_one_nan(values: Any) -> Any:

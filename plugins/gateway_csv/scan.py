@@ -21,6 +21,8 @@ from gateway_csv import _scanner
 from gateway_csv.layout import KIND_NAMES, Layout
 
 DEFAULT_CHUNK_BYTES = 8 << 20
+#: columns one scan reads (MAX_SLOTS in _scanner.c)
+MAX_COLUMNS = 2048
 _ERRORS = {
     "ragged": "the row has {found}; {expected}",
     "unterminated_quote": "a quoted field is not closed before the end of the file",

@@ -1,0 +1,127 @@
+"""The statements the csv engine answers without its planner: columns of one table.
+
+``SELECT a, b AS c FROM t LIMIT 10 OFFSET 5`` and ``SELECT * FROM t`` are
+the commonest first look at a file, and the planner costs them most of a
+one-shot process: sqlglot and its DuckDB dialect take 50-100 ms to import
+(docs/benchmarks.md, "Start-up (issue 23)"), against a few milliseconds of
+scanning. :func:`projection` reads such a statement with a small grammar;
+anything else (a comment, an expression, a WHERE, a quoted table, a word the
+DuckDB dialect reads as something other than a name) returns None, and the
+planner reads it. An answer is then the planner's plain projection, built by
+the same functions (:mod:`gateway_csv.columns`); tests/test_csv_shape.py
+holds the two paths to the same answers and errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from gateway_csv.columns import answer_table, scanned
+from gateway_csv.scan import MAX_COLUMNS, Scanner
+
+#: Words not taken as a name: DuckDB's reserved words, and every word sqlglot's DuckDB
+#: dialect reads as anything but a plain column, alias or table in these statements
+#: (its constants and niladic functions: ``SELECT current_date FROM t`` is no column).
+#: tests/test_csv_shape.py checks the second half against the installed sqlglot.
+_RESERVED_WORDS = """
+    ALL ALTER ANALYSE ANALYZE AND ANY ARRAY AS ASC ASYMMETRIC BETWEEN BOTH CASE CAST CHECK
+    COLLATE COLUMN CONNECT_BY_ROOT CONSTRAINT CREATE CROSS CURRENT_CATALOG CURRENT_DATE
+    CURRENT_ROLE CURRENT_SCHEMA CURRENT_TIME CURRENT_TIMESTAMP CURRENT_USER DEFAULT DEFERRABLE
+    DESC DESCRIBE DISTINCT DO DROP ELSE END EXCEPT FALSE FETCH FOR FORCE FOREIGN FROM FULL GLOB
+    GRANT GROUP HAVING ILIKE IN INITIALLY INNER INSERT INSTALL INTERSECT INTO IS JOIN LATERAL
+    LEADING LEFT LIKE LIMIT LOCALTIME LOCALTIMESTAMP MAP NATURAL NOT NOTNULL NULL OFFSET ON
+    ONLY OR ORDER OUTER PARTITIONED_BY PIVOT PIVOT_LONGER PIVOT_WIDER PLACING POSITIONAL
+    PRIMARY QUALIFY REFERENCES REGEXP RETURNING REVOKE RIGHT RLIKE ROLLBACK SELECT
+    SESSION_USER SHOW SIMILAR SOME SUMMARIZE SYMMETRIC TABLE TABLESAMPLE THEN TO TRAILING TRUE
+    UNCACHE UNION UNIQUE UNPIVOT USING VALUES VARIADIC WHEN WHERE WINDOW WITH XOR
+"""
+RESERVED = frozenset(_RESERVED_WORDS.split())
+
+_S = r"[ \t\r\n]"  # the whitespace sqlglot's tokenizer skips
+_NAME = r'[A-Za-z_][A-Za-z0-9_]*|"[^"\x00]+"'
+_ITEM = rf"(?:{_NAME})(?:{_S}+AS{_S}+(?:{_NAME}))?"
+_STATEMENT = re.compile(
+    rf"{_S}*SELECT{_S}+(?P<items>\*|{_ITEM}(?:{_S}*,{_S}*{_ITEM})*)"
+    rf"{_S}+FROM{_S}+(?P<table>[A-Za-z_][A-Za-z0-9_]*)"
+    rf"(?:{_S}+LIMIT{_S}+(?P<limit>[0-9]+)(?:{_S}+OFFSET{_S}+(?P<offset>[0-9]+))?)?"
+    rf"{_S}*;?{_S}*", re.IGNORECASE)
+#: one select item of a list _STATEMENT matched
+_ITEMS = re.compile(rf"(?P<name>{_NAME})(?:{_S}+AS{_S}+(?P<alias>{_NAME}))?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A statement :func:`projection` read.
+
+    table: the FROM name, as written.
+    items: (output name, column name) of each select item, or None for ``*``.
+    """
+
+    table: str
+    items: tuple[tuple[str, str], ...] | None
+    limit: int | None
+    offset: int
+
+
+def projection(sql: str) -> Projection | None:
+    """``sql`` as a projection of one table's columns, or None when the planner must read it."""
+    match = _STATEMENT.fullmatch(sql)
+    if match is None or match["table"].upper() in RESERVED:
+        return None
+    items: list[tuple[str, str]] | None = None
+    if match["items"] != "*":
+        items = []
+        for item in _ITEMS.finditer(match["items"]):
+            name, alias = _name(item["name"]), _name(item["alias"]) if item["alias"] else None
+            if name is None or (item["alias"] and alias is None):
+                return None
+            items.append((alias or name, name))
+    limit = int(match["limit"]) if match["limit"] is not None else None
+    return Projection(match["table"], tuple(items) if items is not None else None, limit,
+                      int(match["offset"] or 0))
+
+
+def _name(text: str) -> str | None:
+    if text.startswith('"'):
+        return text[1:-1]
+    return None if text.upper() in RESERVED else text
+
+
+def batches(scanners: list[Scanner], shape: Projection, types: dict[str, str]) \
+        -> Iterator[pa.Table] | None:
+    """The answer's tables as the planner streams a plain query's (``types``: DuckDB's type
+    of each column by lower-case name); None when the statement names a column the
+    files lack (the planner then says so)."""
+    layout = scanners[0].layout
+    items = shape.items if shape.items is not None else tuple((n, n) for n in layout.names)
+    if any(s.layout.column_index(column) is None for s in scanners for _, column in items) \
+            or len({column.lower() for _, column in items}) > MAX_COLUMNS:
+        return None
+    return _batches(scanners, shape, items, [types[column.lower()] for _, column in items])
+
+
+def _batches(scanners: list[Scanner], shape: Projection, items: tuple[tuple[str, str], ...],
+             types: list[str]) -> Iterator[pa.Table]:
+    names = [name for name, _ in items]
+    to_skip, remaining = shape.offset, shape.limit
+    scan_limit = -1 if remaining is None else to_skip + remaining
+    for scanner in scanners:
+        layout = scanner.layout
+        order = sorted({layout.lower_names[column.lower()] for _, column in items})
+        slots = tuple((col, layout.scan_kind(col)) for col in order)
+        for _, columns in scanned(scanner, slots, (), scan_limit):
+            table = answer_table(names, [columns[column.lower()] for _, column in items], types)
+            if to_skip:
+                dropped = min(to_skip, table.num_rows)
+                table = table.slice(dropped)
+                to_skip -= dropped
+            if remaining is not None:
+                table = table.slice(0, remaining)
+                remaining -= table.num_rows
+            yield table
+            if remaining is not None and remaining <= 0:
+                return
