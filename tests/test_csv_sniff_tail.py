@@ -119,3 +119,27 @@ def test_blanks_in_a_refined_chunk_are_refused(tmp_path):
             == "string"
         with pytest.raises(Unsupported, match="blanks"):
             gw.execute("SELECT a FROM t", engine="csv")
+
+
+def test_rows_past_the_first_8_mib_of_duckdbs_sample_are_typed_too(tmp_path):
+    """Rows of ~500 bytes: DuckDB's 20,480 sampled rows take ~10 MiB, and the csv engine
+    typed the column on the first 8 MiB, BIGINT, then failed at row 19,000's text."""
+    pad = "p" * 500
+    rows = "".join(f"{i},{'abc' if i == 19000 else i},{pad}\n" for i in range(21000))
+    path = write(tmp_path, "w.csv", "id,x,pad\n" + rows)
+    with gateway_for(path) as gw:
+        got = assert_same(gw, "SELECT x FROM t WHERE id >= 18990 AND id <= 19010")
+        assert got.schema.field("x").type == "string"
+
+
+def test_a_sample_past_the_bytes_read_for_it_is_refused(tmp_path, monkeypatch):
+    """Past SAMPLE_BYTES the csv engine would type on fewer rows than DuckDB: it refuses,
+    and the duckdb engine answers."""
+    from gateway_csv import layout
+
+    monkeypatch.setattr(layout, "DIALECT_BYTES", 1 << 16)
+    monkeypatch.setattr(layout, "SAMPLE_BYTES", 1 << 18)
+    pad = "p" * 100
+    path = write(tmp_path, "w.csv", "id,pad\n" + "".join(f"{i},{pad}\n" for i in range(21000)))
+    with gateway_for(path) as gw, pytest.raises(Unsupported, match="20,480 rows"):
+        gw.execute("SELECT id FROM t", engine="csv")

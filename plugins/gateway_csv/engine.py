@@ -124,7 +124,7 @@ class CsvEngine(Engine):
         return source.name, files, dict(source.options)
 
     def layout(self, path: str, file: Any, options: dict[str, Any]) -> Layout:
-        from gateway_csv.layout import DIALECT_BYTES, sniff
+        from gateway_csv.layout import DIALECT_BYTES, SAMPLE_BYTES, SAMPLE_ROWS, sniff
 
         st = os.stat(path)
         cache_key = (path, st.st_size, st.st_mtime_ns, json.dumps(options, sort_keys=True,
@@ -134,6 +134,18 @@ class CsvEngine(Engine):
         if hit is not None:
             return hit
         head = file.pread(0, DIALECT_BYTES)
+        # DuckDB types the columns on its first SAMPLE_ROWS rows, however many bytes they
+        # take: read on until the head holds that many lines (a quoted newline only makes
+        # it read more), up to SAMPLE_BYTES
+        needed = SAMPLE_ROWS + 200  # and a preamble DuckDB skips
+        while len(head) < file.size and head.count(b"\n") <= needed:
+            if len(head) >= SAMPLE_BYTES:
+                raise Unsupported(
+                    f"{path}: its first {SAMPLE_ROWS:,} rows, on which DuckDB types its "
+                    f"columns, take more than {SAMPLE_BYTES >> 20} MiB; the csv engine would "
+                    "type them on fewer rows", engine=self.name, engines=("duckdb",),
+                    hint='declare the columns\' types in the source\'s "columns" table')
+            head = file.pread(0, min(len(head) * 2, SAMPLE_BYTES))
         layout = sniff(head, options, path=path, complete=len(head) >= file.size)
         with self._lock:
             self._layouts[cache_key] = layout
@@ -355,6 +367,8 @@ class CsvEngine(Engine):
             file = open_csv(files[0], options)
             try:
                 layout = self.layout(files[0], file, options)
+            except Unsupported:
+                continue  # a source this engine hands to another
             finally:
                 file.close()
             for col, kind in zip(layout.names, layout.kinds, strict=True):

@@ -43,6 +43,9 @@ TYPE_KINDS = {
 SAMPLE_ROWS = 20_480
 #: the head sniffed: the dialect and the types on up to SAMPLE_ROWS rows of it
 DIALECT_BYTES = 8 << 20
+#: the most of a file's head read to hold SAMPLE_ROWS rows (rows of 3 KiB on average);
+#: past it the csv engine refuses the file rather than type it on fewer rows than DuckDB
+SAMPLE_BYTES = 64 << 20
 DELIMITERS = (",", "|", ";", "\t")
 QUOTES = ('"', "'")
 #: DuckDB's date format templates (its sniffer's format_template_candidates), with the
