@@ -411,6 +411,9 @@ class SpilledAnswer:
         import pyarrow as pa
 
         if self._writer is None and self._kept_bytes + batch.nbytes <= self._share:
+            if batch.get_total_buffer_size() > 2 * batch.nbytes:
+                # a few rows sliced from a large batch would keep all of its buffers
+                batch = pa.concat_batches([batch])
             self._kept.append(batch)
             self._kept_bytes += batch.nbytes
             return
