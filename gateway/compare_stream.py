@@ -16,7 +16,10 @@ of equality:
    exact) and compared by value (Arrow's equality: validity, lengths and
    values at every nesting level). Equal slices hold the same rows and drop
    out; an unequal one is halved while few halves differ, so a few changed
-   rows leave a few short runs.
+   rows leave a few short runs. A side made after the other is finished
+   (``side(after=...)``, as :func:`compare_streams` does) is proven this way
+   as it arrives (:class:`_InStep`): it is not spilled unless it must be kept
+   whole.
 2. **The rest**, the rows not proven in place, are paired by the in-memory
    comparator (:func:`gateway.compare.pairing_for`, which cancels rows by
    value with ``EXCEPT ALL``), a group at a time: a row's group is the hash
@@ -98,15 +101,25 @@ class StreamingComparison:
         self.folder = tempfile.mkdtemp(prefix="arrowgate-compare-", dir=folder)
         self._sides = 0
 
-    def side(self, keep: bool = True) -> SpilledAnswer:
+    def side(self, keep: bool = True, after: SpilledAnswer | None = None) -> SpilledAnswer:
         """A new side to feed (``add`` each batch, then ``finish``).
 
         ``keep``: hold batches in memory up to the side's share of the cap
         before spilling; False spills from the first batch (the shadow runner's
         sides, which held the cap's worth already).
+        ``after``: the other side, finished: this one's rows are compared as
+        they arrive with the rows at the same positions of that one, and only
+        the runs that differ are kept (:class:`_InStep`), unless the first
+        rows already differ throughout (answers in another order) or the
+        comparison needs this side whole (ties of window functions, an order
+        to check).
         """
         self._sides += 1
-        return SpilledAnswer(self, f"side{self._sides}", keep)
+        in_step = after is not None and not self.found.ties
+        return SpilledAnswer(self, f"side{self._sides}", keep,
+                             after=after if in_step else None,
+                             keep_all=bool(self.shape.order
+                                           or not self.opts.ignore_order_without_order_by))
 
     def __enter__(self) -> StreamingComparison:
         return self
@@ -139,7 +152,8 @@ class StreamingComparison:
         if not primary.schema:
             category = "match" if n_p == n_r else ("missing_rows" if n_p < n_r else "extra_rows")
             return Verdict(category, f"primary returned {n_p} rows, reference {n_r}", evidence)
-        rest = self._proven_in_place(primary, reference, evidence)
+        rest = self._proven_in_step(primary, reference, evidence) or \
+            self._proven_in_place(primary, reference, evidence)
         verdict = self._pair(primary, reference, rest, evidence)
         ordered = self.shape.order or not self.opts.ignore_order_without_order_by
         if ordered and evidence["paired_rows"] and verdict.category in ("match",
@@ -200,6 +214,19 @@ class StreamingComparison:
             return pa.table([table.column(i) if t is None else _cast(table.column(i), t)
                              for i, t in zip(keep, targets, strict=True)], names=names)
         return aligned
+
+    @staticmethod
+    def _proven_in_step(primary: SpilledAnswer, reference: SpilledAnswer,
+                        evidence: dict[str, Any]) -> tuple[SpilledAnswer, SpilledAnswer] | None:
+        """The rows of each side left by a proof made as one side arrived, if one was."""
+        for first, second in ((primary, reference), (reference, primary)):
+            proof = second.proof
+            if proof is not None and proof.first is first:
+                rest = (proof.rest_first, proof.rest_second) if first is primary else \
+                    (proof.rest_second, proof.rest_first)
+                evidence.update(paired_rows=rest[0].rows + rest[1].rows, proven_in_place=True)
+                return rest
+        return None
 
     def _proven_in_place(self, primary: SpilledAnswer, reference: SpilledAnswer,
                          evidence: dict[str, Any]) -> tuple[SpilledAnswer, SpilledAnswer]:
@@ -275,13 +302,8 @@ class StreamingComparison:
 
         if self.found.cut is None or not reference.rows:
             return None
-        first = last = None
-        for batch in reference.batches():
-            if batch.num_rows:
-                first = first if first is not None else batch.slice(0, 1)
-                last = batch.slice(batch.num_rows - 1, 1)
-        assert first is not None and last is not None
-        both = pa.Table.from_batches([last, first])
+        assert reference.first_row is not None and reference.last_row is not None
+        both = pa.Table.from_batches([reference.last_row, reference.first_row])
         _, pairing, _, _ = pairing_for(both, both, self.sql, self.opts, order=False)
         if pairing is None:
             return None
@@ -364,9 +386,14 @@ def _differing_runs(p: pa.Table, r: pa.Table) -> list[tuple[int, int]]:
 
 
 class SpilledAnswer:
-    """One side of a :class:`StreamingComparison`: kept in memory, then spilled."""
+    """One side of a :class:`StreamingComparison`: kept in memory, then spilled.
 
-    def __init__(self, comparison: StreamingComparison, name: str, keep: bool = True):
+    A side made ``after`` the other one keeps only the rows its proof in step
+    leaves (:attr:`proof`), and all of them as well when ``keep_all``.
+    """
+
+    def __init__(self, comparison: StreamingComparison, name: str, keep: bool = True,
+                 after: SpilledAnswer | None = None, keep_all: bool = True):
         self.comparison = comparison
         self.path = os.path.join(comparison.folder, f"{name}.arrow")
         self.rows = 0
@@ -378,6 +405,12 @@ class SpilledAnswer:
         self._kept_bytes = 0
         self._share = comparison.memory_bytes // 4 if keep else 0
         self._writer: Any = None
+        #: the answer's first and last rows (a LIMIT's edges)
+        self.first_row: pa.RecordBatch | None = None
+        self.last_row: pa.RecordBatch | None = None
+        #: the proof in step against ``after``, while it holds
+        self.proof = _InStep(comparison, after, self) if after is not None else None
+        self._keep_all = keep_all or after is None
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Take the next batch of the answer.
@@ -391,7 +424,30 @@ class SpilledAnswer:
         if batch.num_rows == 0:
             return
         self.rows += batch.num_rows
+        self._note_edges(batch)
+        proof = self.proof
+        if proof is not None:
+            if not proof.add(batch):
+                self._give_up()
+            if not self._keep_all:
+                return
         self._store(batch)
+
+    def _give_up(self) -> None:
+        """Stop the proof in step; store the batches it held unless every batch is stored."""
+        assert self.proof is not None
+        held = self.proof.given_up()
+        self.proof = None
+        if not self._keep_all:
+            for batch in held:
+                self._store(batch)
+
+    def _note_edges(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
+        if self.first_row is None:
+            self.first_row = pa.concat_batches([batch.slice(0, 1)])
+        self.last_row = pa.concat_batches([batch.slice(batch.num_rows - 1, 1)])
 
     def add_table(self, table: pa.Table) -> None:
         """:meth:`add` each batch of ``table``."""
@@ -403,6 +459,8 @@ class SpilledAnswer:
         self.schema = schema
         if self.stored_schema is None:
             self.stored_schema = _decoded_schema(schema)
+        if self.proof is not None and not self.proof.finish():
+            self._give_up()
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -443,6 +501,8 @@ class SpilledAnswer:
     def batches(self) -> Iterator[pa.RecordBatch]:
         """The stored batches, in the order they came (read back from disk when spilled)."""
         import pyarrow as pa
+
+        assert self.proof is None or self._keep_all, "only the rows the proof left are kept"
 
         if self.spilled_bytes:
             with pa.OSFile(self.path) as f, pa.ipc.open_stream(f) as reader:
@@ -649,6 +709,125 @@ def _merged(verdicts: list[Verdict], n_p: int, n_r: int, opts: CompareOptions,
                    evidence)
 
 
+class _InStep:
+    """Proves a side's rows as they arrive against the rows at the same positions of a
+    finished side (read back once), as :meth:`StreamingComparison._proven_in_place` does
+    with two spilled sides: equal slices drop out, the runs that differ are copied to
+    :attr:`rest_first` and :attr:`rest_second` to be paired. So equal answers in one
+    order spill one side, not two, and read it back once.
+
+    The arriving rows are held until a slice's worth (as many rows as the proof in place
+    compares at once) is in. The proof is given up, before anything is dropped, when
+    the first slice differs in every run (answers in another order) or a common type is
+    not an exact cast (:meth:`StreamingComparison._aligned`).
+    """
+
+    def __init__(self, comparison: StreamingComparison, first: SpilledAnswer,
+                 second: SpilledAnswer):
+        assert first.schema is not None, "the first side is finished"
+        self.comparison, self.first, self.second = comparison, first, second
+        self.rows = int(max(1024, min(_PROOF_ROWS,
+                                      comparison.memory_bytes // 16 / (first.row_bytes() or 1.0))))
+        self.rest_first, self.rest_second = comparison.side(), comparison.side()
+        assert first.stored_schema is not None
+        self._source = _RowCursor(first.batches(), first.stored_schema)
+        self._held: list[pa.RecordBatch] = []
+        self._held_rows = 0
+        self._aligned: Callable[[pa.Table], pa.Table] | None = None
+        self._steps = 0
+
+    def add(self, batch: pa.RecordBatch) -> bool:
+        """Take the second side's next batch; False: the proof is given up (see
+        :meth:`given_up`)."""
+        self._held.append(batch)
+        self._held_rows += batch.num_rows
+        return self._held_rows < self.rows or self._step()
+
+    def finish(self) -> bool:
+        """The second side is complete: the first side's rows past its end are left to pair.
+        False: the proof is given up."""
+        if self._held and not self._step():
+            return False
+        for batch in self._source.rest():
+            self.rest_first.add(batch)
+        for side, rest in ((self.first, self.rest_first), (self.second, self.rest_second)):
+            assert side.schema is not None
+            rest.finish(side.schema)
+        return True
+
+    def given_up(self) -> list[pa.RecordBatch]:
+        """The second side's batches held but not proven; the first side's reading stops."""
+        held, self._held = self._held, []
+        self._source.close()
+        return held
+
+    def _step(self) -> bool:
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(self._held)
+        if self._steps == 0:
+            assert self.first.stored_schema is not None
+            if len(self.first.stored_schema) != len(table.schema):
+                return False  # a schema verdict, once both are in
+            self._aligned = self.comparison._aligned(self.first, self.second)
+            if self._aligned is None:
+                return False
+        assert self._aligned is not None
+        p = self._source.take(table.num_rows)
+        n = p.num_rows
+        runs = _differing_runs(self._aligned(p), self._aligned(table.slice(0, n))) if n else []
+        if self._steps == 0 and n > _MIN_RUN * _MAX_RUNS and \
+                sum(stop - start for start, stop in runs) == n:
+            return False
+        self._steps += 1
+        self._held, self._held_rows = [], 0
+        for start, stop in runs:
+            self.rest_first.add_table(p.slice(start, stop - start))
+            self.rest_second.add_table(table.slice(start, stop - start))
+        if table.num_rows > n:
+            self.rest_second.add_table(table.slice(n))
+        return True
+
+
+class _RowCursor:
+    """Reads batches a given number of rows at a time."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema):
+        self._batches = batches
+        self._schema = schema
+        self._head: pa.RecordBatch | None = None
+
+    def take(self, rows: int) -> pa.Table:
+        """The next ``rows`` rows (fewer at the end), as a table."""
+        import pyarrow as pa
+
+        parts, count = [], 0
+        while count < rows:
+            batch = self._head if self._head is not None else next(self._batches, None)
+            self._head = None
+            if batch is None:
+                break
+            if batch.num_rows > rows - count:
+                batch, self._head = batch.slice(0, rows - count), batch.slice(rows - count)
+            parts.append(batch)
+            count += batch.num_rows
+        if not parts:
+            return pa.Table.from_batches([], schema=self._schema)
+        return pa.Table.from_batches(parts)
+
+    def rest(self) -> Iterator[pa.RecordBatch]:
+        """The rows not taken."""
+        if self._head is not None:
+            head, self._head = self._head, None
+            yield head
+        yield from self._batches
+
+    def close(self) -> None:
+        close = getattr(self._batches, "close", None)
+        if close is not None:
+            close()
+
+
 def compare_streams(primary: Iterator[pa.RecordBatch] | pa.RecordBatchReader,
                     reference: Iterator[pa.RecordBatch] | pa.RecordBatchReader,
                     primary_schema: pa.Schema, reference_schema: pa.Schema, *,
@@ -661,9 +840,9 @@ def compare_streams(primary: Iterator[pa.RecordBatch] | pa.RecordBatchReader,
     (for tests and benchmarks that look at what was spilled).
     """
     with StreamingComparison(sql, options, memory_bytes, folder) as comparison:
-        sides = []
+        sides: list[SpilledAnswer] = []
         for batches, schema in ((primary, primary_schema), (reference, reference_schema)):
-            side = comparison.side()
+            side = comparison.side(after=sides[0] if sides else None)
             for batch in batches:
                 side.add(batch)
             side.finish(schema)

@@ -222,3 +222,17 @@ def test_cells_swapped_between_rows_are_no_match():
         in_memory = compare_tables(p, other)
         for count in ("missing_count", "extra_count", "changed_count"):
             assert verdict.evidence.get(count) == in_memory.evidence.get(count), count
+
+
+def test_the_second_answer_is_proven_as_it_arrives_and_only_the_first_is_spilled():
+    con = duckdb.connect()
+    answer = con.sql("SELECT i, (i % 1000)::VARCHAR AS s, i * 0.5 AS f FROM range(400000) t(i)"
+                     ).to_arrow_table()
+    changed = con.sql("SELECT i, s, CASE WHEN i = 333333 THEN -1 ELSE f END AS f FROM answer"
+                      ).to_arrow_table()
+    for primary, category in ((answer, "match"), (changed, "values")):
+        verdict = compare_streams(primary.to_batches(30000), answer.to_batches(20000),
+                                  primary.schema, answer.schema, memory_bytes=1 << 20)
+        assert verdict.category == category, verdict.message
+        assert answer.nbytes * 0.9 <= verdict.evidence["spilled_bytes"] <= answer.nbytes * 1.1
+        assert verdict.evidence["paired_rows"] <= 2 * 64
