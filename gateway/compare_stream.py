@@ -51,10 +51,10 @@ from typing import TYPE_CHECKING, Any
 from gateway.compare import CompareOptions, Verdict, allow_for, pairing_for
 from gateway.compare_types import _cast, compared_type, contains_float
 from gateway.errors import GatewayError
+from gateway.pairing_groups import Route, left_in_parts, read_and_remove, route_to_files
 from gateway.query_shape import QueryShape
 
 if TYPE_CHECKING:
-    import numpy as np
     import pyarrow as pa
 
     from gateway.nondeterminism import Nondeterminism
@@ -279,13 +279,64 @@ class StreamingComparison:
         wanted = evidence["paired_rows"] * row_bytes
         # pairing holds a group several times over (casts, DuckDB's hash tables); below
         # a few MiB a group costs more in set-up than in pairing
-        groups = max(1, math.ceil(wanted / max(_MIN_GROUP_BYTES, self.memory_bytes // 16)))
-        route = _Route(rest_p, rest_r, self.opts, self.shape, self.found)
+        group_bytes = max(_MIN_GROUP_BYTES, self.memory_bytes // 16)
+        groups = max(1, math.ceil(wanted / group_bytes))
+        assert rest_p.stored_schema is not None and rest_r.stored_schema is not None
+        assert rest_p.schema is not None
+        route = Route(rest_p.stored_schema, rest_r.stored_schema, rest_p.schema.names,
+                      self.opts, self.shape, self.found)
         evidence.update(pairing_groups=groups, key_columns=route.key_names)
         edges = self._cut_edges(reference) if n_p == n_r else None
         verdicts = [self._judge_group(p, r, edges) for p, r in
-                    _groups(rest_p, rest_r, route, groups, self.folder, self.memory_bytes)]
+                    self._groups(rest_p, rest_r, route, groups, group_bytes, evidence)]
         return _merged(verdicts, n_p, n_r, self.opts, evidence)
+
+    def _groups(self, primary: SpilledAnswer, reference: SpilledAnswer, route: Route,
+                groups: int, group_bytes: int, evidence: dict[str, Any]
+                ) -> Iterator[tuple[pa.Table, pa.Table]]:
+        """Every row of both sides, in ``groups`` pairs of tables (by ``route``).
+
+        One group is gathered in memory; more are first written to files of their own,
+        so each side is read once whatever their number (a sixteenth of the cap at a
+        time). A group more than twice its share (keys with few values) is split
+        again, and only the rows of parts that differ are paired
+        (:func:`gateway.pairing_groups.left_in_parts`).
+        """
+        import pyarrow as pa
+
+        sides = (primary, reference)
+        if groups == 1:
+            route.close()
+            tables = []
+            for side in sides:
+                assert side.stored_schema is not None
+                parts = [pa.Table.from_batches([b]) for b in side.batches()]
+                tables.append(pa.concat_tables(parts) if parts else _empty(side.stored_schema))
+            yield tables[0], tables[1]
+            return
+        chunks = []
+        row_bytes = max(side.row_bytes() for side in sides) or 1.0
+        rows = int(max(1024, min(1 << 18, self.memory_bytes // 16 / row_bytes)))
+        for side in sides:
+            chunks.append((_rechunked(side.batches(), rows), side.stored_schema))
+        paths = route_to_files(chunks, route, groups, self.folder, "g")
+        assert primary.schema is not None
+        for g, files in enumerate(paths):
+            size = sum(os.path.getsize(path) for path in files)
+            left = None
+            if size > 2 * group_bytes:
+                left = left_in_parts(files, math.ceil(size / group_bytes),
+                                     int(max(rows, group_bytes // 4 / row_bytes)),
+                                     primary.schema.names,
+                                     self.sql, self.opts, self.shape, self.found, self.folder,
+                                     f"g{g}.")
+            if left is None:
+                yield read_and_remove(files[0]), read_and_remove(files[1])
+                continue
+            for path in files:
+                os.remove(path)
+            evidence["split_groups"] = evidence.get("split_groups", 0) + 1
+            yield left
 
     def _judge_group(self, p: pa.Table, r: pa.Table, edges: CutEdges | None) -> Verdict:
         verdict, pairing, _, _ = pairing_for(p, r, self.sql, self.opts, order=False, edges=edges)
@@ -554,120 +605,6 @@ def _rechunked(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Tabl
                 held, count = [], 0
     if count:
         yield pa.Table.from_batches(held, schema=schema)
-
-
-class _Route:
-    """Which group a row of the rest goes to: the hash of its key columns in their common types.
-
-    The hash only routes: rows that pair have equal keys, so they meet in one group,
-    where their values are compared. Keys are the pairing's (GROUP BY keys, else the
-    columns that are neither floats nor decimals) without those holding floats.
-    """
-
-    def __init__(self, p: SpilledAnswer, r: SpilledAnswer, opts: CompareOptions,
-                 shape: QueryShape, found: Nondeterminism):
-        import pyarrow as pa
-
-        assert p.stored_schema is not None and r.stored_schema is not None
-        assert p.schema is not None
-        volatile = set(found.columns_in(p.schema.names))
-        types = [(p.stored_schema.field(i).type, r.stored_schema.field(i).type,
-                  compared_type(p.stored_schema.field(i).type, r.stored_schema.field(i).type,
-                                opts)) for i in range(len(p.stored_schema))]
-        if shape.group_keys and len(shape.group_keys) == len(types):
-            keys = [i for i, k in enumerate(shape.group_keys) if k]
-        else:
-            keys = [i for i, (_, _, c) in enumerate(types)
-                    if c is not None and not pa.types.is_decimal(c)]
-        self.keys = [(i, types[i][2]) for i in keys if i not in volatile and types[i][2] is not None
-                     and not contains_float(types[i][0]) and not contains_float(types[i][1])]
-        self.key_names = [p.schema.names[i] for i, _ in self.keys]
-        self._con: Any = None
-
-    def groups_of(self, table: pa.Table, groups: int) -> np.ndarray:
-        """Each row's group, of ``groups``."""
-        import numpy as np
-        import pyarrow as pa
-
-        if groups == 1 or not self.keys:
-            return np.zeros(table.num_rows, np.uint64)
-        if self._con is None:
-            self._con = _cursor()
-        keys = pa.table([_cast(table.column(i), t) for i, t in self.keys],
-                        names=[f"k{n}" for n in range(len(self.keys))])
-        self._con.register("keys", keys)
-        try:
-            hashed = self._con.sql(f"SELECT hash({', '.join(keys.column_names)}) % {groups} "
-                                   "FROM keys").to_arrow_table()
-        finally:
-            self._con.unregister("keys")
-        return np.asarray(hashed.column(0).to_numpy(), np.uint64)
-
-    def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
-            self._con = None
-
-
-def _cursor() -> Any:
-    """A cursor on the comparator's shared database (opening one costs ~40 ms on a busy
-    machine)."""
-    from gateway.row_pairing import _connection
-
-    return _connection(False)
-
-
-def _groups(primary: SpilledAnswer, reference: SpilledAnswer, route: _Route, groups: int,
-            folder: str, memory_bytes: int) -> Iterator[tuple[pa.Table, pa.Table]]:
-    """Every row of both sides, in ``groups`` pairs of tables (by :class:`_Route`).
-
-    One group is gathered in memory; more are first written to files of their own
-    in ``folder``, so each side is read once whatever their number (a sixteenth of
-    ``memory_bytes`` at a time).
-    """
-    import numpy as np
-    import pyarrow as pa
-
-    sides = (primary, reference)
-    if groups == 1:
-        tables = []
-        for side in sides:
-            assert side.stored_schema is not None
-            parts = [pa.Table.from_batches([b]) for b in side.batches()]
-            tables.append(pa.concat_tables(parts) if parts else _empty(side.stored_schema))
-        yield tables[0], tables[1]
-        return
-    paths = [[os.path.join(folder, f"g{g}-{n}.arrow") for n in range(2)] for g in range(groups)]
-    try:
-        for n, side in enumerate(sides):
-            writers = [pa.ipc.new_stream(paths[g][n], side.stored_schema) for g in range(groups)]
-            rows = int(max(1024, min(1 << 18, memory_bytes // 16 / (side.row_bytes() or 1.0))))
-            try:
-                for table in _rechunked(side.batches(), rows):
-                    group = route.groups_of(table, groups)
-                    order = np.argsort(group, kind="stable")
-                    bounds = np.searchsorted(group[order], np.arange(groups + 1, dtype=np.uint64))
-                    table = table.take(pa.array(order))
-                    for g in range(groups):
-                        if bounds[g + 1] > bounds[g]:
-                            writers[g].write_table(table.slice(bounds[g], bounds[g + 1] - bounds[g]))
-            finally:
-                for w in writers:
-                    w.close()
-    finally:
-        route.close()
-    for g in range(groups):
-        p, r = (_read_and_remove(path) for path in paths[g])
-        yield p, r
-
-
-def _read_and_remove(path: str) -> pa.Table:
-    import pyarrow as pa
-
-    with pa.OSFile(path) as f:
-        table = pa.ipc.open_stream(f).read_all()
-    os.remove(path)
-    return table
 
 
 def _merged(verdicts: list[Verdict], n_p: int, n_r: int, opts: CompareOptions,

@@ -81,3 +81,15 @@ def test_differing_answers_stay_under_the_cap(every):
     seen = peak_growth(3_000_000, cap, primary)
     assert seen["category"] == "values" and seen["changed"] == 3_000_000 // every, seen
     assert seen["grown"] < cap, f"grew {seen['grown'] >> 20} MiB under a {cap >> 20} MiB cap"
+
+
+def test_answers_in_another_order_over_weak_keys_stay_under_the_cap():
+    """The only key column has three values: each of the three groups the rows are routed to
+    holds a third of both answers, and is split again rather than paired whole."""
+    cap = 64 << 20
+    columns = "i % 3 AS g, (i / 100)::DECIMAL(18, 2) AS amount, i * 1.5 AS f"
+    reference = f"SELECT {columns} FROM range({{rows}}) t(i)"
+    primary = f"SELECT {columns} FROM range({{rows}} - 1, -1, -1) t(i)"
+    seen = peak_growth(3_000_000, cap, primary, reference)
+    assert seen["category"] == "match", seen
+    assert seen["grown"] < cap, f"grew {seen['grown'] >> 20} MiB under a {cap >> 20} MiB cap"

@@ -236,3 +236,21 @@ def test_the_second_answer_is_proven_as_it_arrives_and_only_the_first_is_spilled
         assert verdict.category == category, verdict.message
         assert answer.nbytes * 0.9 <= verdict.evidence["spilled_bytes"] <= answer.nbytes * 1.1
         assert verdict.evidence["paired_rows"] <= 2 * 64
+
+
+def test_a_group_over_weak_keys_is_split_again_and_judged_as_in_memory():
+    con = duckdb.connect()
+    reference = con.sql("SELECT i % 2 AS g, (i / 100)::DECIMAL(18, 2) AS amount, i * 1.5 AS f "
+                        "FROM range(600000) t(i)").to_arrow_table()
+    reversed_rows = con.sql("SELECT * FROM reference ORDER BY amount DESC").to_arrow_table()
+    changed = con.sql("SELECT g, amount, CASE WHEN amount = 4321 THEN -1 ELSE f END AS f "
+                      "FROM reversed_rows").to_arrow_table()
+    swapped = con.sql("SELECT g, CASE WHEN amount = 100 THEN 200 WHEN amount = 200 THEN 100 "
+                      "ELSE amount END AS amount, f FROM reversed_rows").to_arrow_table()
+    for primary in (reversed_rows, changed, swapped):
+        verdict = streamed(primary, reference, memory=8 << 20, batch=50_000)
+        in_memory = compare_tables(primary, reference)
+        assert verdict.category == in_memory.category, (verdict.message, in_memory.message)
+        for count in ("missing_count", "extra_count", "changed_count"):
+            assert verdict.evidence.get(count) == in_memory.evidence.get(count), count
+        assert verdict.evidence["split_groups"] == 2, verdict.evidence
