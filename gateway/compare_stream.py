@@ -456,6 +456,10 @@ class SpilledAnswer:
         self._kept_bytes = 0
         self._share = comparison.memory_bytes // 4 if keep else 0
         self._writer: Any = None
+        #: the files spilled to, each at most an eighth of the cap (4 MiB at least)
+        self._segments: list[str] = []
+        self._segment_bytes = 0
+        self._segment_limit = max(_MIN_GROUP_BYTES, comparison.memory_bytes // 8)
         #: the answer's first and last rows (a LIMIT's edges)
         self.first_row: pa.RecordBatch | None = None
         self.last_row: pa.RecordBatch | None = None
@@ -519,7 +523,7 @@ class SpilledAnswer:
     def _store(self, batch: pa.RecordBatch) -> None:
         import pyarrow as pa
 
-        if self._writer is None and self._kept_bytes + batch.nbytes <= self._share:
+        if not self._segments and self._kept_bytes + batch.nbytes <= self._share:
             if batch.get_total_buffer_size() > 2 * batch.nbytes:
                 # a few rows sliced from a large batch would keep all of its buffers
                 batch = pa.concat_batches([batch])
@@ -527,11 +531,10 @@ class SpilledAnswer:
             self._kept_bytes += batch.nbytes
             return
         try:
-            if self._writer is None:
-                self._writer = pa.ipc.new_stream(self.path, self.stored_schema)
-                for kept in self._kept:
-                    self._write(kept)
-                self._kept, self._kept_bytes = [], 0
+            if self._writer is None and not self._segments:
+                kept, self._kept, self._kept_bytes = self._kept, [], 0
+                for batch_kept in kept:
+                    self._write(batch_kept)
             self._write(batch)
         except OSError as exc:
             raise self._disk_full(exc) from exc
@@ -546,7 +549,18 @@ class SpilledAnswer:
         return exc
 
     def _write(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
+        if self._writer is not None and self._segment_bytes + batch.nbytes > self._segment_limit:
+            self._writer.close()
+            self._writer = None
+        if self._writer is None:
+            path = self.path if not self._segments else f"{self.path}.{len(self._segments)}"
+            self._writer = pa.ipc.new_stream(path, self.stored_schema)
+            self._segments.append(path)
+            self._segment_bytes = 0
         self._writer.write_batch(batch)
+        self._segment_bytes += batch.nbytes
         self.spilled_bytes += batch.nbytes
 
     def batches(self) -> Iterator[pa.RecordBatch]:
@@ -555,15 +569,17 @@ class SpilledAnswer:
 
         assert self.proof is None or self._keep_all, "only the rows the proof left are kept"
 
-        if self.spilled_bytes:
-            with pa.OSFile(self.path) as f, pa.ipc.open_stream(f) as reader:
-                yield from reader
+        if self._segments:
+            # mapped, not copied: a segment's pages leave the process once its batches do
+            for path in self._segments:
+                with pa.memory_map(path) as f, pa.ipc.open_stream(f) as reader:
+                    yield from reader
         else:
             yield from self._kept
 
     def row_bytes(self) -> float:
         """The average bytes of one row."""
-        total = self.spilled_bytes or self._kept_bytes
+        total = self.spilled_bytes + self._kept_bytes
         return total / self.rows if self.rows else 0.0
 
 

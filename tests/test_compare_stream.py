@@ -254,3 +254,25 @@ def test_a_group_over_weak_keys_is_split_again_and_judged_as_in_memory():
         for count in ("missing_count", "extra_count", "changed_count"):
             assert verdict.evidence.get(count) == in_memory.evidence.get(count), count
         assert verdict.evidence["split_groups"] == 2, verdict.evidence
+
+
+def test_a_spilled_side_is_read_back_mapped_from_files_of_an_eighth_of_the_cap():
+    """Reading a spill back copies nothing into Arrow's memory pool, and its files are small
+    enough that the pages mapped at once stay a fraction of the cap."""
+    batch = pa.record_batch({"i": pa.array(range(100_000)),
+                             "s": pa.array([f"row {i}" for i in range(100_000)])})
+    with StreamingComparison(None, memory_bytes=64 << 20) as comparison:
+        side = comparison.side(keep=False)
+        for _ in range(40):
+            side.add(batch)
+        side.finish(batch.schema)
+        sizes = [os.path.getsize(os.path.join(comparison.folder, f))
+                 for f in os.listdir(comparison.folder)]
+        assert len(sizes) >= 40 * batch.nbytes // (8 << 20)
+        assert max(sizes) <= (8 << 20) + (64 << 10)  # with the files' headers
+        before = pa.total_allocated_bytes()
+        held = []
+        for read in side.batches():
+            held.append(read)
+            assert pa.total_allocated_bytes() - before < 1 << 20
+        assert pa.Table.from_batches(held).equals(pa.Table.from_batches([batch] * 40))
