@@ -5,8 +5,9 @@ uses this module once the answers pass ``max_compare_bytes``; the verdict is
 the same one, in the same format (``evidence["compared"] == "streamed"``).
 
 Per side (:class:`SpilledAnswer`), as the batches arrive: each batch is kept
-in memory while the side's share of the cap allows and written to an Arrow
-IPC file in a temporary folder after that.
+in memory while the side's share of the cap allows and written to Arrow
+IPC files (an eighth of the cap each) in a temporary folder after that, read
+back memory-mapped.
 
 Then (:meth:`StreamingComparison.compare`), no hash is ever taken as proof
 of equality:
@@ -25,7 +26,9 @@ of equality:
    value with ``EXCEPT ALL``), a group at a time: a row's group is the hash
    of its key columns (the hash only routes: rows that pair share their
    keys), each group a sixteenth of the cap (4 MiB at least), written to
-   files of its own first when there are several.
+   files of its own first when there are several; a group more than twice
+   that (keys with few values) is split again by every column
+   (:mod:`gateway.pairing_groups`).
 3. **Order**: answers proven in place are in the same order; otherwise, with
    an ORDER BY, both spills are read in step and the ORDER BY keys compared
    position by position.
