@@ -5,8 +5,9 @@ uses this module once the answers pass ``max_compare_bytes``; the verdict is
 the same one, in the same format (``evidence["compared"] == "streamed"``).
 
 Per side (:class:`SpilledAnswer`), as the batches arrive: each batch is kept
-in memory while the side's share of the cap allows and written to an Arrow
-IPC file in a temporary folder after that.
+in memory while the side's share of the cap allows and written to Arrow
+IPC files (an eighth of the cap each) in a temporary folder after that, read
+back memory-mapped.
 
 Then (:meth:`StreamingComparison.compare`), no hash is ever taken as proof
 of equality:
@@ -16,13 +17,18 @@ of equality:
    exact) and compared by value (Arrow's equality: validity, lengths and
    values at every nesting level). Equal slices hold the same rows and drop
    out; an unequal one is halved while few halves differ, so a few changed
-   rows leave a few short runs.
+   rows leave a few short runs. A side made after the other is finished
+   (``side(after=...)``, as :func:`compare_streams` does) is proven this way
+   as it arrives (:mod:`gateway.spilled_answer`): it is not spilled unless
+   it must be kept whole.
 2. **The rest**, the rows not proven in place, are paired by the in-memory
    comparator (:func:`gateway.compare.pairing_for`, which cancels rows by
    value with ``EXCEPT ALL``), a group at a time: a row's group is the hash
    of its key columns (the hash only routes: rows that pair share their
    keys), each group a sixteenth of the cap (4 MiB at least), written to
-   files of its own first when there are several.
+   files of its own first when there are several; a group more than twice
+   that (keys with few values) is split again by every column
+   (:mod:`gateway.pairing_groups`).
 3. **Order**: answers proven in place are in the same order; otherwise, with
    an ORDER BY, both spills are read in step and the ORDER BY keys compared
    position by position.
@@ -34,7 +40,6 @@ The rules and limits are in docs/shadow.md ("Memory").
 
 from __future__ import annotations
 
-import errno
 import functools
 import itertools
 import math
@@ -47,11 +52,11 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.compare import CompareOptions, Verdict, allow_for, pairing_for
 from gateway.compare_types import _cast, compared_type, contains_float
-from gateway.errors import GatewayError
+from gateway.pairing_groups import Route, left_in_parts, read_and_remove, route_to_files
 from gateway.query_shape import QueryShape
+from gateway.spilled_answer import _MAX_RUNS, _MIN_RUN, _PROOF_ROWS, SpilledAnswer, _differing_runs
 
 if TYPE_CHECKING:
-    import numpy as np
     import pyarrow as pa
 
     from gateway.nondeterminism import Nondeterminism
@@ -61,12 +66,6 @@ if TYPE_CHECKING:
 _MIN_GROUP_BYTES = 4 << 20
 #: rows per step when the order of two spilled answers is compared
 _ORDER_ROWS = 1 << 20
-#: rows compared in place at once: at most this many, and a sixteenth of the cap
-_PROOF_ROWS = 1 << 20
-#: an unequal slice is halved down to runs of this many rows...
-_MIN_RUN = 64
-#: ...while at most this many runs of it differ
-_MAX_RUNS = 16
 
 
 class StreamingComparison:
@@ -98,15 +97,25 @@ class StreamingComparison:
         self.folder = tempfile.mkdtemp(prefix="arrowgate-compare-", dir=folder)
         self._sides = 0
 
-    def side(self, keep: bool = True) -> SpilledAnswer:
+    def side(self, keep: bool = True, after: SpilledAnswer | None = None) -> SpilledAnswer:
         """A new side to feed (``add`` each batch, then ``finish``).
 
         ``keep``: hold batches in memory up to the side's share of the cap
         before spilling; False spills from the first batch (the shadow runner's
         sides, which held the cap's worth already).
+        ``after``: the other side, finished: this one's rows are compared as
+        they arrive with the rows at the same positions of that one, and only
+        the runs that differ are kept (:mod:`gateway.spilled_answer`), unless
+        the first rows already differ throughout (answers in another order)
+        or window functions' ties must be masked; when an order may have to
+        be checked, every row is kept as well.
         """
         self._sides += 1
-        return SpilledAnswer(self, f"side{self._sides}", keep)
+        in_step = after is not None and not self.found.ties
+        return SpilledAnswer(self, f"side{self._sides}", keep,
+                             after=after if in_step else None,
+                             keep_all=bool(self.shape.order
+                                           or not self.opts.ignore_order_without_order_by))
 
     def __enter__(self) -> StreamingComparison:
         return self
@@ -139,7 +148,8 @@ class StreamingComparison:
         if not primary.schema:
             category = "match" if n_p == n_r else ("missing_rows" if n_p < n_r else "extra_rows")
             return Verdict(category, f"primary returned {n_p} rows, reference {n_r}", evidence)
-        rest = self._proven_in_place(primary, reference, evidence)
+        rest = self._proven_in_step(primary, reference, evidence) or \
+            self._proven_in_place(primary, reference, evidence)
         verdict = self._pair(primary, reference, rest, evidence)
         ordered = self.shape.order or not self.opts.ignore_order_without_order_by
         if ordered and evidence["paired_rows"] and verdict.category in ("match",
@@ -201,6 +211,19 @@ class StreamingComparison:
                              for i, t in zip(keep, targets, strict=True)], names=names)
         return aligned
 
+    @staticmethod
+    def _proven_in_step(primary: SpilledAnswer, reference: SpilledAnswer,
+                        evidence: dict[str, Any]) -> tuple[SpilledAnswer, SpilledAnswer] | None:
+        """The rows of each side left by a proof made as one side arrived, if one was."""
+        for first, second in ((primary, reference), (reference, primary)):
+            proof = second.proof
+            if proof is not None and proof.first is first:
+                rest = (proof.rest_first, proof.rest_second) if first is primary else \
+                    (proof.rest_second, proof.rest_first)
+                evidence.update(paired_rows=rest[0].rows + rest[1].rows, proven_in_place=True)
+                return rest
+        return None
+
     def _proven_in_place(self, primary: SpilledAnswer, reference: SpilledAnswer,
                          evidence: dict[str, Any]) -> tuple[SpilledAnswer, SpilledAnswer]:
         """The rows of each side not proven equal to the other's row at the same position.
@@ -252,13 +275,64 @@ class StreamingComparison:
         wanted = evidence["paired_rows"] * row_bytes
         # pairing holds a group several times over (casts, DuckDB's hash tables); below
         # a few MiB a group costs more in set-up than in pairing
-        groups = max(1, math.ceil(wanted / max(_MIN_GROUP_BYTES, self.memory_bytes // 16)))
-        route = _Route(rest_p, rest_r, self.opts, self.shape, self.found)
+        group_bytes = max(_MIN_GROUP_BYTES, self.memory_bytes // 16)
+        groups = max(1, math.ceil(wanted / group_bytes))
+        assert rest_p.stored_schema is not None and rest_r.stored_schema is not None
+        assert rest_p.schema is not None
+        route = Route(rest_p.stored_schema, rest_r.stored_schema, rest_p.schema.names,
+                      self.opts, self.shape, self.found)
         evidence.update(pairing_groups=groups, key_columns=route.key_names)
         edges = self._cut_edges(reference) if n_p == n_r else None
         verdicts = [self._judge_group(p, r, edges) for p, r in
-                    _groups(rest_p, rest_r, route, groups, self.folder, self.memory_bytes)]
+                    self._groups(rest_p, rest_r, route, groups, group_bytes, evidence)]
         return _merged(verdicts, n_p, n_r, self.opts, evidence)
+
+    def _groups(self, primary: SpilledAnswer, reference: SpilledAnswer, route: Route,
+                groups: int, group_bytes: int, evidence: dict[str, Any]
+                ) -> Iterator[tuple[pa.Table, pa.Table]]:
+        """Every row of both sides, in ``groups`` pairs of tables (by ``route``).
+
+        One group is gathered in memory; more are first written to files of their own,
+        so each side is read once whatever their number (a sixteenth of the cap at a
+        time). A group more than twice its share (keys with few values) is split
+        again, and only the rows of parts that differ are paired
+        (:func:`gateway.pairing_groups.left_in_parts`).
+        """
+        import pyarrow as pa
+
+        sides = (primary, reference)
+        if groups == 1:
+            route.close()
+            tables = []
+            for side in sides:
+                assert side.stored_schema is not None
+                parts = [pa.Table.from_batches([b]) for b in side.batches()]
+                tables.append(pa.concat_tables(parts) if parts else _empty(side.stored_schema))
+            yield tables[0], tables[1]
+            return
+        chunks = []
+        row_bytes = max(side.row_bytes() for side in sides) or 1.0
+        rows = int(max(1024, min(1 << 18, self.memory_bytes // 16 / row_bytes)))
+        for side in sides:
+            chunks.append((_rechunked(side.batches(), rows), side.stored_schema))
+        paths = route_to_files(chunks, route, groups, self.folder, "g")
+        assert primary.schema is not None
+        for g, files in enumerate(paths):
+            size = sum(os.path.getsize(path) for path in files)
+            left = None
+            if size > 2 * group_bytes:
+                left = left_in_parts(files, math.ceil(size / group_bytes),
+                                     int(max(rows, group_bytes // 4 / row_bytes)),
+                                     primary.schema.names,
+                                     self.sql, self.opts, self.shape, self.found, self.folder,
+                                     f"g{g}.")
+            if left is None:
+                yield read_and_remove(files[0]), read_and_remove(files[1])
+                continue
+            for path in files:
+                os.remove(path)
+            evidence["split_groups"] = evidence.get("split_groups", 0) + 1
+            yield left
 
     def _judge_group(self, p: pa.Table, r: pa.Table, edges: CutEdges | None) -> Verdict:
         verdict, pairing, _, _ = pairing_for(p, r, self.sql, self.opts, order=False, edges=edges)
@@ -275,13 +349,8 @@ class StreamingComparison:
 
         if self.found.cut is None or not reference.rows:
             return None
-        first = last = None
-        for batch in reference.batches():
-            if batch.num_rows:
-                first = first if first is not None else batch.slice(0, 1)
-                last = batch.slice(batch.num_rows - 1, 1)
-        assert first is not None and last is not None
-        both = pa.Table.from_batches([last, first])
+        assert reference.first_row is not None and reference.last_row is not None
+        both = pa.Table.from_batches([reference.last_row, reference.first_row])
         _, pairing, _, _ = pairing_for(both, both, self.sql, self.opts, order=False)
         if pairing is None:
             return None
@@ -343,135 +412,6 @@ def _exact_cast(source: pa.DataType, target: pa.DataType) -> bool:
                for i in range(target.num_fields))
 
 
-def _differing_runs(p: pa.Table, r: pa.Table) -> list[tuple[int, int]]:
-    """The row ranges where two aligned slices of one length differ (none when equal)."""
-    if p.equals(r):
-        return []
-    runs = [(0, p.num_rows)]
-    while len(runs) <= _MAX_RUNS:
-        halves = []
-        for start, stop in runs:
-            if stop - start <= _MIN_RUN:
-                halves.append((start, stop))
-                continue
-            middle = (start + stop) // 2
-            halves += [(a, b) for a, b in ((start, middle), (middle, stop))
-                       if not p.slice(a, b - a).equals(r.slice(a, b - a))]
-        if halves == runs:
-            break
-        runs = halves
-    return runs
-
-
-class SpilledAnswer:
-    """One side of a :class:`StreamingComparison`: kept in memory, then spilled."""
-
-    def __init__(self, comparison: StreamingComparison, name: str, keep: bool = True):
-        self.comparison = comparison
-        self.path = os.path.join(comparison.folder, f"{name}.arrow")
-        self.rows = 0
-        self.spilled_bytes = 0
-        self.schema: pa.Schema | None = None
-        #: the schema the batches are stored in (dictionaries decoded)
-        self.stored_schema: pa.Schema | None = None
-        self._kept: list[pa.RecordBatch] = []
-        self._kept_bytes = 0
-        self._share = comparison.memory_bytes // 4 if keep else 0
-        self._writer: Any = None
-
-    def add(self, batch: pa.RecordBatch) -> None:
-        """Take the next batch of the answer.
-
-        Raises:
-            GatewayError: (kind ``resource``) the spill folder's disk is full.
-        """
-        batch = _decoded(batch)
-        if self.stored_schema is None:
-            self.stored_schema = batch.schema
-        if batch.num_rows == 0:
-            return
-        self.rows += batch.num_rows
-        self._store(batch)
-
-    def add_table(self, table: pa.Table) -> None:
-        """:meth:`add` each batch of ``table``."""
-        for batch in table.to_batches():
-            self.add(batch)
-
-    def finish(self, schema: pa.Schema) -> None:
-        """The answer is complete; ``schema`` is its schema as the engine gave it."""
-        self.schema = schema
-        if self.stored_schema is None:
-            self.stored_schema = _decoded_schema(schema)
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-
-    def _store(self, batch: pa.RecordBatch) -> None:
-        import pyarrow as pa
-
-        if self._writer is None and self._kept_bytes + batch.nbytes <= self._share:
-            self._kept.append(batch)
-            self._kept_bytes += batch.nbytes
-            return
-        try:
-            if self._writer is None:
-                self._writer = pa.ipc.new_stream(self.path, self.stored_schema)
-                for kept in self._kept:
-                    self._write(kept)
-                self._kept, self._kept_bytes = [], 0
-            self._write(batch)
-        except OSError as exc:
-            raise self._disk_full(exc) from exc
-
-    def _disk_full(self, exc: OSError) -> Exception:
-        """``exc`` as the comparison's error when it says the disk is full, else itself."""
-        if exc.errno == errno.ENOSPC or "No space left" in str(exc):
-            return GatewayError(
-                f"the comparison ran out of disk space after spilling {self.spilled_bytes} "
-                f"bytes to {self.comparison.folder}",
-                hint="free space there, or point TMPDIR at a larger disk", kind="resource")
-        return exc
-
-    def _write(self, batch: pa.RecordBatch) -> None:
-        self._writer.write_batch(batch)
-        self.spilled_bytes += batch.nbytes
-
-    def batches(self) -> Iterator[pa.RecordBatch]:
-        """The stored batches, in the order they came (read back from disk when spilled)."""
-        import pyarrow as pa
-
-        if self.spilled_bytes:
-            with pa.OSFile(self.path) as f, pa.ipc.open_stream(f) as reader:
-                yield from reader
-        else:
-            yield from self._kept
-
-    def row_bytes(self) -> float:
-        """The average bytes of one row."""
-        total = self.spilled_bytes or self._kept_bytes
-        return total / self.rows if self.rows else 0.0
-
-
-def _decoded(batch: Any) -> Any:
-    """``batch`` with dictionary columns decoded (the comparator reads their values)."""
-    import pyarrow as pa
-
-    if not any(pa.types.is_dictionary(t) for t in batch.schema.types):
-        return batch
-    columns = [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
-               for c in batch.columns]
-    return pa.record_batch(columns, names=batch.schema.names)
-
-
-def _decoded_schema(schema: pa.Schema) -> pa.Schema:
-    import pyarrow as pa
-
-    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type)
-                               else f.type) for f in schema])
-
-
-# -- reading back -----------------------------------------------------------------------------
 def _rechunked(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
     """The batches as tables of ``rows`` rows each (the last one shorter)."""
     import pyarrow as pa
@@ -491,120 +431,6 @@ def _rechunked(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Tabl
                 held, count = [], 0
     if count:
         yield pa.Table.from_batches(held, schema=schema)
-
-
-class _Route:
-    """Which group a row of the rest goes to: the hash of its key columns in their common types.
-
-    The hash only routes: rows that pair have equal keys, so they meet in one group,
-    where their values are compared. Keys are the pairing's (GROUP BY keys, else the
-    columns that are neither floats nor decimals) without those holding floats.
-    """
-
-    def __init__(self, p: SpilledAnswer, r: SpilledAnswer, opts: CompareOptions,
-                 shape: QueryShape, found: Nondeterminism):
-        import pyarrow as pa
-
-        assert p.stored_schema is not None and r.stored_schema is not None
-        assert p.schema is not None
-        volatile = set(found.columns_in(p.schema.names))
-        types = [(p.stored_schema.field(i).type, r.stored_schema.field(i).type,
-                  compared_type(p.stored_schema.field(i).type, r.stored_schema.field(i).type,
-                                opts)) for i in range(len(p.stored_schema))]
-        if shape.group_keys and len(shape.group_keys) == len(types):
-            keys = [i for i, k in enumerate(shape.group_keys) if k]
-        else:
-            keys = [i for i, (_, _, c) in enumerate(types)
-                    if c is not None and not pa.types.is_decimal(c)]
-        self.keys = [(i, types[i][2]) for i in keys if i not in volatile and types[i][2] is not None
-                     and not contains_float(types[i][0]) and not contains_float(types[i][1])]
-        self.key_names = [p.schema.names[i] for i, _ in self.keys]
-        self._con: Any = None
-
-    def groups_of(self, table: pa.Table, groups: int) -> np.ndarray:
-        """Each row's group, of ``groups``."""
-        import numpy as np
-        import pyarrow as pa
-
-        if groups == 1 or not self.keys:
-            return np.zeros(table.num_rows, np.uint64)
-        if self._con is None:
-            self._con = _cursor()
-        keys = pa.table([_cast(table.column(i), t) for i, t in self.keys],
-                        names=[f"k{n}" for n in range(len(self.keys))])
-        self._con.register("keys", keys)
-        try:
-            hashed = self._con.sql(f"SELECT hash({', '.join(keys.column_names)}) % {groups} "
-                                   "FROM keys").to_arrow_table()
-        finally:
-            self._con.unregister("keys")
-        return np.asarray(hashed.column(0).to_numpy(), np.uint64)
-
-    def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
-            self._con = None
-
-
-def _cursor() -> Any:
-    """A cursor on the comparator's shared database (opening one costs ~40 ms on a busy
-    machine)."""
-    from gateway.row_pairing import _connection
-
-    return _connection(False)
-
-
-def _groups(primary: SpilledAnswer, reference: SpilledAnswer, route: _Route, groups: int,
-            folder: str, memory_bytes: int) -> Iterator[tuple[pa.Table, pa.Table]]:
-    """Every row of both sides, in ``groups`` pairs of tables (by :class:`_Route`).
-
-    One group is gathered in memory; more are first written to files of their own
-    in ``folder``, so each side is read once whatever their number (a sixteenth of
-    ``memory_bytes`` at a time).
-    """
-    import numpy as np
-    import pyarrow as pa
-
-    sides = (primary, reference)
-    if groups == 1:
-        tables = []
-        for side in sides:
-            assert side.stored_schema is not None
-            parts = [pa.Table.from_batches([b]) for b in side.batches()]
-            tables.append(pa.concat_tables(parts) if parts else _empty(side.stored_schema))
-        yield tables[0], tables[1]
-        return
-    paths = [[os.path.join(folder, f"g{g}-{n}.arrow") for n in range(2)] for g in range(groups)]
-    try:
-        for n, side in enumerate(sides):
-            writers = [pa.ipc.new_stream(paths[g][n], side.stored_schema) for g in range(groups)]
-            rows = int(max(1024, min(1 << 18, memory_bytes // 16 / (side.row_bytes() or 1.0))))
-            try:
-                for table in _rechunked(side.batches(), rows):
-                    group = route.groups_of(table, groups)
-                    order = np.argsort(group, kind="stable")
-                    bounds = np.searchsorted(group[order], np.arange(groups + 1, dtype=np.uint64))
-                    table = table.take(pa.array(order))
-                    for g in range(groups):
-                        if bounds[g + 1] > bounds[g]:
-                            writers[g].write_table(table.slice(bounds[g], bounds[g + 1] - bounds[g]))
-            finally:
-                for w in writers:
-                    w.close()
-    finally:
-        route.close()
-    for g in range(groups):
-        p, r = (_read_and_remove(path) for path in paths[g])
-        yield p, r
-
-
-def _read_and_remove(path: str) -> pa.Table:
-    import pyarrow as pa
-
-    with pa.OSFile(path) as f:
-        table = pa.ipc.open_stream(f).read_all()
-    os.remove(path)
-    return table
 
 
 def _merged(verdicts: list[Verdict], n_p: int, n_r: int, opts: CompareOptions,
@@ -658,9 +484,9 @@ def compare_streams(primary: Iterator[pa.RecordBatch] | pa.RecordBatchReader,
     (for tests and benchmarks that look at what was spilled).
     """
     with StreamingComparison(sql, options, memory_bytes, folder) as comparison:
-        sides = []
+        sides: list[SpilledAnswer] = []
         for batches, schema in ((primary, primary_schema), (reference, reference_schema)):
-            side = comparison.side()
+            side = comparison.side(after=sides[0] if sides else None)
             for batch in batches:
                 side.add(batch)
             side.finish(schema)

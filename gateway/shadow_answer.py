@@ -17,7 +17,8 @@ import threading
 from typing import TYPE_CHECKING
 
 from gateway.compare import CompareOptions, Verdict
-from gateway.compare_stream import SpilledAnswer, StreamingComparison
+from gateway.compare_stream import StreamingComparison
+from gateway.spilled_answer import SpilledAnswer
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -222,3 +222,57 @@ def test_cells_swapped_between_rows_are_no_match():
         in_memory = compare_tables(p, other)
         for count in ("missing_count", "extra_count", "changed_count"):
             assert verdict.evidence.get(count) == in_memory.evidence.get(count), count
+
+
+def test_the_second_answer_is_proven_as_it_arrives_and_only_the_first_is_spilled():
+    con = duckdb.connect()
+    answer = con.sql("SELECT i, (i % 1000)::VARCHAR AS s, i * 0.5 AS f FROM range(400000) t(i)"
+                     ).to_arrow_table()
+    changed = con.sql("SELECT i, s, CASE WHEN i = 333333 THEN -1 ELSE f END AS f FROM answer"
+                      ).to_arrow_table()
+    for primary, category in ((answer, "match"), (changed, "values")):
+        verdict = compare_streams(primary.to_batches(30000), answer.to_batches(20000),
+                                  primary.schema, answer.schema, memory_bytes=1 << 20)
+        assert verdict.category == category, verdict.message
+        assert answer.nbytes * 0.9 <= verdict.evidence["spilled_bytes"] <= answer.nbytes * 1.1
+        assert verdict.evidence["paired_rows"] <= 2 * 64
+
+
+def test_a_group_over_weak_keys_is_split_again_and_judged_as_in_memory():
+    con = duckdb.connect()
+    reference = con.sql("SELECT i % 2 AS g, (i / 100)::DECIMAL(18, 2) AS amount, i * 1.5 AS f "
+                        "FROM range(600000) t(i)").to_arrow_table()
+    reversed_rows = con.sql("SELECT * FROM reference ORDER BY amount DESC").to_arrow_table()
+    changed = con.sql("SELECT g, amount, CASE WHEN amount = 4321 THEN -1 ELSE f END AS f "
+                      "FROM reversed_rows").to_arrow_table()
+    swapped = con.sql("SELECT g, CASE WHEN amount = 100 THEN 200 WHEN amount = 200 THEN 100 "
+                      "ELSE amount END AS amount, f FROM reversed_rows").to_arrow_table()
+    for primary in (reversed_rows, changed, swapped):
+        verdict = streamed(primary, reference, memory=8 << 20, batch=50_000)
+        in_memory = compare_tables(primary, reference)
+        assert verdict.category == in_memory.category, (verdict.message, in_memory.message)
+        for count in ("missing_count", "extra_count", "changed_count"):
+            assert verdict.evidence.get(count) == in_memory.evidence.get(count), count
+        assert verdict.evidence["split_groups"] == 2, verdict.evidence
+
+
+def test_a_spilled_side_is_read_back_mapped_from_files_of_an_eighth_of_the_cap():
+    """Reading a spill back copies nothing into Arrow's memory pool, and its files are small
+    enough that the pages mapped at once stay a fraction of the cap."""
+    batch = pa.record_batch({"i": pa.array(range(100_000)),
+                             "s": pa.array([f"row {i}" for i in range(100_000)])})
+    with StreamingComparison(None, memory_bytes=64 << 20) as comparison:
+        side = comparison.side(keep=False)
+        for _ in range(40):
+            side.add(batch)
+        side.finish(batch.schema)
+        sizes = [os.path.getsize(os.path.join(comparison.folder, f))
+                 for f in os.listdir(comparison.folder)]
+        assert len(sizes) >= 40 * batch.nbytes // (8 << 20)
+        assert max(sizes) <= (8 << 20) + (64 << 10)  # with the files' headers
+        before = pa.total_allocated_bytes()
+        held = []
+        for read in side.batches():
+            held.append(read)
+            assert pa.total_allocated_bytes() - before < 1 << 20
+        assert pa.Table.from_batches(held).equals(pa.Table.from_batches([batch] * 40))
