@@ -25,13 +25,13 @@ from tests.csv_support import assert_same, gateway_for, write
 PLANNER = "/* planner */ "
 
 RECOGNISED = [
-    ("SELECT a, b FROM trips", Projection("trips", (("a", "a"), ("b", "b")), None, 0)),
+    ("SELECT a, b FROM trips", Projection("trips", ((None, "a"), (None, "b")), None, 0)),
     ("select A as x FROM T limit 3", Projection("T", (("x", "A"),), 3, 0)),
     ("  SELECT *\n\tFROM t LIMIT 10 OFFSET 2 ;  ",
      Projection("t", None, 10, 2)),
     ('SELECT "Two words" AS "Out Name", b FROM t',
-     Projection("t", (("Out Name", "Two words"), ("b", "b")), None, 0)),
-    ("SELECT a,b,a FROM t LIMIT 0", Projection("t", (("a", "a"), ("b", "b"), ("a", "a")), 0, 0)),
+     Projection("t", (("Out Name", "Two words"), (None, "b")), None, 0)),
+    ("SELECT a,b,a FROM t LIMIT 0", Projection("t", ((None, "a"), (None, "b"), (None, "a")), 0, 0)),
 ]
 
 REFUSED = [
@@ -44,6 +44,7 @@ REFUSED = [
     "/* c */ SELECT a FROM t", "SELECT current_date FROM t", "SELECT null FROM t",
     "SELECT a AS from FROM t", "SELECT a FROM select", 'SELECT "a""b" FROM t', 'SELECT "" FROM t',
     "SELECT a FROM t LIMIT 1 OFFSET 1 LIMIT 2", "SELECT\u00a0a FROM t", "SELECT é FROM t",
+    "SELECT a FROM t LIMIT 99999999999999999999", "SELECT a FROM t LIMIT 1 OFFSET 9223372036854775807",
     "SELECT a FROM", "SELECT FROM t", "WITH x AS (SELECT 1) SELECT a FROM t", "",
 ]
 
@@ -105,8 +106,9 @@ def _plan(sql: str) -> tuple:
 
 
 def _plan_of(shape: Projection) -> tuple:
-    return (shape.table, ("*",) if shape.items is None else shape.items, shape.limit,
-            shape.offset)
+    items = None if shape.items is None else \
+        tuple((alias if alias is not None else column, column) for alias, column in shape.items)
+    return (shape.table, ("*",) if items is None else items, shape.limit, shape.offset)
 
 
 NAMES = ["a", "B", "Mixed_Case", "two words", "x1", "select", "date", "year", "current_date"]

@@ -279,6 +279,7 @@ class CsvEngine(Engine):
 
             query = q.analyse(select, None, None)
             query.types = bind(query, {})[0]
+            _name_columns(query, sql, None)
             if query.is_aggregate:
                 raise Unsupported("the csv engine does not run aggregates without FROM",
                                   engines=("duckdb",))
@@ -287,14 +288,14 @@ class CsvEngine(Engine):
                                                                   result.to_batches()))
         scanners = self._open(*table, stop)
         try:
-            return self._answer(select, table, scanners)
+            return self._answer(sql, select, table, scanners)
         except BaseException:
             for s in scanners:
                 s.file.close()
             raise
 
-    def _answer(self, select: Any, table: tuple[str, bool], scanners: list[Scanner]) \
-            -> EngineResult:
+    def _answer(self, sql: str, select: Any, table: tuple[str, bool],
+                scanners: list[Scanner]) -> EngineResult:
         import pyarrow as pa
 
         from gateway_csv import query as q
@@ -304,6 +305,7 @@ class CsvEngine(Engine):
 
         query = q.analyse(select, scanners[0].layout, table)
         query.types = bind(query, column_types(scanners[0].layout))[0]
+        _name_columns(query, sql, scanners[0].layout)
         notes: dict[str, Any] = {}
         if query.is_aggregate:
             result = aggregate(scanners, query)
@@ -374,6 +376,33 @@ class CsvEngine(Engine):
             for col, kind in zip(layout.names, layout.kinds, strict=True):
                 columns.append(CatalogColumn("main", name, col, arrow_type(kind)))
         return columns
+
+
+def _name_columns(query: Any, sql: str, layout: Layout | None) -> None:
+    """Give the select items DuckDB names after its own rendering (``(a + 1)``) DuckDB's
+    names (:mod:`gateway_csv.naming`).
+
+    Raises:
+        Unsupported: a statement reading a path names such an item (DuckDB would read
+            the file to name it), or DuckDB cannot describe the statement.
+    """
+    if not query.unnamed:
+        return
+    from gateway_csv.naming import duckdb_names
+    from gateway_csv.native import column_types
+
+    if query.table_is_path:
+        raise Unsupported("the csv engine names an unaliased expression over a path as "
+                          "DuckDB does only over a source", engines=("duckdb",),
+                          hint="give the expression an alias (AS name), or query a source")
+    types = column_types(layout)
+    columns = tuple((n, types[n.lower()]) for n in layout.names) if layout else ()
+    names = duckdb_names(sql, query.table if layout else "", columns)
+    if len(names) != len(query.items):
+        raise Unsupported("the csv engine and DuckDB read this select list differently",
+                          engines=("duckdb",))
+    for i in query.unnamed:
+        query.items[i] = (names[i], query.items[i][1])
 
 
 def refuse_special(path: str) -> None:

@@ -11,6 +11,8 @@ columns and :mod:`gateway_csv.compute` finishes the query.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +21,7 @@ from sqlglot import exp
 
 from gateway.errors import QueryError, Unsupported
 from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
+from gateway_csv.naming import KEYWORDS
 from gateway_csv.scan import MAX_COLUMNS
 
 # Shared with _scanner.c
@@ -67,15 +70,34 @@ def key(node: exp.Expression) -> str:
     return node.transform(lowered).sql(dialect="duckdb", normalize_functions="lower")
 
 
-def output_name(node: exp.Expression) -> str:
-    """The column name DuckDB gives an unaliased select item."""
+#: a column name DuckDB writes back as it was written in an aggregate's name (``max(Fare)``)
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: aggregates named ``fn(column)`` by DuckDB, as tests/test_csv_names.py checks
+_NAMED_AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min",
+                     exp.Max: "max"}
+
+
+def output_name(node: exp.Expression, names: Sequence[str] = ()) -> str | None:
+    """The column name DuckDB gives a select item, where it is known without asking
+    DuckDB: an alias, a column (named as the file names it, whatever case the
+    statement wrote), ``count(*)``, an aggregate of a plain column. None for any
+    other expression: DuckDB names it after its own rendering of the expression
+    (``(a + 1)``, ``"year"(d)``, ``CAST(a AS VARCHAR)``), which
+    :func:`gateway_csv.naming.duckdb_names` asks DuckDB for."""
     if isinstance(node, exp.Alias):
         return node.alias
     if isinstance(node, exp.Column):
-        return node.name
+        lowered = node.name.lower()
+        return next((n for n in names if n.lower() == lowered), node.name)
     if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
         return "count_star()"
-    return node.sql(dialect="duckdb", normalize_functions="lower")
+    fn = _NAMED_AGGREGATES.get(type(node))
+    arg = node.this if fn is not None else None
+    if isinstance(arg, exp.Column) and not arg.this.args.get("quoted") \
+            and _PLAIN_NAME.match(arg.name) and arg.name.lower() not in KEYWORDS \
+            and len(node.args) == 1 + ("this" not in node.args):
+        return f"{fn}({arg.name})"
+    return None
 
 
 @dataclass
@@ -99,6 +121,8 @@ class Query:
     columns: set[str] = field(default_factory=set)
     #: DuckDB's type of each select item (gateway_csv.binding.bind), which answers take
     types: list[str] = field(default_factory=list)
+    #: the select items DuckDB must name (gateway_csv.naming): their names are provisional
+    unnamed: list[int] = field(default_factory=list)
 
 
 def parse(sql: str) -> exp.Select:
@@ -121,6 +145,9 @@ def parse(sql: str) -> exp.Select:
             raise unsupported(stmt, name)
     if not isinstance(stmt, exp.Select):
         raise unsupported(stmt, f"{stmt.key.upper()} statements")
+    if any(i.this == "" and i.args.get("quoted") for i in stmt.find_all(exp.Identifier)):
+        raise QueryError("cannot parse the SQL: zero-length delimited identifier (\"\")",
+                         kind="syntax")  # DuckDB's parser refuses it; sqlglot takes it
     return stmt
 
 
@@ -188,6 +215,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
             col.this.set("quoted", False)
     names = layout.names if layout else []
     items: list[tuple[str, exp.Expression]] = []
+    unnamed: list[int] = []
     star_only = True
     for item in select.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and
@@ -199,7 +227,11 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
             items.extend((n, exp.column(n, quoted=False)) for n in names)
             continue
         star_only = False
-        items.append((output_name(item), item.this if isinstance(item, exp.Alias) else item))
+        name = output_name(item, names)
+        if name is None:  # provisional (for GROUP BY and ORDER BY): DuckDB names it later
+            unnamed.append(len(items))
+            name = item.sql(dialect="duckdb", normalize_functions="lower")
+        items.append((name, item.this if isinstance(item, exp.Alias) else item))
 
     where = _conjuncts(select.args.get("where").this if select.args.get("where") else None)
     for cond in where:
@@ -262,7 +294,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
         items=items, where=where, group=group, aggregates=list(aggregates.values()),
         having=having, order=order, limit=_int_literal(select.args.get("limit"), "LIMIT"),
         offset=_int_literal(select.args.get("offset"), "OFFSET") or 0, distinct=distinct,
-        is_aggregate=is_aggregate, star_only=star_only,
+        is_aggregate=is_aggregate, star_only=star_only, unnamed=unnamed,
     )
     for node in [e for _, e in items] + where + group + ([having] if having else []) + \
             [o[0] for o in order]:

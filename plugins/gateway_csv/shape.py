@@ -58,11 +58,13 @@ class Projection:
     """A statement :func:`projection` read.
 
     table: the FROM name, as written.
-    items: (output name, column name) of each select item, or None for ``*``.
+    items: (alias, column name) of each select item, or None for ``*``; the alias is
+        None where the statement gives none (the answer then names the column as the
+        file does, whatever case the statement wrote it in, as DuckDB does).
     """
 
     table: str
-    items: tuple[tuple[str, str], ...] | None
+    items: tuple[tuple[str | None, str], ...] | None
     limit: int | None
     offset: int
 
@@ -72,17 +74,24 @@ def projection(sql: str) -> Projection | None:
     match = _STATEMENT.fullmatch(sql)
     if match is None or match["table"].upper() in RESERVED:
         return None
-    items: list[tuple[str, str]] | None = None
+    items: list[tuple[str | None, str]] | None = None
     if match["items"] != "*":
         items = []
         for item in _ITEMS.finditer(match["items"]):
             name, alias = _name(item["name"]), _name(item["alias"]) if item["alias"] else None
             if name is None or (item["alias"] and alias is None):
                 return None
-            items.append((alias or name, name))
+            items.append((alias, name))
     limit = int(match["limit"]) if match["limit"] is not None else None
+    offset = int(match["offset"] or 0)
+    if (limit or 0) > _LARGEST or offset > _LARGEST:
+        return None  # past BIGINT, DuckDB's limits are its own story: the planner's
     return Projection(match["table"], tuple(items) if items is not None else None, limit,
-                      int(match["offset"] or 0))
+                      offset)
+
+
+#: the largest LIMIT or OFFSET answered here (BIGINT's; their sum still fits a scan's limit)
+_LARGEST = (1 << 62) - 1
 
 
 def _name(text: str) -> str | None:
@@ -97,10 +106,12 @@ def batches(scanners: list[Scanner], shape: Projection, types: dict[str, str]) \
     of each column by lower-case name); None when the statement names a column the
     files lack (the planner then says so)."""
     layout = scanners[0].layout
-    items = shape.items if shape.items is not None else tuple((n, n) for n in layout.names)
-    if any(s.layout.column_index(column) is None for s in scanners for _, column in items) \
-            or len({column.lower() for _, column in items}) > MAX_COLUMNS:
+    wanted = shape.items if shape.items is not None else tuple((None, n) for n in layout.names)
+    if any(s.layout.column_index(column) is None for s in scanners for _, column in wanted) \
+            or len({column.lower() for _, column in wanted}) > MAX_COLUMNS:
         return None
+    items = tuple((alias if alias is not None else layout.names[layout.lower_names[c.lower()]], c)
+                  for alias, c in wanted)
     return _batches(scanners, shape, items, [types[column.lower()] for _, column in items])
 
 
