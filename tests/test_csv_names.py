@@ -92,3 +92,17 @@ def test_the_names_given_without_asking_duckdb_are_duckdbs(fn, name, quoted):
     _con.execute(f'CREATE OR REPLACE TABLE t ("{name}" BIGINT)')
     theirs = _con.execute(f"SELECT {fn}({column}) FROM t").description[0][0]
     assert ours == theirs
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a FROM t WHERE true LIMIT 99999999999999999999",
+    "SELECT a FROM t WHERE true LIMIT 9223372036854775808",
+    "SELECT a FROM t WHERE true LIMIT 1 OFFSET 9223372036854775807",
+])
+def test_limits_past_bigint_are_left_to_duckdb(gw, sql):
+    """The planner answered "Python int too large to convert to C long" where DuckDB
+    answers (2^63) or refuses (out of range) in its own words."""
+    from gateway.errors import Unsupported
+
+    with pytest.raises(Unsupported, match="2\\^62"):
+        gw.execute(sql, engine="csv").to_arrow()

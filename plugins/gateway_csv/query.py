@@ -183,10 +183,13 @@ def _int_literal(node: exp.Expression | None, what: str) -> int | None:
     value = node.expression if isinstance(node, exp.Limit | exp.Offset) else node
     if isinstance(value, exp.Literal) and not value.is_string:
         try:
-            return int(value.this)
+            number = int(value.this)
         except ValueError:
             pass
-    raise unsupported(value, f"{what} other than a constant integer")
+        else:
+            if number < 1 << 62:  # past it, DuckDB's own rules (and errors) apply
+                return number
+    raise unsupported(value, f"{what} other than a constant integer below 2^62")
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
