@@ -227,3 +227,44 @@ def test_the_avg_of_a_hugeint_column_is_duckdbs_to_the_last_bit(tmp_path):
         duck = gw.execute("SELECT avg(h) AS a FROM t", engine="duck")
         assert csv.to_arrow().to_pylist() == duck.to_arrow().to_pylist() == \
             [{"a": 1.1335475391529595e+19}]
+
+
+LAZY = "s,n,d\nabc,1,2024-01-05\n7,2,1969-12-31\n"
+
+
+@pytest.mark.parametrize("sql", [
+    # no row reaches the cast: DuckDB answers
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND d = 1",
+    "SELECT CASE WHEN n < 0 THEN d = 1 END AS x FROM t",
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND s = 7",
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND n = 'abc'",
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND d < 'abc'",
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND d IN (1, 2)",
+    "SELECT count(n) AS c FROM t WHERE NOT n = n HAVING max(d) <> 2",
+    "SELECT count(*) AS c FROM t WHERE n < 0 GROUP BY s HAVING max(d) = 1",
+    "SELECT coalesce(n, 'x') AS x FROM t",
+    "SELECT CASE WHEN n > 5 THEN 'x' ELSE 1 END AS x FROM t",
+    # a row reaches it: DuckDB fails
+    "SELECT count(*) AS c FROM t WHERE d = 1",
+    "SELECT s = 7 AS x FROM t",
+    "SELECT n > 'a' AS x FROM t",
+    "SELECT CASE WHEN n > 1 THEN 'x' ELSE 1 END AS x FROM t",
+])
+def test_a_cast_duckdb_makes_only_where_rows_reach_it_is_left_to_the_fallback(tmp_path, sql):
+    """Found by arrowgate fuzz on nasty values (`... WHERE NULL HAVING min(d) <> 2147483648`):
+    DuckDB binds a number meeting a date (=, <>, IN), a text column (=) or a text constant
+    that is no number with a cast that fails only when a row reaches it, so it answers where
+    no row does; the csv engine refused every such query with a type error."""
+    path = write(tmp_path, "lazy.csv", LAZY)
+    with gateway_for(path) as gw, pytest.raises(Unsupported):
+        gw.execute(sql, engine="csv").to_arrow()
+    with gateway_for(path, fallback="duck") as gw:
+        try:
+            expected = gw.execute(sql, engine="duck").to_arrow()
+        except QueryError as exc:
+            with pytest.raises(QueryError) as caught:
+                gw.execute(sql, engine="csv").to_arrow()
+            assert caught.value.kind == exc.kind
+        else:
+            result = gw.execute(sql, engine="csv")
+            assert result.engine == "duck" and result.to_arrow() == expected
