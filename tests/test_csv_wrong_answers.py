@@ -268,3 +268,20 @@ def test_a_cast_duckdb_makes_only_where_rows_reach_it_is_left_to_the_fallback(tm
         else:
             result = gw.execute(sql, engine="csv")
             assert result.engine == "duck" and result.to_arrow() == expected
+
+
+@pytest.mark.parametrize(("sql", "average"), [
+    ("SELECT avg(i) AS a, count(DISTINCT s) AS b, count(DISTINCT d) AS c FROM t", 1.0),
+    ("SELECT g, avg(i) AS a, sum(i) AS s, count(DISTINCT s) AS b, count(DISTINCT d) AS c "
+     "FROM t GROUP BY g ORDER BY g", 0.5),
+])
+def test_an_average_of_bigints_beside_two_distinct_counts_is_exact(tmp_path, sql, average):
+    """Found by arrowgate fuzz on nasty values: with distinct counts of two expressions the
+    columns are aggregated whole, and Arrow's mean added the integers up as doubles
+    (2**63 - 1 and -2**63 cancelled into 0, not -1), where DuckDB's sum is exact."""
+    path = write(tmp_path, "avg.csv", "g,i,s,d\n"
+                 "1,9223372036854775807,a,2024-01-01\n1,-9223372036854775808,b,2024-01-02\n"
+                 "1,1,a,2024-01-01\n1,2,c,\n2,3,,2024-01-03\n2,,d,2024-01-03\n")
+    with gateway_for(path) as gw:
+        got = assert_same(gw, sql)
+        assert got.column("a").to_pylist()[0] == average
