@@ -8,6 +8,7 @@ unless they sort or deduplicate.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator, Iterator
 from typing import Any, ClassVar
 
@@ -329,6 +330,8 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
     totals = {j for j, spec in enumerate(specs[:len(query.aggregates)])
               if spec[1] in ("sum", "mean")}
     huge_bounds = dict.fromkeys(totals, 0)
+    #: per sum of doubles: the sum of the finite magnitudes, past which order matters
+    float_bounds = dict.fromkeys(totals, 0.0)
     widened: set[int] = set()
     #: per integer sum: the most any of its sums can be (rows times largest magnitude)
     bounds = dict.fromkeys(exact_sums, 0)
@@ -358,6 +361,17 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
                         # DuckDB's HUGEINT goes on to 2**127 and then fails
                         raise Unsupported("the csv engine does not add up HUGEINT values "
                                           "whose sum can pass 38 digits",
+                                          engines=ENGINES_FOR_MORE)
+                if j in totals and pa.types.is_floating(arg.type):
+                    finite = pc.if_else(pc.is_finite(arg), pc.abs(arg),
+                                        arrow_values.scalar(0.0, arg.type))
+                    float_bounds[j] += pc.sum(finite).as_py() or 0.0
+                    if not float_bounds[j] <= _DOUBLE_MAX:
+                        # a partial sum may pass the largest double: whether it becomes
+                        # inf, -inf or NaN then depends on the order of the additions,
+                        # DuckDB's row order, which partials grouped otherwise lose
+                        raise Unsupported("the csv engine does not add up doubles whose "
+                                          "sum can pass the largest double",
                                           engines=ENGINES_FOR_MORE)
                 if j in exact_sums and pa.types.is_integer(arg.type):
                     if exact:
@@ -432,6 +446,7 @@ def _group_by(table: pa.Table, keys: list[str], aggregations: list[tuple[Any, ..
     ]).to_table(use_threads=False)
 
 
+_DOUBLE_MAX = sys.float_info.max
 #: the type integer sums are added up in: DuckDB's sum of integers is a HUGEINT
 _EXACT_SUM = pa.decimal128(38, 0)
 
