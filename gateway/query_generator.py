@@ -113,6 +113,39 @@ def _sql_type(t: Any) -> str:
             pa.date32(): "DATE", pa.time64("us"): "TIME"}.get(t, str(t).upper())
 
 
+def literal(value: Any) -> exp.Expr:
+    """A value of a column (as Arrow hands it to Python) written as SQL of its own type.
+
+    NaN and the infinities are ``'nan'::DOUBLE`` (a bare ``nan`` would name a column),
+    decimals are numbers, and times, dates and timestamps (with a zone or not) are casts
+    of their text to TIME, DATE, TIMESTAMP or TIMESTAMPTZ.
+    """
+    import datetime
+    import decimal
+    import math
+
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return exp.Cast(this=exp.Literal.string(repr(value)), to=exp.DataType.build("DOUBLE"))
+    if isinstance(value, (int, float, decimal.Decimal)):
+        text = repr(value) if isinstance(value, float) else str(value)
+        if text.startswith("-"):
+            return exp.Neg(this=exp.Literal.number(text[1:]))
+        return exp.Literal.number(text)
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, datetime.datetime):
+        sql_type = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
+    elif isinstance(value, datetime.date):
+        sql_type = "DATE"
+    elif isinstance(value, datetime.time):
+        sql_type = "TIME"
+    else:
+        return exp.Literal.string(str(value))
+    return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build(sql_type))
+
+
 class Operations(Protocol):
     """A table of native operations (an engine's ``native_operations``, such as the csv
     engine's ``gateway_csv.native``) the generator draws expressions from.
@@ -237,16 +270,7 @@ class QueryGenerator:
             pool += column.values * 2
         if not pool:
             return exp.Null()
-        value = self.rng.choice(pool)
-        if isinstance(value, bool):
-            return exp.Boolean(this=value)
-        if isinstance(value, (int, float)):
-            literal = exp.Literal.number(repr(float(value)) if isinstance(value, float) else value)
-            return exp.Neg(this=exp.Literal.number(abs(value))) if value < 0 else literal
-        if isinstance(value, str):
-            return exp.Literal.string(value)
-        return exp.Cast(this=exp.Literal.string(str(value)),
-                        to=exp.DataType.build("TIMESTAMP" if " " in str(value) else "DATE"))
+        return literal(self.rng.choice(pool))
 
     # -- the operations table -------------------------------------------------------------
     def native(self, entries: list[Any]) -> exp.Expr | None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 
+import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from gateway.errors import Unsupported
@@ -34,8 +35,26 @@ def test_ambiguous_dates_are_read_as_duckdb_reads_them(tmp_path, values, expecte
             assert got.column("d").to_pylist() == expected, engine
 
 
+@pytest.mark.parametrize("values", [
+    ["10/02/30", "19/11/37", "16/04/65"], ["10-02-30"], ["28.02.30"], ["10/02/29"],
+    ["13/04/24", "10/02/30"],
+])
+def test_a_date_its_format_parses_into_a_day_its_month_lacks_keeps_the_column_text(
+        tmp_path, values):
+    """Failed on main with hypothesis' 10/02/30, 19/11/37, 16/04/65: DuckDB's first
+    format, %y/%m/%d, parses 10/02/30 (a day up to 31) into 2010-02-30, which is no
+    date, so the column stays VARCHAR; csv dropped that format and read %d/%m/%y."""
+    path = write(tmp_path, "d.csv", "d\n" + "\n".join(values) + "\n")
+    with gateway_for(path) as gw:
+        for engine in ("csv", "duck"):
+            got = gw.execute("SELECT d FROM t", engine=engine).to_arrow()
+            assert got.column("d").to_pylist() == values, engine
+
+
 @settings(max_examples=25, deadline=None, phases=(Phase.explicit, Phase.generate),
           suppress_health_check=list(HealthCheck))
+@example(dates=[dt.date(2030, 2, 10), dt.date(2037, 11, 19), dt.date(2065, 4, 16)],
+         order="dmy", separator="/", unpadded=False)
 @given(dates=st.lists(st.dates(dt.date(1950, 1, 1), dt.date(2049, 12, 31)), min_size=1,
                       max_size=6),
        order=st.sampled_from(sorted(ORDERS)), separator=st.sampled_from(["/", "-", "."]),
@@ -69,3 +88,30 @@ def test_iso_dates_without_leading_zeros_are_dates(tmp_path):
         for engine in ("csv", "duck"):
             got = gw.execute("SELECT d FROM t", engine=engine).to_arrow()
             assert got.column("d").to_pylist() == [dt.date(2005, 9, 19), dt.date(2005, 10, 3)]
+
+
+@pytest.mark.parametrize("values", [["10-28-16", "06-26-5"], ["06/26/123"]])
+def test_a_year_with_fewer_digits_than_its_format_writes_is_left_to_duckdb(tmp_path, values):
+    """DuckDB's parser reads a one-digit %y after the first value and a %Y of one to
+    three digits (06-26-5 is 2005-06-26 there), strptime does not: csv dropped the
+    format and read the column as text."""
+    path = write(tmp_path, "d.csv", "d\n" + "\n".join(values) + "\n")
+    with gateway_for(path) as gw:
+        assert gw.execute("SELECT d FROM t", engine="duck").to_arrow().schema.types == \
+            [pa.date32()]
+        with pytest.raises(Unsupported, match="fewer digits"):
+            gw.execute("SELECT d FROM t", engine="csv").to_arrow()
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    (["5-06-26"], [dt.date(2026, 6, 5)]), (["2.2.20"], [dt.date(2020, 2, 2)]),
+    (["06-26-5"], ["06-26-5"]), (["2.20.2"], ["2.20.2"]),
+])
+def test_a_one_digit_year_in_the_first_value_does_not_fit_a_format(tmp_path, values, expected):
+    """DuckDB's sniffer does not take 5 as the %y of the first value: 5-06-26 is
+    5 June 2026 (%d-%m-%y), 06-26-5 alone is text."""
+    path = write(tmp_path, "d.csv", "d\n" + "\n".join(values) + "\n")
+    with gateway_for(path) as gw:
+        for engine in ("csv", "duck"):
+            got = gw.execute("SELECT d FROM t", engine=engine).to_arrow()
+            assert got.column("d").to_pylist() == expected, engine

@@ -167,10 +167,10 @@ def test_what_the_engine_cannot_evaluate_is_unsupported_and_falls_back(tmp_path,
         assert result.to_arrow() == gw.execute(sql, engine="duck").to_arrow()
 
 
+# DuckDB refuses these when it binds them; its lazy casts (s = 7, n > 'a') are in
+# test_csv_wrong_answers.py
 MIXED = ["SELECT * FROM t WHERE s > 5", "SELECT CASE WHEN n > 1 THEN s ELSE n END AS x FROM t",
-         "SELECT CASE WHEN n > 1 THEN 'x' ELSE 1 END AS x FROM t", "SELECT s = 7 AS x FROM t",
-         "SELECT n > 'a' AS x FROM t", "SELECT coalesce(s, n) AS x FROM t",
-         "SELECT n + s AS x FROM t"]
+         "SELECT coalesce(s, n) AS x FROM t", "SELECT n + s AS x FROM t"]
 
 
 @pytest.mark.parametrize("sql", MIXED)
@@ -201,8 +201,6 @@ TIME_MEETS_NUMBER = [
     "SELECT count(*) AS c FROM t WHERE d < 2.5",
     "SELECT count(*) AS c FROM t HAVING max(ts) >= 1",
     "SELECT max(ts) > 1 AS x FROM t",
-    "SELECT ts = n AS x FROM t",
-    "SELECT ts IN (1, 2) AS x FROM t",
     "SELECT ts BETWEEN 1 AND 2 AS x FROM t",
     "SELECT CASE WHEN n > 5 THEN ts ELSE 1 END AS x FROM t",
     "SELECT coalesce(ts, 1) AS x FROM t",

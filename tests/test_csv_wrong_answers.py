@@ -227,3 +227,77 @@ def test_the_avg_of_a_hugeint_column_is_duckdbs_to_the_last_bit(tmp_path):
         duck = gw.execute("SELECT avg(h) AS a FROM t", engine="duck")
         assert csv.to_arrow().to_pylist() == duck.to_arrow().to_pylist() == \
             [{"a": 1.1335475391529595e+19}]
+
+
+LAZY = "s,n,d\nabc,1,2024-01-05\n7,2,1969-12-31\n"
+
+
+@pytest.mark.parametrize("sql", [
+    # no row reaches the cast: DuckDB answers
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND d = 1",
+    "SELECT CASE WHEN n < 0 THEN d = 1 END AS x FROM t",
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND s = 7",
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND n = 'abc'",
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND d < 'abc'",
+    "SELECT count(*) AS c FROM t WHERE n < 0 AND d IN (1, 2)",
+    "SELECT count(n) AS c FROM t WHERE NOT n = n HAVING max(d) <> 2",
+    "SELECT count(*) AS c FROM t WHERE n < 0 GROUP BY s HAVING max(d) = 1",
+    "SELECT coalesce(n, 'x') AS x FROM t",
+    "SELECT CASE WHEN n > 5 THEN 'x' ELSE 1 END AS x FROM t",
+    # a row reaches it: DuckDB fails
+    "SELECT count(*) AS c FROM t WHERE d = 1",
+    "SELECT s = 7 AS x FROM t",
+    "SELECT n > 'a' AS x FROM t",
+    "SELECT CASE WHEN n > 1 THEN 'x' ELSE 1 END AS x FROM t",
+])
+def test_a_cast_duckdb_makes_only_where_rows_reach_it_is_left_to_the_fallback(tmp_path, sql):
+    """Found by arrowgate fuzz on nasty values (`... WHERE NULL HAVING min(d) <> 2147483648`):
+    DuckDB binds a number meeting a date (=, <>, IN), a text column (=) or a text constant
+    that is no number with a cast that fails only when a row reaches it, so it answers where
+    no row does; the csv engine refused every such query with a type error."""
+    path = write(tmp_path, "lazy.csv", LAZY)
+    with gateway_for(path) as gw, pytest.raises(Unsupported):
+        gw.execute(sql, engine="csv").to_arrow()
+    with gateway_for(path, fallback="duck") as gw:
+        try:
+            expected = gw.execute(sql, engine="duck").to_arrow()
+        except QueryError as exc:
+            with pytest.raises(QueryError) as caught:
+                gw.execute(sql, engine="csv").to_arrow()
+            assert caught.value.kind == exc.kind
+        else:
+            result = gw.execute(sql, engine="csv")
+            assert result.engine == "duck" and result.to_arrow() == expected
+
+
+@pytest.mark.parametrize(("sql", "average"), [
+    ("SELECT avg(i) AS a, count(DISTINCT s) AS b, count(DISTINCT d) AS c FROM t", 1.0),
+    ("SELECT g, avg(i) AS a, sum(i) AS s, count(DISTINCT s) AS b, count(DISTINCT d) AS c "
+     "FROM t GROUP BY g ORDER BY g", 0.5),
+])
+def test_an_average_of_bigints_beside_two_distinct_counts_is_exact(tmp_path, sql, average):
+    """Found by arrowgate fuzz on nasty values: with distinct counts of two expressions the
+    columns are aggregated whole, and Arrow's mean added the integers up as doubles
+    (2**63 - 1 and -2**63 cancelled into 0, not -1), where DuckDB's sum is exact."""
+    path = write(tmp_path, "avg.csv", "g,i,s,d\n"
+                 "1,9223372036854775807,a,2024-01-01\n1,-9223372036854775808,b,2024-01-02\n"
+                 "1,1,a,2024-01-01\n1,2,c,\n2,3,,2024-01-03\n2,,d,2024-01-03\n")
+    with gateway_for(path) as gw:
+        got = assert_same(gw, sql)
+        assert got.column("a").to_pylist()[0] == average
+
+
+def test_a_sum_of_doubles_that_can_pass_the_largest_double_is_left_to_the_fallback(tmp_path):
+    """Found by arrowgate fuzz on nasty values: beside count(DISTINCT f) the partials are
+    grouped by f, so 1.8e308 and 1e308 were added up first (inf) and met -inf (NaN),
+    where DuckDB adds rows in order (-inf stays -inf)."""
+    path = write(tmp_path, "big.csv", "g,f\n1,-inf\n1,1.7976931348623157e308\n1,0.5\n"
+                                      "1,1e308\n2,1.5\n2,2.5\n")
+    sql = "SELECT g, count(DISTINCT f) AS n, sum(f) AS s FROM t GROUP BY g ORDER BY g"
+    with gateway_for(path, columns={"g": "BIGINT", "f": "DOUBLE"}) as gw:
+        with pytest.raises(Unsupported, match="largest double"):
+            gw.execute(sql, engine="csv").to_arrow()
+        assert gw.execute(sql, engine="duck").to_arrow().column("s").to_pylist() == \
+            [float("-inf"), 4.0]
+        small = sql.replace("FROM t", "FROM t WHERE g = 2")
+        assert assert_same(gw, small).column("s").to_pylist() == [4.0]

@@ -15,7 +15,7 @@ from gateway.compare import compare_outcomes
 from gateway.corpus import read_queries
 from gateway.errors import QueryError
 from gateway.query_fuzzer import DifferentialFuzzer, _signature
-from gateway.query_generator import Column, QueryGenerator
+from gateway.query_generator import Column, QueryGenerator, literal
 from gateway.query_reduction import shrink
 from tests import planted_bugs
 from tests.planted_bugs import FUZZ_TABLE_SQL
@@ -213,3 +213,28 @@ columns = {{ i = "BIGINT", f = "DOUBLE", s = "VARCHAR", d = "DATE" }}
     assert 0 < used < total  # (no TIME or TIMESTAMP column here: their entries stay unused)
     assert "  count(*) -> BIGINT" in printed and "  CAST(TIME) -> " not in printed
     assert "80 queries in" in printed
+
+
+def test_values_drawn_from_the_table_are_written_as_sql_of_their_own_type():
+    # NaN was written as a bare nan (a column name), a HUGEINT's value and a TIME as
+    # CAST(... AS DATE), so both engines failed on the fuzzer's SQL, not on the query
+    table = duckdb.sql("""SELECT * FROM (VALUES
+        ('nan'::DOUBLE, 'inf'::DOUBLE, 12345678901234567890123::HUGEINT, TIME '12:00:00',
+         TIMESTAMPTZ '2024-01-01 00:00:00+00', -7::HUGEINT)) t(f, g, h, m, z, n)""")
+    columns = Column.from_arrow(table.to_arrow_table())
+    generator = QueryGenerator("t", columns, random.Random(3))
+    text = []
+    for _ in range(400):
+        sql = generator.query().sql("duckdb")
+        named = sqlglot.parse_one(sql, read="duckdb").find_all(exp.Column)
+        assert {c.name for c in named} <= set("fghmzn"), sql
+        text.append(sql)
+    text = "\n".join(text)
+    for rendered in ("CAST('nan' AS DOUBLE)", "CAST('inf' AS DOUBLE)", "12345678901234567890123",
+                     "CAST('12:00:00' AS TIME)",
+                     "CAST('2024-01-01 00:00:00+00:00' AS TIMESTAMPTZ)"):
+        assert rendered in text
+    assert "AS DATE)" not in text
+    sql = [literal(c.values[0]).sql("duckdb") for c in columns]
+    assert duckdb.connect().execute(f"SELECT {', '.join(sql)}").fetchall()[0][1:3] == \
+        (float("inf"), 12345678901234567890123)

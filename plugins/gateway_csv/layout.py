@@ -291,31 +291,51 @@ def duckdb_date_format(templates: tuple[str, ...], values: list[str]) -> str | N
 
     DuckDB puts the first value's separator into its templates (leaving out ISO's
     ``%Y-%m-%d``), starts from the last one and, value by value, drops the format in use
-    while it does not read the value: 01/02/2024 is 1 February (``%d/%m/%Y`` comes
-    before ``%m/%d/%Y``) and 01/02/24 is 24 February 2001 (``%y/%m/%d``).
+    while it does not parse the value: 01/02/2024 is 1 February (``%d/%m/%Y`` comes
+    before ``%m/%d/%Y``) and 01/02/24 is 24 February 2001 (``%y/%m/%d``). Parsing
+    checks each field's range only (a day up to 31): a value the format parses into a
+    day its month lacks (10/02/30 as 2010-02-30) keeps the format and fails DuckDB's
+    cast, so the column is no date at all (None).
 
     Raises:
         Unsupported: the format DuckDB ends with does not read a value it accepted
             earlier (DuckDB would fail on it or read it otherwise): a date must never be
-            read differently from DuckDB, so the file is left to the fallback.
+            read differently from DuckDB, so the file is left to the fallback; or a
+            value after the first has a year with fewer digits than the format in use
+            writes (``06-26-5``), which DuckDB's parser reads there and strptime does
+            not (the first value's must be whole: DuckDB reads ``06-26-5`` alone as
+            text).
     """
+    from gateway.errors import Unsupported
+
     found = _DATE_SEPARATOR.match(values[0])
     if found is None:
         return None
     separator = found.group(1)
     formats = [t.replace("-", separator) for t in templates]
     candidates = [f for f in formats if "%Y-%m-%d" not in f]
-    for value in values:
-        while candidates and not _all_match(candidates[-1], [value]):
+    for index, value in enumerate(values):
+        value = value.strip()
+        while candidates and not _parses(candidates[-1], value):
+            short = _year_padded(candidates[-1], value)
+            if short is not None and (index or short[1] > 1) and \
+                    _parses(candidates[-1], short[0]):
+                # DuckDB's parser reads a %y of one digit and a %Y of one to three
+                # (06-26-5 is 2005-06-26), one digit not in the first value (06-26-5
+                # alone is text), and keeps the format; strptime does not
+                raise Unsupported(f"the csv engine does not read dates such as {value!r} "
+                                  f"whose year has fewer digits than {candidates[-1]!r} "
+                                  "writes (DuckDB's parser reads them); the duckdb engine "
+                                  "reads them", engines=("duckdb",))
             candidates.pop()
         if not candidates:
             # DuckDB then reads the values as ISO dates, which may lack leading zeros
             # (2005-10-3)
             iso = [f for f in formats if "%Y-%m-%d" in f and _all_match(f, values)]
             return iso[-1] if iso else None
+        if not _all_match(candidates[-1], [value]):
+            return None
     if not _all_match(candidates[-1], values):
-        from gateway.errors import Unsupported
-
         raise Unsupported(f"the csv engine does not read dates such as {values[0]!r} whose "
                           f"day and month order DuckDB settles value by value (ending with "
                           f"{candidates[-1]!r}, which misreads earlier values)",
@@ -339,6 +359,37 @@ def _all_parse(kind: int, values: list[str]) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _parses(fmt: str, value: str) -> bool:
+    """Whether ``fmt`` parses ``value`` field by field, whether or not the day exists in
+    its month (strptime's "day is out of range for month" comes after parsing)."""
+    import datetime
+
+    try:
+        datetime.datetime.strptime(value, fmt)
+    except ValueError as exc:
+        return str(exc) == "day is out of range for month"
+    return True
+
+
+def _year_padded(fmt: str, value: str) -> tuple[str, int] | None:
+    """``value`` with the year of ``fmt``'s date part padded with zeros to the digits
+    strptime wants (2 for ``%y``, 4 for ``%Y``), and the year's own digits; None when
+    it needs no padding."""
+    found = _DATE_SEPARATOR.match(value)
+    if found is None:
+        return None
+    separator = found.group(1)
+    date, _, rest = value.partition(" ")
+    fields = date.split(separator)
+    wanted = fmt.partition(" ")[0].split(separator)
+    for i, (part, spec) in enumerate(zip(fields, wanted, strict=False)):
+        width = {"%y": 2, "%Y": 4}.get(spec)
+        if width is not None and part.isdigit() and len(part) < width:
+            fields[i] = part.zfill(width)
+            return separator.join(fields) + (" " + rest if rest else ""), len(part)
+    return None
 
 
 def _all_match(fmt: str, values: list[str]) -> bool:

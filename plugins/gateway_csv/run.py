@@ -8,6 +8,7 @@ unless they sort or deduplicate.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator, Iterator
 from typing import Any, ClassVar
 
@@ -269,15 +270,17 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
     distinct_node = distinct_args[0] if one_distinct else None
     merger = None if distinct_args and not one_distinct \
         else _Partials(specs, distinct="__d" if one_distinct else None)
-    #: sum (and avg, whose partial sums _Partials divides as doubles) of integers; Arrow's
-    #: own avg of a whole column is a double already, and of a DECIMAL(38, 0) it would
-    #: round to an integer
+    #: sum and avg of integers: an average is its exact sum divided as a double by its
+    #: count (Arrow's own mean adds integers up as doubles, losing the low digits of
+    #: 2**63-sized values that cancel out)
     exact_sums = {j for j, spec in enumerate(specs[:len(query.aggregates)])
-                  if spec[1] == "sum" or (spec[1] == "mean" and merger is not None)}
+                  if spec[1] in ("sum", "mean")}
     #: sums and averages of any numbers: those of HUGEINT values are bounded too
     totals = {j for j, spec in enumerate(specs[:len(query.aggregates)])
               if spec[1] in ("sum", "mean")}
     huge_bounds = dict.fromkeys(totals, 0)
+    #: per sum of doubles: the sum of the finite magnitudes, past which order matters
+    float_bounds = dict.fromkeys(totals, 0.0)
     widened: set[int] = set()
     #: per integer sum: the most any of its sums can be (rows times largest magnitude)
     bounds = dict.fromkeys(exact_sums, 0)
@@ -308,6 +311,17 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
                         raise Unsupported("the csv engine does not add up HUGEINT values "
                                           "whose sum can pass 38 digits",
                                           engines=ENGINES_FOR_MORE)
+                if j in totals and pa.types.is_floating(arg.type):
+                    finite = pc.if_else(pc.is_finite(arg), pc.abs(arg),
+                                        arrow_values.scalar(0.0, arg.type))
+                    float_bounds[j] += pc.sum(finite).as_py() or 0.0
+                    if not float_bounds[j] <= _DOUBLE_MAX:
+                        # a partial sum may pass the largest double: whether it becomes
+                        # inf, -inf or NaN then depends on the order of the additions,
+                        # DuckDB's row order, which partials grouped otherwise lose
+                        raise Unsupported("the csv engine does not add up doubles whose "
+                                          "sum can pass the largest double",
+                                          engines=ENGINES_FOR_MORE)
                 if j in exact_sums and pa.types.is_integer(arg.type):
                     if exact:
                         arg = arg.cast(_EXACT_SUM)
@@ -336,14 +350,32 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
         return keys, _exact_sums(_with_nans(query, aggs, nan_specs), widened), n
     # distinct counts of several expressions: aggregate the columns whole
     table = pa.Table.from_batches(parts)
-    grouped = _group_by(table, key_names, specs)
+    whole_specs = list(specs)
+    counts: dict[int, int] = {}  # the average of integers at j: its sum, and its count
+    for j, spec in enumerate(specs):
+        if spec[1] == "mean" and not pa.types.is_floating(table.column(spec[0]).type):
+            whole_specs[j] = (spec[0], "sum")
+            counts[j] = len(whole_specs)
+            whole_specs.append((spec[0], "count", pc.CountOptions(mode="only_valid")))
+    grouped = _group_by(table, key_names, whole_specs)
     keys = [whole(grouped.column(k)) for k in key_names]
     aggs = []
-    for spec in specs:
+    for spec in whole_specs:
         name = "count_all" if spec[1] == "count_all" else f"{spec[0]}_{spec[1]}"
         aggs.append(whole(grouped.column(name)))
-    return keys, _exact_sums(_with_nans(query, aggs, nan_specs), widened), \
+    for j, count in counts.items():
+        aggs[j] = _average(aggs[j], aggs[count])
+    return keys, _exact_sums(_with_nans(query, aggs[:len(specs)], nan_specs), widened), \
         grouped.num_rows
+
+
+def _average(total: pa.Array, count: pa.Array) -> pa.Array:
+    """An exact sum (integers or DECIMAL(38, 0)) over its count, as a double (NULL over
+    no value)."""
+    return pc.if_else(pc.equal(count, arrow_values.scalar(0, pa.int64())),
+                      arrow_values.scalar(None, pa.float64()),
+                      pc.divide(pc.cast(total, pa.float64(), safe=False),  # the nearest double
+                                count.cast(pa.float64())))
 
 
 def _group_by(table: pa.Table, keys: list[str], aggregations: list[tuple[Any, ...]]) -> pa.Table:
@@ -363,6 +395,7 @@ def _group_by(table: pa.Table, keys: list[str], aggregations: list[tuple[Any, ..
     ]).to_table(use_threads=False)
 
 
+_DOUBLE_MAX = sys.float_info.max
 #: the type integer sums are added up in: DuckDB's sum of integers is a HUGEINT
 _EXACT_SUM = pa.decimal128(38, 0)
 
@@ -482,11 +515,7 @@ class _Partials:
                 # a sum of partial counts over no rows is NULL; a count of no rows is 0
                 first = pc.fill_null(first, arrow_values.scalar(0, pa.int64()))
             if func == "mean":
-                count = whole(table.column(f"__p{cols[1]}"))
-                total = pc.cast(first, pa.float64(), safe=False)  # the nearest double
-                aggs.append(pc.if_else(pc.equal(count, arrow_values.scalar(0, pa.int64())),
-                                       arrow_values.scalar(None, pa.float64()),
-                                       pc.divide(total, count.cast(pa.float64()))))
+                aggs.append(_average(first, whole(table.column(f"__p{cols[1]}"))))
             else:
                 aggs.append(first)
         return keys, aggs, table.num_rows
