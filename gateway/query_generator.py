@@ -254,7 +254,11 @@ class QueryGenerator:
         return exp.Table(this=exp.to_identifier(self.table, quoted=True))
 
     def _aliased(self, expressions: list[exp.Expr]) -> list[exp.Expr]:
-        return [exp.alias_(e, f"c{i}") for i, e in enumerate(expressions)]
+        """Each expression named ``c<i>``, or now and then left to the engine to name (the
+        names engines choose are part of an answer too), unless another is the same."""
+        texts = [e.sql() for e in expressions]
+        return [e if self.rng.random() < 0.3 and texts.count(texts[i]) == 1
+                else exp.alias_(e, f"c{i}") for i, e in enumerate(expressions)]
 
     # -- expressions ----------------------------------------------------------------------
     def _column(self, kinds: tuple[str, ...] | None = None) -> tuple[exp.Expr, str]:

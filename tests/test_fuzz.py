@@ -238,3 +238,31 @@ def test_values_drawn_from_the_table_are_written_as_sql_of_their_own_type():
     sql = [literal(c.values[0]).sql("duckdb") for c in columns]
     assert duckdb.connect().execute(f"SELECT {', '.join(sql)}").fetchall()[0][1:3] == \
         (float("inf"), 12345678901234567890123)
+
+
+def test_the_fuzz_command_holds_the_csv_engine_to_duckdbs_column_names(tmp_path, capsys,
+                                                                       monkeypatch):
+    """The comparator forgives engine-chosen names between engines (count_star() against
+    count(*)); an engine that declares native operations answers as DuckDB does, so a
+    name it gets wrong (planted: every unaliased expression's name upper-cased) is a
+    divergence."""
+    from gateway_csv import naming, query
+
+    right_name, right_names = query.output_name, naming.duckdb_names
+
+    def wrong_name(node, names=()):
+        name = right_name(node, names)
+        chosen = not isinstance(node, (query.exp.Column, query.exp.Alias))
+        return name.upper() if name and chosen else name
+
+    monkeypatch.setattr(query, "output_name", wrong_name)
+    monkeypatch.setattr(naming, "duckdb_names", lambda *a: [n.upper() for n in right_names(*a)])
+    data = tmp_path / "t.csv"
+    data.write_text("i,s\n1,a\n2,b\n3,\n")
+    config = tmp_path / "arrowgate.toml"
+    config.write_text(f'[engines.csv]\ntype = "csv"\n[engines.duck]\ntype = "duckdb"\n'
+                      f'[sources.t]\npath = "{data}"\n')
+    code = main(["--config", str(config), "fuzz", "--primary", "csv", "--reference", "duck",
+                 "--source", "t", "--queries", "200", "--seed", "1", "--max-findings", "1",
+                 "--out", str(tmp_path / "found")])
+    assert code == 1, capsys.readouterr().out

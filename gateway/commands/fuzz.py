@@ -77,10 +77,20 @@ def run(args: argparse.Namespace) -> int:
             operations = getattr(gw.engine(name), "native_operations", None)
             if operations is not None:
                 break
+        compare = options.compare if options is not None else None
+        if operations is not None:
+            # such an engine answers as DuckDB does, the names of its columns included
+            # (the comparator otherwise forgives names engines choose: count_star())
+            import dataclasses
+
+            from gateway.compare import CompareOptions
+
+            compare = dataclasses.replace(compare or CompareOptions(),
+                                          ignore_engine_chosen_names=False)
         try:
             fuzzer = DifferentialFuzzer(gw, args.primary, args.reference, args.source,
                                         seed=args.seed, without=without, operations=operations,
-                                        options=options.compare if options is not None else None)
+                                        options=compare)
         except ValueError as exc:
             raise UsageError(f"--without: {exc}") from None
         report = fuzzer.run(seconds=args.minutes * 60, max_queries=args.queries,
