@@ -30,10 +30,16 @@ from gateway.tui.components.results_grid import (
     prepare_backend,
 )
 from gateway.tui.components.status_bar import StatusBar
-from gateway.tui.components.verdict_panel import VerdictPanel
+from gateway.tui.components.verdict_panel import VerdictPanel, reference_failure
 from gateway.tui.components.vim import VimTextArea
 from gateway.tui.console import Answer, reference_answer, wait_for_verdict
-from gateway.tui.messages import QueryFailed, QuerySubmitted, ResultsFetched, VerdictReady
+from gateway.tui.messages import (
+    QueryFailed,
+    QuerySubmitted,
+    ReferenceFetched,
+    ResultsFetched,
+    VerdictReady,
+)
 from gateway.tui.sql_text import format_sql, statements
 from gateway.tui.store import Buffer, ConsoleStore, HistoryEntry
 
@@ -237,6 +243,9 @@ class QueryTab(Vertical):
         self.running = answer.shadow is not None  # until VerdictReady
         if answer.shadow is not None:
             self.verdicts.add(answer.shadow)
+            # the reference runs once the grid is painted: it never slows the grid
+            if self._active is not None:
+                self.call_after_refresh(self._active.start_reference)
         else:
             self.verdicts.display = False
             self._remember(answer.sql, answer.engine, answer.elapsed, answer.table.num_rows)
@@ -304,13 +313,47 @@ class QueryTab(Vertical):
             self.showing_reference = False
             return
         table = reference_answer(record)
-        if table is None:
-            self.notify("the reference's answer was not kept: it failed, or it was larger "
-                        "than [shadow] keep_reference_bytes", severity="warning")
+        if table is not None:
+            await self.grid.show(prepare_backend(table))
+            self.status.show_text(f"{table.num_rows:,} rows · the reference's answer "
+                                  f"({record.reference}) · ctrl+r shows the primary's")
+            self.showing_reference = True
             return
-        await self.grid.show(prepare_backend(table))
-        self.status.show_text(f"{table.num_rows:,} rows · the reference's answer "
-                              f"({record.reference}) · ctrl+r shows the primary's")
+        if record.status != "compared" or reference_failure(record) is not None:
+            self.notify("the reference gave no answer to show: it failed, or the run was "
+                        "cancelled", severity="warning")
+            return
+        if self.running:
+            self.notify("a statement is still running in this tab", severity="warning")
+            return
+        # too large to keep beside the grid: the reference runs the statement again
+        self.status.show_text(f"running the statement on {record.reference} again to show "
+                              "its answer (too large to keep)…")
+        self._fetch_reference(self.answer.sql, record.reference)
+
+    @work(thread=True, exclusive=True, group="reference")
+    def _fetch_reference(self, sql: str, engine: str) -> None:
+        try:
+            answer = self.session(engine).run(sql)
+        except GatewayError as exc:
+            self.post_message(ReferenceFetched(sql, engine, None, exc))
+            return
+        self.post_message(ReferenceFetched(sql, engine, prepare_backend(answer.table)))
+
+    @on(ReferenceFetched)
+    async def _reference_fetched(self, event: ReferenceFetched) -> None:
+        event.stop()
+        if self.closed or not self.is_attached or self.running or self.answer is None \
+                or self.answer.sql != event.sql:
+            return  # another statement ran meanwhile
+        if event.error is not None or event.backend is None:
+            self.notify(f"the reference failed when run again: {event.error}", severity="warning")
+            self.status.show_answer(self.answer)
+            return
+        await self.grid.show(event.backend)
+        self.status.show_text(f"{event.backend.row_count:,} rows · the reference's answer "
+                              f"({event.engine}, run again: too large to keep beside the "
+                              "grid) · ctrl+r shows the primary's")
         self.showing_reference = True
 
     @on(DataTable.CellSelected)
