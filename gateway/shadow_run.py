@@ -121,11 +121,11 @@ class _ShadowRun:
     """One shadowed query: the reference's thread, the primary's answer, the verdict."""
 
     def __init__(self, pipeline: Pipeline, record: ShadowRecord, settings: ShadowSettings,
-                 stmt: Statement, store: bool):
+                 stmt: Statement, store: bool, primary_shared: bool = False):
         self.pipeline, self.gw = pipeline, pipeline.gw
         self.record, self.settings, self.store = record, settings, store
         self.budget = Budget(settings.max_compare_bytes, record.sql, settings.compare)
-        self.primary = Answer(self.budget)
+        self.primary = Answer(self.budget, shared=primary_shared)
         self.reference = _Reference(
             pipeline, record.reference, stmt,
             Answer(self.budget, settings.keep_reference_bytes),
@@ -390,6 +390,7 @@ def run_shadowed(
     concurrent: bool = True,
     store: bool = True,
     defer_reference: bool = False,
+    primary_shared: bool = False,
 ) -> tuple[Result | None, BaseException | None, ShadowRecord]:
     """Run ``stmt`` on its engine and on ``settings.reference``, and judge the answers.
 
@@ -411,6 +412,10 @@ def run_shadowed(
             :meth:`ShadowedResult.start_reference` (or when the primary fails),
             and the verdict waits for that; a cancel or close lets it go.
             The console defers it until the primary's answer is on screen.
+        primary_shared: the caller keeps the primary's whole answer anyway (the
+            console's grid): the comparison shares its batches without counting
+            them as held, and the caller's read never waits for the spill
+            (:class:`gateway.shadow_answer.Answer`'s ``shared``).
 
     Returns:
         the primary's result or None, the primary's error or None, and the record.
@@ -443,7 +448,7 @@ def run_shadowed(
         return result, error, record
     if defer_reference and not (concurrent and settings.background):
         raise ValueError("defer_reference needs concurrent and settings.background")
-    run = _ShadowRun(pipeline, record, settings, stmt, store)
+    run = _ShadowRun(pipeline, record, settings, stmt, store, primary_shared)
     run.background = settings.background and concurrent
     if concurrent and not defer_reference:
         run.start_reference()

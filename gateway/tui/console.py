@@ -225,7 +225,8 @@ class TabSession:
             keep_reference_bytes=min(settings.keep_reference_bytes, SHADOW_MEMORY_BYTES))
         result, error, record = run_shadowed(gw.pipeline,
                                              Statement(sql, self.engine, session=session),
-                                             settings, defer_reference=True)
+                                             settings, defer_reference=True,
+                                             primary_shared=True)
         if error is not None:
             if isinstance(error, GatewayError):
                 raise error
