@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from textual.coordinate import Coordinate
 
 import gateway
 from tests.tui_support import divergent_config, settle, type_sql
@@ -76,6 +77,21 @@ async def test_a_shadowed_million_rows_get_the_cores_verdict_with_the_reference_
         await settle(pilot, tab, timeout=300)
         record = tab.verdicts.current
         assert tab.grid.table.row_count == ROWS
+        if expected == "values":
+            # ctrl+r: the reference's answer, not kept, is run again to be shown
+            tab.grid.table.focus()
+            await pilot.press("ctrl+r")
+            for _ in range(6000):
+                await pilot.pause(0.01)
+                if tab.showing_reference:
+                    break
+            assert tab.showing_reference and tab.grid.table.row_count == ROWS
+            assert tab.grid.table.get_cell_at(Coordinate(3, 1)) == 1  # 3 / 2 on old
+            assert "run again" in str(tab.status.render())
+            await pilot.press("ctrl+r")
+            await settle(pilot, tab)
+            assert not tab.showing_reference
+            assert tab.grid.table.get_cell_at(Coordinate(3, 1)) == 1.5
     assert record.status == "compared"
     assert (record.category, record.primary_rows, record.reference_rows) == \
         (core.category, ROWS, ROWS)
@@ -90,3 +106,22 @@ async def test_a_shadowed_million_rows_get_the_cores_verdict_with_the_reference_
     assert record.evidence["compared"] == "streamed"
     assert record.evidence["held_peak_bytes"] <= SHADOW_MEMORY_BYTES
     assert reference_answer(record) is None
+
+
+async def test_closing_a_tab_before_its_reference_started_ends_the_record():
+    """The answer is in, the grid never showed it (the tab closed, the app quit): the
+    reference never starts, and the record ends skipped instead of waiting for it."""
+    from gateway.core import Gateway
+    from gateway.tui.console import ConsoleCore
+
+    core = ConsoleCore(Gateway(divergent_config()))
+    session = core.session("new")
+    try:
+        answer = session.run("SELECT 42 AS x", "old")
+        record = answer.shadow
+        assert answer.table.to_pylist() == [{"x": 42}] and record.status == "pending"
+        session.close()
+        assert record.wait(10)
+        assert record.status == "skipped"
+    finally:
+        core.close()

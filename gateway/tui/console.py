@@ -314,11 +314,15 @@ class TabSession:
 
     def close(self, wait: float = CLOSE_WAIT) -> None:
         """Close the session; a thread still reading an answer is cancelled and given
-        ``wait`` seconds to stop first (the engine must not be closed under it)."""
+        ``wait`` seconds to stop first (the engine must not be closed under it). A
+        shadowed run still without its verdict is cancelled too: its reference may not
+        even have started (the tab starts it once the grid shows the answer)."""
         pump = self._pump
         if pump is not None and pump.is_alive():
             self.cancel()
             pump.join(wait)
+        elif self._shadowed is not None:
+            self._shadowed.cancel()  # nothing, when its verdict is in
         if self._session is not None:
             self._session.close()
 

@@ -6,6 +6,7 @@ cancellation never touch another tab's. Engine calls run in this tab's worker th
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -78,6 +79,8 @@ class QueryTab(Vertical):
         self._started = 0.0
         self._waiting = False
         self._active: TabSession | None = None
+        #: set once the grid has painted the running statement's whole answer
+        self._painted = threading.Event()
         #: set when the tab is taken down: answers arriving later are dropped
         self.closed = False
 
@@ -175,6 +178,7 @@ class QueryTab(Vertical):
         self.running = True
         self._started = time.perf_counter()
         self._waiting = True
+        self._painted.clear()
         self.status.show_running(engine, reference)
         self.verdicts.start(reference)
         self._execute(parts, engine, reference)
@@ -210,6 +214,14 @@ class QueryTab(Vertical):
             else:
                 self._remember(answer.sql, engine, answer.elapsed, answer.table.num_rows)
         if answer.shadow is not None:
+            # the reference starts once the grid has painted the answer, so it never slows
+            # the grid; an app or tab gone before that cancels it
+            while not self._painted.wait(0.1):
+                if self.closed or not self.app.is_running:
+                    session.cancel()
+                    break
+            else:
+                session.start_reference()
             wait_for_verdict(answer.shadow)
             self.post_message(VerdictReady(answer))
 
@@ -243,9 +255,7 @@ class QueryTab(Vertical):
         self.running = answer.shadow is not None  # until VerdictReady
         if answer.shadow is not None:
             self.verdicts.add(answer.shadow)
-            # the reference runs once the grid is painted: it never slows the grid
-            if self._active is not None:
-                self.call_after_refresh(self._active.start_reference)
+            self.call_after_refresh(self._painted.set)  # the worker starts the reference
         else:
             self.verdicts.display = False
             self._remember(answer.sql, answer.engine, answer.elapsed, answer.table.num_rows)
