@@ -100,8 +100,9 @@ async def test_a_shadowed_million_rows_get_the_cores_verdict_with_the_reference_
     assert counted(record.message) == counted(core.message), (record.message, core.message)
     for diff in record.evidence.get("differences") or []:
         assert diff["column"] == "half" and diff["primary"] == diff["reference"] + 0.5, diff
-    # the reference started only once the grid held the primary's whole answer ...
-    assert spy.rows == [("new", 0), ("old", ROWS)], spy.rows
+    # the reference started only once the grid held the primary's whole answer (then
+    # again for ctrl+r) ...
+    assert spy.rows[:2] == [("new", 0), ("old", ROWS)], spy.rows
     # ... and went through the streaming comparison: never held whole beside the grid
     assert record.evidence["compared"] == "streamed"
     assert record.evidence["held_peak_bytes"] <= SHADOW_MEMORY_BYTES
