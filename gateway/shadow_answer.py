@@ -9,6 +9,12 @@ comparator later sees both tables whole. When they pass it, every side is
 (and compares them by value once both are in), and drops them, so the bytes held never exceed
 the budget by more than one batch. The verdict is then the streaming
 comparison's: the same categories and evidence, computed within the cap.
+
+A side whose caller keeps every batch anyway (``shared``: the console's grid holds
+the primary's answer) costs the comparison no memory: its bytes are not held by
+the comparison, and adding one never waits for the spill nor starts it. They
+count when another side's batch decides between the whole and the streamed
+comparison (so a large shared side is streamed too, once the other side comes).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ class Budget:
         self.limit = limit
         self.held = 0
         self.peak = 0
+        #: bytes of the shared sides (held by their callers, not by the comparison)
+        self.shared = 0
         self.downgraded = False
         self.cv = threading.Condition()
         self.answers: list[Answer] = []
@@ -63,10 +71,13 @@ class Answer:
         keep_bytes: keep this answer whole for :meth:`kept` while it is at
             most this many bytes (the reference's, for side-by-side display);
             0 keeps nothing beyond the comparison.
+        shared: the caller keeps every batch of this answer whole anyway: they
+            are not counted as held, and :meth:`add` never waits nor streams.
     """
 
-    def __init__(self, budget: Budget, keep_bytes: int = 0):
+    def __init__(self, budget: Budget, keep_bytes: int = 0, shared: bool = False):
         self.budget = budget
+        self.shared = shared
         self.rows = 0
         self.nbytes = 0
         self.error: BaseException | None = None
@@ -94,7 +105,12 @@ class Answer:
                 self._kept = None
         budget = self.budget
         with budget.cv:
-            if not budget.downgraded and budget.held + n <= budget.limit:
+            if self.shared:  # the other sides' adds decide when to stream
+                budget.shared += n
+                (self._pending if budget.downgraded else self._batches).append(batch)
+                budget.cv.notify_all()
+                return
+            if not budget.downgraded and budget.held + budget.shared + n <= budget.limit:
                 self._batches.append(batch)
                 budget._hold(n)
                 return
@@ -160,7 +176,8 @@ class Answer:
     def release(self) -> None:
         """Drop the batches kept for the comparison (the verdict is in)."""
         with self.budget.cv:
-            self.budget.held -= sum(b.nbytes for b in self._batches)
+            if not self.shared:
+                self.budget.held -= sum(b.nbytes for b in self._batches)
             self._batches = []
             self.budget.cv.notify_all()
 
@@ -189,7 +206,8 @@ class _Spiller(threading.Thread):
                         self.side.add(batch)
                     except BaseException as exc:  # kept for the verdict; keep draining
                         self.error = exc
-                budget._release(batch.nbytes)
+                if not answer.shared:
+                    budget._release(batch.nbytes)
             if self.error is None and answer.error is None and answer.schema is not None:
                 self.side.finish(answer.schema)
         except BaseException as exc:

@@ -1,6 +1,8 @@
 """Running a shadowed query: the primary streams to the caller, teed to the comparison.
 
-The reference starts in a thread of its own, beside the primary. The
+The reference starts in a thread of its own, beside the primary (or, with
+``defer_reference``, when the caller asks for it: the console starts it once the
+grid shows the primary's answer, so the two never share the cores). The
 primary's batches reach the caller as the engine produces them; each is also
 handed to the comparison (:mod:`gateway.shadow_answer`, bounded by
 ``max_compare_bytes``). When the primary's answer ends, the reference gets
@@ -119,11 +121,11 @@ class _ShadowRun:
     """One shadowed query: the reference's thread, the primary's answer, the verdict."""
 
     def __init__(self, pipeline: Pipeline, record: ShadowRecord, settings: ShadowSettings,
-                 stmt: Statement, store: bool):
+                 stmt: Statement, store: bool, primary_shared: bool = False):
         self.pipeline, self.gw = pipeline, pipeline.gw
         self.record, self.settings, self.store = record, settings, store
         self.budget = Budget(settings.max_compare_bytes, record.sql, settings.compare)
-        self.primary = Answer(self.budget)
+        self.primary = Answer(self.budget, shared=primary_shared)
         self.reference = _Reference(
             pipeline, record.reference, stmt,
             Answer(self.budget, settings.keep_reference_bytes),
@@ -132,6 +134,17 @@ class _ShadowRun:
         self.cancelled = False
         self._finishing = threading.Lock()
         self._finished = False
+        #: set once the reference was started, or will never be (the run was cancelled)
+        self.reference_started = threading.Event()
+
+    def start_reference(self) -> None:
+        """Start the reference's thread, once; never after a cancel."""
+        with self._finishing:
+            if self.reference_started.is_set():
+                return
+            if not self.cancelled:
+                self.reference.start()
+            self.reference_started.set()
 
     @property
     def ended(self) -> bool:
@@ -160,6 +173,8 @@ class _ShadowRun:
             self.abandon(self.primary.rows, "saw the query stopped by its timeout")
             return
         self.primary.finish(schema, error)
+        if error is not None:  # no caller waits for a screen of rows: the verdict needs it now
+            self.start_reference()
         if not self._claim_finish():
             return
         if self.background:
@@ -174,13 +189,16 @@ class _ShadowRun:
             return False
         self.cancelled = True
         self.reference.cancel()
+        self.reference_started.set()  # a deferred reference never starts now
         return True
 
     def abandon(self, rows: int, what: str = "closed the answer") -> None:
         """The caller stopped the primary before its end: nothing whole to compare."""
         if not self._claim_finish():
             return
+        self.cancelled = True
         self.reference.cancel()
+        self.reference_started.set()
         record = self.record
         record.status = "skipped"
         record.skip_reason = (f"the caller {what} after {rows} rows, before its end; "
@@ -200,7 +218,9 @@ class _ShadowRun:
     def _judge(self) -> None:
         """Wait for the reference (at most ``timeout``) and put the verdict in the record."""
         record, settings, ref = self.record, self.settings, self.reference
-        ref.join(settings.timeout)
+        self.reference_started.wait()
+        if ref.ident is not None:
+            ref.join(settings.timeout)
         sides = [self.primary, ref.first]
         if self.cancelled:
             record.status = "skipped"
@@ -344,6 +364,11 @@ class ShadowedResult(Result):
         stopped = self._primary.cancel()
         return self._run.cancel() or stopped
 
+    def start_reference(self) -> None:
+        """Start the deferred reference (``run_shadowed(defer_reference=True)``); once only,
+        and never after a cancel. Without deferral it started with the primary."""
+        self._run.start_reference()
+
     def _drain(self) -> None:
         """For :meth:`ShadowRecord.wait` on an answer nobody reads: read it whole, keep it."""
         if not self._claimed:
@@ -364,6 +389,8 @@ def run_shadowed(
     name: str | None = None,
     concurrent: bool = True,
     store: bool = True,
+    defer_reference: bool = False,
+    primary_shared: bool = False,
 ) -> tuple[Result | None, BaseException | None, ShadowRecord]:
     """Run ``stmt`` on its engine and on ``settings.reference``, and judge the answers.
 
@@ -380,6 +407,15 @@ def run_shadowed(
             end). False: the primary is read to its end, then the reference
             runs, and the record is final on return.
         store: append the record to the store when it is final.
+        defer_reference: with ``concurrent`` and ``settings.background``: the
+            reference starts only when the caller calls
+            :meth:`ShadowedResult.start_reference` (or when the primary fails),
+            and the verdict waits for that; a cancel or close lets it go.
+            The console defers it until the primary's answer is on screen.
+        primary_shared: the caller keeps the primary's whole answer anyway (the
+            console's grid): the comparison shares its batches without counting
+            them as held, and the caller's read never waits for the spill
+            (:class:`gateway.shadow_answer.Answer`'s ``shared``).
 
     Returns:
         the primary's result or None, the primary's error or None, and the record.
@@ -410,17 +446,18 @@ def run_shadowed(
         run._claim_finish()
         run._save_and_complete()
         return result, error, record
-    run = _ShadowRun(pipeline, record, settings, stmt, store)
+    if defer_reference and not (concurrent and settings.background):
+        raise ValueError("defer_reference needs concurrent and settings.background")
+    run = _ShadowRun(pipeline, record, settings, stmt, store, primary_shared)
     run.background = settings.background and concurrent
-    if concurrent:
-        run.reference.start()
+    if concurrent and not defer_reference:
+        run.start_reference()
     gw.engine(primary)  # starting the engine is not part of its latency
     started = time.perf_counter()
     try:
         result = run_primary()
     except GatewayError as exc:
-        if not concurrent:
-            run.reference.start()
+        run.start_reference()
         run.primary_ended(None, exc, started, None)
         return None, exc, record
     record.query_id = result.query_id
@@ -434,10 +471,10 @@ def run_shadowed(
         for batch in result.reader():
             run.primary.add(batch)
     except GatewayError as exc:
-        run.reference.start()
+        run.start_reference()
         run.primary_ended(result.schema, exc, started, result)
         return None, exc, record
-    run.reference.start()
+    run.start_reference()
     run.primary_ended(result.schema, None, started, result)
     return result, None, record
 

@@ -286,3 +286,42 @@ def test_background_returns_the_primary_at_once_and_the_verdict_follows(tmp_path
     assert record.status == "compared" and record.category == "match"
     assert record.reference_ms >= 3000
     assert ShadowStore(tmp_path / "store").read().column("category").to_pylist() == ["match"]
+
+
+class _Started:
+    """The engines statements started on, in order (the query-started hook)."""
+
+    def __init__(self):
+        self.engines: list[str] = []
+
+    @gateway.hookimpl
+    def arrowgate_query_started(self, event):
+        self.engines.append(event.engine)
+
+
+@pytest.mark.parametrize("then", ["start", "cancel"])
+def test_a_deferred_reference_starts_only_when_the_caller_asks(tmp_path, then):
+    from gateway.shadow import ShadowSettings, run_shadowed
+    from gateway.statement import Statement
+
+    started = _Started()
+    config = {"default_engine": "a", "engines": {"a": {"type": "duckdb"}, "b": {"type": "duckdb"}}}
+    settings = ShadowSettings(reference="b", background=True, store=None)
+    with gateway.connect(config, plugins=[started]) as gw:
+        result, error, record = run_shadowed(gw.pipeline, Statement("SELECT 42 AS x", "a"),
+                                             settings, defer_reference=True)
+        assert error is None and result is not None
+        assert result.to_arrow().column(0).to_pylist() == [42]
+        assert not record.wait(0.3)  # the primary's answer is in; the reference waits
+        assert started.engines == ["a"] and record.status == "pending"
+        if then == "start":
+            result.start_reference()
+        else:
+            result.cancel()
+        assert record.wait(30)
+    if then == "start":
+        assert started.engines == ["a", "b"]
+        assert record.status == "compared" and record.category == "match"
+    else:
+        assert started.engines == ["a"]
+        assert record.status == "skipped"

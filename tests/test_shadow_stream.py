@@ -166,6 +166,31 @@ def test_streamed_answers_follow_the_comparators_equivalences():
     assert not verdict.evidence["proven_in_place"]  # an integer against a float: paired
 
 
+def test_a_shared_side_is_not_held_nor_streamed_until_the_other_side_comes():
+    """The console's grid keeps the primary's answer: the comparison shares its batches."""
+    budget = Budget(1000, "SELECT i FROM t", CompareOptions())
+    primary, reference = Answer(budget, shared=True), Answer(budget)
+    schema = pa.schema([("i", pa.int64())])
+    batches = [pa.record_batch([pa.array(range(k, k + 1000), pa.int64())], schema=schema)
+               for k in range(0, 5000, 1000)]  # 8000 bytes each, the budget 1000
+    for batch in batches:
+        primary.add(batch)
+    primary.finish(schema)
+    # five batches past the budget: the caller's read never streamed nor waited for a spill
+    assert not primary.downgraded and budget.held == 0
+    try:
+        for batch in batches:
+            reference.add(batch)  # the first batch streams both sides
+        reference.finish(schema)
+        assert primary.downgraded and reference.downgraded
+        verdict = streamed_verdict(primary, reference, budget=budget)
+    finally:
+        budget.close()
+    assert verdict.category == "match", verdict.message
+    assert verdict.evidence["primary_rows"] == verdict.evidence["reference_rows"] == 5000
+    assert budget.peak <= batches[0].nbytes  # the reference's batches only, one at a time
+
+
 def test_closing_the_answer_early_skips_the_record_and_stops_the_reference(tmp_path):
     hooked = []
 

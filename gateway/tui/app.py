@@ -96,7 +96,8 @@ class ArrowgateApp(App[None]):
         self.set_interval(5.0, self.save_buffers)
         self._fit_catalog(self.size.width)
         self.action_focus_editor()
-        self.call_after_refresh(self._prepare)
+        shadowed = any(buffer.reference for buffer in buffers)
+        self.call_after_refresh(self._prepare, shadowed)
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_catalog(event.size.width)
@@ -110,10 +111,12 @@ class ArrowgateApp(App[None]):
             self.query_one(CatalogTree).display = not narrow
 
     @work(thread=True, group="warm")
-    def _prepare(self) -> None:
+    def _prepare(self, shadowed: bool = False) -> None:
         """Import, off the event loop and before the first statement, what running one and
         completing a word need: sqlglot (splitting statements: ~0.1 s to import) and Arrow's
-        compute functions with the grid's width measures (~0.04 s)."""
+        compute functions with the grid's width measures (~0.04 s); and, when a tab shadows
+        its statements, the shadow machinery and the statement-kind check it runs before
+        the primary starts (which the first shadowed grid otherwise waited for)."""
         import pyarrow as pa
 
         from gateway.tui.components.results_grid import prepare_backend
@@ -123,6 +126,11 @@ class ArrowgateApp(App[None]):
         keywords()
         functions()
         prepare_backend(pa.table({"n": [1], "x": [1.5], "s": ["s"]}))
+        if shadowed:
+            import gateway.compare_stream  # noqa: F401
+            from gateway.shadow import ShadowSettings, skip_reason
+
+            skip_reason("SELECT 1", ShadowSettings(reference=""))
 
     # -- tabs ------------------------------------------------------------------
     @property

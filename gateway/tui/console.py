@@ -29,12 +29,19 @@ if TYPE_CHECKING:
     from gateway.result import Result
     from gateway.session import Session
     from gateway.shadow import ShadowRecord
+    from gateway.shadow_run import ShadowedResult
 
 #: Seconds an answer may go on streaming before the rows already in are shown.
 FIRST_ROWS_WAIT = 0.3
 
 #: Seconds closing a tab's session waits for its reading thread to stop.
 CLOSE_WAIT = 2.0
+
+#: Bytes a shadowed run's comparison may hold of both answers (the ``[shadow]`` section's
+#: ``max_compare_bytes`` and ``keep_reference_bytes``, capped at this): a larger answer
+#: goes through the core's streaming comparison, spilled and compared batch by batch,
+#: so the reference's answer is never held whole beside the grid.
+SHADOW_MEMORY_BYTES = 16 << 20
 
 #: The ``[tui]`` section of the configuration.
 TUI_OPTIONS = {
@@ -159,7 +166,7 @@ class TabSession:
         self._cancelled = threading.Event()
         self._session: Session | None = None
         #: the last shadowed answer: cancelling the tab stops its reference too
-        self._shadowed: Result | None = None
+        self._shadowed: ShadowedResult | None = None
         #: the thread reading the last answer's batches
         self._pump: threading.Thread | None = None
         #: rows of the running answer read so far (more than shown while it streams)
@@ -179,7 +186,9 @@ class TabSession:
         FIRST_ROWS_WAIT seconds after its first batch (a shadowed primary's too: the
         comparison reads the same batches as they pass).
         With a reference, the answer comes back before the verdict: ``answer.shadow``
-        is then pending until :func:`wait_for_verdict` returns.
+        is then pending until :func:`wait_for_verdict` returns. The reference has not
+        started yet: :meth:`start_reference` starts it (the tab calls it once the grid
+        shows the answer, so the reference never competes with the grid for the cores).
 
         Raises:
             gateway.errors.GatewayError: the statement failed or was cancelled.
@@ -201,26 +210,36 @@ class TabSession:
         return answer
 
     def _start_shadowed(self, sql: str, reference: str,
-                        session: Session) -> tuple[Result, ShadowRecord]:
+                        session: Session) -> tuple[ShadowedResult, ShadowRecord]:
         from gateway.shadow import DEFAULT_STORE, ShadowSettings, run_shadowed
+        from gateway.shadow_run import ShadowedResult
         from gateway.statement import Statement
 
         gw = self.core.gw
-        configured = gw.shadow_settings
+        settings = gw.shadow_settings or ShadowSettings(
+            reference=reference, store=str(Path(gw.config.base_dir) / DEFAULT_STORE))
         # in the background: the primary's answer is shown before the reference is done
-        settings = (dataclasses.replace(configured, reference=reference, sample=1.0,
-                                        background=True) if configured is not None else
-                    ShadowSettings(reference=reference, background=True,
-                                   store=str(Path(gw.config.base_dir) / DEFAULT_STORE)))
+        settings = dataclasses.replace(
+            settings, reference=reference, sample=1.0, background=True,
+            max_compare_bytes=min(settings.max_compare_bytes, SHADOW_MEMORY_BYTES),
+            keep_reference_bytes=min(settings.keep_reference_bytes, SHADOW_MEMORY_BYTES))
         result, error, record = run_shadowed(gw.pipeline,
                                              Statement(sql, self.engine, session=session),
-                                             settings)
+                                             settings, defer_reference=True,
+                                             primary_shared=True)
         if error is not None:
             if isinstance(error, GatewayError):
                 raise error
             raise QueryError(str(error), engine=self.engine) from error
-        assert result is not None
+        assert isinstance(result, ShadowedResult)
         return result, record
+
+    def start_reference(self) -> None:
+        """Start the last shadowed run's reference (once; never after a cancel). Never
+        raises, never blocks."""
+        shadowed = self._shadowed
+        if shadowed is not None:
+            shadowed.start_reference()
 
     def _read(self, sql: str, result: Result, reference: str | None, started: float,
               on_first_rows: Callable[[Answer], None] | None) -> Answer:
@@ -295,11 +314,15 @@ class TabSession:
 
     def close(self, wait: float = CLOSE_WAIT) -> None:
         """Close the session; a thread still reading an answer is cancelled and given
-        ``wait`` seconds to stop first (the engine must not be closed under it)."""
+        ``wait`` seconds to stop first (the engine must not be closed under it). A
+        shadowed run still without its verdict is cancelled too: its reference may not
+        even have started (the tab starts it once the grid shows the answer)."""
         pump = self._pump
         if pump is not None and pump.is_alive():
             self.cancel()
             pump.join(wait)
+        elif self._shadowed is not None:
+            self._shadowed.cancel()  # nothing, when its verdict is in
         if self._session is not None:
             self._session.close()
 
@@ -311,5 +334,5 @@ def wait_for_verdict(record: ShadowRecord, timeout: float | None = None) -> bool
 
 def reference_answer(record: ShadowRecord) -> pa.Table | None:
     """The reference's whole answer, or None when it failed or was larger than the
-    ``[shadow]`` section's ``keep_reference_bytes``."""
+    ``[shadow]`` section's ``keep_reference_bytes`` or :data:`SHADOW_MEMORY_BYTES`."""
     return record.reference_answer()

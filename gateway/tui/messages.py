@@ -29,6 +29,19 @@ class ResultsFetched(Message):
         self.backend = backend
 
 
+class ReferenceFetched(Message):
+    """The reference's answer to ``sql``, run again for ctrl+r (too large to have been kept),
+    or the error it failed with."""
+
+    def __init__(self, sql: str, engine: str, backend: ShownBackend | None,
+                 error: GatewayError | None = None) -> None:
+        super().__init__()
+        self.sql = sql
+        self.engine = engine
+        self.backend = backend
+        self.error = error
+
+
 class VerdictReady(Message):
     """The shadow verdict of ``answer`` is final."""
 

@@ -6,6 +6,7 @@ cancellation never touch another tab's. Engine calls run in this tab's worker th
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -30,10 +31,16 @@ from gateway.tui.components.results_grid import (
     prepare_backend,
 )
 from gateway.tui.components.status_bar import StatusBar
-from gateway.tui.components.verdict_panel import VerdictPanel
+from gateway.tui.components.verdict_panel import VerdictPanel, reference_failure
 from gateway.tui.components.vim import VimTextArea
 from gateway.tui.console import Answer, reference_answer, wait_for_verdict
-from gateway.tui.messages import QueryFailed, QuerySubmitted, ResultsFetched, VerdictReady
+from gateway.tui.messages import (
+    QueryFailed,
+    QuerySubmitted,
+    ReferenceFetched,
+    ResultsFetched,
+    VerdictReady,
+)
 from gateway.tui.sql_text import format_sql, statements
 from gateway.tui.store import Buffer, ConsoleStore, HistoryEntry
 
@@ -72,6 +79,8 @@ class QueryTab(Vertical):
         self._started = 0.0
         self._waiting = False
         self._active: TabSession | None = None
+        #: set once the grid has painted the running statement's whole answer
+        self._painted = threading.Event()
         #: set when the tab is taken down: answers arriving later are dropped
         self.closed = False
 
@@ -169,6 +178,7 @@ class QueryTab(Vertical):
         self.running = True
         self._started = time.perf_counter()
         self._waiting = True
+        self._painted.clear()
         self.status.show_running(engine, reference)
         self.verdicts.start(reference)
         self._execute(parts, engine, reference)
@@ -204,6 +214,14 @@ class QueryTab(Vertical):
             else:
                 self._remember(answer.sql, engine, answer.elapsed, answer.table.num_rows)
         if answer.shadow is not None:
+            # the reference starts once the grid has painted the answer, so it never slows
+            # the grid; an app or tab gone before that cancels it
+            while not self._painted.wait(0.1):
+                if self.closed or not self.app.is_running:
+                    session.cancel()
+                    break
+            else:
+                session.start_reference()
             wait_for_verdict(answer.shadow)
             self.post_message(VerdictReady(answer))
 
@@ -237,6 +255,7 @@ class QueryTab(Vertical):
         self.running = answer.shadow is not None  # until VerdictReady
         if answer.shadow is not None:
             self.verdicts.add(answer.shadow)
+            self.call_after_refresh(self._painted.set)  # the worker starts the reference
         else:
             self.verdicts.display = False
             self._remember(answer.sql, answer.engine, answer.elapsed, answer.table.num_rows)
@@ -304,13 +323,47 @@ class QueryTab(Vertical):
             self.showing_reference = False
             return
         table = reference_answer(record)
-        if table is None:
-            self.notify("the reference's answer was not kept: it failed, or it was larger "
-                        "than [shadow] keep_reference_bytes", severity="warning")
+        if table is not None:
+            await self.grid.show(prepare_backend(table))
+            self.status.show_text(f"{table.num_rows:,} rows · the reference's answer "
+                                  f"({record.reference}) · ctrl+r shows the primary's")
+            self.showing_reference = True
             return
-        await self.grid.show(prepare_backend(table))
-        self.status.show_text(f"{table.num_rows:,} rows · the reference's answer "
-                              f"({record.reference}) · ctrl+r shows the primary's")
+        if record.status != "compared" or reference_failure(record) is not None:
+            self.notify("the reference gave no answer to show: it failed, or the run was "
+                        "cancelled", severity="warning")
+            return
+        if self.running:
+            self.notify("a statement is still running in this tab", severity="warning")
+            return
+        # too large to keep beside the grid: the reference runs the statement again
+        self.status.show_text(f"running the statement on {record.reference} again to show "
+                              "its answer (too large to keep)…")
+        self._fetch_reference(self.answer.sql, record.reference)
+
+    @work(thread=True, exclusive=True, group="reference")
+    def _fetch_reference(self, sql: str, engine: str) -> None:
+        try:
+            answer = self.session(engine).run(sql)
+        except GatewayError as exc:
+            self.post_message(ReferenceFetched(sql, engine, None, exc))
+            return
+        self.post_message(ReferenceFetched(sql, engine, prepare_backend(answer.table)))
+
+    @on(ReferenceFetched)
+    async def _reference_fetched(self, event: ReferenceFetched) -> None:
+        event.stop()
+        if self.closed or not self.is_attached or self.running or self.answer is None \
+                or self.answer.sql != event.sql:
+            return  # another statement ran meanwhile
+        if event.error is not None or event.backend is None:
+            self.notify(f"the reference failed when run again: {event.error}", severity="warning")
+            self.status.show_answer(self.answer)
+            return
+        await self.grid.show(event.backend)
+        self.status.show_text(f"{event.backend.row_count:,} rows · the reference's answer "
+                              f"({event.engine}, run again: too large to keep beside the "
+                              "grid) · ctrl+r shows the primary's")
         self.showing_reference = True
 
     @on(DataTable.CellSelected)
