@@ -7,7 +7,7 @@ here imports sqlglot.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -94,3 +94,20 @@ def answer_table(names: list[str], columns: list[pa.Array], types: list[str] | N
             columns[i] = columns[i].cast(target)
     # duplicate output names are legal SQL; Arrow tables allow them too
     return pa.Table.from_arrays(columns, names=names)
+
+
+def limited(tables: Iterable[pa.Table], offset: int, limit: int | None) -> Iterator[pa.Table]:
+    """``tables`` without their first ``offset`` rows, and no more than ``limit`` rows of
+    them; ``tables`` is not read on once the limit is reached."""
+    to_skip, remaining = offset, limit
+    for table in tables:
+        if to_skip:
+            dropped = min(to_skip, table.num_rows)
+            table = table.slice(dropped)
+            to_skip -= dropped
+        if remaining is not None:
+            table = table.slice(0, remaining)
+            remaining -= table.num_rows
+        yield table
+        if remaining is not None and remaining <= 0:
+            return

@@ -18,7 +18,7 @@ from sqlglot import exp
 from gateway import arrow_values
 from gateway.errors import QueryError, Unsupported
 from gateway.startup import sort_functions
-from gateway_csv.columns import answer_table, arrow_type, scanned
+from gateway_csv.columns import answer_table, arrow_type, limited, scanned
 from gateway_csv.compute import FALSE, ZERO, Frame, broadcast, pc, whole
 from gateway_csv.layout import BOOL, DATE, FLOAT, INT, Layout
 from gateway_csv.query import (
@@ -621,23 +621,15 @@ def plain_batches(scanners: list[Scanner], query: Query) -> Generator[pa.Table, 
         yield finish(query, merged)
         return
     names = [name for name, _ in query.items]
-    to_skip = query.offset
-    remaining = query.limit
-    scan_limit = -1 if remaining is None else to_skip + remaining
-    for frame, rest in scan_columns(scanners, query, scan_limit):
-        frame = filtered(frame, rest)
-        table = _table(names, [frame.array(e) for _, e in query.items], frame.length,
-                       query.types)
-        if to_skip:
-            dropped = min(to_skip, table.num_rows)
-            table = table.slice(dropped)
-            to_skip -= dropped
-        if remaining is not None:
-            table = table.slice(0, remaining)
-            remaining -= table.num_rows
-        yield table
-        if remaining is not None and remaining <= 0:
-            return
+    scan_limit = -1 if query.limit is None else query.offset + query.limit
+
+    def tables() -> Iterator[pa.Table]:
+        for frame, rest in scan_columns(scanners, query, scan_limit):
+            frame = filtered(frame, rest)
+            yield _table(names, [frame.array(e) for _, e in query.items], frame.length,
+                         query.types)
+
+    yield from limited(tables(), query.offset, query.limit)
 
 
 def _concat_frames(frames: list[Frame]) -> Frame:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from gateway_csv.columns import answer_table, scanned
+from gateway_csv.columns import answer_table, limited, scanned
 from gateway_csv.scan import MAX_COLUMNS, Scanner
 
 #: Words not taken as a name: DuckDB's reserved words, and every word sqlglot's DuckDB
@@ -118,21 +118,15 @@ def batches(scanners: list[Scanner], shape: Projection, types: dict[str, str]) \
 def _batches(scanners: list[Scanner], shape: Projection, items: tuple[tuple[str, str], ...],
              types: list[str]) -> Iterator[pa.Table]:
     names = [name for name, _ in items]
-    to_skip, remaining = shape.offset, shape.limit
-    scan_limit = -1 if remaining is None else to_skip + remaining
-    for scanner in scanners:
-        layout = scanner.layout
-        order = sorted({layout.lower_names[column.lower()] for _, column in items})
-        slots = tuple((col, layout.scan_kind(col)) for col in order)
-        for _, columns in scanned(scanner, slots, (), scan_limit):
-            table = answer_table(names, [columns[column.lower()] for _, column in items], types)
-            if to_skip:
-                dropped = min(to_skip, table.num_rows)
-                table = table.slice(dropped)
-                to_skip -= dropped
-            if remaining is not None:
-                table = table.slice(0, remaining)
-                remaining -= table.num_rows
-            yield table
-            if remaining is not None and remaining <= 0:
-                return
+    scan_limit = -1 if shape.limit is None else shape.offset + shape.limit
+
+    def tables() -> Iterator[pa.Table]:
+        for scanner in scanners:
+            layout = scanner.layout
+            order = sorted({layout.lower_names[column.lower()] for _, column in items})
+            slots = tuple((col, layout.scan_kind(col)) for col in order)
+            for _, columns in scanned(scanner, slots, (), scan_limit):
+                yield answer_table(names, [columns[column.lower()] for _, column in items],
+                                   types)
+
+    return limited(tables(), shape.offset, shape.limit)
