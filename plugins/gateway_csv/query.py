@@ -93,10 +93,10 @@ def output_name(node: exp.Expression, names: Sequence[str] = ()) -> str | None:
         return "count_star()"
     fn = _NAMED_AGGREGATES.get(type(node))
     arg = node.this if fn is not None else None
-    if isinstance(arg, exp.Column) and not arg.this.args.get("quoted") \
-            and _PLAIN_NAME.match(arg.name) and arg.name.lower() not in KEYWORDS \
-            and len(node.args) == 1 + ("this" not in node.args):
-        return f"{fn}({arg.name})"
+    extra = [k for k, v in node.args.items() if k not in ("this", "big_int") and v]
+    if isinstance(arg, exp.Column) and not extra and _PLAIN_NAME.match(arg.name) \
+            and arg.name.lower() not in KEYWORDS:
+        return f"{fn}({arg.name})"  # one plain column, nothing else (not max(a, 3))
     return None
 
 
