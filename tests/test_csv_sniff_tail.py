@@ -143,3 +143,15 @@ def test_a_sample_past_the_bytes_read_for_it_is_refused(tmp_path, monkeypatch):
     path = write(tmp_path, "w.csv", "id,pad\n" + "".join(f"{i},{pad}\n" for i in range(21000)))
     with gateway_for(path) as gw, pytest.raises(Unsupported, match="20,480 rows"):
         gw.execute("SELECT id FROM t", engine="csv")
+
+
+def test_a_long_file_of_cr_line_ends_is_not_taken_for_one_long_row(tmp_path, monkeypatch):
+    """A guard: the head is read on until it holds DuckDB's sample, counting LFs; a file of
+    CR-only line ends must reach it too (opening.py rewrites its ends to LF first)."""
+    from gateway_csv import layout
+
+    monkeypatch.setattr(layout, "DIALECT_BYTES", 1 << 16)
+    monkeypatch.setattr(layout, "SAMPLE_BYTES", 1 << 18)
+    path = write(tmp_path, "cr.csv", "a,b\r" + "".join(f"{i},x{i}\r" for i in range(30000)))
+    with gateway_for(path) as gw:
+        assert_same(gw, "SELECT count(*), max(a) FROM t")

@@ -457,34 +457,13 @@ async def test_typing_repaints_the_editor_not_the_grid(monkeypatch):
         assert not painted
 
 
-def test_what_the_first_statement_needs_is_imported_before_it_runs(tmp_path):
+async def test_what_the_first_statement_needs_is_imported_before_it_runs(tmp_path):
     """Splitting statements needs sqlglot (about 0.1 s to import) and the grid Arrow's
     compute functions: the app imports them in the background, not at the first run."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from tests.tui_support import imported_while_idle
 
-    script = """
-import asyncio, sys
-from tests.tui_support import make_app
-
-async def main():
-    app = make_app({"engines": {"duck": {"type": "duckdb"}}}, persist=False)
-    async with app.run_test() as pilot:
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if "sqlglot.tokens" in sys.modules and "pyarrow.compute" in sys.modules:
-                print("imported")
-                return
-        print("not imported")
-
-asyncio.run(main())
-"""
-    root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
-                         text=True, timeout=120, env={**os.environ, "ARROWGATE_HOME": str(tmp_path)})
-    assert out.stdout.strip() == "imported", out.stderr
+    assert imported_while_idle(tmp_path, 'make_app({"engines": {"duck": {"type": "duckdb"}}}, '
+                               'persist=False)', ("sqlglot.tokens", "pyarrow.compute"))
 
 
 async def test_an_answer_that_keeps_streaming_shows_its_first_rows_early():

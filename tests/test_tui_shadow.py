@@ -131,28 +131,7 @@ async def test_closing_a_tab_before_its_reference_started_ends_the_record():
 async def test_a_shadowing_console_imports_the_shadow_machinery_before_the_first_run(tmp_path):
     """The first shadowed statement waited for the shadow modules and sqlglot's parse of
     its kind before its primary started (about 0.1 s, on the grid's time)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from tests.tui_support import imported_while_idle
 
-    script = """
-import asyncio, sys
-from tests.tui_support import make_app, divergent_config
-
-async def main():
-    app = make_app(divergent_config(), reference="old", persist=False)
-    async with app.run_test() as pilot:
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if "gateway.shadow_run" in sys.modules and "gateway.sql.kinds" in sys.modules:
-                print("imported")
-                return
-        print("not imported")
-
-asyncio.run(main())
-"""
-    root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
-                         text=True, timeout=120, env={**os.environ, "ARROWGATE_HOME": str(tmp_path)})
-    assert out.stdout.strip() == "imported", out.stderr
+    assert imported_while_idle(tmp_path, 'make_app(divergent_config(), reference="old", '
+                               'persist=False)', ("gateway.shadow_run", "gateway.sql.kinds"))

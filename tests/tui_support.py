@@ -95,3 +95,33 @@ def screen_text(app: Any) -> str:
 
     pieces = re.findall(r">([^<]*)</text>", app.export_screenshot())
     return " ".join(html.unescape(p).replace("\xa0", " ") for p in pieces)
+
+
+def imported_while_idle(tmp_path: Path, app: str, modules: tuple[str, ...]) -> bool:
+    """Whether a console (``app``: an expression over :func:`make_app` and the configs
+    here) imports every one of ``modules`` in the background within 10 s of starting,
+    with no statement run: checked in a fresh interpreter, where nothing is imported yet."""
+    import subprocess
+    import sys
+
+    script = f"""
+import asyncio, sys
+from tests.tui_support import make_app, divergent_config
+
+async def main():
+    app = {app}
+    async with app.run_test() as pilot:
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if all(m in sys.modules for m in {modules!r}):
+                print("imported")
+                return
+        print("not imported")
+
+asyncio.run(main())
+"""
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "ARROWGATE_HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip() == "imported"
