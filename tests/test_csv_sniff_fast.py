@@ -1,0 +1,116 @@
+"""The sniffer's fast paths give what its plain forms give: ``str.split`` where it
+stands in for ``csv.reader``, and the searches over a joined sample that stand in
+for value-by-value loops (typing DuckDB's 20,480-row sample is most of a cold
+one-query process, docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway.errors import Unsupported
+from gateway_csv import dialect, layout
+
+#: unquoted text: delimiters, blanks, CR/LF line ends, digits, signs, multi-byte letters
+PLAIN = st.lists(st.sampled_from([*",;|\t 1-.aé\n", "\r\n", "\n\n"]),
+                 max_size=150).map("".join)
+#: the same with what makes the reader do more than split: quotes, escapes, NUL, lone CR
+ANY = st.lists(st.sampled_from([*",;\t 1a\n\"'\\\x00\r", "\r\n"]),
+               max_size=100).map("".join)
+
+
+def reader_rows(text: str, delimiter: str, quote: str, escape: str,
+                limit: int) -> list[list[str]]:
+    """What csv.reader gives, as _split_lines configures it."""
+    kwargs: dict = {"delimiter": delimiter, "strict": False}
+    if quote:
+        kwargs["quotechar"] = quote
+        if escape and escape != quote:
+            kwargs["escapechar"] = escape
+            kwargs["doublequote"] = False
+    else:
+        kwargs["quoting"] = csv.QUOTE_NONE
+    rows = []
+    try:
+        for row in csv.reader(io.StringIO(text, newline=""), **kwargs):
+            if row:
+                rows.append(list(row))
+            if len(rows) >= limit:
+                break
+    except csv.Error:
+        pass
+    return rows
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.one_of(PLAIN, ANY), delimiter=st.sampled_from([",", ";", "\t"]),
+       quote=st.sampled_from(['"', "'", ""]), limit=st.integers(min_value=1, max_value=12))
+def test_split_lines_is_the_readers_split(text, delimiter, quote, limit):
+    escape = quote if quote != "'" else "\\"
+    assert layout._split_lines(text, delimiter, quote, escape, limit) == \
+        reader_rows(text, delimiter, quote, escape, limit)
+
+
+def test_plain_split_takes_a_plain_sample_and_leaves_the_rest_to_the_reader():
+    assert layout._split_plain("a,b\r\n1,2\r\n\r\n3,4\n", ",", '"', '"', 10) == \
+        [["a", "b"], ["1", "2"], ["3", "4"]]
+    for text in ('a,"b"\n', "a\x00,b\n", "a\rb\n", "a,b\\\n"):
+        assert layout._split_plain(text, ",", '"', "\\", 10) is None
+    # blank lines before the limit: the rows past the split may be needed
+    assert layout._split_plain("a\n\n\nb\nc\nd\n", ",", '"', '"', 3) is None
+
+
+def blank_after_double_by_value(values: list[str]) -> bool:
+    """The value-by-value form of _blank_after_double."""
+    for i, value in enumerate(values):
+        if not re.fullmatch(r"[ \t]*-?\d+[ \t]*", value):
+            return any(v[-1:] in (" ", "\t") for v in values[i:])
+    return False
+
+
+VALUES = st.lists(st.sampled_from(["1", "-2", " 3", "4 ", "5\t", "2.5", "2.5 ", "x", "",
+                                   " ", "-", "1e3", "٣"]), max_size=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(values=VALUES)
+def test_blank_after_double_matches_its_value_by_value_form(values):
+    assert layout._blank_after_double(values) == blank_after_double_by_value(values)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=VALUES)
+def test_first_not_integer_matches_its_value_by_value_form(values):
+    expected = next((i for i, v in enumerate(values)
+                     if not re.fullmatch(r"[ \t]*-?\d+[ \t]*", v)), None)
+    assert layout._first_not_integer(values) == expected
+
+
+@pytest.mark.parametrize("blank_before", [True, False])
+def test_a_refined_chunk_counts_rows_with_their_nulls(blank_before):
+    """The first decimal's row counts the NULL rows before it: 2,000 integers and 100
+    NULLs put it past row 2,046, where blanks in its chunk are refused."""
+    column = ["7"] * 2000 + [""] * 100 + ["2.5"]
+    if blank_before:
+        column[1000] = "1 "
+    values = [v for v in column if v]
+    if blank_before:
+        with pytest.raises(Unsupported, match="blanks near its first decimal"):
+            layout._refuse_blanks_in_refined_chunk(column, values, ("",))
+    else:
+        layout._refuse_blanks_in_refined_chunk(column, values, ("",))
+    # without the NULLs the decimal sits at row 2,000, in the first chunk: no refusal
+    short = [*column[:2000], "2.5"]
+    layout._refuse_blanks_in_refined_chunk(short, [v for v in short if v], ("",))
+    assert dialect.CHUNK_ROWS - 2 == 2046
+
+
+def test_infinity_in_a_text_column_is_still_found():
+    with pytest.raises(Unsupported, match="holds infinity"):
+        layout._column_type(["2024-01-01", "infinity", "2024-01-02"])
+    assert layout._column_type(["a", "b"]) == (layout.STR, None)
