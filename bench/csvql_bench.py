@@ -19,7 +19,9 @@ with no console script): ``python -c "...csvql.query_csv(SQL)"`` in a venv of
 its own (``--csvql-venv``, default /tmp/csvql-venv, made when missing).
 (``pip install csvql`` gets an unrelated 2019 tool.) Its library needs glibc
 2.38; where it does not load (Debian 12 has 2.36: "version `GLIBC_2.38' not
-found"), csvql is skipped and the reason printed.
+found"), csvql is skipped and the reason printed, unless ``--csvql-shim``: its only
+2.38 symbol, ``fmod``, is then bound to the older glibc's (bench/elf_versions.py; the
+same function, whose 2.38 version only dropped an error-handling wrapper).
 
 Method (docs/benchmarks.md): every answer is checked against the DuckDB CLI's
 first (rows compared as sets of text, numbers to 9 significant digits), and
@@ -178,11 +180,17 @@ def contenders(path: Path, config: Path, arrowgate_bin: Path,
     return found
 
 
-def find_csvql(binary: str | None, venv: Path) -> tuple[list[str] | None, str]:
-    """csvql's argv before the SQL, and what it is; or None and why it cannot run here."""
+def find_csvql(binary: str | None, venv: Path, shim: bool = False) \
+        -> tuple[list[str] | None, str]:
+    """csvql's argv before the SQL, and what it is; or None and why it cannot run here.
+
+    ``shim``: install into ``VENV-shim`` and loosen its library's ``fmod@GLIBC_2.38``
+    (bench/elf_versions.py) so that it loads on an older glibc."""
     binary = binary or shutil.which("csvql")
     if binary:
         return [binary], f"csvql program {binary}"
+    if shim:
+        venv = venv.with_name(venv.name + "-shim")
     python = venv / "bin" / "python"
     if not python.exists():
         print(f"installing {CSVQL_PACKAGE} into {venv}", file=sys.stderr, flush=True)
@@ -192,15 +200,23 @@ def find_csvql(binary: str | None, venv: Path) -> tuple[list[str] | None, str]:
                                   capture_output=True, text=True)
         if made.returncode != 0:
             return None, f"pip install {CSVQL_PACKAGE} failed: {made.stderr.strip()[-300:]}"
+        if shim:
+            from elf_versions import loosen
+
+            lib = next(venv.glob("lib/python3*/site-packages/csvql/libcsvql.so"))
+            print(f"loosening fmod@GLIBC_2.38 in {lib}: {loosen(lib, {'fmod'}, 'GLIBC_2.38')}",
+                  file=sys.stderr, flush=True)
     probe = subprocess.run([str(python), "-c", "import csvql._loader as l; l.load(); "
                             f"from importlib.metadata import version; "
                             f"print(version('{CSVQL_PACKAGE}'))"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
         return None, (f"{CSVQL_PACKAGE} does not load here: "
-                      + probe.stderr.strip().splitlines()[-1])
+                      + probe.stderr.strip().splitlines()[-1]
+                      + ("" if shim else " (--csvql-shim loosens its fmod@GLIBC_2.38)"))
     return [str(python), "-c", CSVQL_RUNNER], \
-        f"{CSVQL_PACKAGE} {probe.stdout.strip()} through python -c (no csvql program on PATH)"
+        f"{CSVQL_PACKAGE} {probe.stdout.strip()} through python -c (no csvql program on PATH)" \
+        + (", its fmod@GLIBC_2.38 bound to this glibc's fmod" if shim else "")
 
 
 def measure(queries: list[tuple[str, str]], group: list[Contender], rounds: int,
@@ -286,13 +302,17 @@ def main() -> None:
                              "dependencies only (bench/.runtime-venv, as bench/csv_bench.py)")
     parser.add_argument("--csvql-bin", help="csvql's own program (default: csvql on PATH)")
     parser.add_argument("--csvql-venv", type=Path, default=Path("/tmp/csvql-venv"))
+    parser.add_argument("--csvql-shim", action="store_true",
+                        help="where csvql's library needs glibc 2.38 and this one is older: "
+                             "install it into CSVQL_VENV-shim with its one 2.38 symbol (fmod) "
+                             "bound to this glibc's (bench/elf_versions.py)")
     args = parser.parse_args()
     arrowgate_bin = BIN
     if args.install == "runtime":
         from csv_bench import runtime_install
 
         arrowgate_bin = runtime_install()
-    csvql, what = find_csvql(args.csvql_bin, args.csvql_venv)
+    csvql, what = find_csvql(args.csvql_bin, args.csvql_venv, args.csvql_shim)
     print(f"csvql: {what}" if csvql else f"csvql skipped: {what}", flush=True)
     print(f"arrowgate: {arrowgate_bin / 'arrowgate'}; load average {os.getloadavg()[0]:.1f} "
           "at the start", flush=True)

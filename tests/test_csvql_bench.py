@@ -34,3 +34,43 @@ def test_answers_compare_as_sorted_rows_with_numbers_normalised(bench):
     ours = b"passenger_count,y,count\n1,2014,4\n2,2015,3.000000000001\n"
     assert bench.answer(duckdb) == bench.answer(ours)
     assert bench.answer(duckdb) != bench.answer(b"h\n1,2014,5\n2,2015,3\n")
+
+
+def test_a_library_asking_for_a_missing_symbol_version_loads_once_loosened(tmp_path, monkeypatch):
+    """bench/elf_versions.py, as ``--csvql-shim`` uses it on csvql's fmod@GLIBC_2.38: a
+    library built against ``twice@NEW_1`` fails to load where its provider has only
+    ``twice@OLD_1``, and loads and calls the provider's ``twice`` once loosened."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from elf_versions import loosen
+
+    (tmp_path / "provider.c").write_text("int twice(int x) { return 2 * x; }\n")
+    (tmp_path / "new.map").write_text("NEW_1 { global: twice; local: *; };\n")
+    (tmp_path / "old.map").write_text("OLD_1 { global: twice; local: *; };\n")
+    (tmp_path / "user.c").write_text("int twice(int);\nint quad(int x) { return twice(twice(x)); }\n")
+    build = tmp_path / "build"
+    build.mkdir()
+
+    def cc_run(*args: str) -> None:
+        subprocess.run([cc, "-shared", "-fPIC", *args], check=True, cwd=tmp_path,
+                       capture_output=True)
+
+    # the user is linked against a provider that versions twice as NEW_1 ...
+    cc_run("-Wl,--version-script=new.map", "-Wl,-soname,libprovider.so", "-o",
+           "build/libprovider.so", "provider.c")
+    cc_run("-o", "libuser.so", "user.c", "-Lbuild", "-lprovider")
+    # ... and loaded beside an older one, which has it as OLD_1 only (as glibc 2.36 has
+    # fmod@GLIBC_2.2.5 and not fmod@GLIBC_2.38)
+    cc_run("-Wl,--version-script=old.map", "-Wl,-soname,libprovider.so", "-o",
+           "libprovider.so", "provider.c")
+    ctypes.CDLL(str(tmp_path / "libprovider.so"), mode=ctypes.RTLD_GLOBAL)
+    with pytest.raises(OSError, match="NEW_1"):
+        ctypes.CDLL(str(tmp_path / "libuser.so"))
+    assert loosen(tmp_path / "libuser.so", {"twice"}, "NEW_1") == (1, 1)
+    assert ctypes.CDLL(str(tmp_path / "libuser.so")).quad(3) == 12
