@@ -36,6 +36,17 @@ SAME = {
     # DuckDB's TIME parser does not take one minute digit without seconds: text
     "not_a_time": "t\n12:0\n13:0\n",
     "one_line_not_a_time": "12:0\n",
+    # digits of other scripts are no numbers, dates or times to DuckDB: text (a column of
+    # them was sniffed BIGINT, DOUBLE or DATE, and the scan then failed on every value)
+    "arabic_indic_digits": "a,b\n\u0663,x\n\u0664\u0665,y\n",
+    "fullwidth_decimal": "a\n\uff11.5\n2.5\n",
+    "devanagari_date": "d\n\u0968\u0966\u0968\u096a-01-02\n2024-01-03\n",
+    "fullwidth_time": "t\n\uff11\uff12:30\n",
+    "fullwidth_date_other_format": "d\n\uff10\uff11/02/2024\n03/04/2024\n",
+    # nor are letters that only fold to ASCII ones (long s, dotless and dotted i)
+    "long_s_in_yes": "a\nye\u017f\nno\n",
+    "dotless_i_in_inf": "a\n1.5\n\u0131nf\n",
+    "dotted_capital_i_in_infinity": "a\n\u0130NFINITY\n2.5\n",
 }
 
 

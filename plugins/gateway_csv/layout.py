@@ -55,41 +55,41 @@ DATE_FORMATS = ("%m-%d-%Y", "%m-%d-%y", "%d-%m-%Y", "%d-%m-%y", "%Y-%m-%d", "%y-
 TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%m-%d-%Y %I:%M:%S %p", "%m-%d-%y %I:%M:%S %p",
                      "%d-%m-%Y %H:%M:%S", "%d-%m-%y %H:%M:%S", "%Y-%m-%d %H:%M:%S",
                      "%y-%m-%d %H:%M:%S")
-_DATE_SEPARATOR = re.compile(r"[ \t]*\d+(\D+)\d+")
+_DATE_SEPARATOR = re.compile(r"[ \t]*[0-9]+([^0-9]+)[0-9]+")
 
 # Each pattern matches a value in at most one way (no two quantifiers compete
 # for the same characters), and _column_kind joins them per line in an atomic
 # group under a possessive star, so a failing sample is rejected in one pass:
 # no backtracking across lines, time linear in the sample.
 # a leading + keeps a value text, as in DuckDB's sniffer
-_INT = r"-?\d+"
-_FLOAT = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|-?(?:nan|infinity|inf)"
-_DATE = r"\d{4}-\d\d-\d\d"
-_TIME = r"[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?"
+_INT = r"-?[0-9]+"
+_FLOAT = r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|-?(?:nan|infinity|inf)"
+_DATE = r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]"
+_TIME = r"[ T][0-9][0-9]:[0-9][0-9](?::[0-9][0-9](?:\.[0-9]+)?)?"
 _PATTERNS = [
-    (BOOL, re.compile(r"(?:true|false|t|f|yes|no)", re.I)),  # not y/n, as DuckDB sniffs
+    (BOOL, re.compile(r"(?:true|false|t|f|yes|no)", re.I | re.ASCII)),  # not y/n, as DuckDB sniffs
     (INT, re.compile(_INT)),
-    (FLOAT, re.compile(_FLOAT, re.I)),
-    (TIME, re.compile(r"\d\d:\d\d(?::\d\d(?:\.\d+)?)?")),
+    (FLOAT, re.compile(_FLOAT, re.I | re.ASCII)),
+    (TIME, re.compile(r"[0-9][0-9]:[0-9][0-9](?::[0-9][0-9](?:\.[0-9]+)?)?")),
     (DATE, re.compile(_DATE)),
     (TS, re.compile(_DATE + r"(?:" + _TIME + r")?")),
-    (TSTZ, re.compile(_DATE + _TIME + r"(?:Z|[+-]\d\d(?::?\d\d)?)?")),
+    (TSTZ, re.compile(_DATE + _TIME + r"(?:Z|[+-][0-9][0-9](?::?[0-9][0-9])?)?")),
 ]
 #: the start of a line (a value of a joined sample) that is no integer (blanks around one
 #: are allowed)
-_NOT_INTEGER_LINE = re.compile(r"(?m)^(?![ \t]*-?\d+[ \t]*$)")
+_NOT_INTEGER_LINE = re.compile(r"(?m)^(?![ \t]*-?[0-9]+[ \t]*$)")
 _BLANK_END = re.compile(r"[ \t](?=\n|\Z)")
-_INFINITY = re.compile(r"[ \t]*[-+]?inf(?:inity)?[ \t]*", re.I)
-_INFINITY_LINE = re.compile(f"(?m)^{_INFINITY.pattern}$", re.I)
+_INFINITY = re.compile(r"[ \t]*[-+]?inf(?:inity)?[ \t]*", re.I | re.ASCII)
+_INFINITY_LINE = re.compile(f"(?m)^{_INFINITY.pattern}$", re.I | re.ASCII)
 # what DuckDB's TIME parser may take (3:45, 1:2:3, 24:00:00; not 12:0)
-_LOOSE_TIME = re.compile(r"(?>[ \t]*+\d+:(?:\d+:\d+(?:\.\d*)?|\d\d)[ \t]*+)")
+_LOOSE_TIME = re.compile(r"(?>[ \t]*+[0-9]+:(?:[0-9]+:[0-9]+(?:\.[0-9]*)?|[0-9][0-9])[ \t]*+)")
 # an ISO timestamp and a zone name (UTC, EST, America/New_York), which DuckDB reads
-_NAMED_ZONE = re.compile(r"(?>[ \t]*+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)? "
+_NAMED_ZONE = re.compile(r"(?>[ \t]*+[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9](?::[0-9][0-9](?:\.[0-9]+)?)? "
                          r"[A-Za-z][A-Za-z0-9_+/-]*+[ \t]*+)")
 _COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
-_LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0\d")
-_OTHER_DATE = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ \t]*+)")
-_OTHER_TIMESTAMP = re.compile(r"(?>[ \t]*+\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4} \d{1,2}:\d\d:\d\d"
+_LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0[0-9]")
+_OTHER_DATE = re.compile(r"(?>[ \t]*+[0-9]{1,4}[-/.][0-9]{1,2}[-/.][0-9]{1,4}[ \t]*+)")
+_OTHER_TIMESTAMP = re.compile(r"(?>[ \t]*+[0-9]{1,4}[-/.][0-9]{1,2}[-/.][0-9]{1,4} [0-9]{1,2}:[0-9][0-9]:[0-9][0-9]"
                               r"(?: [AaPp][Mm])?[ \t]*+)")
 
 
@@ -241,7 +241,7 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
             return STR, None
         if kind == FLOAT and _blank_after_double(values):
             return STR, None
-        if kind == INT and re.search(r"\d{19}", joined):
+        if kind == INT and re.search(r"[0-9]{19}", joined):
             return _wide_int_kind(values), None
         if kind in (DATE, TS, TSTZ, TIME) and not _all_parse(kind, values):
             continue
