@@ -68,7 +68,7 @@ def test_plain_split_takes_a_plain_sample_and_leaves_the_rest_to_the_reader():
 def blank_after_double_by_value(values: list[str]) -> bool:
     """The value-by-value form of _blank_after_double."""
     for i, value in enumerate(values):
-        if not re.fullmatch(r"[ \t]*-?\d+[ \t]*", value):
+        if not re.fullmatch(r"[ \t]*-?[0-9]+[ \t]*", value):
             return any(v[-1:] in (" ", "\t") for v in values[i:])
     return False
 
@@ -87,7 +87,7 @@ def test_blank_after_double_matches_its_value_by_value_form(values):
 @given(values=VALUES)
 def test_first_not_integer_matches_its_value_by_value_form(values):
     expected = next((i for i, v in enumerate(values)
-                     if not re.fullmatch(r"[ \t]*-?\d+[ \t]*", v)), None)
+                     if not re.fullmatch(r"[ \t]*-?[0-9]+[ \t]*", v)), None)
     assert layout._first_not_integer(values) == expected
 
 
@@ -114,3 +114,31 @@ def test_infinity_in_a_text_column_is_still_found():
     with pytest.raises(Unsupported, match="holds infinity"):
         layout._column_type(["2024-01-01", "infinity", "2024-01-02"])
     assert layout._column_type(["a", "b"]) == (layout.STR, None)
+
+
+#: pieces of values of every shape the sniffer tries, and near misses
+PIECES = ["0", "1", "7", "9", "12", "2024", "-", "+", ".", "e", "E", ":", "T", " ", "\t", "Z",
+          "nan", "NaN", "inf", "Infinity", "true", "F", "yes", "No", "2024-01-31", "2024-02-30",
+          "1969-12-31", "12:30", "23:59:59", "24:00:00", "12:30:45.123456789", "+05", "-03:30",
+          "+0530", "x", "é", "\u0663", "\u0131nf", "ye\u017f"]
+VALUE = st.lists(st.sampled_from(PIECES), min_size=0, max_size=5).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(values=st.lists(VALUE, min_size=1, max_size=6))
+def test_shapes_in_c_are_the_regexes_and_parsers(values):
+    """The C shapes (what the sniffer types by) are, kind by kind, the _PATTERNS
+    regexes with DATE, TIMESTAMP and TIMESTAMPTZ parsed by the scanner."""
+    from gateway_csv import _scanner
+
+    assert _scanner.shapes("\n".join(values).encode()) == layout.shapes_by_regex(values)
+
+
+@pytest.mark.parametrize("value", ["2024-01-31 12:30:45.5+05:30", "2024-01-31T12:30Z",
+                                   " 2024-01-31 ", "2024-01-31 12:30:45.", "-.5e-3", "1.e5",
+                                   "-infinity", "1e", "2024-02-29", "2023-02-29", "00:00",
+                                   "2024-01-31 12:30:45+0530", "2024-01-31 12:30:45+05:3"])
+def test_shapes_of_edge_values(value):
+    from gateway_csv import _scanner
+
+    assert _scanner.shapes(value.encode()) == layout.shapes_by_regex([value])

@@ -1640,6 +1640,186 @@ badslot:
     return PyErr_Format(PyExc_ValueError, "a filter, key or aggregate names a slot that does not exist");
 }
 
+
+/* ------------------------------------------------------------- sniffing */
+
+/* The shapes the sniffer tries (layout.py's _PATTERNS, there as regular
+ * expressions over the joined sample, which typing DuckDB's 20,480 rows spent
+ * most of a cold one-query process in): each function takes a value without
+ * its surrounding blanks and says whether it has the shape, ASCII only. */
+
+enum { K_TIME = 8 };
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static size_t skip_digits(const char *s, size_t n, size_t p) {
+    while (p < n && is_digit(s[p])) p++;
+    return p;
+}
+
+static int word_ci(const char *s, size_t n, const char *word) {
+    size_t k = strlen(word);
+    if (n != k) return 0;
+    for (size_t i = 0; i < k; i++)
+        if (((unsigned char)s[i] | 0x20) != (unsigned char)word[i]) return 0;
+    return 1;
+}
+
+static int shape_bool(const char *s, size_t n) {
+    return word_ci(s, n, "true") || word_ci(s, n, "false") || word_ci(s, n, "t") ||
+           word_ci(s, n, "f") || word_ci(s, n, "yes") || word_ci(s, n, "no");
+}
+
+/* -?[0-9]+ */
+static int shape_int(const char *s, size_t n) {
+    size_t p = n && s[0] == '-';
+    size_t q = skip_digits(s, n, p);
+    return q > p && q == n;
+}
+
+/* -?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?  or  -?(nan|infinity|inf) */
+static int shape_float(const char *s, size_t n) {
+    size_t p = n && s[0] == '-';
+    if (word_ci(s + p, n - p, "nan") || word_ci(s + p, n - p, "infinity") || word_ci(s + p, n - p, "inf"))
+        return 1;
+    size_t q = skip_digits(s, n, p);
+    if (q > p) {
+        if (q < n && s[q] == '.') q = skip_digits(s, n, q + 1);
+    } else {
+        if (q >= n || s[q] != '.') return 0;
+        size_t r = skip_digits(s, n, q + 1);
+        if (r == q + 1) return 0;
+        q = r;
+    }
+    if (q < n && (s[q] == 'e' || s[q] == 'E')) {
+        size_t r = q + 1;
+        if (r < n && (s[r] == '+' || s[r] == '-')) r++;
+        size_t t = skip_digits(s, n, r);
+        if (t > r) q = t;
+    }
+    return q == n;
+}
+
+/* [0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)? at p: its end, or 0 */
+static size_t time_at(const char *s, size_t n, size_t p) {
+    if (p + 5 > n || !is_digit(s[p]) || !is_digit(s[p + 1]) || s[p + 2] != ':' || !is_digit(s[p + 3]) ||
+        !is_digit(s[p + 4]))
+        return 0;
+    p += 5;
+    if (p + 3 <= n && s[p] == ':' && is_digit(s[p + 1]) && is_digit(s[p + 2])) {
+        p += 3;
+        if (p + 1 < n && s[p] == '.' && is_digit(s[p + 1])) p = skip_digits(s, n, p + 1);
+    }
+    return p;
+}
+
+/* [0-9]{4}-[0-9]{2}-[0-9]{2} at the start */
+static int date_at(const char *s, size_t n) {
+    return n >= 10 && is_digit(s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) && s[4] == '-' &&
+           is_digit(s[5]) && is_digit(s[6]) && s[7] == '-' && is_digit(s[8]) && is_digit(s[9]);
+}
+
+/* after a date: ([ T]time)? -> its end */
+static size_t after_date(const char *s, size_t n) {
+    if (n > 10 && (s[10] == ' ' || s[10] == 'T')) {
+        size_t q = time_at(s, n, 11);
+        if (q) return q;
+    }
+    return 10;
+}
+
+/* ([zZ]... no: Z|[+-][0-9]{2}(:?[0-9]{2})?) at p: its end, or p when absent */
+static size_t zone_at(const char *s, size_t n, size_t p) {
+    if (p < n && s[p] == 'Z') return p + 1;
+    if (p + 3 <= n && (s[p] == '+' || s[p] == '-') && is_digit(s[p + 1]) && is_digit(s[p + 2])) {
+        size_t q = p + 3;
+        size_t r = q < n && s[q] == ':' ? q + 1 : q;
+        if (r + 2 <= n && is_digit(s[r]) && is_digit(s[r + 1])) return r + 2;
+        if (r != q && q + 2 <= n && is_digit(s[q]) && is_digit(s[q + 1])) return q + 2;
+        return q;
+    }
+    return p;
+}
+
+/* the kinds (a bit each) whose shape one value has; DATE, TIMESTAMP and
+ * TIMESTAMP WITH TIME ZONE also parsed by the scanner's own parsers */
+static unsigned value_shapes(const char *s, size_t n) {
+    unsigned bits = shape_bool(s, n) ? 1u << K_BOOL : 0;
+    const char *t = s;
+    size_t m = n;
+    trim_spaces(&t, &m);
+    if (!m) return bits;
+    if (shape_int(t, m)) bits |= 1u << K_INT;
+    if (shape_float(t, m)) bits |= 1u << K_FLOAT;
+    if (time_at(t, m, 0) == m) bits |= 1u << K_TIME;
+    if (date_at(t, m)) {
+        int64_t v;
+        if (m == 10 && !parse_date(t, m, &v)) bits |= 1u << K_DATE;
+        size_t e = after_date(t, m);
+        if (e == m && !parse_timestamp(t, m, &v, 0)) bits |= 1u << K_TS;
+        if (e > 10 && zone_at(t, m, e) == m && !parse_timestamp(t, m, &v, 1)) bits |= 1u << K_TSTZ;
+    }
+    return bits;
+}
+
+/* what some value of a sample is, beside the shapes all have (layout.py's SH_ flags) */
+enum { SH_LEADING_ZERO = 1u << 16, SH_WIDE = 1u << 17, SH_BLANK_AFTER_DOUBLE = 1u << 18, SH_INFINITY = 1u << 19 };
+
+/* the flags of one value; *not_int: it is no integer (blanks around one allowed) */
+static unsigned value_flags(const char *s, size_t n, int *not_int) {
+    unsigned flags = 0;
+    const char *t = s;
+    size_t m = n;
+    trim_spaces(&t, &m);
+    size_t lead = (size_t)(t - s);
+    /* ^[ \t]*[+-]?0[0-9] */
+    size_t p = lead < n && (s[lead] == '+' || s[lead] == '-') ? lead + 1 : lead;
+    if (p + 1 < n && s[p] == '0' && is_digit(s[p + 1])) flags |= SH_LEADING_ZERO;
+    /* [0-9]{19} anywhere */
+    for (size_t i = 0, run = 0; i < n; i++) {
+        run = is_digit(s[i]) ? run + 1 : 0;
+        if (run >= 19) {
+            flags |= SH_WIDE;
+            break;
+        }
+    }
+    /* [ \t]*[-+]?inf(inity)?[ \t]*, ASCII letters in any case */
+    size_t q = m && (t[0] == '+' || t[0] == '-');
+    if (word_ci(t + q, m - q, "inf") || word_ci(t + q, m - q, "infinity")) flags |= SH_INFINITY;
+    *not_int = !shape_int(t, m);
+    return flags;
+}
+
+/* shapes(joined) -> the bits of the kinds whose shape every line of a sample
+ * joined by newlines has (layout.py's _column_type tries them in its order),
+ * and the SH_ flags of what some line is */
+static PyObject *shapes(PyObject *mod, PyObject *args) {
+    const char *s;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y#", &s, &n)) return NULL;
+    unsigned all = ~0u, some = 0;
+    Py_BEGIN_ALLOW_THREADS
+    const char *p = s, *end = s + n;
+    int past_int = 0; /* a value that is no integer was met */
+    for (;;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl ? nl : end;
+        size_t len = (size_t)(stop - p);
+        int not_int;
+        if (all) all &= value_shapes(p, len);
+        some |= value_flags(p, len, &not_int);
+        past_int |= not_int;
+        /* DuckDB tests a value against DOUBLE once one has failed the integers */
+        if (past_int && len && (p[len - 1] == ' ' || p[len - 1] == '\t')) some |= SH_BLANK_AFTER_DOUBLE;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    Py_END_ALLOW_THREADS
+    return PyLong_FromUnsignedLong((all & ((1u << K_BOOL) | (1u << K_INT) | (1u << K_FLOAT) | (1u << K_TIME) |
+                                           (1u << K_DATE) | (1u << K_TS) | (1u << K_TSTZ))) |
+                                   some);
+}
+
 /* parse_value(kind, bytes) -> value or raises ValueError; used by the sniffer and tests */
 static PyObject *parse_value(PyObject *mod, PyObject *args) {
     int kind;
@@ -1669,6 +1849,7 @@ static PyObject *parse_value(PyObject *mod, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
     {"parse_value", parse_value, METH_VARARGS, "parse_value(kind, bytes): the scanner's own value parser"},
+    {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
     {NULL},
 };
 

@@ -57,11 +57,9 @@ TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%m-%d-%Y %I:%M:%S %p", "%m-%d-%y %
                      "%y-%m-%d %H:%M:%S")
 _DATE_SEPARATOR = re.compile(r"[ \t]*[0-9]+([^0-9]+)[0-9]+")
 
-# Each pattern matches a value in at most one way (no two quantifiers compete
-# for the same characters), and _column_kind joins them per line in an atomic
-# group under a possessive star, so a failing sample is rejected in one pass:
-# no backtracking across lines, time linear in the sample.
-# a leading + keeps a value text, as in DuckDB's sniffer
+# The shapes the sniffer types values by, in the order it tries them; the sniffer
+# itself asks _scanner.shapes, their C form (shapes_by_regex is the reference it is
+# tested against). A leading + keeps a value text, as in DuckDB's sniffer.
 _INT = r"-?[0-9]+"
 _FLOAT = r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|-?(?:nan|infinity|inf)"
 _DATE = r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]"
@@ -75,12 +73,16 @@ _PATTERNS = [
     (TS, re.compile(_DATE + r"(?:" + _TIME + r")?")),
     (TSTZ, re.compile(_DATE + _TIME + r"(?:Z|[+-][0-9][0-9](?::?[0-9][0-9])?)?")),
 ]
+#: what some value of a sample is (_scanner.shapes' bits past the kinds'): an integer
+#: or decimal with a leading zero (text to DuckDB), an integer of 19 digits or more,
+#: a value ending in blanks once one was no integer (:func:`_blank_after_double`),
+#: an infinity
+SH_LEADING_ZERO, SH_WIDE, SH_BLANK_AFTER_DOUBLE, SH_INFINITY = (1 << b for b in range(16, 20))
 #: the start of a line (a value of a joined sample) that is no integer (blanks around one
 #: are allowed)
 _NOT_INTEGER_LINE = re.compile(r"(?m)^(?![ \t]*-?[0-9]+[ \t]*$)")
 _BLANK_END = re.compile(r"[ \t](?=\n|\Z)")
 _INFINITY = re.compile(r"[ \t]*[-+]?inf(?:inity)?[ \t]*", re.I | re.ASCII)
-_INFINITY_LINE = re.compile(f"(?m)^{_INFINITY.pattern}$", re.I | re.ASCII)
 # what DuckDB's TIME parser may take (3:45, 1:2:3, 24:00:00; not 12:0)
 _LOOSE_TIME = re.compile(r"(?>[ \t]*+[0-9]+:(?:[0-9]+:[0-9]+(?:\.[0-9]*)?|[0-9][0-9])[ \t]*+)")
 # an ISO timestamp and a zone name (UTC, EST, America/New_York), which DuckDB reads
@@ -222,28 +224,29 @@ def _column_kind(values: list[str]) -> int:
 def _column_type(values: list[str]) -> tuple[int, str | None]:
     """(the narrowest kind every value fits, its strptime format when not ISO).
 
-    Each kind is checked with one regex over the joined sample; dates and
-    times are then checked value by value with the scanner's own parser, so an
-    impossible date (2024-02-30) keeps its column text, as in DuckDB.
+    The kinds are tried in _PATTERNS' order on the shapes every value has
+    (:func:`gateway_csv._scanner.shapes`, :func:`shapes_by_regex` in C); dates
+    and times are checked with the scanner's own parser too, so an impossible
+    date (2024-02-30) keeps its column text, as in DuckDB.
     """
     if not values:
         return STR, None
     joined = "\n".join(values)
     if joined.count("\n") != len(values) - 1:
         return STR, None  # a value holds a newline
-    for kind, pattern in _PATTERNS:
-        # DuckDB's strict BOOLEAN cast takes no blanks around a value
-        blanks = "" if kind == BOOL else "[ \t]*+"
-        line = f"(?>{blanks}(?:{pattern.pattern}){blanks})"
-        if not re.fullmatch(f"(?:{line}\n)*+{line}", joined, pattern.flags):
+    from gateway_csv import _scanner
+
+    shapes = _scanner.shapes(joined.encode())
+    for kind, _ in _PATTERNS:
+        if not shapes >> kind & 1:
             continue
-        if kind in (INT, FLOAT) and _LEADING_ZERO.search(joined):
+        if kind in (INT, FLOAT) and shapes & SH_LEADING_ZERO:
             return STR, None
-        if kind == FLOAT and _blank_after_double(values):
+        if kind == FLOAT and shapes & SH_BLANK_AFTER_DOUBLE:
             return STR, None
-        if kind == INT and re.search(r"[0-9]{19}", joined):
+        if kind == INT and shapes & SH_WIDE:
             return _wide_int_kind(values), None
-        if kind in (DATE, TS, TSTZ, TIME) and not _all_parse(kind, values):
+        if kind == TIME and not _all_parse(kind, values):
             continue
         return kind, None
     for kind, shape, formats in ((DATE, _OTHER_DATE, DATE_FORMATS),
@@ -267,7 +270,7 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
                           "TIMESTAMP WITH TIME ZONE; the duckdb engine reads them",
                           engines=("duckdb",))
     finite = [v for v in values if not _INFINITY.fullmatch(v)] if \
-        _INFINITY_LINE.search(joined) else values
+        shapes & SH_INFINITY else values
     if finite and len(finite) < len(values) and _column_type(finite)[0] in (DATE, TS, TSTZ,
                                                                             TIME):
         from gateway.errors import Unsupported
@@ -277,6 +280,28 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
                           "which DuckDB's sniffer may take as a DATE; the duckdb engine "
                           "reads it", engines=("duckdb",))
     return STR, None
+
+
+def shapes_by_regex(values: list[str]) -> int:
+    """What :func:`gateway_csv._scanner.shapes` computes, by _PATTERNS and the
+    scanner's parsers one value at a time: a bit for each kind whose pattern every
+    value matches (blanks around it allowed, but not around a BOOLEAN), DATE,
+    TIMESTAMP and TIMESTAMP WITH TIME ZONE only when every value parses too. The
+    reference the C form is tested against."""
+    bits = 0
+    for kind, pattern in _PATTERNS:
+        blanks = "" if kind == BOOL else "[ \t]*+"
+        line = re.compile(f"(?>{blanks}(?:{pattern.pattern}){blanks})", pattern.flags)
+        if all(line.fullmatch(v) for v in values) and \
+                (kind not in (DATE, TS, TSTZ) or _all_parse(kind, values)):
+            bits |= 1 << kind
+    joined = "\n".join(values)
+    for flag, found in ((SH_LEADING_ZERO, _LEADING_ZERO.search(joined)),
+                        (SH_WIDE, re.search(r"[0-9]{19}", joined)),
+                        (SH_BLANK_AFTER_DOUBLE, _blank_after_double(values)),
+                        (SH_INFINITY, any(_INFINITY.fullmatch(v) for v in values))):
+        bits |= flag if found else 0
+    return bits
 
 
 def _blank_after_double(values: list[str]) -> bool:
