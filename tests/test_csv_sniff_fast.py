@@ -142,3 +142,46 @@ def test_shapes_of_edge_values(value):
     from gateway_csv import _scanner
 
     assert _scanner.shapes(value.encode()) == layout.shapes_by_regex([value])
+
+
+#: plain CSV text: fields of digits, letters, blanks and NULL words, rows of varying widths,
+#: blank lines and CRLF line ends
+PLAIN_CSV = st.lists(
+    st.lists(st.sampled_from(["", "1", "-2.5", "x", " a ", "NA", "é", "2024-01-01"]),
+             min_size=0, max_size=4).map(",".join),
+    min_size=0, max_size=12).flatmap(
+        lambda lines: st.sampled_from(["\n", "\r\n"]).map(
+            lambda end: end.join(lines) + st_end(lines, end)))
+
+
+def st_end(lines: list[str], end: str) -> str:
+    return end if lines else ""
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=PLAIN_CSV, ncols=st.integers(min_value=1, max_value=4),
+       skip=st.integers(min_value=0, max_value=2), limit=st.integers(min_value=1, max_value=9),
+       trailing=st.booleans(), nulls=st.sampled_from([("",), ("NA",), ("", "NA")]))
+def test_the_c_sample_is_the_rows_sample(text, ncols, skip, limit, trailing, nulls):
+    """_Sample.plain (C, straight to columns) gives what the rows _split_lines gives
+    make: the first row, the row count, the body's count and its columns."""
+    fast = layout._Sample.plain(text, ",", '"', '"', limit + skip, skip, ncols, trailing, nulls)
+    rows = layout._split_lines(text, ",", '"', '"', limit + skip)[skip:]
+    if not rows:
+        assert fast is None
+        return
+    if trailing:
+        rows = rows[:1] + [r[:ncols] if len(r) == ncols + 1 else r for r in rows[1:]]
+    slow = layout._Sample.of_rows(rows, ncols, nulls)
+    assert fast is not None
+    assert (fast.first, fast.rows, fast.body) == (slow.first, slow.rows, slow.body)
+    for f, s in zip(fast.columns, slow.columns, strict=True):
+        assert (f.joined, f.count, f.rows, list(f.cells()), f.values()) == \
+            (s.joined, s.count, s.rows, list(s.cells()), s.values())
+    for f, s in zip(fast.with_first(nulls), slow.with_first(nulls), strict=True):
+        assert (f.joined, f.count, list(f.cells())) == (s.joined, s.count, list(s.cells()))
+
+
+def test_a_sample_with_quotes_is_left_to_the_reader():
+    assert layout._Sample.plain('a,b\n"1",2\n', ",", '"', '"', 10, 0, 2, False, ("",)) is None
+    assert layout._Sample.plain("a;b\n1;2\n", "\u00a7", '"', '"', 10, 0, 2, False, ("",)) is None

@@ -1820,6 +1820,141 @@ static PyObject *shapes(PyObject *mod, PyObject *args) {
                                    some);
 }
 
+
+/* sample_columns(text, delimiter, ncols, skip, limit, trailing, nulls) ->
+ * (first, rows, body, [(values, count, cells), ...]): the sniffer's sample of a
+ * text without quotes (layout.py checks it has none, nor NULs or lone CRs),
+ * split as str.split would and turned into columns without a Python object per
+ * value. Lines end at LF (a CR before it is dropped), empty lines are no rows,
+ * the first `skip` rows are skipped and `limit` rows taken in all (skipped ones
+ * included, as _split_lines counts them). `first` is the fields of the first row
+ * kept; `body` counts the rows after it with `ncols` fields (`ncols` + 1 ending in
+ * one more with `trailing`, whose last is dropped), whose fields make the
+ * columns: per column the values that are not in `nulls` joined by LF, their
+ * count, and every field (NULLs too) joined by LF. None when out of memory. */
+static PyObject *sample_columns(PyObject *mod, PyObject *args) {
+    const char *s;
+    Py_ssize_t n, ncols, skip, limit;
+    int delim, trailing;
+    PyObject *nulls;
+    if (!PyArg_ParseTuple(args, "y#innnpO!", &s, &n, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
+                          &nulls))
+        return NULL;
+    if (ncols < 1 || ncols > 1 << 16) return PyErr_Format(PyExc_ValueError, "ncols %zd", ncols);
+    Py_ssize_t nnull = PyTuple_GET_SIZE(nulls);
+    for (Py_ssize_t k = 0; k < nnull; k++)
+        if (!PyBytes_Check(PyTuple_GET_ITEM(nulls, k))) return PyErr_Format(PyExc_TypeError, "nulls are bytes");
+    Buf *vals = calloc((size_t)ncols, sizeof(Buf)), *cells = calloc((size_t)ncols, sizeof(Buf));
+    Py_ssize_t *counts = calloc((size_t)ncols, sizeof(Py_ssize_t));
+    const char **starts = malloc((size_t)(ncols + 2) * sizeof(char *));
+    PyObject *result = NULL, *first = NULL, *cols = NULL;
+    if (!vals || !cells || !counts || !starts) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const char *p = s, *end = s + n, *first_line = NULL, *first_end = NULL;
+    Py_ssize_t rows = 0, body = 0;
+    int oom = 0;
+    while (p < end && rows < limit && !oom) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl ? nl : end, *next = nl ? nl + 1 : end;
+        if (stop > p && stop[-1] == '\r') stop--;
+        if (stop == p) {
+            p = next;
+            continue;
+        }
+        rows++;
+        if (rows <= skip) {
+            p = next;
+            continue;
+        }
+        if (!first_line) {
+            first_line = p, first_end = stop;
+            p = next;
+            continue;
+        }
+        /* the fields' starts; a row of another width is left out */
+        Py_ssize_t fields = 0;
+        const char *q = p;
+        for (;;) {
+            if (fields <= ncols) starts[fields] = q;
+            fields++;
+            const char *d = memchr(q, delim, (size_t)(stop - q));
+            if (!d) break;
+            q = d + 1;
+        }
+        if (fields == ncols)
+            starts[ncols] = stop + 1; /* one past the last field's end */
+        else if (trailing && fields == ncols + 1)
+            fields = ncols; /* the extra field's start stays one past the last's end */
+        if (fields == ncols) {
+            body++;
+            for (Py_ssize_t c = 0; c < ncols && !oom; c++) {
+                const char *f = starts[c];
+                size_t len = (size_t)(starts[c + 1] - 1 - f);
+                int is_null = 0;
+                for (Py_ssize_t k = 0; k < nnull && !is_null; k++) {
+                    PyObject *b = PyTuple_GET_ITEM(nulls, k);
+                    is_null = (size_t)PyBytes_GET_SIZE(b) == len && memcmp(PyBytes_AS_STRING(b), f, len) == 0;
+                }
+                if (body > 1 && buf_put(&cells[c], "\n", 1)) oom = 1;
+                if (buf_put(&cells[c], f, len)) oom = 1;
+                if (!is_null) {
+                    if (counts[c] && buf_put(&vals[c], "\n", 1)) oom = 1;
+                    if (buf_put(&vals[c], f, len)) oom = 1;
+                    counts[c]++;
+                }
+            }
+        }
+        p = next;
+    }
+    if (oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (first_line) {
+        first = PyList_New(0);
+        if (!first) goto done;
+        const char *q = first_line;
+        for (;;) {
+            const char *d = memchr(q, delim, (size_t)(first_end - q));
+            const char *e = d ? d : first_end;
+            PyObject *field = PyBytes_FromStringAndSize(q, e - q);
+            if (!field || PyList_Append(first, field)) {
+                Py_XDECREF(field);
+                goto done;
+            }
+            Py_DECREF(field);
+            if (!d) break;
+            q = d + 1;
+        }
+    } else {
+        first = Py_None;
+        Py_INCREF(first);
+    }
+    cols = PyList_New(ncols);
+    if (!cols) goto done;
+    for (Py_ssize_t c = 0; c < ncols; c++) {
+        PyObject *col = Py_BuildValue("(y#ny#)", vals[c].p ? vals[c].p : "", (Py_ssize_t)vals[c].len, counts[c],
+                                      cells[c].p ? cells[c].p : "", (Py_ssize_t)cells[c].len);
+        if (!col) goto done;
+        PyList_SET_ITEM(cols, c, col);
+    }
+    result = Py_BuildValue("(OnnO)", first, rows, body, cols);
+done:
+    Py_XDECREF(first);
+    Py_XDECREF(cols);
+    if (vals)
+        for (Py_ssize_t c = 0; c < ncols; c++) free(vals[c].p);
+    if (cells)
+        for (Py_ssize_t c = 0; c < ncols; c++) free(cells[c].p);
+    free(vals);
+    free(cells);
+    free(counts);
+    free(starts);
+    return result;
+}
+
 /* parse_value(kind, bytes) -> value or raises ValueError; used by the sniffer and tests */
 static PyObject *parse_value(PyObject *mod, PyObject *args) {
     int kind;
@@ -1850,6 +1985,7 @@ static PyMethodDef module_methods[] = {
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
     {"parse_value", parse_value, METH_VARARGS, "parse_value(kind, bytes): the scanner's own value parser"},
     {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
+    {"sample_columns", sample_columns, METH_VARARGS, "the sniffer's sample of a text without quotes, as columns"},
     {NULL},
 };
 

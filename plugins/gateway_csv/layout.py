@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,12 +202,10 @@ def _split_plain(text: str, delimiter: str, quote: str, escape: str,
     ``csv.reader`` do more than that (no quote, escape, NUL or lone CR in it, no field
     past its size limit), or None. Five times faster than the reader: typing the
     sample is most of a cold one-query process."""
-    if (quote and quote in text) or (escape and escape in text) or "\x00" in text:
+    if not _is_plain(text, quote, escape):
         return None
     lines = text.split("\n", limit)
     if "\r" in text:
-        if text.count("\r") != text.count("\r\n"):
-            return None  # the reader ends a line at a lone CR too
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     rest = lines.pop() if len(lines) > limit else None
     if len(text) > DIALECT_BYTES and max(map(len, lines), default=0) > DIALECT_BYTES:
@@ -217,22 +216,36 @@ def _split_plain(text: str, delimiter: str, quote: str, escape: str,
     return rows
 
 
+def _is_plain(text: str, quote: str, escape: str) -> bool:
+    """Whether csv.reader would only split ``text`` at delimiters and line ends: no
+    quote, escape or NUL in it, and a CR only before a LF (the reader ends a line at
+    a lone CR too)."""
+    return not ((quote and quote in text) or (escape and escape in text) or "\x00" in text
+                or ("\r" in text and text.count("\r") != text.count("\r\n")))
+
+
 def _column_kind(values: list[str]) -> int:
     return _column_type(values)[0]
 
 
 def _column_type(values: list[str]) -> tuple[int, str | None]:
-    """(the narrowest kind every value fits, its strptime format when not ISO).
+    """(the narrowest kind every value fits, its strptime format when not ISO)."""
+    return _column_type_of("\n".join(values), len(values), lambda: values)
+
+
+def _column_type_of(joined: str, count: int, values_of: Callable[[], list[str]]) \
+        -> tuple[int, str | None]:
+    """:func:`_column_type` of ``count`` values joined by newlines (``values_of()``
+    gives them as a list, only where a rare case needs them).
 
     The kinds are tried in _PATTERNS' order on the shapes every value has
     (:func:`gateway_csv._scanner.shapes`, :func:`shapes_by_regex` in C); dates
     and times are checked with the scanner's own parser too, so an impossible
     date (2024-02-30) keeps its column text, as in DuckDB.
     """
-    if not values:
+    if not count:
         return STR, None
-    joined = "\n".join(values)
-    if joined.count("\n") != len(values) - 1:
+    if joined.count("\n") != count - 1:
         return STR, None  # a value holds a newline
     from gateway_csv import _scanner
 
@@ -245,34 +258,35 @@ def _column_type(values: list[str]) -> tuple[int, str | None]:
         if kind == FLOAT and shapes & SH_BLANK_AFTER_DOUBLE:
             return STR, None
         if kind == INT and shapes & SH_WIDE:
-            return _wide_int_kind(values), None
-        if kind == TIME and not _all_parse(kind, values):
+            return _wide_int_kind(values_of()), None
+        if kind == TIME and not _all_parse(kind, values_of()):
             continue
         return kind, None
     for kind, shape, formats in ((DATE, _OTHER_DATE, DATE_FORMATS),
                                  (TS, _OTHER_TIMESTAMP, TIMESTAMP_FORMATS)):
         if re.fullmatch(f"(?:{shape.pattern}\n)*+{shape.pattern}", joined):
-            fmt = duckdb_date_format(formats, values)
+            fmt = duckdb_date_format(formats, values_of())
             if fmt is not None:
                 return kind, fmt
     if re.fullmatch(f"(?:{_LOOSE_TIME.pattern}\n)*+{_LOOSE_TIME.pattern}", joined):
         from gateway.errors import Unsupported
 
         raise Unsupported(f"the csv engine reads times only as HH:MM[:SS[.ffffff]] (up to "
-                          f"23:59:59.999999), not {next(v for v in values if not _all_parse(TIME, [v]))!r}, "
+                          f"23:59:59.999999), not {next(v for v in values_of() if not _all_parse(TIME, [v]))!r}, "
                           "which DuckDB's looser TIME parser may read; the duckdb engine reads "
                           "it", engines=("duckdb",))
     if re.fullmatch(f"(?:{_NAMED_ZONE.pattern}\n)*+{_NAMED_ZONE.pattern}", joined):
         from gateway.errors import Unsupported
 
         raise Unsupported(f"the csv engine does not read timestamps with a named time zone "
-                          f"({values[0].strip()!r}), which DuckDB reads as TIMESTAMP (UTC) or "
+                          f"({values_of()[0].strip()!r}), which DuckDB reads as TIMESTAMP (UTC) or "
                           "TIMESTAMP WITH TIME ZONE; the duckdb engine reads them",
                           engines=("duckdb",))
-    finite = [v for v in values if not _INFINITY.fullmatch(v)] if \
-        shapes & SH_INFINITY else values
-    if finite and len(finite) < len(values) and _column_type(finite)[0] in (DATE, TS, TSTZ,
-                                                                            TIME):
+    if not shapes & SH_INFINITY:
+        return STR, None
+    values = values_of()
+    finite = [v for v in values if not _INFINITY.fullmatch(v)]
+    if finite and _column_type(finite)[0] in (DATE, TS, TSTZ, TIME):
         from gateway.errors import Unsupported
 
         raise Unsupported("the csv engine does not read a column of dates or times that "
@@ -317,9 +331,10 @@ def _blank_after_double(values: list[str]) -> bool:
 
 def _first_not_integer(values: list[str]) -> int | None:
     """The index of the first of ``values`` that is no integer, or None."""
-    if not values:
-        return None
-    joined = "\n".join(values)
+    return _first_not_integer_of("\n".join(values)) if values else None
+
+
+def _first_not_integer_of(joined: str) -> int | None:
     found = _NOT_INTEGER_LINE.search(joined)
     return None if found is None else joined.count("\n", 0, found.start())
 
@@ -336,9 +351,17 @@ def _refuse_blanks_in_refined_chunk(column: list[str | None], values: list[str],
         Unsupported: such a chunk may hold blanks before that value (row positions
             here may differ from DuckDB's by blank or comment lines).
     """
-    nth = _first_not_integer(values)
+    _refuse_blanks_of(_Column("\n".join(values), len(values), column), null_set)
+
+
+def _refuse_blanks_of(col: _Column, null_set: tuple[str, ...]) -> None:
+    """:func:`_refuse_blanks_in_refined_chunk` on a sample's column."""
+    nth = _first_not_integer_of(col.joined) if col.count else None
     if nth is None:
         return
+    if nth < dialect.CHUNK_ROWS - 2 and col.count == col.rows:
+        return  # no NULLs: the value's row is its index
+    column = col.cells()
     first = -1
     for first, v in enumerate(column):  # noqa: B007 - its row, counting NULLs
         if v not in null_set and v is not None:
@@ -355,6 +378,85 @@ def _refuse_blanks_in_refined_chunk(column: list[str | None], values: list[str],
                           "blanks near its first decimal value past row 2,046: DuckDB's "
                           "sniffer may then keep the column as text; the duckdb engine "
                           "reads it", engines=("duckdb",))
+
+
+class _Column:
+    """One column of a sniffed sample: its values that are not NULL joined by newlines
+    (``count`` of them), and its ``rows`` cells, NULLs too, in row order: given, or
+    joined by newlines (the C sample's form), split only when asked for."""
+
+    __slots__ = ("_cells", "count", "joined", "rows")
+
+    def __init__(self, joined: str, count: int, cells: Sequence[str | None] | str) -> None:
+        self.joined, self.count, self._cells = joined, count, cells
+        self.rows = cells.count("\n") + 1 if isinstance(cells, str) else len(cells)
+
+    def values(self) -> list[str]:
+        return self.joined.split("\n") if self.count else []
+
+    def cells(self) -> Sequence[str | None]:
+        if isinstance(self._cells, str):
+            self._cells = self._cells.split("\n")
+        return self._cells
+
+    def with_first(self, value: str, null_set: tuple[str, ...]) -> _Column:
+        """The column with a row before the others."""
+        cells = [value, *self.cells()] if self.rows else [value]
+        if value in null_set:
+            return _Column(self.joined, self.count, cells)
+        return _Column(value + "\n" + self.joined if self.count else value, self.count + 1,
+                       cells)
+
+
+@dataclass
+class _Sample:
+    """The rows the sniffer types: the first (a header or not), how many rows there are
+    (the first included), and the columns of the rows after it that have ``ncols``
+    fields (``body`` of them)."""
+
+    first: list[str | None]
+    rows: int
+    body: int
+    columns: list[_Column]
+
+    @classmethod
+    def of_rows(cls, rows: list[list[str | None]], ncols: int,
+                null_set: tuple[str, ...]) -> _Sample:
+        body = [r for r in rows[1:] if len(r) == ncols]
+        cells = list(zip(*body, strict=True)) if body else [() for _ in range(ncols)]
+        columns = []
+        for column in cells:
+            values = list(filter(None, column)) if null_set == ("",) else \
+                [v for v in column if v not in null_set]
+            columns.append(_Column("\n".join(values), len(values), column))  # type: ignore[arg-type]
+        return cls(rows[0], len(rows), len(body), columns)
+
+    @classmethod
+    def plain(cls, text: str, delimiter: str, quote: str, escape: str, limit: int, skip: int,
+              ncols: int, trailing: bool, null_set: tuple[str, ...]) -> _Sample | None:
+        """The sample read by C (:func:`gateway_csv._scanner.sample_columns`) where
+        :func:`_split_plain` would read it: no quote, escape, NUL or lone CR in the
+        text, an ASCII delimiter. None where that does not hold, or no row is left."""
+        if len(delimiter.encode()) != 1 or len(text) > DIALECT_BYTES or \
+                not _is_plain(text, quote, escape):
+            return None
+        from gateway_csv import _scanner
+
+        first, rows, body, columns = _scanner.sample_columns(
+            text.encode(), ord(delimiter), ncols, skip, limit, trailing,
+            tuple(n.encode() for n in null_set))
+        if first is None:
+            return None
+        return cls([f.decode() for f in first], rows - skip, body,
+                   [_Column(joined.decode(), count, cells.decode() if body else [])
+                    for joined, count, cells in columns])
+
+    def with_first(self, null_set: tuple[str, ...]) -> list[_Column]:
+        """The columns of every row with ``ncols`` fields, the first included."""
+        if len(self.first) != len(self.columns):
+            return self.columns
+        return [col.with_first(v, null_set) for col, v in zip(self.columns, self.first,
+                                                               strict=True)]  # type: ignore[arg-type]
 
 
 def duckdb_date_format(templates: tuple[str, ...], values: list[str]) -> str | None:
@@ -556,13 +658,16 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
             found.comment
         text = _uncommented(text, comment, quote)
         # types from DuckDB's sample: SAMPLE_ROWS rows from the header on
-        rows = _split_lines(text, delimiter, quote, escape, SAMPLE_ROWS + found.skip) or \
-            [[text.splitlines()[0]]]
-        skipped = found.skip
-        rows = rows[skipped:] or [[""] * found.ncols]
-        ncols, trailing = found.ncols, found.trailing
-        if trailing:
-            rows = rows[:1] + [r[:ncols] if len(r) == ncols + 1 else r for r in rows[1:]]
+        skipped, ncols, trailing = found.skip, found.ncols, found.trailing
+        sample = _Sample.plain(text, delimiter, quote, escape, SAMPLE_ROWS + skipped, skipped,
+                               ncols, trailing, null_set)
+        if sample is None:
+            rows = _split_lines(text, delimiter, quote, escape, SAMPLE_ROWS + skipped) or \
+                [[text.splitlines()[0]]]
+            rows = rows[skipped:] or [[""] * ncols]
+            if trailing:
+                rows = rows[:1] + [r[:ncols] if len(r) == ncols + 1 else r for r in rows[1:]]
+            sample = _Sample.of_rows(rows, ncols, null_set)
     elif skip_bad or any(options.get(k) is not None for k in ("delimiter", "quote", "escape")):
         # the given dialect, or rows to skip: the scan reports the rows that do not fit
         comment, trailing = "", False
@@ -578,8 +683,9 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         skipped = _preamble(rows)
         rows = rows[skipped:skipped + SAMPLE_ROWS]
         ncols = max(len(rows[0]), 1)
-    first, body = rows[0], [r for r in rows[1:] if len(r) == ncols]
-    kinds, formats = _kinds(body, ncols, null_set)
+        sample = _Sample.of_rows(rows, ncols, null_set)
+    first, body = sample.first, sample.body
+    kinds, formats = _kinds(sample.columns, null_set)
 
     header = options.get("header")
     if header is None:
@@ -589,15 +695,15 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
             # one line: a header when it is all text ("a,b") or all empty, else a row
             # ("42"; "AAA|", whose empty value DuckDB tests against BOOLEAN)
             empty = [v is None or v in null_set for v in first]
-            header = len(rows) == 1 and (all(empty) or (not any(empty) and all(
+            header = sample.rows == 1 and (all(empty) or (not any(empty) and all(
                 _column_kind([v]) == STR for v in first)))
         elif all(not (v or "").strip() for v in first):
             header = True  # a header of only delimiters: default names
         else:
             # a column of only NULLs below the first row keeps DuckDB's narrowest
             # candidate, BOOLEAN, when the first row is tested against it
-            tested = [BOOL if all(r[i] in null_set for r in body) else kind
-                      for i, kind in enumerate(kinds)]
+            tested = [BOOL if not col.count else kind
+                      for col, kind in zip(sample.columns, kinds, strict=True)]
             header = any(kind != STR and first[i] not in null_set
                          and _column_kind([first[i]]) not in _compatible(kind)
                          for i, kind in enumerate(tested))
@@ -609,7 +715,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     else:
         width = len(str(ncols - 1))
         names = [f"column{i:0{width}d}" for i in range(ncols)]
-        kinds, formats = _kinds([r for r in rows if len(r) == ncols], ncols, null_set)
+        kinds, formats = _kinds(sample.with_first(null_set), null_set)
 
     overrides = options.get("columns") or {}
     lower = {n.lower(): i for i, n in enumerate(names)}
@@ -678,7 +784,8 @@ def _typed_best(candidates: list[dialect.Dialect], text: str, null_set: tuple[st
         rows = _split_lines(_uncommented(text, cand.comment, cand.quote), cand.delimiter,
                             cand.quote, cand.escape)[cand.skip:]
         body = [r for r in (rows[1:] if len(rows) > 1 else rows) if len(r) == cand.ncols]
-        text_columns = _kinds(body, cand.ncols, null_set)[0].count(STR) if body else cand.ncols
+        text_columns = _kinds(_Sample.of_rows([[], *body], cand.ncols, null_set).columns,
+                              null_set)[0].count(STR) if body else cand.ncols
         if fewest is None or text_columns < fewest:
             best, fewest = cand, text_columns
     return best
@@ -744,21 +851,17 @@ def _preamble(rows: list[list[str | None]]) -> int:
     return skip if all(w < common for w in widths[:skip]) else 0
 
 
-def _kinds(rows: list[list[str | None]], ncols: int, null_set: tuple[str, ...]) \
+def _kinds(columns: list[_Column], null_set: tuple[str, ...]) \
         -> tuple[list[int], dict[int, str]]:
     """Per column: kinds, and the formats of non-ISO dates and timestamps. DuckDB
     keeps one format per type and file: the first column of a type sets it, and
     a later column written in another format stays text."""
     kinds, formats = [], {}
     first_format: dict[int, str | None] = {}
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(ncols)]
-    for i in range(ncols):
-        column: list[str | None] = list(columns[i])
-        values = list(filter(None, column)) if null_set == ("",) else \
-            [v for v in column if v not in null_set]
-        kind, fmt = _column_type(values)  # type: ignore[arg-type]
+    for i, col in enumerate(columns):
+        kind, fmt = _column_type_of(col.joined, col.count, col.values)
         if kind == FLOAT:
-            _refuse_blanks_in_refined_chunk(column, values, null_set)
+            _refuse_blanks_of(col, null_set)
         if kind in (DATE, TS) and first_format.setdefault(kind, fmt) != fmt:
             kind, fmt = STR, None
         kinds.append(kind)
