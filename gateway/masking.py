@@ -21,6 +21,7 @@ store written by a background thread).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from typing import Any
@@ -44,12 +45,18 @@ _VALUE = (r"'(?:[^'\\]|\\.)*'?"          # libpq quoting, with \' and \\ escapes
           # value when no '=' follows them before the next ';' (ADO allows spaces)
           r"|[^\s;&'\"{,)]*(?:[ \t]+[^\s;=&'\"]+)*(?=[ \t]*(?:;|$))"
           r"|[^\s;&'\"{,)]*")
-_SECRET_KEY = re.compile(rf"(?i){_KEY}")
-_PAIR = re.compile(rf"(?im)(?<![A-Za-z0-9])({_KEY})(\s*=\s*)({_VALUE})")
-_QUOTED_PAIR = re.compile(
-    rf"(?i)([\"']{_KEY}[\"']\s*:\s*)(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')")
+# compiled on first use (:func:`_compiled`): every module imports this one through
+# gateway.errors, and compiling them cost a one-row query 1-4 ms
+_SECRET_KEY = rf"(?i){_KEY}"
+_PAIR = rf"(?im)(?<![A-Za-z0-9])({_KEY})(\s*=\s*)({_VALUE})"
+_QUOTED_PAIR = rf"(?i)([\"']{_KEY}[\"']\s*:\s*)(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')"
 # //user:password@ -- the password runs to the last '@' before whitespace or a quote
-_USERINFO = re.compile(r"(//[^\s/:@'\"]*:)([^\s'\"]*)(@)")
+_USERINFO = r"(//[^\s/:@'\"]*:)([^\s'\"]*)(@)"
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 def remember(*values: Any) -> None:
@@ -62,7 +69,7 @@ def remember(*values: Any) -> None:
 
 def is_secret_key(name: str) -> bool:
     """Whether a key's name says its value is a credential (``password``, ``api_key``, ...)."""
-    return _SECRET_KEY.fullmatch(name) is not None
+    return _compiled(_SECRET_KEY).fullmatch(name) is not None
 
 
 def secret_values(value: Any) -> list[str]:
@@ -104,9 +111,10 @@ def mask_text(text: str) -> str:
         for form in _forms(value):
             if form in text:
                 text = text.replace(form, MASK)
-    text = _USERINFO.sub(lambda m: m.group(1) + MASK + m.group(3), text)
-    text = _QUOTED_PAIR.sub(lambda m: m.group(1) + m.group(2)[0] + MASK + m.group(2)[0], text)
-    return _PAIR.sub(_mask_pair, text)
+    text = _compiled(_USERINFO).sub(lambda m: m.group(1) + MASK + m.group(3), text)
+    text = _compiled(_QUOTED_PAIR).sub(
+        lambda m: m.group(1) + m.group(2)[0] + MASK + m.group(2)[0], text)
+    return _compiled(_PAIR).sub(_mask_pair, text)
 
 
 def _mask_pair(match: re.Match[str]) -> str:

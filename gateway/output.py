@@ -18,20 +18,18 @@ decimals as strings (their digits kept).
 from __future__ import annotations
 
 import contextlib
-import csv
 import errno
 import io
-import json
 import math
 import os
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from gateway.errors import OutputError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pyarrow as pa
 
 FORMATS = ("table", "csv", "json", "ndjson", "arrow", "parquet")
@@ -65,6 +63,11 @@ def output_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     Raises:
         OutputError: the file could not be created or written, saying why.
     """
+    # imported here: a query printed to stdout needs neither (tempfile imports shutil,
+    # random, bz2 and lzma: 2-3 ms of a one-row query)
+    import tempfile
+    from pathlib import Path
+
     target = Path(path)
     if target.exists() and not target.is_file():
         try:
@@ -116,6 +119,8 @@ def _why(exc: OSError, path: Path) -> str:
 
 
 def _write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+    import csv
+
     import pyarrow.csv as pacsv
 
     header = io.StringIO()
@@ -144,12 +149,14 @@ def _csv_writes(t: pa.DataType) -> bool:
 def _as_text(batch: pa.RecordBatch, text: set[int]) -> pa.RecordBatch:
     """The batch with the columns at ``text`` as text: JSON for LIST, STRUCT, MAP and UNION
     (NULL stays NULL), :func:`plain_value` for the rest."""
+    if not text:
+        return batch
+    import json
+
     import pyarrow as pa
 
     from gateway import arrow_values
 
-    if not text:
-        return batch
     columns = []
     for i, (column, fld) in enumerate(zip(batch.columns, batch.schema, strict=True)):
         if i in text:
@@ -249,6 +256,8 @@ def _json_value(value: Any) -> Any:
 
 
 def _write_json(reader: pa.RecordBatchReader, out: IO[bytes], *, lines: bool) -> int:
+    import json
+
     rows = 0
     names = reader.schema.names
     if not lines:

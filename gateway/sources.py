@@ -6,7 +6,6 @@ the same SQL text (``SELECT ... FROM trips``) runs on every engine.
 
 from __future__ import annotations
 
-import glob as globmod
 import os
 import re
 import stat
@@ -76,7 +75,9 @@ class Source:
         if Path(pattern).is_file():
             return [pattern]
         if any(ch in pattern for ch in "*?["):
-            return sorted(globmod.glob(pattern, recursive=True))
+            import glob  # (a source of one file needs no glob)
+
+            return sorted(glob.glob(pattern, recursive=True))
         return []
 
 

@@ -39,6 +39,21 @@ average 5-6 and 10-15):
   query's latency (and a shadow's ratio) is its own.
 - :mod:`gateway.entry_points`: plugins are found without importing
   ``importlib.metadata``: 9 ms of CPU of the same query.
+
+And six more (docs/benchmarks.md, "Start-up (issue 23), branch start23"):
+
+- :func:`gateway.cli.build_parser` builds the invoked core command's parser
+  alone, the others bare stand-ins, and imports no other command's module.
+- :class:`gateway_csv.scan.ScanPool`: a file of one chunk is scanned in the
+  reading thread; the pool (and ``concurrent.futures``, ``logging``) starts
+  with the first scan of more than one chunk.
+- :mod:`gateway.sql` raises sqlglot's logger as sqlglot is imported, not
+  by importing ``logging`` itself.
+- :mod:`gateway.masking` compiles its patterns on first use.
+- ``tempfile``, ``json`` and ``glob`` are imported where a file is written,
+  JSON is written or a glob is read (:mod:`gateway.output`,
+  :mod:`gateway_csv.opening`, the layout cache's key, :mod:`gateway.sources`,
+  the ducklake plugin's commands).
 """
 
 from __future__ import annotations

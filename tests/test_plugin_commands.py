@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import gateway
-from gateway.cli import build_parser
+from gateway.cli import COMMAND_NAMES, COMMANDS, build_parser, invoked_command
 from gateway.commands import EXIT_OK, add_action, add_command
 from tests.conftest import run_arrowgate
 
@@ -93,3 +93,47 @@ def test_a_plugin_taking_a_command_name_already_taken_is_a_configuration_error()
                             (NoSuchCommand(), "'nothing'")]:
         with pytest.raises(gateway.ConfigError, match=message):
             build_parser(plugins=[plugin])
+
+
+@pytest.mark.parametrize("argv, module", [
+    (["query", "SELECT 1"], "query"),
+    (["--config", "c.toml", "query", "--config", "d.toml"], "query"),
+    (["--config=c.toml", "sources", "--check"], "sources"),
+    (["demo"], "init"),  # init's module adds demo too
+    (["lake", "check", "x"], None),  # a plugin's command
+    (["--help"], None),
+    (["--version"], None),
+    (["--conf", "c.toml", "query"], None),  # an abbreviation argparse reads as --config
+    (["nothing"], None),
+    ([], None),
+])
+def test_invoked_command(argv, module):
+    assert invoked_command(argv) == module
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_a_parser_built_for_one_command_reads_it_as_the_whole_parser_does(module):
+    whole, alone = commands(build_parser()), commands(build_parser(command=module))
+    assert set(alone) == set(whole)
+    for name in COMMAND_NAMES[module]:
+        assert alone[name].format_help() == whole[name].format_help()
+    core = {name for names in COMMAND_NAMES.values() for name in names}
+    others = [c for c in whole if c not in core]
+    assert others == ["lake", "lakebench"]  # plugins' commands are built whole
+    assert [alone[c].format_help() for c in others] == [whole[c].format_help() for c in others]
+
+
+def test_a_plugin_meets_the_other_commands_stand_ins_as_it_would_the_commands():
+    parser = build_parser(plugins=[Greeter()], command="query")
+    args = parser.parse_args(["hello", "world"])  # its own command is whole
+    assert args.run(args) == EXIT_OK
+    assert "arrowgate sources count` prints" in commands(build_parser(
+        plugins=[Greeter()], command="sources"))["sources"].format_help()
+
+    class Clash:
+        @gateway.hookimpl
+        def arrowgate_register_commands(self, subparsers):
+            add_command(subparsers, "query", help="mine", description="Mine.", examples=["x"])
+
+    with pytest.raises(gateway.ConfigError, match="conflicting subparser: query"):
+        build_parser(plugins=[Clash()], command="engines")

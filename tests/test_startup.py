@@ -2,13 +2,18 @@
 
 (The exit without teardown is tested through the console script in
 test_cli.py, the lazy pyarrow.compute through a csv query in
-test_csv_startup.py.)
+test_csv_startup.py.) What a one-row csv query leaves unimported is checked
+here, in one process, module by module.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
+
+from gateway.cli import COMMANDS
 
 
 def test_a_lazy_module_is_imported_on_first_use_only():
@@ -29,3 +34,83 @@ def test_the_console_script_raises_the_collectors_first_threshold():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert int(done.stdout) == 100_000
+
+
+ONE_ROW_QUERY = """
+import sys, threading
+started = []
+start = threading.Thread.start
+threading.Thread.start = lambda thread: started.append(thread.name) or start(thread)
+from gateway.cli import main
+code = main(['--config', sys.argv[1], 'query', '--format', 'csv', 'SELECT a, b FROM trips'])
+print(code, file=sys.stderr)
+print(' '.join(sorted(sys.modules)), file=sys.stderr)
+print(' '.join(started), file=sys.stderr)
+"""
+
+
+@pytest.fixture(scope="module")
+def one_row_query(tmp_path_factory):
+    """(modules, names of the threads started) of a process that ran a one-row csv
+    ``arrowgate query``."""
+    folder = tmp_path_factory.mktemp("one_row")
+    (folder / "one.csv").write_text("a,b\n1,x\n")
+    config = folder / "arrowgate.toml"
+    config.write_text(f'default_engine = "csv"\n[engines.csv]\ntype = "csv"\n'
+                      f'[sources.trips]\npath = "{folder / "one.csv"}"\n')
+    done = subprocess.run([sys.executable, "-c", ONE_ROW_QUERY, str(config)],
+                          capture_output=True, text=True, check=True, cwd=folder)
+    assert done.stdout.splitlines() == ["a,b", '1,"x"']
+    code, modules, threads = done.stderr.splitlines()[-3:]
+    assert code == "0"
+    return set(modules.split()), threads.split()
+
+
+@pytest.mark.parametrize("module", [
+    # the other commands' modules: only the invoked command's parser is built
+    *(f"gateway.commands.{name}" for name in COMMANDS if name != "query"),
+    "logging",  # gateway.sql raises sqlglot's logger as sqlglot is imported
+    "concurrent.futures",  # a one-chunk file is scanned without the csv engine's pool
+    "tempfile",  # gateway.output and gateway_csv.opening import it for files only
+    "json",  # the ducklake plugin's commands, the layout cache's key, csv output
+    "glob",  # a source of one file
+])
+def test_a_one_row_query_does_not_import(one_row_query, module):
+    modules, _ = one_row_query
+    assert module not in modules
+
+
+def test_a_one_row_query_starts_no_scanner_thread(one_row_query):
+    _, threads = one_row_query
+    assert threads == ["start-csv"]  # the engine's start (gateway.core), no scanner
+
+
+def test_importing_the_errors_compiles_no_masking_pattern():
+    code = ("import gateway.errors\n"
+            "from gateway import masking\n"
+            "print(masking._compiled.cache_info().currsize)\n"
+            "masking.mask_text('postgresql://u:secret@h')\n"
+            "print(masking._compiled.cache_info().currsize)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["0", "3"]
+
+
+def test_sqlglots_logger_is_raised_when_sqlglot_is_imported_after_the_sql_package():
+    code = ("import sys\n"
+            "import gateway.sql\n"
+            "print('logging' in sys.modules)\n"
+            "import logging, sqlglot\n"
+            "print(logging.getLogger('sqlglot').level == logging.ERROR)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["False", "True"]
+
+
+def test_sqlglots_logger_is_raised_when_logging_was_imported_first():
+    code = ("import logging\n"
+            "import gateway.sql, sqlglot\n"
+            "print(logging.getLogger('sqlglot').level == logging.ERROR)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["True"]

@@ -18,11 +18,36 @@ kept out of logs (docs/flight.md). :func:`parse` is the one way in.
 
 from __future__ import annotations
 
-import logging
+import sys
 from typing import Any
 
-#: sqlglot's logger warns with the statement's text; it is raised to ERROR once, here
-logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+def _quiet_sqlglot() -> None:
+    import logging
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+
+class _QuietSqlglot:
+    """A finder that finds nothing: it raises sqlglot's logger to ERROR as sqlglot is
+    first imported, so ``logging`` is not imported before something needs it (2-3 ms
+    of a one-row ``arrowgate query``, whose projection never imports sqlglot)."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "sqlglot" and not self.done:
+            self.done = True  # (left in sys.meta_path: importlib is iterating over it)
+            _quiet_sqlglot()
+
+
+#: sqlglot's logger warns with the statement's text; it is raised to ERROR once: here, or
+#: as sqlglot is imported when logging is not imported yet
+if "logging" in sys.modules or "sqlglot" in sys.modules:
+    _quiet_sqlglot()
+else:
+    sys.meta_path.insert(0, _QuietSqlglot())
 
 #: statements longer than this are read by their leading keywords only: a parse of a
 #: multi-megabyte ``IN (...)`` list took sqlglot tens of seconds and gigabytes, in

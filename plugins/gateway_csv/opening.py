@@ -19,7 +19,6 @@ from __future__ import annotations
 import codecs
 import os
 import re
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -85,6 +84,8 @@ def _encoding(name: str) -> str:
 
 
 def _decoded_copy(path: str, compression: str | None, encoding: str) -> Any:
+    import tempfile
+
     import pyarrow as pa
 
     fd, name = tempfile.mkstemp(prefix="arrowgate-csv-", suffix=".csv")
@@ -164,6 +165,8 @@ def without_quote_padding(file: Any, delimiter: str, quote: str, escape: str) ->
 def _rewritten(file: Any, fix: Callable[[bytes, bool], tuple[bytes, bool]]) -> Any:
     """A mapped copy of ``file`` with each line passed through ``fix`` (which also
     carries whether a quoted field is open from one line to the next)."""
+    import tempfile
+
     fd, name = tempfile.mkstemp(prefix="arrowgate-csv-", suffix=".csv")
     try:
         with os.fdopen(fd, "wb") as copy:
