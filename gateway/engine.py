@@ -244,6 +244,12 @@ class Engine:
                 with what was refused and why.
         """
 
+    def warm(self) -> None:
+        """Load now what this engine's first statement would load (modules, a planner),
+        before a statement whose latency is compared with another engine's: a shadow's
+        primary and reference are both warmed, untimed, so that the ratio is the
+        engines' and not their imports'. The base engine loads nothing."""
+
     def mount_for(self, sql: str) -> None:
         """Make ready the configured sources ``sql`` names, before it runs.
 

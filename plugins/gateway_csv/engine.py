@@ -84,6 +84,15 @@ class CsvEngine(Engine):
 
             query.parse("SELECT 1")
 
+    def warm(self) -> None:
+        """The planner and pyarrow.compute (60-120 ms to import), which a statement that
+        is more than a projection of columns loads on its first use."""
+        import pyarrow.compute  # noqa: F401
+
+        from gateway_csv import query, run  # noqa: F401
+
+        query.parse("SELECT 1")
+
     def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
