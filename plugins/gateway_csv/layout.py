@@ -89,6 +89,7 @@ _LOOSE_TIME = re.compile(r"(?>[ \t]*+[0-9]+:(?:[0-9]+:[0-9]+(?:\.[0-9]*)?|[0-9][
 # an ISO timestamp and a zone name (UTC, EST, America/New_York), which DuckDB reads
 _NAMED_ZONE = re.compile(r"(?>[ \t]*+[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9](?::[0-9][0-9](?:\.[0-9]+)?)? "
                          r"[A-Za-z][A-Za-z0-9_+/-]*+[ \t]*+)")
+_NOT_BLANK = re.compile(r"[^ \r\n]")
 _COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
 _LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0[0-9]")
 _OTHER_DATE = re.compile(r"(?>[ \t]*+[0-9]{1,4}[-/.][0-9]{1,2}[-/.][0-9]{1,4}[ \t]*+)")
@@ -630,7 +631,8 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     nulls = options.get("null", "")
     null_set = (nulls,) if isinstance(nulls, str) else tuple(nulls)
     skip_bad = options.get("on_error") == "skip"
-    if not text.strip(" \r\n") and text.count("\n") > 1:
+    blank = _NOT_BLANK.search(text) is None  # (strip would copy the whole head)
+    if blank and text.count("\n") > 1:
         # blank lines only: DuckDB skips the empty ones before the first of blanks, takes
         # that line (or, when all are empty, the first) as a header naming column0, and
         # reads each further line as a row of one VARCHAR (NULL when empty)
@@ -640,7 +642,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                       data_start=min(len(head), bom + sum(len(line) + 1 for line in
                                                            lines[:header_line + 1])),
                       nulls=null_set, skip_bad=skip_bad)
-    if not text.strip(" \r\n"):
+    if blank:
         # DuckDB reads an empty file as one VARCHAR column and no rows
         return Layout(names=["column0"], kinds=[STR], header=False, data_start=len(head),
                       nulls=null_set, skip_bad=skip_bad)
