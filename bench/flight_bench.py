@@ -210,10 +210,12 @@ def peak_mb(pid: int) -> float:
 class Process:
     """A contender's process, reporting its address (or readiness) on its first line."""
 
-    def __init__(self, args: list[str], cwd: Path | None = None, from_stderr: bool = False):
+    def __init__(self, args: list[str], cwd: Path | None = None, from_stderr: bool = False,
+                 env: dict[str, str] | None = None):
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE if from_stderr else None,
-                                     text=True, cwd=cwd)
+                                     text=True, cwd=cwd,
+                                     env={**os.environ, **env} if env else None)
         stream = self.proc.stderr if from_stderr else self.proc.stdout
         assert stream is not None
         self.first = stream.readline().strip()

@@ -12,8 +12,9 @@ client. This bench finds the cheapest such server it can: bare servers
 setting changed at a time (DuckDB's threads, the memory allocator tuned as
 ``arrowgate serve`` tunes it, the batches read ahead of the transport in a
 thread as the service does, large string buffers), beside the bare server
-holding the table and ``arrowgate serve`` itself, each in a process of its own
-on loopback and read to the end by the ADBC driver; and DuckDB's reader read to
+holding the table and ``arrowgate serve`` itself (and a second one whose
+allocator is left as glibc sets it: the service before it tuned it), each in a
+process of its own on loopback and read to the end by the ADBC driver; and DuckDB's reader read to
 the end in a process of its own (production alone), with and without the
 allocator tuned and with one or the default threads.
 
@@ -57,6 +58,10 @@ from gateway.bench import Spread, rotated
 
 BARE = "bare pyarrow.flight holding the table"
 SERVE = "arrowgate serve"
+UNTUNED = "arrowgate serve, allocator as glibc leaves it"
+#: an allocator setting glibc has anyway (its default tcache count): set in the
+#: environment, it makes ``arrowgate serve`` leave the allocator alone
+GLIBC_DEFAULTS = {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=7"}
 #: streaming servers: name -> bare_server's settings
 STREAMING: dict[str, dict[str, Any]] = {
     "streaming, DuckDB's defaults": {"tuned": False},
@@ -96,11 +101,12 @@ def main() -> None:
         write_table(database, args.rows)
         Path(folder, "arrowgate.toml").write_text(
             f'[engines.duckdb]\ntype = "duckdb"\ndatabase = "{database}"\nread_only = true\n')
-        serve = Process([sys.executable, "-m", "gateway.cli", "serve", "--port", "0"],
-                        cwd=Path(folder), from_stderr=True)
-        serve.first = serve.first.split("listening on ")[1].split()[0]
-        servers = {BARE: Process([*me, "--role", "bare:", "--database", str(database)]),
-                   SERVE: serve}
+        servers = {BARE: Process([*me, "--role", "bare:", "--database", str(database)])}
+        for name, env in ((SERVE, None), (UNTUNED, GLIBC_DEFAULTS)):
+            serve = Process([sys.executable, "-m", "gateway.cli", "serve", "--port", "0"],
+                            cwd=Path(folder), from_stderr=True, env=env)
+            serve.first = serve.first.split("listening on ")[1].split()[0]
+            servers[name] = serve
         servers.update({name: Process([*me, "--role", f"stream:{name}", "--database",
                                        str(database)]) for name in STREAMING})
         workers = {name: Process([*me, "--role", f"worker:{name}", "--database", str(database)])
