@@ -7,14 +7,16 @@ allocator gave that memory back to the system whenever more than twice the
 largest buffer lay free at the top of a heap (its trim threshold follows its
 mmap threshold), which a stream holding two or three batches always passed:
 every batch was written into fresh pages, each one a page fault. A 10M-row
-answer cost the service 30,000-40,000 page faults and about 0.04 s of its
-0.42 s of CPU (docs/flight.md, "Where the service's CPU goes").
+answer cost the service 26,000-39,000 page faults and 0.02-0.065 s of its
+0.46-0.50 s of CPU (docs/flight.md, "Where the service's CPU goes").
 
 :func:`keep_freed_memory` sets, from the start, the thresholds glibc's own
 adjustment reaches at its ceiling (buffers up to 32 MiB from the heaps, 64 MiB
-left free at a heap's top before it is trimmed), and one heap per core, so the
-memory kept stays bounded by what glibc itself allows per heap times the
-cores (its default is eight heaps per core).
+left free at a heap's top before it is trimmed), and at most one arena (a
+thread's set of heaps) per core instead of glibc's eight: the thresholds alone
+left the memory of batches spread over the arenas of the threads that made
+them (480-550 MB resident after a few answers, against 320 MB); with both, the
+peak stays within 15 MB of glibc's defaults.
 """
 
 from __future__ import annotations
