@@ -10,6 +10,7 @@ import pytest
 
 import gateway
 from gateway.flight import service
+from gateway.flight.allocator import USER_SETTINGS
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(
@@ -48,8 +49,9 @@ print(faults[0], 10 * 3 * SIZE // 4096)
 
 
 def run_batches(how: str, **env: str) -> tuple[str, int, int]:
+    inherited = {k: v for k, v in os.environ.items() if k not in USER_SETTINGS}
     done = subprocess.run([sys.executable, "-c", BATCHES, how], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **env}, check=True)
+                          env={**inherited, "PYTHONPATH": str(ROOT), **env}, check=True)
     tuned, counts = done.stdout.splitlines()
     faults, pages = map(int, counts.split())
     return tuned, faults, pages
