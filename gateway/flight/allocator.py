@@ -13,7 +13,8 @@ answer cost the service 26,000-39,000 page faults and 0.02-0.065 s of its
 :func:`keep_freed_memory` sets, from the start, the thresholds glibc's own
 adjustment reaches at its ceiling (buffers up to 32 MiB from the heaps, 64 MiB
 left free at a heap's top before it is trimmed), and at most one arena (a
-thread's set of heaps) per core instead of glibc's eight: the thresholds alone
+thread's set of heaps) per core, two at least, where glibc allows eight per
+core: the thresholds alone
 left the memory of batches spread over the arenas of the threads that made
 them (480-550 MB resident after a few answers, against 320 MB); with both, the
 peak stays within 15 MB of glibc's defaults.
