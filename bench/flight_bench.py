@@ -26,7 +26,11 @@ so the same clients read from both:
    the client's (this one), which a loaded machine inflates less than wall
    time, and from them the least time the read could take on this machine's
    cores if every part overlapped perfectly (their sum over the cores, or the
-   larger part). Peak memory is each process's high-water RSS.
+   larger part), and the server's page faults (minor) per read. Peak memory
+   is each process's high-water RSS. The streaming server and the in-process
+   worker tune the memory allocator as ``arrowgate serve`` does
+   (:mod:`gateway.flight.allocator`), so they stay the least such a server
+   can do; the bare server holding the table is left as it is.
 2. **``SELECT 1`` round trips**, sequential, p50 and p99 of ``--trips``: each
    call ADBC makes (``CreatePreparedStatement``, ``GetFlightInfo`` of the
    prepared statement, ``DoGet``, ``ClosePreparedStatement``), sent one by one
@@ -60,6 +64,7 @@ import pyarrow.flight as flight
 
 from gateway.bench import Spread, rotated
 from gateway.flight import messages as M
+from gateway.flight.allocator import keep_freed_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,14 +86,32 @@ def write_table(path: Path, rows: int) -> None:
 
 
 # -- the contenders' processes ------------------------------------------------------
-def bare_server(database: str, stream: bool = False) -> None:
+def bare_server(database: str, stream: bool = False, threads: int | None = None,
+                batch: int = 122_880, ahead: bool = False, tuned: bool | None = None,
+                large: bool = False) -> None:
     """A bare pyarrow.flight server: the big table in memory, any other statement on DuckDB;
-    with ``stream``, the big table too is DuckDB's reader, streamed as DuckDB makes it."""
+    with ``stream``, the big table too is DuckDB's reader, streamed as DuckDB makes it.
+
+    The streaming server's settings (``bench/flight_floor_bench.py`` tries them):
+    DuckDB's ``threads`` (None: its default, the cores), the rows per batch asked of
+    its reader, ``ahead`` (the batches read a batch or two ahead of the transport in a
+    thread, :func:`gateway.flight.ahead.read_ahead`, as the service does), ``tuned``
+    (the memory allocator tuned as ``arrowgate serve`` tunes it; None: when streaming)
+    and ``large`` (DuckDB's ``arrow_large_buffer_size``: large strings, another schema).
+    """
     import secrets
 
     import duckdb
 
+    from gateway.flight.ahead import read_ahead
+
+    if stream if tuned is None else tuned:
+        keep_freed_memory()
     con = duckdb.connect(database, read_only=True)
+    if threads is not None:
+        con.execute(f"SET threads = {threads}")
+    if large:
+        con.execute("SET arrow_large_buffer_size = true")
     table = None if stream else con.sql(BIG).to_arrow_table()
     prepared: dict[bytes, str] = {}
     answers: dict[bytes, pa.Table | pa.RecordBatchReader] = {}
@@ -99,7 +122,7 @@ def bare_server(database: str, stream: bool = False) -> None:
             sql = command.query if isinstance(command, M.CommandStatementQuery) else \
                 prepared[command.prepared_statement_handle]
             answer = table if sql == BIG and table is not None else \
-                con.cursor().sql(sql).to_arrow_reader(122_880)
+                con.cursor().sql(sql).to_arrow_reader(batch)
             handle = secrets.token_bytes(16)
             answers[handle] = answer
             ticket = M.pack(M.TicketStatementQuery(statement_handle=handle))
@@ -108,6 +131,8 @@ def bare_server(database: str, stream: bool = False) -> None:
 
         def do_get(self, context, ticket):
             answer = answers.pop(M.unpack_command(ticket.ticket).statement_handle)
+            if ahead and isinstance(answer, pa.RecordBatchReader):
+                return flight.GeneratorStream(answer.schema, read_ahead(answer, stop=lambda: None))
             return flight.RecordBatchStream(answer)
 
         def do_action(self, context, action):
@@ -128,16 +153,21 @@ def bare_server(database: str, stream: bool = False) -> None:
         sys.stdin.read()  # until the bench closes our stdin
 
 
-def in_process_worker(database: str) -> None:
+def in_process_worker(database: str, tuned: bool = True, threads: int | None = None) -> None:
     """Reads lines ``table SQL`` or ``reader SQL`` from stdin, runs each with DuckDB's own
     ``to_arrow_table`` or reads its ``to_arrow_reader`` (batches of DuckDB's row-group
     size, as the service asks) to the end, and answers a JSON line."""
     import duckdb
 
+    if tuned:
+        keep_freed_memory()
     con = duckdb.connect(database, read_only=True)
+    if threads is not None:
+        con.execute(f"SET threads = {threads}")
     print("ready", flush=True)
     for line in sys.stdin:
         how, sql = line.strip().split(" ", 1)
+        faults = minor_faults(os.getpid())
         start, cpu = time.perf_counter(), time.process_time()
         if how == "table":
             table = con.sql(sql).to_arrow_table()
@@ -152,14 +182,24 @@ def in_process_worker(database: str) -> None:
             reader.close()
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         print(json.dumps({"s": seconds, "cpu": cpu, "rows": rows, "sum": total,
+                          "faults": minor_faults(os.getpid()) - faults,
                           "peak_mb": peak_mb(os.getpid())}), flush=True)
 
 
 def cpu_seconds(pid: int) -> float:
     """CPU time (user and system) the process ``pid`` has used so far, all its threads."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
+    fields = _stat(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def minor_faults(pid: int) -> int:
+    """Page faults the process ``pid`` has taken so far that read no file (fresh pages)."""
+    return int(_stat(pid)[7])
+
+
+def _stat(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()
 
 
 def peak_mb(pid: int) -> float:
@@ -170,10 +210,12 @@ def peak_mb(pid: int) -> float:
 class Process:
     """A contender's process, reporting its address (or readiness) on its first line."""
 
-    def __init__(self, args: list[str], cwd: Path | None = None, from_stderr: bool = False):
+    def __init__(self, args: list[str], cwd: Path | None = None, from_stderr: bool = False,
+                 env: dict[str, str] | None = None):
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE if from_stderr else None,
-                                     text=True, cwd=cwd)
+                                     text=True, cwd=cwd,
+                                     env={**os.environ, **env} if env else None)
         stream = self.proc.stderr if from_stderr else self.proc.stdout
         assert stream is not None
         self.first = stream.readline().strip()
@@ -213,20 +255,22 @@ def read_adbc(conn: Any, sql: str) -> tuple[int, int]:
     return rows, total
 
 
-#: a big-answer contender's round: seconds, (server CPU s, client CPU s), (rows, sum)
-Round = tuple[float, tuple[float, float], tuple[int, int]]
+#: a big-answer contender's round: seconds, (server CPU s, client CPU s, server page
+#: faults), (rows, sum)
+Round = tuple[float, tuple[float, float, int], tuple[int, int]]
 
 
 def timed(fn: Callable[[], tuple[int, int]], server: int) -> Callable[[], Round]:
-    """``fn`` timed: its wall seconds, and the CPU seconds of the process ``server``
-    and of this one (the client) while it ran."""
+    """``fn`` timed: its wall seconds, the CPU seconds of the process ``server`` and of
+    this one (the client) while it ran, and the server's page faults."""
     def run() -> Round:
+        faults = minor_faults(server)
         server_cpu, client_cpu = cpu_seconds(server), time.process_time()
         start = time.perf_counter()
         result = fn()
         seconds = time.perf_counter() - start
-        return (seconds, (cpu_seconds(server) - server_cpu, time.process_time() - client_cpu),
-                result)
+        return (seconds, (cpu_seconds(server) - server_cpu, time.process_time() - client_cpu,
+                          minor_faults(server) - faults), result)
     return run
 
 
@@ -242,7 +286,8 @@ def part_big(args: argparse.Namespace, servers: dict[str, Process], worker: Proc
     def in_process(how: str) -> Callable[[], Round]:
         def run() -> Round:
             answer = ask_worker(worker, f"{how} {BIG}")
-            return answer["s"], (answer["cpu"], 0.0), (int(answer["rows"]), int(answer["sum"]))
+            return (answer["s"], (answer["cpu"], 0.0, int(answer["faults"])),
+                    (int(answer["rows"]), int(answer["sum"])))
         return run
 
     contenders: dict[str, Callable[[], Round]] = {
@@ -255,7 +300,7 @@ def part_big(args: argparse.Namespace, servers: dict[str, Process], worker: Proc
     for name, got in answers.items():
         assert got == expected, f"{name} answered {got}, expected {expected}"
     times: dict[str, list[float]] = {name: [] for name in contenders}
-    cpus: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
+    cpus: dict[str, list[tuple[float, float, int]]] = {name: [] for name in contenders}
     names = list(contenders)
     for r in range(args.rounds):
         for name in rotated(names, r):
@@ -269,18 +314,22 @@ def part_big(args: argparse.Namespace, servers: dict[str, Process], worker: Proc
     cores = os.cpu_count() or 1
     lines = ["| contender | median s | min-max s | vs bare | rows/s | server CPU s | "
              "client CPU s | least s on "
-             f"{cores} cores | peak RSS MB |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"{cores} cores | server page faults | peak RSS MB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in names:
         spread = spreads[name]
         server = statistics.median(c[0] for c in cpus[name])
         client = statistics.median(c[1] for c in cpus[name])
+        faults = statistics.median(c[2] for c in cpus[name])
         least = f"{max((server + client) / cores, client):.3f}" if client else ""
         lines.append(f"| {name} | {spread.median:.3f} | {spread.low:.3f}-{spread.high:.3f} | "
                      f"{spread.ratio(base):.2f}x | {args.rows / spread.median / 1e6:.1f}M | "
-                     f"{server:.3f} | {client:.3f} | {least} | {peaks[name]:.0f} |")
+                     f"{server:.3f} | {client:.3f} | {least} | {faults:,.0f} | "
+                     f"{peaks[name]:.0f} |")
     ratio = spreads["arrowgate serve, ADBC"].ratio(base)
     lines.append(f"\narrowgate serve / bare pyarrow.flight: **{ratio:.2f}x** (target 1.15x)")
-    lines.append("\n(CPU s are medians of the rounds; for the in-process rows, the worker's own. "
+    lines.append("\n(CPU s and page faults are medians of the rounds; for the in-process rows, "
+                 "the worker's own. "
                  "\"least s\": the read's CPU over the cores, or the client's, if larger: no "
                  "overlap of production and transport gets below it)")
     for conn in conns.values():

@@ -2,7 +2,8 @@
 
 On SIGTERM or SIGINT the service stops taking queries, gives running streams
 ``shutdown_grace`` seconds to finish, cancels the rest (their clients get
-CANCELLED; nothing is written half-way), then stops.
+CANCELLED; nothing is written half-way), then stops. The process keeps the
+memory of the answers it sent for the next ones (:mod:`gateway.flight.allocator`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from gateway.flight.allocator import keep_freed_memory
 from gateway.flight.server import FlightSqlServer
 from gateway.flight.settings import ServeSettings
 
@@ -29,6 +31,7 @@ def serve(gw: Gateway, **overrides: Any) -> None:
     """
     settings = ServeSettings.from_config(gw.config, **overrides)
     settings.check_exposure()
+    keep_freed_memory()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
     log = logging.getLogger("arrowgate.flight")
