@@ -207,6 +207,25 @@ def peak_mb(pid: int) -> float:
         return int(next(x for x in fh if x.startswith("VmHWM:")).split()[1]) / 1024
 
 
+def served_table(folder: Path, rows: int) -> Path:
+    """The bench's DuckDB table of ``rows`` rows in ``folder``, and an arrowgate.toml
+    there serving it read-only; the database's path."""
+    database = folder / "trips.duckdb"
+    write_table(database, rows)
+    (folder / "arrowgate.toml").write_text(
+        f'[engines.duckdb]\ntype = "duckdb"\ndatabase = "{database}"\nread_only = true\n')
+    return database
+
+
+def arrowgate_serve(folder: Path, env: dict[str, str] | None = None) -> Process:
+    """``arrowgate serve`` on a free loopback port with ``folder``'s arrowgate.toml;
+    its ``first`` is the address."""
+    serve = Process([sys.executable, "-m", "gateway.cli", "serve", "--port", "0"],
+                    cwd=folder, from_stderr=True, env=env)
+    serve.first = serve.first.split("listening on ")[1].split()[0]
+    return serve
+
+
 class Process:
     """A contender's process, reporting its address (or readiness) on its first line."""
 
@@ -474,13 +493,8 @@ def main() -> None:
         return in_process_worker(args.database)
     me = [sys.executable, str(Path(__file__).resolve())]
     with tempfile.TemporaryDirectory() as folder:
-        database = Path(folder, "trips.duckdb")
-        write_table(database, args.rows)
-        Path(folder, "arrowgate.toml").write_text(
-            f'[engines.duckdb]\ntype = "duckdb"\ndatabase = "{database}"\nread_only = true\n')
-        arrowgate = Process([sys.executable, "-m", "gateway.cli", "serve", "--port", "0"],
-                            cwd=Path(folder), from_stderr=True)
-        arrowgate.first = arrowgate.first.split("listening on ")[1].split()[0]
+        database = served_table(Path(folder), args.rows)
+        arrowgate = arrowgate_serve(Path(folder))
         bare = Process([*me, "--role", "bare", "--database", str(database)])
         streaming = Process([*me, "--role", "streaming", "--database", str(database)])
         worker = Process([*me, "--role", "worker", "--database", str(database)])

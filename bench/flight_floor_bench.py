@@ -45,13 +45,14 @@ from flight_bench import (
     BIG,
     Process,
     Round,
+    arrowgate_serve,
     ask_worker,
     bare_server,
     in_process_worker,
     peak_mb,
     read_adbc,
+    served_table,
     timed,
-    write_table,
 )
 
 from gateway.bench import Spread, rotated
@@ -97,16 +98,10 @@ def main() -> None:
         return bare_server(args.database)
     me = [sys.executable, str(Path(__file__).resolve())]
     with tempfile.TemporaryDirectory() as folder:
-        database = Path(folder, "trips.duckdb")
-        write_table(database, args.rows)
-        Path(folder, "arrowgate.toml").write_text(
-            f'[engines.duckdb]\ntype = "duckdb"\ndatabase = "{database}"\nread_only = true\n')
+        database = served_table(Path(folder), args.rows)
         servers = {BARE: Process([*me, "--role", "bare:", "--database", str(database)])}
         for name, env in ((SERVE, None), (UNTUNED, GLIBC_DEFAULTS)):
-            serve = Process([sys.executable, "-m", "gateway.cli", "serve", "--port", "0"],
-                            cwd=Path(folder), from_stderr=True, env=env)
-            serve.first = serve.first.split("listening on ")[1].split()[0]
-            servers[name] = serve
+            servers[name] = arrowgate_serve(Path(folder), env)
         servers.update({name: Process([*me, "--role", f"stream:{name}", "--database",
                                        str(database)]) for name in STREAMING})
         workers = {name: Process([*me, "--role", f"worker:{name}", "--database", str(database)])

@@ -27,14 +27,7 @@ ANY = st.lists(st.sampled_from([*",;\t 1a\n\"'\\\x00\r", "\r\n"]),
 def reader_rows(text: str, delimiter: str, quote: str, escape: str,
                 limit: int) -> list[list[str]]:
     """What csv.reader gives, as _split_lines configures it."""
-    kwargs: dict = {"delimiter": delimiter, "strict": False}
-    if quote:
-        kwargs["quotechar"] = quote
-        if escape and escape != quote:
-            kwargs["escapechar"] = escape
-            kwargs["doublequote"] = False
-    else:
-        kwargs["quoting"] = csv.QUOTE_NONE
+    kwargs = layout.reader_options(delimiter, quote, escape)
     rows = []
     try:
         for row in csv.reader(io.StringIO(text, newline=""), **kwargs):

@@ -25,20 +25,21 @@ def test_a_bad_source_fails_its_queries_not_the_engine(tmp_path):
             raise AssertionError("a malformed file answered a query")
 
 
-def test_a_sorted_aggregation_leaves_pyarrow_compute_unimported():
-    """Importing pyarrow.compute costs ~100 ms of a one-shot ``arrowgate query``.
+#: a program's first lines: pandas cannot be imported (when it is installed, as the dev
+#: extra has it for a Flight SQL client, pyarrow imports it, and pyarrow.compute with it,
+#: on the first ``pa.array(list)`` of any program: pyarrow's cost, not the scanner's)
+NO_PANDAS = ("import sys\n"
+             "class NoPandas:\n"
+             "    def find_spec(self, name, *args):\n"
+             "        if name.split('.')[0] == 'pandas':\n"
+             "            raise ModuleNotFoundError(name)\n"
+             "sys.meta_path.insert(0, NoPandas())\n")
 
-    pandas is hidden: when it is installed (the dev extra has it, for a Flight SQL
-    client), pyarrow imports it, and pyarrow.compute with it, on the first
-    ``pa.array(list)`` of any program; that is pyarrow's cost, not the scanner's.
-    """
+
+def test_a_sorted_aggregation_leaves_pyarrow_compute_unimported():
+    """Importing pyarrow.compute costs ~100 ms of a one-shot ``arrowgate query``."""
     code = (
-        "import sys\n"
-        "class NoPandas:\n"
-        "    def find_spec(self, name, *args):\n"
-        "        if name.split('.')[0] == 'pandas':\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "sys.meta_path.insert(0, NoPandas())\n"
+        NO_PANDAS +
         "import gateway\n"
         f"config = {{'engines': {{'scan': {{'type': 'csv'}}}}, "
         f"'sources': {{'trips': {{'path': {str(DATA / 'trips.csv')!r}}}}}}}\n"
@@ -57,12 +58,7 @@ def test_a_shadowed_statement_is_timed_after_the_engines_imports():
     README's first shadowed query show the scanner at 4x DuckDB's time on 400 rows
     (Engine.warm runs untimed before both sides). Unshadowed, nothing is warmed."""
     code = (
-        "import sys\n"
-        "class NoPandas:\n"
-        "    def find_spec(self, name, *args):\n"
-        "        if name.split('.')[0] == 'pandas':\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "sys.meta_path.insert(0, NoPandas())\n"
+        NO_PANDAS +
         "import gateway\n"
         "from gateway_csv.engine import CsvEngine\n"
         "seen = []\n"

@@ -16,24 +16,27 @@ import pytest
 from gateway.cli import COMMANDS
 
 
+def python_says(code: str) -> list[str]:
+    """The words a fresh interpreter running ``code`` prints."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    return done.stdout.split()
+
+
 def test_a_lazy_module_is_imported_on_first_use_only():
     code = ("import sys\n"
             "from gateway.startup import LazyModule\n"
             "tool = LazyModule('json.tool')\n"
             "before = 'json.tool' in sys.modules\n"
             "print(before, callable(tool.main), 'json.tool' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == ["False", "True", "True"]
+    assert python_says(code) == ["False", "True", "True"]
 
 
 def test_the_console_script_raises_the_collectors_first_threshold():
     code = ("import gc, sys, gateway.cli\n"
             "gateway.cli.main = lambda: print(gc.get_threshold()[0]) or 0\n"
             "gateway.cli.entry()\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert int(done.stdout) == 100_000
+    assert python_says(code) == ["100000"]
 
 
 ONE_ROW_QUERY = """
@@ -91,9 +94,7 @@ def test_importing_the_errors_compiles_no_masking_pattern():
             "print(masking._compiled.cache_info().currsize)\n"
             "masking.mask_text('postgresql://u:secret@h')\n"
             "print(masking._compiled.cache_info().currsize)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == ["0", "3"]
+    assert python_says(code) == ["0", "3"]
 
 
 def test_sqlglots_logger_is_raised_when_sqlglot_is_imported_after_the_sql_package():
@@ -102,15 +103,11 @@ def test_sqlglots_logger_is_raised_when_sqlglot_is_imported_after_the_sql_packag
             "print('logging' in sys.modules)\n"
             "import logging, sqlglot\n"
             "print(logging.getLogger('sqlglot').level == logging.ERROR)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == ["False", "True"]
+    assert python_says(code) == ["False", "True"]
 
 
 def test_sqlglots_logger_is_raised_when_logging_was_imported_first():
     code = ("import logging\n"
             "import gateway.sql, sqlglot\n"
             "print(logging.getLogger('sqlglot').level == logging.ERROR)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == ["True"]
+    assert python_says(code) == ["True"]

@@ -174,14 +174,7 @@ def _split_lines(text: str, delimiter: str, quote: str, escape: str,
     plain = _split_plain(text, delimiter, quote, escape, limit)
     if plain is not None:
         return plain
-    kwargs: dict[str, Any] = {"delimiter": delimiter, "strict": False}
-    if quote:
-        kwargs["quotechar"] = quote
-        if escape and escape != quote:
-            kwargs["escapechar"] = escape
-            kwargs["doublequote"] = False
-    else:
-        kwargs["quoting"] = csv.QUOTE_NONE
+    kwargs = reader_options(delimiter, quote, escape)
     rows: list[list[str | None]] = []
     if csv.field_size_limit() < DIALECT_BYTES:
         csv.field_size_limit(DIALECT_BYTES)  # a field may fill the sample (default: 128 KiB)
@@ -195,6 +188,19 @@ def _split_lines(text: str, delimiter: str, quote: str, escape: str,
     except csv.Error:
         pass  # a field past the size limit: sniff on the rows before it
     return rows
+
+
+def reader_options(delimiter: str, quote: str, escape: str) -> dict[str, Any]:
+    """csv.reader's options for a dialect (no quoting where ``quote`` is empty)."""
+    kwargs: dict[str, Any] = {"delimiter": delimiter, "strict": False}
+    if quote:
+        kwargs["quotechar"] = quote
+        if escape and escape != quote:
+            kwargs["escapechar"] = escape
+            kwargs["doublequote"] = False
+    else:
+        kwargs["quoting"] = csv.QUOTE_NONE
+    return kwargs
 
 
 def _split_plain(text: str, delimiter: str, quote: str, escape: str,
