@@ -73,7 +73,7 @@ _con = duckdb.connect()
 @settings(max_examples=150, deadline=None)
 @given(fn=st.sampled_from(["count", "COUNT", "sum", "Sum", "avg", "min", "MAX"]),
        name=st.one_of(st.sampled_from(["year", "a", "A", "Mixed_Case", "select", "x1", "_u",
-                                       "order", "date", "value", "name"]),
+                                       "order", "date", "value", "name", "_0", "_9x", "__0"]),
                       st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)),
        quoted=st.booleans())
 def test_the_names_given_without_asking_duckdb_are_duckdbs(fn, name, quoted):
