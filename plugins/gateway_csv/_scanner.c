@@ -1053,7 +1053,8 @@ typedef struct {
     uint64_t hash;
     Val vals[MAX_KEYS];
 } Pending;
-#define AGG_ROWS 3
+#define AGG_LAG 2  /* a row is folded in this many rows after it is read */
+#define AGG_ROWS 4 /* a power of two above AGG_LAG */
 
 typedef struct {
     const char *base;
@@ -1071,7 +1072,7 @@ typedef struct {
     /* per-row scratch */
     Val vals[MAX_SLOTS];
     Buf scratch[MAX_SLOTS];
-    /* the rows on their way into agg (aggregate_row): row r in pending[r % AGG_ROWS] */
+    /* the rows on their way into agg (aggregate_row): row r in pending[r & (AGG_ROWS - 1)] */
     Pending pending[AGG_ROWS];
     size_t agg_rows;
 } Scan;
@@ -1469,29 +1470,29 @@ static int aggregate_pending(Scan *sc, const Pending *row) {
 static int aggregate_row(Scan *sc) {
     const Plan *pl = sc->plan;
     AggStateObject *t = sc->agg;
-    Pending *row = &sc->pending[sc->agg_rows % AGG_ROWS];
+    size_t r = sc->agg_rows++;
+    Pending *row = &sc->pending[r & (AGG_ROWS - 1)];
     if (make_key(sc, &row->key)) return -1;
     row->hash = hash_bytes(row->key.p ? row->key.p : "", row->key.len);
     for (int a = 0; a < pl->naggs; a++)
         if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = sc->vals[pl->aggs[a].slot];
     if (t->cap) {
         __builtin_prefetch(&t->index[row->hash & (t->cap - 1)]);
-        if (sc->agg_rows >= 1) {
-            const Pending *prev = &sc->pending[(sc->agg_rows - 1) % AGG_ROWS];
+        if (r >= 1) {
+            const Pending *prev = &sc->pending[(r - 1) & (AGG_ROWS - 1)];
             uint32_t g = (uint32_t)t->index[prev->hash & (t->cap - 1)];
             if (g) __builtin_prefetch(group_record(t, g - 1));
         }
     }
-    sc->agg_rows++;
-    if (sc->agg_rows >= AGG_ROWS) return aggregate_pending(sc, &sc->pending[sc->agg_rows % AGG_ROWS]);
+    if (r >= AGG_LAG) return aggregate_pending(sc, &sc->pending[(r - AGG_LAG) & (AGG_ROWS - 1)]);
     return 0;
 }
 
 /* fold in the rows still pending, at the end of a scan */
 static int aggregate_flush(Scan *sc) {
-    size_t first = sc->agg_rows >= AGG_ROWS - 1 ? sc->agg_rows - (AGG_ROWS - 1) : 0;
+    size_t first = sc->agg_rows >= AGG_LAG ? sc->agg_rows - AGG_LAG : 0;
     for (size_t r = first; r < sc->agg_rows; r++)
-        if (aggregate_pending(sc, &sc->pending[r % AGG_ROWS])) return -1;
+        if (aggregate_pending(sc, &sc->pending[r & (AGG_ROWS - 1)])) return -1;
     sc->agg_rows = 0;
     return 0;
 }
