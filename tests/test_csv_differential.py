@@ -92,3 +92,32 @@ def test_chunk_size_never_changes_the_answer(tmp_path, chunk_bytes):
     with gateway_for(path, chunk_bytes=chunk_bytes) as gw:
         assert_same(gw, "SELECT k, count(*) AS n, sum(x) AS s FROM t GROUP BY k")
         assert_same(gw, "SELECT * FROM t WHERE x % 4 = 0")
+
+
+def test_number_keys_keep_null_zero_negative_zero_and_nan_apart(tmp_path):
+    # keys of numbers only have one width, NULL's included: its value bytes are zero, as 0's are
+    rows = []
+    for i in range(400):
+        a = "" if i % 7 == 0 else str(i % 3 - 1)
+        f = ["", "0.0", "-0.0", "NaN", "2.5", "-2.5", "1e300"][i % 7 if i % 11 else (i // 11) % 7]
+        ts = "" if i % 13 == 0 else f"20{10 + i % 4}-0{1 + i % 9}-1{i % 10} 0{i % 10}:00:00"
+        rows.append(f"{a},{f},{ts},{i}")
+    path = write(tmp_path, "keys.csv", "a,f,ts,x\n" + "\n".join(rows) + "\n")
+    with gateway_for(path, chunk_bytes=64) as gw:
+        assert_same(gw, "SELECT a, f, count(*) AS n, sum(x) AS s, min(f) AS lo FROM t GROUP BY a, f")
+        assert_same(gw, "SELECT a, year(ts) AS y, round(f) AS r, count(*) AS n, max(x) AS hi "
+                        "FROM t GROUP BY 1, 2, 3 ORDER BY 2, 4 DESC")
+        assert_same(gw, "SELECT year(ts) AS y, count(x) AS n, avg(f) AS m FROM t GROUP BY 1")
+
+
+def test_many_groups_whose_keys_differ_only_in_their_last_bytes(tmp_path):
+    # more groups than the table's first size; two-key groups alike in their first 9 bytes;
+    # string keys alike but for their last byte or their length
+    rows = [f"7,{i % 5000},{'p' * (i % 21)}{'' if i % 2 else 'same prefix here'}{i % 10},{i}"
+            for i in range(20_000)]
+    path = write(tmp_path, "alike.csv", "a,b,s,x\n" + "\n".join(rows) + "\n")
+    with gateway_for(path, chunk_bytes=4096) as gw:
+        got = assert_same(gw, "SELECT a, b, count(*) AS n, sum(x) AS s FROM t GROUP BY a, b")
+        assert got.num_rows == 5000
+        assert_same(gw, "SELECT s, count(*) AS n, min(x) AS lo FROM t GROUP BY s")
+        assert_same(gw, "SELECT a, s, b % 3 AS m, count(*) AS n FROM t GROUP BY 1, 2, 3")

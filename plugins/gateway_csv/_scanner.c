@@ -679,62 +679,125 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
 
 /* ------------------------------------------------------------ hash table */
 
+/* One aggregate of one group. Each aggregate uses one of the three values:
+ * isum for an integer SUM or AVG, f for any aggregate of a float, i for an
+ * integer MIN or MAX (and none for the counts). */
 typedef struct {
-    __int128 isum;
-    double f;
-    int64_t i;
+    union {
+        __int128 isum;
+        double f;
+        int64_t i;
+    };
     int64_t n;
 } Cell;
 
+/* The groups sit in one array of records, in the order they were first seen
+ * (export order): a record is the group's cells, then its key. When no key is
+ * a string (fixed_key), every key has the same length and lies in the record
+ * itself, so a probe that finds its group touches the index slot and one
+ * record (one cache line for three keys and one aggregate); otherwise the
+ * record holds the key's offset and length in the arena. An index slot holds
+ * the group number + 1 (0 = empty) in its low 32 bits and the key hash's high
+ * 32 bits above, so most mismatches are rejected without reading the record. */
 typedef struct {
     PyObject_HEAD
     int nkeys, naggs;
     int key_kinds[MAX_KEYS];
     int agg_fns[MAX_KEYS];
     int agg_kinds[MAX_KEYS];
+    int fixed_key;
+    size_t key_width;          /* the key's length when fixed_key */
+    size_t key_at, stride;     /* the key's place in a record; a record's size */
     size_t cap, ngroups, gcap;
-    uint32_t *index; /* group number + 1, 0 = empty */
-    uint64_t *hashes;
-    size_t *key_off;
-    uint32_t *key_len;
-    Buf arena;
-    Cell *cells;
+    uint64_t *index;
+    char *groups;              /* gcap records, 64-byte aligned */
+    Buf arena;                 /* the keys when !fixed_key */
 } AggStateObject;
+
+typedef struct {
+    size_t off;
+    uint32_t len;
+} KeyRef;
+
+/* set the record layout of an empty state with nkeys and naggs set: fixed-width
+ * keys of key_width bytes, or (fixed == 0) keys of any length in the arena */
+static void table_layout(AggStateObject *t, int fixed, size_t key_width) {
+    t->fixed_key = fixed;
+    t->key_width = fixed ? key_width : 0;
+    t->key_at = (size_t)t->naggs * sizeof(Cell);
+    size_t size = t->key_at + (fixed ? key_width : sizeof(KeyRef));
+    size_t stride = 16;
+    if (size > 64) stride = (size + 15) & ~(size_t)15;
+    else while (stride < size) stride *= 2;
+    t->stride = stride;
+}
 
 static void AggState_dealloc(AggStateObject *self) {
     free(self->index);
-    free(self->hashes);
-    free(self->key_off);
-    free(self->key_len);
+    free(self->groups);
     free(self->arena.p);
-    free(self->cells);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static uint64_t hash_bytes(const char *p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull);
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 31;
-        p += 8, n -= 8;
+static inline char *group_record(const AggStateObject *t, size_t g) { return t->groups + g * t->stride; }
+
+static inline const char *group_key(const AggStateObject *t, size_t g, size_t *n) {
+    const char *r = group_record(t, g);
+    if (t->fixed_key) {
+        *n = t->key_width;
+        return r + t->key_at;
     }
-    uint64_t w = 0;
-    memcpy(&w, p, n);
+    const KeyRef *ref = (const KeyRef *)(r + t->key_at);
+    *n = ref->len;
+    return t->arena.p + ref->off;
+}
+
+static inline Cell *group_cells(const AggStateObject *t, size_t g) { return (Cell *)group_record(t, g); }
+
+static inline uint64_t hash_bytes(const char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull), w = 0;
+    if (n < 8) {
+        memcpy(&w, p, n);
+    } else {
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&w, p + i, 8);
+            h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+            h ^= h >> 31;
+        }
+        /* the last n % 8 bytes (or 8), read with the bytes before them and shifted
+         * down: the final mix spreads low bits, not high ones, into the index */
+        memcpy(&w, p + n - 8, 8);
+        if (n % 8) w >>= 64 - 8 * (n % 8);
+    }
     h = (h ^ w) * 0x94d049bb133111ebull;
     h ^= h >> 29;
     return h;
 }
 
+static inline int same_bytes(const char *a, const char *b, size_t n) {
+    if (n < 8) return memcmp(a, b, n) == 0;
+    uint64_t x, y;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) return 0;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
+
 static int table_grow(AggStateObject *t) {
     size_t ncap = t->cap ? t->cap * 2 : 64;
-    uint32_t *idx = calloc(ncap, sizeof(uint32_t));
+    uint64_t *idx = calloc(ncap, sizeof(uint64_t));
     if (!idx) return -1;
     for (size_t g = 0; g < t->ngroups; g++) {
-        size_t pos = t->hashes[g] & (ncap - 1);
+        size_t n;
+        const char *k = group_key(t, g, &n);
+        uint64_t h = hash_bytes(k, n);
+        size_t pos = h & (ncap - 1);
         while (idx[pos]) pos = (pos + 1) & (ncap - 1);
-        idx[pos] = (uint32_t)(g + 1);
+        idx[pos] = (h & 0xffffffff00000000ull) | (uint64_t)(g + 1);
     }
     free(t->index);
     t->index = idx;
@@ -742,42 +805,50 @@ static int table_grow(AggStateObject *t) {
     return 0;
 }
 
-/* the group of key bytes k[0:n], created if new; NULL when out of memory */
-static Cell *table_lookup(AggStateObject *t, const char *k, size_t n) {
-    uint64_t h = hash_bytes(k, n);
-    if ((t->ngroups + 1) * 2 > t->cap && table_grow(t)) return NULL;
-    size_t pos = h & (t->cap - 1);
-    for (;;) {
-        uint32_t g = t->index[pos];
-        if (!g) break;
-        g--;
-        if (t->hashes[g] == h && t->key_len[g] == n && memcmp(t->arena.p + t->key_off[g], k, n) == 0)
-            return &t->cells[(size_t)g * (size_t)t->naggs];
-        pos = (pos + 1) & (t->cap - 1);
-    }
-    if (t->ngroups == t->gcap) {
-        size_t ng = t->gcap ? t->gcap * 2 : 64;
-        uint64_t *hs = realloc(t->hashes, ng * sizeof *hs);
-        if (hs) t->hashes = hs;
-        size_t *ko = realloc(t->key_off, ng * sizeof *ko);
-        if (ko) t->key_off = ko;
-        uint32_t *kl = realloc(t->key_len, ng * sizeof *kl);
-        if (kl) t->key_len = kl;
-        Cell *cs = realloc(t->cells, ng * (size_t)(t->naggs ? t->naggs : 1) * sizeof(Cell));
-        if (cs) t->cells = cs;
-        if (!hs || !ko || !kl || !cs) return NULL;
-        t->gcap = ng;
-    }
-    size_t g = t->ngroups++;
-    t->hashes[g] = h;
-    t->key_off[g] = t->arena.len;
-    t->key_len[g] = (uint32_t)n;
-    if (buf_put(&t->arena, k, n)) return NULL;
-    t->index[pos] = (uint32_t)(g + 1);
-    Cell *c = &t->cells[g * (size_t)t->naggs];
-    memset(c, 0, (size_t)t->naggs * sizeof(Cell));
-    return c;
+static int groups_grow(AggStateObject *t) {
+    size_t ng = t->gcap ? t->gcap * 2 : 64;
+    if (ng > UINT32_MAX) return -1;
+    char *gs = aligned_alloc(64, ng * t->stride);
+    if (!gs) return -1;
+    if (t->ngroups) memcpy(gs, t->groups, t->ngroups * t->stride);
+    free(t->groups);
+    t->groups = gs;
+    t->gcap = ng;
+    return 0;
 }
+
+/* the group of key bytes k[0:n] whose hash_bytes is h, created if new; NULL when out of memory */
+static Cell *table_find(AggStateObject *t, const char *k, size_t n, uint64_t h) {
+    uint64_t tag = h & 0xffffffff00000000ull;
+    if ((t->ngroups + 1) * 2 > t->cap && table_grow(t)) return NULL;
+    size_t mask = t->cap - 1, pos = h & mask;
+    for (;;) {
+        uint64_t s = t->index[pos];
+        if (!s) break;
+        if ((s & 0xffffffff00000000ull) == tag) {
+            size_t g = (uint32_t)s - 1, m;
+            const char *gk = group_key(t, g, &m);
+            if (m == n && same_bytes(gk, k, n)) return group_cells(t, g);
+        }
+        pos = (pos + 1) & mask;
+    }
+    if (t->ngroups == t->gcap && groups_grow(t)) return NULL;
+    size_t g = t->ngroups;
+    char *r = group_record(t, g);
+    if (t->fixed_key) {
+        memcpy(r + t->key_at, k, n);
+    } else {
+        KeyRef ref = {t->arena.len, (uint32_t)n};
+        if (buf_put(&t->arena, k, n)) return NULL;
+        memcpy(r + t->key_at, &ref, sizeof ref);
+    }
+    t->ngroups++;
+    t->index[pos] = tag | (uint64_t)(g + 1);
+    memset(r, 0, (size_t)t->naggs * sizeof(Cell));
+    return (Cell *)r;
+}
+
+static Cell *table_lookup(AggStateObject *t, const char *k, size_t n) { return table_find(t, k, n, hash_bytes(k, n)); }
 
 static int nan_aware_less(double a, double b) {
     /* DuckDB orders NaN above every number */
@@ -828,12 +899,15 @@ static PyTypeObject AggStateType;
 static PyObject *AggState_merge(AggStateObject *self, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AggStateType)) return PyErr_Format(PyExc_TypeError, "expected an AggState");
     AggStateObject *o = (AggStateObject *)arg;
-    if (o->naggs != self->naggs || o->nkeys != self->nkeys)
+    if (o->naggs != self->naggs || o->nkeys != self->nkeys || o->fixed_key != self->fixed_key ||
+        o->key_width != self->key_width)
         return PyErr_Format(PyExc_ValueError, "merging states of different plans");
     for (size_t g = 0; g < o->ngroups; g++) {
-        Cell *dst = table_lookup(self, o->arena.p + o->key_off[g], o->key_len[g]);
+        size_t n;
+        const char *k = group_key(o, g, &n);
+        Cell *dst = table_lookup(self, k, n);
         if (!dst) return PyErr_NoMemory();
-        Cell *src = &o->cells[g * (size_t)o->naggs];
+        Cell *src = group_cells(o, g);
         for (int a = 0; a < self->naggs; a++) cell_merge(&dst[a], &src[a], self->agg_fns[a], self->agg_kinds[a]);
     }
     Py_RETURN_NONE;
@@ -854,12 +928,14 @@ static PyObject *AggState_export(AggStateObject *self, PyObject *unused) {
         PyList_SET_ITEM(aggs, a, l);
     }
     for (size_t g = 0; g < self->ngroups; g++) {
-        const char *p = self->arena.p + self->key_off[g];
+        size_t n;
+        const char *p = group_key(self, g, &n);
         for (int k = 0; k < self->nkeys; k++) {
             PyObject *v;
             char tag = *p++;
             if (tag == 0) {
                 v = Py_NewRef(Py_None);
+                if (self->fixed_key) p += 8;
             } else if (tag == 2) {
                 uint32_t n;
                 memcpy(&n, p, 4);
@@ -880,7 +956,7 @@ static PyObject *AggState_export(AggStateObject *self, PyObject *unused) {
             if (!v) goto fail;
             PyList_SET_ITEM(PyList_GET_ITEM(keys, k), (Py_ssize_t)g, v);
         }
-        Cell *c = &self->cells[g * (size_t)self->naggs];
+        Cell *c = group_cells(self, g);
         for (int a = 0; a < self->naggs; a++) {
             PyObject *v;
             int fn = self->agg_fns[a], kind = self->agg_kinds[a];
@@ -920,6 +996,7 @@ static PyObject *AggState_fold(AggStateObject *self, PyObject *arg) {
     out->nkeys = 1;
     out->key_kinds[0] = K_INT;
     out->naggs = self->naggs;
+    table_layout(out, 1, 9);
     memcpy(out->agg_fns, self->agg_fns, sizeof out->agg_fns);
     memcpy(out->agg_kinds, self->agg_kinds, sizeof out->agg_kinds);
     for (size_t g = 0; g < self->ngroups; g++) {
@@ -932,7 +1009,7 @@ static PyObject *AggState_fold(AggStateObject *self, PyObject *arg) {
             PyErr_NoMemory();
             goto fail;
         }
-        Cell *src = &self->cells[g * (size_t)self->naggs];
+        Cell *src = group_cells(self, g);
         for (int a = 0; a < self->naggs; a++) cell_merge(&dst[a], &src[a], self->agg_fns[a], self->agg_kinds[a]);
     }
     Py_DECREF(seq);
@@ -970,6 +1047,15 @@ typedef struct {
     size_t nulls;
 } OutCol;
 
+/* A row waiting to be aggregated: its group key, the key's hash, the values of its aggregates. */
+typedef struct {
+    Buf key;
+    uint64_t hash;
+    Val vals[MAX_KEYS];
+} Pending;
+#define AGG_LAG 2  /* a row is folded in this many rows after it is read */
+#define AGG_ROWS 4 /* a power of two above AGG_LAG */
+
 typedef struct {
     const char *base;
     Py_ssize_t size;
@@ -986,7 +1072,9 @@ typedef struct {
     /* per-row scratch */
     Val vals[MAX_SLOTS];
     Buf scratch[MAX_SLOTS];
-    Buf keybuf;
+    /* the rows on their way into agg (aggregate_row): row r in pending[r & (AGG_ROWS - 1)] */
+    Pending pending[AGG_ROWS];
+    size_t agg_rows;
 } Scan;
 
 static int is_null_text(const Plan *p, const char *s, size_t n) {
@@ -1279,23 +1367,31 @@ static int64_t truncated(int kind, int64_t days, int64_t us, int fn) {
     return kind == K_DATE ? days : days * 86400000000LL + us;
 }
 
-static int aggregate_row(Scan *sc) {
+/* The key of the row in sc->vals, into kb: per key a tag byte, then for a
+ * number its 8 bytes, for a string its 4-byte length and bytes, for NULL
+ * nothing, or 8 zero bytes when every key is a number (fixed_key). */
+static int make_key(Scan *sc, Buf *kb) {
     const Plan *pl = sc->plan;
-    Buf *kb = &sc->keybuf;
     kb->len = 0;
+    if (buf_reserve(kb, (size_t)pl->nkeys * 9)) return -1;
     for (int k = 0; k < pl->nkeys; k++) {
         const Val *v = &sc->vals[pl->keys[k].slot];
         int kind = pl->slots[pl->keys[k].slot].kind;
         char tag;
         if (v->is_null) {
-            tag = 0;
-            if (buf_put(kb, &tag, 1)) return -1;
+            kb->p[kb->len++] = 0;
+            if (sc->agg->fixed_key) {
+                memset(kb->p + kb->len, 0, 8);
+                kb->len += 8;
+            }
             continue;
         }
         if (kind == K_STR && pl->keys[k].fn == F_IDENT) {
             uint32_t n = (uint32_t)v->n;
             tag = 2;
-            if (buf_put(kb, &tag, 1) || buf_put(kb, &n, 4) || buf_put(kb, v->s, v->n)) return -1;
+            if (buf_put(kb, &tag, 1) || buf_put(kb, &n, 4) || buf_put(kb, v->s, v->n) ||
+                buf_reserve(kb, (size_t)(pl->nkeys - k - 1) * 9))
+                return -1;
             continue;
         }
         int64_t out = v->i;
@@ -1337,22 +1433,67 @@ static int aggregate_row(Scan *sc) {
             out = fn == F_YEAR ? y : fn == F_MONTH ? (int64_t)m : fn == F_DAY ? (int64_t)d : us / 3600000000LL;
         }
         }
-        if (buf_put(kb, &tag, 1) || buf_put(kb, &out, 8)) return -1;
+        char *o = kb->p + kb->len;
+        o[0] = tag;
+        memcpy(o + 1, &out, 8);
+        kb->len += 9;
     }
-    Cell *c = table_lookup(sc->agg, kb->p ? kb->p : "", kb->len);
+    return 0;
+}
+
+/* fold a pending row into its group */
+static int aggregate_pending(Scan *sc, const Pending *row) {
+    const Plan *pl = sc->plan;
+    Cell *c = table_find(sc->agg, row->key.p ? row->key.p : "", row->key.len, row->hash);
     if (!c) return -1;
     for (int a = 0; a < pl->naggs; a++) {
         const Agg *ag = &pl->aggs[a];
         if (ag->fn == A_COUNT_STAR) { c[a].n++; continue; }
-        const Val *v = &sc->vals[ag->slot];
+        const Val *v = &row->vals[a];
         if (v->is_null) continue;
         int kind = pl->slots[ag->slot].kind;
         Cell one = {0};
         one.n = 1;
         if (kind == K_FLOAT) one.f = v->f;
-        else one.i = v->i, one.isum = v->i;
+        else if (ag->fn == A_MIN || ag->fn == A_MAX) one.i = v->i;
+        else one.isum = v->i;
         cell_merge(&c[a], &one, ag->fn, kind);
     }
+    return 0;
+}
+
+/* The row in sc->vals, aggregated two rows later: a group's index slot and
+ * record are usually cache misses (the rows streaming through evict the
+ * table), so its key is made and its index slot prefetched now, its record
+ * prefetched at the next row, and it is folded in at the one after, while
+ * the misses have been overlapping the parsing. Rows are folded in order. */
+static int aggregate_row(Scan *sc) {
+    const Plan *pl = sc->plan;
+    AggStateObject *t = sc->agg;
+    size_t r = sc->agg_rows++;
+    Pending *row = &sc->pending[r & (AGG_ROWS - 1)];
+    if (make_key(sc, &row->key)) return -1;
+    row->hash = hash_bytes(row->key.p ? row->key.p : "", row->key.len);
+    for (int a = 0; a < pl->naggs; a++)
+        if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = sc->vals[pl->aggs[a].slot];
+    if (t->cap) {
+        __builtin_prefetch(&t->index[row->hash & (t->cap - 1)]);
+        if (r >= 1) {
+            const Pending *prev = &sc->pending[(r - 1) & (AGG_ROWS - 1)];
+            uint32_t g = (uint32_t)t->index[prev->hash & (t->cap - 1)];
+            if (g) __builtin_prefetch(group_record(t, g - 1));
+        }
+    }
+    if (r >= AGG_LAG) return aggregate_pending(sc, &sc->pending[(r - AGG_LAG) & (AGG_ROWS - 1)]);
+    return 0;
+}
+
+/* fold in the rows still pending, at the end of a scan */
+static int aggregate_flush(Scan *sc) {
+    size_t first = sc->agg_rows >= AGG_LAG ? sc->agg_rows - AGG_LAG : 0;
+    for (size_t r = first; r < sc->agg_rows; r++)
+        if (aggregate_pending(sc, &sc->pending[r & (AGG_ROWS - 1)])) return -1;
+    sc->agg_rows = 0;
     return 0;
 }
 
@@ -1452,6 +1593,7 @@ static void run_scan(Scan *sc) {
     }
     sc->end = p - base;
     mapfile_release(base, released - base, sc->end);
+    if (sc->agg && !sc->oom && aggregate_flush(sc)) sc->oom = 1;
 }
 
 /* A file truncated while it is mapped turns reads of the lost pages into
@@ -1566,6 +1708,10 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
             st->agg_fns[i] = plan.aggs[i].fn;
             st->agg_kinds[i] = plan.aggs[i].fn == A_COUNT_STAR ? K_INT : plan.slots[plan.aggs[i].slot].kind;
         }
+        int fixed = 1;
+        for (int i = 0; i < plan.nkeys; i++)
+            if (st->key_kinds[i] == K_STR && plan.keys[i].fn == F_IDENT) fixed = 0;
+        table_layout(st, fixed, (size_t)plan.nkeys * 9);
         sc->agg = st;
     } else {
         sc->cols = calloc((size_t)plan.nslots + 1, sizeof(OutCol));
@@ -1626,7 +1772,7 @@ done:
         free(sc->cols);
     }
     for (int i = 0; i < MAX_SLOTS; i++) free(sc->scratch[i].p);
-    free(sc->keybuf.p);
+    for (int i = 0; i < AGG_ROWS; i++) free(sc->pending[i].key.p);
     free(sc);
     plan_free(&plan);
     return result;
