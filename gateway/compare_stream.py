@@ -97,7 +97,8 @@ class StreamingComparison:
         self.folder = tempfile.mkdtemp(prefix="arrowgate-compare-", dir=folder)
         self._sides = 0
 
-    def side(self, keep: bool = True, after: SpilledAnswer | None = None) -> SpilledAnswer:
+    def side(self, keep: bool = True, after: SpilledAnswer | None = None,
+             shared: bool = False) -> SpilledAnswer:
         """A new side to feed (``add`` each batch, then ``finish``).
 
         ``keep``: hold batches in memory up to the side's share of the cap
@@ -109,13 +110,16 @@ class StreamingComparison:
         the first rows already differ throughout (answers in another order)
         or window functions' ties must be masked; when an order may have to
         be checked, every row is kept as well.
+        ``shared``: the caller holds every batch anyway; they are kept in memory,
+        never spilled (dictionary columns are decoded: a copy).
         """
         self._sides += 1
         in_step = after is not None and not self.found.ties
         return SpilledAnswer(self, f"side{self._sides}", keep,
                              after=after if in_step else None,
                              keep_all=bool(self.shape.order
-                                           or not self.opts.ignore_order_without_order_by))
+                                           or not self.opts.ignore_order_without_order_by),
+                             shared=shared)
 
     def __enter__(self) -> StreamingComparison:
         return self

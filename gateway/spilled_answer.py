@@ -54,11 +54,14 @@ class SpilledAnswer:
     """One side of a :class:`StreamingComparison`: kept in memory, then spilled.
 
     A side made ``after`` the other one keeps only the rows its proof in step
-    leaves (:attr:`proof`), and all of them as well when ``keep_all``.
+    leaves (:attr:`proof`), and all of them as well when ``keep_all``. A ``shared``
+    side's batches are held by its caller anyway: it keeps every one in memory, by
+    reference, whatever their bytes, and never spills.
     """
 
     def __init__(self, comparison: StreamingComparison, name: str, keep: bool = True,
-                 after: SpilledAnswer | None = None, keep_all: bool = True):
+                 after: SpilledAnswer | None = None, keep_all: bool = True,
+                 shared: bool = False):
         self.comparison = comparison
         self.path = os.path.join(comparison.folder, f"{name}.arrow")
         self.rows = 0
@@ -69,6 +72,7 @@ class SpilledAnswer:
         self._kept: list[pa.RecordBatch] = []
         self._kept_bytes = 0
         self._share = comparison.memory_bytes // 4 if keep else 0
+        self._shared = shared
         self._writer: Any = None
         #: the files spilled to, each at most an eighth of the cap (4 MiB at least)
         self._segments: list[str] = []
@@ -137,6 +141,10 @@ class SpilledAnswer:
     def _store(self, batch: pa.RecordBatch) -> None:
         import pyarrow as pa
 
+        if self._shared:  # the caller's own batch: holding it costs nothing more
+            self._kept.append(batch)
+            self._kept_bytes += batch.nbytes
+            return
         if not self._segments and self._kept_bytes + batch.nbytes <= self._share:
             if batch.get_total_buffer_size() > 2 * batch.nbytes:
                 # a few rows sliced from a large batch would keep all of its buffers

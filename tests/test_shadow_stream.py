@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -189,6 +190,118 @@ def test_a_shared_side_is_not_held_nor_streamed_until_the_other_side_comes():
     assert verdict.category == "match", verdict.message
     assert verdict.evidence["primary_rows"] == verdict.evidence["reference_rows"] == 5000
     assert budget.peak <= batches[0].nbytes  # the reference's batches only, one at a time
+
+
+_GRID: list[pa.RecordBatch] = []
+
+
+def _shared_and_streamed(sql, limit, batches, keep_bytes=0):
+    """A finished shared primary of ``batches`` (held in ``_GRID``, as the console's grid
+    holds them), and a reference to feed the same batches, each made only when it is added
+    (so the test holds none of them)."""
+    budget = Budget(limit, sql, CompareOptions())
+    primary, reference = Answer(budget, shared=True), Answer(budget, keep_bytes)
+    _GRID[:] = batches()
+    for batch in _GRID:
+        primary.add(batch)
+    schema = pa.schema([("i", pa.int64())])
+    primary.finish(schema)
+    return budget, primary, reference, schema
+
+
+def _int_batches(n=5, rows=1000):
+    schema = pa.schema([("i", pa.int64())])
+    return lambda: (pa.record_batch([pa.array(range(k, k + rows), pa.int64())], schema=schema)
+                    for k in range(0, n * rows, rows))
+
+
+@pytest.mark.parametrize("sql, spilled", [("SELECT i FROM t", 0),
+                                          ("SELECT i FROM t ORDER BY i", 5 * 8000)])
+def test_a_finished_shared_side_is_read_in_place_and_the_other_proven_as_it_comes(sql, spilled):
+    """The console's grid holds the primary's whole answer: it is not spilled, and the
+    reference's rows are proven against it as they come. Only the rows that differ are
+    kept, and every row of the reference where the order may have to be checked."""
+    batches = _int_batches()
+    budget, primary, reference, schema = _shared_and_streamed(sql, 1000, batches)
+    try:
+        for batch in batches():
+            reference.add(batch)
+        reference.finish(schema)
+        verdict = streamed_verdict(primary, reference, budget=budget)
+    finally:
+        budget.close()
+    assert verdict.category == "match", verdict.message
+    assert verdict.evidence["proven_in_place"] and verdict.evidence["paired_rows"] == 0
+    assert verdict.evidence["spilled_bytes"] == spilled  # the primary's 40,000 bytes: never
+
+
+def test_a_side_proven_in_step_is_never_more_than_one_batch_ahead(monkeypatch):
+    """However much of the budget is free, the reference's batches are not queued while it
+    is proven against a side read in place: beside the engine's own working memory (a
+    sort's rows), the comparison holds the batch being compared and the next one."""
+    from gateway.spilled_answer import SpilledAnswer
+
+    add = SpilledAnswer.add
+
+    def slow_add(self, batch):  # a comparison slower than the engine
+        time.sleep(0.02)
+        add(self, batch)
+
+    monkeypatch.setattr(SpilledAnswer, "add", slow_add)
+    batches = _int_batches(n=8)
+    # room for four of the reference's batches once the primary's pass it
+    budget, primary, reference, schema = _shared_and_streamed("SELECT i FROM t", 32000,
+                                                              batches)
+    try:
+        for batch in batches():
+            reference.add(batch)
+        reference.finish(schema)
+        verdict = streamed_verdict(primary, reference, budget=budget)
+    finally:
+        budget.close()
+    assert verdict.category == "match", verdict.message
+    assert budget.peak <= 2 * 8000
+
+
+def test_a_streamed_answer_kept_for_display_is_not_held_while_it_streams():
+    """The reference's answer within keep_bytes is kept for ctrl+r; once the answers are
+    streamed, the copy waits in the comparison's folder, not in memory beside the engine's
+    working memory, and is read back whole when asked for."""
+    batches = _int_batches(n=5, rows=10_000)  # 80,000 bytes each
+    budget, primary, reference, schema = _shared_and_streamed(
+        "SELECT i FROM t ORDER BY i", 1000, batches, keep_bytes=1 << 20)
+    try:
+        before = pa.total_allocated_bytes()
+        for batch in batches():
+            reference.add(batch)
+        del batch
+        reference.finish(schema)
+        reference.spilled()  # every batch compared and written
+        held = pa.total_allocated_bytes() - before
+        verdict = streamed_verdict(primary, reference, budget=budget)
+        kept = reference.kept()
+    finally:
+        budget.close()
+    assert verdict.category == "match", verdict.message
+    assert held < 80_000  # not one of the reference's batches is held (nor copied)
+    assert kept is not None and kept.equals(pa.Table.from_batches(list(batches())))
+
+
+def test_a_streamed_answer_over_keep_bytes_leaves_no_copy():
+    batches = _int_batches(n=5, rows=10_000)
+    budget, _, reference, schema = _shared_and_streamed(
+        "SELECT i FROM t", 1000, batches, keep_bytes=200_000)
+    try:
+        for batch in batches():
+            reference.add(batch)
+        reference.finish(schema)
+        reference.spilled()
+        assert budget.streaming is not None
+        left = os.listdir(budget.streaming.folder)
+        assert reference.kept() is None
+    finally:
+        budget.close()
+    assert not [name for name in left if name.startswith("kept")]
 
 
 def test_closing_the_answer_early_skips_the_record_and_stops_the_reference(tmp_path):
