@@ -178,3 +178,12 @@ def test_the_c_sample_is_the_rows_sample(text, ncols, skip, limit, trailing, nul
 def test_a_sample_with_quotes_is_left_to_the_reader():
     assert layout._Sample.plain('a,b\n"1",2\n', ",", '"', '"', 10, 0, 2, False, ("",)) is None
     assert layout._Sample.plain("a;b\n1;2\n", "\u00a7", '"', '"', 10, 0, 2, False, ("",)) is None
+
+
+def test_a_sample_wider_than_the_c_side_takes_is_left_to_the_reader():
+    """sample_columns refuses more than 65,536 columns (a ValueError, not a query error):
+    such a sample is split in Python instead, and sniffed all the same."""
+    wide = ",".join(f"c{i}" for i in range(70_000)) + "\n" + ",".join(["1"] * 70_000) + "\n"
+    assert layout._Sample.plain(wide, ",", '"', '"', 10, 0, 70_000, False, ("",)) is None
+    found = layout.sniff(wide.encode(), {}, path="wide.csv", complete=True)
+    assert len(found.names) == 70_000 and found.kinds[0] == layout.INT

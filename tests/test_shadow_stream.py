@@ -215,6 +215,17 @@ def _int_batches(n=5, rows=1000):
                     for k in range(0, n * rows, rows))
 
 
+def _streamed_through(budget, primary, reference, schema, batches):
+    """The verdict once ``batches`` streamed into ``reference``; the budget closed."""
+    try:
+        for batch in batches():
+            reference.add(batch)
+        reference.finish(schema)
+        return streamed_verdict(primary, reference, budget=budget)
+    finally:
+        budget.close()
+
+
 @pytest.mark.parametrize("sql, spilled", [("SELECT i FROM t", 0),
                                           ("SELECT i FROM t ORDER BY i", 5 * 8000)])
 def test_a_finished_shared_side_is_read_in_place_and_the_other_proven_as_it_comes(sql, spilled):
@@ -223,13 +234,7 @@ def test_a_finished_shared_side_is_read_in_place_and_the_other_proven_as_it_come
     kept, and every row of the reference where the order may have to be checked."""
     batches = _int_batches()
     budget, primary, reference, schema = _shared_and_streamed(sql, 1000, batches)
-    try:
-        for batch in batches():
-            reference.add(batch)
-        reference.finish(schema)
-        verdict = streamed_verdict(primary, reference, budget=budget)
-    finally:
-        budget.close()
+    verdict = _streamed_through(budget, primary, reference, schema, batches)
     assert verdict.category == "match", verdict.message
     assert verdict.evidence["proven_in_place"] and verdict.evidence["paired_rows"] == 0
     assert verdict.evidence["spilled_bytes"] == spilled  # the primary's 40,000 bytes: never
@@ -252,13 +257,7 @@ def test_a_side_proven_in_step_is_never_more_than_one_batch_ahead(monkeypatch):
     # room for four of the reference's batches once the primary's pass it
     budget, primary, reference, schema = _shared_and_streamed("SELECT i FROM t", 32000,
                                                               batches)
-    try:
-        for batch in batches():
-            reference.add(batch)
-        reference.finish(schema)
-        verdict = streamed_verdict(primary, reference, budget=budget)
-    finally:
-        budget.close()
+    verdict = _streamed_through(budget, primary, reference, schema, batches)
     assert verdict.category == "match", verdict.message
     assert budget.peak <= 2 * 8000
 

@@ -443,9 +443,10 @@ class _Sample:
               ncols: int, trailing: bool, null_set: tuple[str, ...]) -> _Sample | None:
         """The sample read by C (:func:`gateway_csv._scanner.sample_columns`) where
         :func:`_split_plain` would read it: no quote, escape, NUL or lone CR in the
-        text, an ASCII delimiter. None where that does not hold, or no row is left."""
+        text, an ASCII delimiter, up to 65,536 columns (the C side's bound). None where
+        that does not hold, or no row is left."""
         if len(delimiter.encode()) != 1 or len(text) > DIALECT_BYTES or \
-                not _is_plain(text, quote, escape):
+                not 1 <= ncols <= 1 << 16 or not _is_plain(text, quote, escape):
             return None
         from gateway_csv import _scanner
 
