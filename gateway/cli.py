@@ -34,8 +34,8 @@ from gateway.commands import (
     EXIT_OK,
     EXIT_QUERY,
     EXIT_USAGE,
+    Parser,
     UsageError,
-    formatter,
 )
 from gateway.errors import ConfigError, GatewayError
 from gateway.handles import cancel_all
@@ -67,11 +67,10 @@ def build_parser(plugins: Iterable[object] = (), *,
     from gateway import __version__
     from gateway.plugins import build_plugin_manager
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="arrowgate",
         description="A multi-engine SQL gateway that returns Apache Arrow.",
         epilog=EPILOG + '\nexample:\n  arrowgate query "SELECT 42 AS answer"',
-        formatter_class=formatter,
     )
     parser.add_argument("--config", metavar="FILE", help="the arrowgate.toml to use")
     parser.add_argument("--version", action="version", version=f"arrowgate {__version__}")

@@ -39,15 +39,19 @@ def test_the_console_script_raises_the_collectors_first_threshold():
     assert python_says(code) == ["100000"]
 
 
+#: prints the modules imported from the first line on: not those the interpreter's start
+#: imported (an editable install's finder, in the dev venv, imports urllib.parse)
 ONE_ROW_QUERY = """
-import sys, threading
+import sys
+before = set(sys.modules)
+import threading
 started = []
 start = threading.Thread.start
 threading.Thread.start = lambda thread: started.append(thread.name) or start(thread)
 from gateway.cli import main
 code = main(['--config', sys.argv[1], 'query', '--format', 'csv', 'SELECT a, b FROM trips'])
 print(code, file=sys.stderr)
-print(' '.join(sorted(sys.modules)), file=sys.stderr)
+print(' '.join(sorted(set(sys.modules) - before)), file=sys.stderr)
 print(' '.join(started), file=sys.stderr)
 """
 
@@ -77,6 +81,7 @@ def one_row_query(tmp_path_factory):
     "tempfile",  # gateway.output and gateway_csv.opening import it for files only
     "json",  # the ducklake plugin's commands, the layout cache's key, csv output
     "glob",  # a source of one file
+    "shutil",  # argparse's formatters are given the terminal's width (gateway.commands)
 ])
 def test_a_one_row_query_does_not_import(one_row_query, module):
     modules, _ = one_row_query
@@ -86,6 +91,16 @@ def test_a_one_row_query_does_not_import(one_row_query, module):
 def test_a_one_row_query_starts_no_scanner_thread(one_row_query):
     _, threads = one_row_query
     assert threads == ["start-csv"]  # the engine's start (gateway.core), no scanner
+
+
+def test_importing_the_errors_imports_no_url_parser():
+    # gateway.masking URL-encodes a secret only when one is masked (the dev venv's
+    # editable-install finder imports urllib.parse at start, hence the pop)
+    code = ("import sys\n"
+            "sys.modules.pop('urllib.parse', None)\n"
+            "import gateway.errors\n"
+            "print('urllib.parse' in sys.modules)\n")
+    assert python_says(code) == ["False"]
 
 
 def test_importing_the_errors_compiles_no_masking_pattern():
@@ -111,3 +126,18 @@ def test_sqlglots_logger_is_raised_when_logging_was_imported_first():
             "import gateway.sql, sqlglot\n"
             "print(logging.getLogger('sqlglot').level == logging.ERROR)\n")
     assert python_says(code) == ["True"]
+
+
+@pytest.mark.parametrize("columns, expected", [("50", 50), ("0", 80), ("wide", 80), (None, 80)])
+def test_help_is_as_wide_as_shutil_says(monkeypatch, columns, expected):
+    # gateway.commands.terminal_columns stands in for shutil.get_terminal_size (not imported);
+    # under pytest, stdout is no terminal, so both fall back to 80 without $COLUMNS
+    import shutil
+
+    from gateway.commands import terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns == expected
