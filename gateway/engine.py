@@ -25,6 +25,7 @@ from gateway.sql.patterns import like_matcher
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.errors import GatewayError
     from gateway.handles import QueryHandle
     from gateway.sources import Source
 
@@ -249,6 +250,16 @@ class Engine:
         before a statement whose latency is compared with another engine's: a shadow's
         primary and reference are both warmed, untimed, so that the ratio is the
         engines' and not their imports'. The base engine loads nothing."""
+
+    def explain_failure(self, sql: str, error: GatewayError) -> GatewayError:
+        """The error ``sql`` failed with, as the user should read it.
+
+        Called by the statement pipeline when the engine's execution fails. An
+        engine that knows a cause the engine's own message hides (a source it
+        could not mount, whose stand-in view has none of the file's columns)
+        returns an error naming it; the base engine returns ``error``.
+        """
+        return error
 
     def mount_for(self, sql: str) -> None:
         """Make ready the configured sources ``sql`` names, before it runs.

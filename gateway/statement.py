@@ -279,7 +279,7 @@ class Pipeline:
             else:
                 inner = session.engine_session.execute(run_sql, stmt.parameters, handle)
         except GatewayError as exc:
-            error = handle.translate(exc)
+            error = handle.translate(eng.explain_failure(run_sql, exc))
             handle.finish()
             if isinstance(error, Unsupported) and cfg.options.get("fallback"):
                 return self._fall_back(stmt, eng.name, error)

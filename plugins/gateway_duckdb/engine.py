@@ -57,6 +57,7 @@ from gateway_duckdb.mount import (
     literal,
     mount_statements,
     quote_ident,
+    unmountable,
     view_statement,
 )
 from gateway_duckdb.translate import translate
@@ -438,6 +439,18 @@ class DuckDBEngine(Engine):
                 if name not in self._mounted and self._mount(source) is not None:
                     self._mount(source, failing=True)
         return {name: self.unmounted.get(name) for name in self.sources}
+
+    def explain_failure(self, sql: str, error: GatewayError) -> GatewayError:
+        """A binding error of a statement naming a source DuckDB could not mount is that
+        source's: its stand-in view has one column, named as the source, so
+        ``SELECT a FROM s`` would otherwise fail with 'Referenced column "a" not found
+        ... Candidate bindings: "s"' and not with why the file cannot be read."""
+        if not self.unmounted or not error.message.startswith("Binder Error"):
+            return error
+        for name, why in self.unmounted.items():
+            if name.lower() in sql.lower() and _source_name(name).search(sql):
+                return QueryError(unmountable(self.sources[name], why), engine=self.name)
+        return error
 
     def _mount(self, source: Source, failing: bool = False) -> str | None:
         """Create ``source``'s view, or (``failing``) the view failing with why it cannot be
