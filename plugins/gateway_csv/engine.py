@@ -157,7 +157,9 @@ class CsvEngine(Engine):
                     f"{path}: its first {SAMPLE_ROWS:,} rows, on which DuckDB types its "
                     f"columns, take more than {SAMPLE_BYTES >> 20} MiB; the csv engine would "
                     "type them on fewer rows", engine=self.name, engines=("duckdb",),
-                    hint='declare the columns\' types in the source\'s "columns" table')
+                    # (declared "columns" do not help: the sample still finds the header)
+                    hint="query it on a duckdb engine, or set fallback on the csv engine "
+                         "to one")
             head = file.pread(0, min(len(head) * 2, SAMPLE_BYTES))
         layout = sniff(head, options, path=path, complete=len(head) >= file.size)
         with self._lock:
