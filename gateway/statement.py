@@ -213,7 +213,7 @@ class Pipeline:
                               f"query ({kind})", name, principal, gw)
         sql = stmt.sql
         if principal.shared:
-            from gateway.sql.reach import database_wide, session_scoped
+            from gateway.sql.reach import database_wide, session_scoped, shared_catalog
 
             configured = cfg.options.get("settings")
             fixed = frozenset(k.lower() for k in configured) \
@@ -222,6 +222,9 @@ class Pipeline:
             if scoped.refusal is not None:
                 raise GatewayError(scoped.refusal, engine=name, kind="permission")
             sql = scoped.sql
+            shadowing = shared_catalog(sql, dialect, engine.sources)
+            if shadowing is not None:
+                raise GatewayError(shadowing, engine=name, kind="permission")
             wide = database_wide(sql, dialect)
             if wide is not None:
                 raise GatewayError(

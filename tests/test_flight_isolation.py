@@ -81,6 +81,28 @@ def test_one_clients_settings_never_change_another_clients_answers(server):
         assert "locally" in _fails(cur, "SET memory_limit = '20MB'")
 
 
+def test_no_user_reads_anothers_statements_or_redefines_what_they_read(server):
+    """DuckDB keeps its log, the sources' views and macros per database: enable_logging()
+    from one client logged every client's statements, which duckdb_logs showed it; a view
+    made in main stood for a source, and a macro named lower replaced the built-in, for
+    every other client."""
+    with connect(server, "dave") as mine, mine.cursor() as cur, \
+            connect(server, "erin") as theirs, theirs.cursor() as other:
+        for sql in ["SELECT * FROM enable_logging()", "CALL enable_logging()",
+                    "SELECT message FROM duckdb_logs",
+                    "CREATE OR REPLACE VIEW _arrowgate.main.trips AS SELECT 1 AS x",
+                    "CREATE VIEW main.trips AS SELECT 1 AS x",
+                    "CREATE MACRO lower(x) AS 'pwned'"]:
+            assert "UNAUTHORIZED" in _fails(cur, sql), sql
+        other.execute("SELECT 'erin-private' AS s, lower('A') AS l, "
+                      "(SELECT count(*) FROM trips) > 1 AS whole")
+        assert other.fetchall() == [("erin-private", "a", True)]
+        cur.execute("CREATE TEMP MACRO twice(x) AS 2 * x")  # the session's own
+        cur.fetchall()
+        cur.execute("SELECT twice(2), current_setting('enable_logging')")
+        assert cur.fetchall() == [(4, False)]
+
+
 def _cpu_seconds() -> float:
     return time.process_time()
 

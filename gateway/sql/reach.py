@@ -20,6 +20,7 @@ server of its type): :func:`server_reach` finds them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,3 +214,162 @@ def _attaches_server(node: Any, exp: Any) -> bool:
         if option.this.name.upper() == "TYPE":
             return option.expression.name.lower() not in _FILE_TYPES
     return _SERVER_TARGET.search(target.this) is not None
+
+
+# -- the shared catalog ------------------------------------------------------------------
+#: DuckDB's table functions that change, or show, what every connection to the database
+#: shares: the log (``enable_logging()`` logs every user's statements, which
+#: ``duckdb_logs`` then shows to anyone), grammar extensions, encryption keys, external
+#: resources, what a checkpoint or the object cache does, and copying databases (into the
+#: sources catalog too). Refused wherever the name stands, string literals included.
+DATABASE_WIDE_FUNCTIONS = frozenset({
+    "enable_logging", "disable_logging", "truncate_duckdb_logs", "duckdb_logs",
+    "duckdb_log_contexts", "add_grammar_extension", "remove_grammar_extension",
+    "duckdb_grammar_extensions", "add_parquet_key", "create_external_resource",
+    "register_external_resource", "deregister_external_resource",
+    "destroy_external_resource", "register_external_resource_type",
+    "enable_checkpoint_on_shutdown", "disable_checkpoint_on_shutdown",
+    "enable_object_cache", "disable_object_cache", "copy_database", "import_database",
+    "json_execute_serialized_sql",  # runs a statement hidden from these checks
+    "force_checkpoint",  # aborts every other connection's transaction
+})
+#: DuckDB's pragmas that change a setting, called as functions (``SELECT * FROM
+#: enable_profiling()``): refused as their ``PRAGMA`` form is (:func:`session_scoped`)
+SETTING_PRAGMAS = frozenset({
+    "enable_profiling", "disable_profiling", "enable_profile", "disable_profile",
+    "enable_optimizer", "disable_optimizer", "enable_progress_bar", "disable_progress_bar",
+    "enable_print_progress_bar", "disable_print_progress_bar", "enable_verification",
+    "disable_verification", "verify_parallelism", "disable_verify_parallelism",
+})
+#: The rest of DuckDB 2.0.1's table and pragma functions: they read, or act on the
+#: connection's own state. tests/test_shared_catalog.py fails on a function of the
+#: installed DuckDB in none of the three sets, so a new one is judged before it is allowed.
+SHARED_FUNCTIONS = READ_PRAGMAS | frozenset({
+    "arrow_scan", "arrow_scan_dumb", "checkpoint", "collations", "duckdb_approx_database_count",
+    "duckdb_available_metrics", "duckdb_columns", "duckdb_connection_count",
+    "duckdb_constraints", "duckdb_coordinate_systems", "duckdb_databases",
+    "duckdb_dependencies", "duckdb_dialects", "duckdb_eviction_queues",
+    "duckdb_extension_repositories", "duckdb_extensions", "duckdb_external_file_cache",
+    "duckdb_external_resource_types", "duckdb_external_resources", "duckdb_functions",
+    "duckdb_indexes", "duckdb_keywords", "duckdb_live_query_metrics", "duckdb_memory",
+    "duckdb_optimizers", "duckdb_prepared_statements", "duckdb_schemas",
+    "duckdb_secret_type_parameters", "duckdb_secret_types", "duckdb_secrets",
+    "duckdb_sequences", "duckdb_settings", "duckdb_table_sample", "duckdb_tables",
+    "duckdb_temporary_files", "duckdb_triggers", "duckdb_types", "duckdb_variables",
+    "duckdb_views", "extension_versions", "generate_series", "glob", "icu_calendar_names",
+    "json_each", "json_tree", "pandas_scan", "parquet_bloom_probe", "parquet_file_metadata",
+    "parquet_full_metadata", "parquet_kv_metadata", "parquet_metadata", "parquet_page_index",
+    "parquet_scan", "parquet_schema", "pg_timezone_names", "pragma_collations",
+    "pragma_database_size", "pragma_metadata_info", "pragma_platform", "pragma_show",
+    "pragma_storage_info", "pragma_table_info", "pragma_user_agent", "pragma_version",
+    "python_arrow_scan", "python_map_function", "query", "query_table", "range",
+    "read_blob", "read_csv", "read_csv_auto", "read_duckdb", "read_json", "read_json_auto",
+    "read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto",
+    "read_ndjson_objects", "read_parquet", "read_single_csv_file", "read_single_json_file",
+    "read_single_parquet_file", "read_text", "repeat", "repeat_row", "seq_scan", "sniff_csv",
+    "summary", "test_all_types", "test_vector_types", "unnest", "which_secret",
+})
+_REFUSED_NAMES = "|".join(sorted(DATABASE_WIDE_FUNCTIONS | SETTING_PRAGMAS))
+#: a call (``name(``, ``CALL name``); several are also settings' names, which
+#: ``current_setting('enable_logging')`` and ``SET SESSION enable_progress_bar`` may read
+_REFUSED_FUNCTION = re.compile(rf"(?i)(?<![\w$])({_REFUSED_NAMES})\s*\(|\bCALL\s+({_REFUSED_NAMES})\b")
+#: the log's views, read without parentheses
+_LOG_VIEWS = re.compile(r"(?i)(?<![\w$])(duckdb_logs|duckdb_log_contexts)(?![\w$])")
+_CHANGE_HEAD = re.compile(r"(?is)\A\s*(?:CREATE|ALTER)\b")
+_TEMPORARY = re.compile(r"(?i)\b(?:TEMP|TEMPORARY)\b")
+_MACRO = re.compile(r"(?i)\b(?:MACRO|FUNCTION)\b")
+
+
+def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
+                   catalog: str = "_arrowgate") -> str | None:
+    """What in ``sql`` would change, for the other users of a shared DuckDB database,
+    what their SQL means or reads, or None.
+
+    - a function of :data:`DATABASE_WIDE_FUNCTIONS` or :data:`SETTING_PRAGMAS`;
+    - a change naming ``catalog``, where the configured sources are mounted as views
+      (``CREATE OR REPLACE VIEW _arrowgate.main.trips``, ``USE _arrowgate``);
+    - a table or view (not TEMP) named as a source, in any schema, made or renamed to:
+      ``main`` comes first on the search path, so it would stand for the source;
+    - a macro or function that is not TEMP: DuckDB lets one named ``lower`` replace the
+      built-in for every connection.
+
+    A TEMP object is the creating connection's own. A change sqlglot cannot read is
+    refused when it names a source or a macro and is not TEMP.
+    """
+    if dialect != "duckdb":
+        return None
+    found = _REFUSED_FUNCTION.search(sql) or _LOG_VIEWS.search(sql)
+    if found is not None:
+        word = (found.group(1) or found.group(2)).lower()
+        if word in SETTING_PRAGMAS:
+            return (f"{word}() changes a setting, as PRAGMA {word} does; use SET SESSION "
+                    "where the setting allows it")
+        return f"{word} changes or shows what every user of this server shares"
+    from gateway.sql.kinds import is_read
+
+    if is_read(sql, dialect):
+        return None
+    if re.search(rf"(?i)(?<![\w$]){re.escape(catalog)}(?![\w$])", sql):
+        return (f"{catalog} is where the configuration mounts the sources; a statement "
+                "may only read it")
+    names = {name.lower() for name in sources}
+    try:
+        statements = parse(sql, dialect)
+    except Unparsed:
+        statements = []
+    from sqlglot import exp
+
+    for stmt in statements or [None]:
+        if stmt is None or isinstance(stmt, exp.Command):
+            text = sql if stmt is None else f"{stmt.name} {stmt.expression}"
+            if not _CHANGE_HEAD.match(text) or _TEMPORARY.search(text):
+                continue
+            if _MACRO.search(text):
+                return _macro_refusal()
+            for name in names:
+                if re.search(rf"(?i)(?<![\w$]){re.escape(name)}(?![\w$])", text):
+                    return _shadow_refusal(name)
+            continue
+        refusal = _created(stmt, exp, names)
+        if refusal is not None:
+            return refusal
+    return None
+
+
+def _created(stmt: Any, exp: Any, sources: set[str]) -> str | None:
+    """Why ``stmt``, read by sqlglot, may not run on a shared database, or None."""
+    targets: list[Any] = []
+    if isinstance(stmt, exp.Create):
+        props = stmt.args.get("properties")
+        if props is not None and any(isinstance(p, exp.TemporaryProperty)
+                                     for p in props.expressions):
+            return None
+        kind = str(stmt.args.get("kind") or "").upper()
+        target = stmt.this
+        while isinstance(target, (exp.Schema, exp.UserDefinedFunction)):
+            target = target.this
+        if isinstance(target, exp.Table) and target.catalog.lower() == "temp":
+            return None
+        if kind in ("MACRO", "FUNCTION"):
+            return _macro_refusal()
+        if kind in ("TABLE", "VIEW"):
+            targets.append(target)
+    elif isinstance(stmt, exp.Alter):
+        targets += [action.this for action in stmt.args.get("actions") or []
+                    if isinstance(action, exp.AlterRename)]
+    for target in targets:
+        name = getattr(target, "name", "") or ""
+        if name.lower() in sources:
+            return _shadow_refusal(name)
+    return None
+
+
+def _macro_refusal() -> str:
+    return ("a macro of the shared database would change the SQL of every user of this "
+            "server (one named as a built-in, lower say, replaces it); use CREATE TEMP MACRO, which "
+            "is your session's own")
+
+
+def _shadow_refusal(name: str) -> str:
+    return (f"a table or view named {name} would stand for the source {name} in every "
+            "user's statements; choose another name, or make it TEMP")

@@ -1,0 +1,144 @@
+"""What one user of a shared DuckDB database may not change for the others
+(gateway/sql/reach.py, shared_catalog): the log, the sources' views, macros, and the
+table functions that act on the whole database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import duckdb
+import pytest
+
+import gateway
+from gateway.errors import GatewayError
+from gateway.sql import reach
+from gateway.statement import Principal
+from tests.conftest import DATA
+
+CONFIG: dict[str, Any] = {
+    "engines": {"duck": {"type": "duckdb"}},
+    "sources": {"trips": {"path": str(DATA / "trips.csv")}},
+}
+ALICE = Principal("alice", shared=True)
+BOB = Principal("bob", shared=True)
+READER = Principal("rita", shared=True, read_only=True)
+
+
+@pytest.fixture
+def gw() -> Iterator[gateway.Gateway]:
+    with gateway.connect(CONFIG) as gw:
+        yield gw
+
+
+def _rows(gw: gateway.Gateway, sql: str, principal: Principal = BOB) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = gw.execute(sql, engine="duck", principal=principal) \
+        .to_arrow().to_pylist()
+    return rows
+
+
+def _refused(gw: gateway.Gateway, sql: str, principal: Principal = ALICE) -> str:
+    with pytest.raises(GatewayError) as caught:
+        gw.execute(sql, engine="duck", principal=principal).to_arrow()
+    assert caught.value.kind == "permission", caught.value
+    return caught.value.message
+
+
+def test_every_table_function_of_the_installed_duckdb_is_judged():
+    """A function DuckDB adds in a new version is refused to no one until someone has
+    decided whether it acts on the connection or on the whole database."""
+    found = {name for (name,) in duckdb.sql(
+        "SELECT DISTINCT function_name FROM duckdb_functions() "
+        "WHERE function_type IN ('table', 'pragma')").fetchall()}
+    judged = reach.DATABASE_WIDE_FUNCTIONS | reach.SETTING_PRAGMAS | reach.SHARED_FUNCTIONS
+    assert found - judged == set()
+    assert not reach.DATABASE_WIDE_FUNCTIONS & reach.SHARED_FUNCTIONS
+    assert not reach.SETTING_PRAGMAS & reach.SHARED_FUNCTIONS
+
+
+def test_the_sources_catalog_is_the_one_the_duckdb_engine_mounts():
+    import inspect
+
+    from gateway_duckdb.mount import SOURCES_CATALOG
+
+    assert inspect.signature(reach.shared_catalog).parameters["catalog"].default \
+        == SOURCES_CATALOG
+
+
+@pytest.mark.parametrize("principal", [ALICE, READER])
+def test_no_user_turns_on_the_log_of_every_users_statements(gw, principal):
+    for sql in ["SELECT * FROM enable_logging()", "CALL enable_logging()",
+                "CALL enable_logging(level := 'trace')",
+                "SELECT * FROM query('SELECT * FROM enable_logging()')"]:
+        _refused(gw, sql, principal)
+    _rows(gw, "SELECT 'bob-private' AS s")
+    assert _rows(gw, "SELECT current_setting('enable_logging') AS on", ALICE) == [{"on": False}]
+    for sql in ["SELECT message FROM duckdb_logs", "SELECT * FROM duckdb_log_contexts()",
+                "CALL truncate_duckdb_logs()", "CALL disable_logging()"]:
+        _refused(gw, sql, principal)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM enable_profiling()",
+    "CALL disable_optimizer()",
+    "SELECT * FROM enable_object_cache()",
+    "CALL disable_checkpoint_on_shutdown()",
+    "CALL force_checkpoint()",
+    "CALL add_parquet_key('k', '0123456789112345')",
+    "CALL copy_database('memory', '_arrowgate')",
+])
+def test_the_function_forms_of_database_pragmas_are_refused(gw, sql):
+    _refused(gw, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "CREATE OR REPLACE VIEW _arrowgate.main.trips AS SELECT 'hijacked' AS cab_type",
+    "DROP VIEW _arrowgate.main.trips",
+    "USE _arrowgate",
+    "CREATE VIEW main.trips AS SELECT 'shadow' AS cab_type",
+    "CREATE TABLE TRIPS AS SELECT 'shadow' AS cab_type",
+    "CREATE TABLE \"Trips\" (cab_type VARCHAR)",
+])
+def test_no_user_makes_a_source_read_something_else(gw, sql):
+    before = _rows(gw, "SELECT count(*) AS n FROM trips")
+    _refused(gw, sql)
+    assert _rows(gw, "SELECT count(*) AS n FROM trips") == before
+
+
+def test_a_renamed_table_cannot_take_a_sources_name(gw):
+    _rows(gw, "CREATE TABLE mine AS SELECT 1 AS x", ALICE)
+    _refused(gw, "ALTER TABLE mine RENAME TO trips")
+    _refused(gw, "ALTER VIEW mine RENAME TO trips")
+
+
+@pytest.mark.parametrize("sql", [
+    "CREATE MACRO lower(x) AS 'pwned'",
+    "CREATE OR REPLACE MACRO mine(x) AS x + 1",
+    "CREATE FUNCTION f(x) AS x",
+    "CREATE MACRO range(n) AS TABLE SELECT 1 AS x",
+])
+def test_no_user_redefines_a_function_for_the_others(gw, sql):
+    _refused(gw, sql)
+    assert _rows(gw, "SELECT lower('A') AS l") == [{"l": "a"}]
+
+
+def test_a_users_own_objects_still_work(gw):
+    with gw.session("duck", principal=ALICE) as mine:
+        for sql in ["CREATE TEMP MACRO twice(x) AS 2 * x",
+                    "CREATE TEMP VIEW trips AS SELECT 'mine' AS cab_type",
+                    "CREATE TABLE notes AS SELECT 1 AS x",
+                    "SET enable_progress_bar = false",
+                    "CHECKPOINT"]:
+            mine.execute(sql).to_arrow()
+        assert mine.execute("SELECT twice(x) AS y FROM notes").to_arrow().to_pylist() \
+            == [{"y": 2}]
+        assert mine.execute("SELECT cab_type FROM trips").to_arrow().to_pylist() \
+            == [{"cab_type": "mine"}]
+    # the temp view was the session's own: the source is whole for everyone else
+    assert _rows(gw, "SELECT count(*) > 1 AS whole FROM trips") == [{"whole": True}]
+
+
+def test_the_process_own_user_keeps_full_control(gw):
+    gw.execute("CREATE MACRO plus_one(x) AS x + 1", engine="duck").to_arrow()
+    assert gw.execute("SELECT plus_one(1) AS y", engine="duck").to_arrow().to_pylist() \
+        == [{"y": 2}]
