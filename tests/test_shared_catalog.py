@@ -56,6 +56,13 @@ def test_every_table_function_of_the_installed_duckdb_is_judged():
     assert not reach.SETTING_PRAGMAS & reach.SHARED_FUNCTIONS
 
 
+def test_every_system_view_read_without_a_schema_is_reserved():
+    found = {name for (name,) in duckdb.sql(
+        "SELECT view_name FROM duckdb_views() "
+        "WHERE internal AND schema_name IN ('main', 'pg_catalog')").fetchall()}
+    assert found - reach.SYSTEM_VIEWS == set()
+
+
 def test_the_sources_catalog_is_the_one_the_duckdb_engine_mounts():
     import inspect
 
@@ -103,6 +110,13 @@ def test_no_user_makes_a_source_read_something_else(gw, sql):
     before = _rows(gw, "SELECT count(*) AS n FROM trips")
     _refused(gw, sql)
     assert _rows(gw, "SELECT count(*) AS n FROM trips") == before
+
+
+@pytest.mark.parametrize("name", ["duckdb_tables", "pg_class", "sqlite_master"])
+def test_no_user_makes_a_system_view_read_their_table(gw, name):
+    before = _rows(gw, f"SELECT count(*) AS n FROM {name}")
+    _refused(gw, f"CREATE TABLE main.{name} AS SELECT 1 AS x")
+    assert _rows(gw, f"SELECT count(*) AS n FROM {name}") == before
 
 
 def test_a_renamed_table_cannot_take_a_sources_name(gw):

@@ -269,6 +269,13 @@ SHARED_FUNCTIONS = READ_PRAGMAS | frozenset({
     "read_single_parquet_file", "read_text", "repeat", "repeat_row", "seq_scan", "sniff_csv",
     "summary", "test_all_types", "test_vector_types", "unnest", "which_secret",
 })
+#: DuckDB 2.0.1's system views read without a schema (its ``main`` and ``pg_catalog``):
+#: a table or view of the same name in ``main`` stands for one in everyone's statements
+#: (``FROM duckdb_tables`` read a user's table); tests/test_shared_catalog.py checks
+#: the installed DuckDB has no other
+SYSTEM_VIEWS = frozenset(["duckdb_columns", "duckdb_constraints", "duckdb_databases", "duckdb_indexes", "duckdb_logs", "duckdb_schemas", "duckdb_tables", "duckdb_types", "duckdb_views", "pragma_database_list", "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema", "pg_am", "pg_attrdef", "pg_attribute", "pg_class", "pg_collation", "pg_constraint", "pg_database", "pg_depend", "pg_description", "pg_enum", "pg_index", "pg_indexes", "pg_namespace", "pg_prepared_statements", "pg_proc", "pg_sequence", "pg_sequences", "pg_settings", "pg_tables", "pg_tablespace", "pg_type", "pg_views"])
+#: names no shared user's table or view may take
+_SYSTEM_NAMES = SYSTEM_VIEWS | DATABASE_WIDE_FUNCTIONS | SETTING_PRAGMAS | SHARED_FUNCTIONS
 _REFUSED_NAMES = "|".join(sorted(DATABASE_WIDE_FUNCTIONS | SETTING_PRAGMAS))
 #: a call (``name(``, ``CALL name``); several are also settings' names, which
 #: ``current_setting('enable_logging')`` and ``SET SESSION enable_progress_bar`` may read
@@ -288,8 +295,9 @@ def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
     - a function of :data:`DATABASE_WIDE_FUNCTIONS` or :data:`SETTING_PRAGMAS`;
     - a change naming ``catalog``, where the configured sources are mounted as views
       (``CREATE OR REPLACE VIEW _arrowgate.main.trips``, ``USE _arrowgate``);
-    - a table or view (not TEMP) named as a source, in any schema, made or renamed to:
-      ``main`` comes first on the search path, so it would stand for the source;
+    - a table or view (not TEMP) named as a source or as one of DuckDB's system views
+      and table functions, in any schema, made or renamed to: ``main`` comes first on
+      the search path, so it would stand for the source or the view;
     - a macro or function that is not TEMP: DuckDB lets one named ``lower`` replace the
       built-in for every connection.
 
@@ -361,6 +369,9 @@ def _created(stmt: Any, exp: Any, sources: set[str]) -> str | None:
         name = getattr(target, "name", "") or ""
         if name.lower() in sources:
             return _shadow_refusal(name)
+        if name.lower() in _SYSTEM_NAMES:
+            return (f"a table or view named {name} would stand for DuckDB's own {name} in "
+                    "every user's statements; choose another name, or make it TEMP")
     return None
 
 
