@@ -373,9 +373,13 @@ def _filter_const(kind: int, lit: exp.Expression) -> tuple[str, Any] | None:
         return None
     if kind in (INT, FLOAT):
         try:
-            return ("i", int(text)) if kind == INT else ("f", float(text))
+            value = int(text)
         except ValueError:
             return ("f", float(text))
+        if kind == FLOAT:
+            return "f", float(text)
+        # DuckDB reads a literal past BIGINT as HUGEINT; the scanner compares in int64
+        return ("i", value) if -(1 << 63) <= value < (1 << 63) else None
     return None
 
 
