@@ -871,12 +871,47 @@ def _kinds(columns: list[_Column], null_set: tuple[str, ...]) \
         kind, fmt = _column_type_of(col.joined, col.count, col.values)
         if kind == FLOAT:
             _refuse_blanks_of(col, null_set)
+        if kind == STR and _RADIX_START.search(col.joined) is not None:
+            _refuse_radix_integers(col)
         if kind in (DATE, TS) and first_format.setdefault(kind, fmt) != fmt:
             kind, fmt = STR, None
         kinds.append(kind)
         if fmt is not None:
             formats[i] = fmt
     return kinds, formats
+
+
+#: a value DuckDB's integer cast reads in base 16 or 2 (``0x1F``, ``0b11``)
+_RADIX_START = re.compile(r"(?m)^[ \t]*[-+]?0[xXbB]")
+#: a column of such values and decimal integers: DuckDB's sniffer types it BIGINT (or
+#: HUGEINT); looser than DuckDB's own rule (signs, underscores anywhere, blanks after),
+#: so that only a column DuckDB might read as text is ever refused
+_INTEGERS_ANY_RADIX = re.compile(
+    r"[ \t]*[-+]?(?:[0-9][0-9_]*|0[xX][0-9A-Fa-f_]*|0[bB][01_]*)[ \t]*", re.ASCII)
+
+
+def _fits_hugeint(value: str) -> bool:
+    """Past HUGEINT DuckDB's integer casts fail, and the column stays text: a column of
+    128-bit hashes (0x9036400d9cbfd626f5fba91a3a03e0ac, in DuckDB's own corpus)."""
+    digits = value.strip(" \t").lstrip("+-").replace("_", "")
+    if digits[:2].lower() not in ("0x", "0b"):
+        return True
+    body = digits[2:].lstrip("0")
+    return len(body) * (4 if digits[1] in "xX" else 1) <= 127 or \
+        int(body or "0", 16 if digits[1] in "xX" else 2) < 1 << 127
+
+
+def _refuse_radix_integers(col: _Column) -> None:
+    """Refuse a column of hexadecimal or binary integers, which DuckDB types BIGINT and
+    reads as numbers (0x1F is 31); the csv engine's scanner reads decimal digits only."""
+    values = col.values()
+    if all(_INTEGERS_ANY_RADIX.fullmatch(v) and _fits_hugeint(v) for v in values):
+        from gateway.errors import Unsupported
+
+        example = next(v for v in values if _RADIX_START.match(v))
+        raise Unsupported(f"the csv engine does not read hexadecimal or binary integers "
+                          f"such as {example.strip()[:40]!r}, which DuckDB types BIGINT and "
+                          "reads as numbers", engines=("duckdb",))
 
 
 def _compatible(kind: int) -> tuple[int, ...]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gateway.errors import Cancelled, QueryError
+from gateway.errors import Cancelled, QueryError, Unsupported
 from gateway_csv import _scanner
 from gateway_csv.layout import KIND_NAMES, Layout
 
@@ -207,7 +207,7 @@ class Scanner:
         self.skipped += skipped
         yield rows_out, payload
 
-    def error(self, kind: str, offset: int, column: int) -> QueryError:
+    def error(self, kind: str, offset: int, column: int) -> QueryError | Unsupported:
         if kind == "changed":
             return QueryError(f"{self.path}: the file changed during the scan (it was "
                               "truncated or rewritten while being read)",
@@ -224,9 +224,18 @@ class Scanner:
         if 0 <= column < layout.ncols and kind != "ragged":
             where += f", column {layout.names[column]!r}"
         if kind == "type":
-            hint = ('declare the column\'s type in the source\'s "columns" table, '
-                    'or set on_error = "skip"')
-        elif kind in ("ragged", "after_quote", "unterminated_quote"):
+            # DuckDB's reader is laxer past its sample: a BIGINT column takes 0x1F, 0b11,
+            # 1_000, 5.0 and 1e3, which this scanner refuses; so the value is left to
+            # DuckDB, which reads it or refuses it itself (through the fallback)
+            return Unsupported(
+                f"{where}: {what} as the csv engine reads it (plain digits, a sign, a "
+                "decimal point); DuckDB reads more forms there (hexadecimal, binary, "
+                "underscores, exponents) and answers or refuses the value itself",
+                engine=self.engine, engines=("duckdb",),
+                hint='set fallback on the csv engine to a duckdb engine, declare the '
+                     'column\'s type in the source\'s "columns" table, or set on_error = '
+                     '"skip"')
+        if kind in ("ragged", "after_quote", "unterminated_quote"):
             hint = (f"the sniffer chose delimiter {layout.delimiter!r} and quote "
                     f"{layout.quote!r}" + (" and took the first line as the header"
                                            if layout.header else "")
