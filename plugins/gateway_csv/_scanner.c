@@ -390,7 +390,7 @@ static int parse_timestamp(const char *s, size_t n, int64_t *out, int allow_offs
 }
 
 static int parse_bool(const char *s, size_t n, int64_t *out) {
-    trim_spaces(&s, &n);
+    /* no blanks around it: DuckDB's reader and cast refuse ' true' and 'TRUE ' */
     if (n == 4 && strncasecmp(s, "true", 4) == 0) return *out = 1, 0;
     if (n == 5 && strncasecmp(s, "false", 5) == 0) return *out = 0, 0;
     if (n == 1 && (s[0] == 't' || s[0] == 'T' || s[0] == '1')) return *out = 1, 0;
