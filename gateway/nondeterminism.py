@@ -55,6 +55,21 @@ SIDE_EFFECT_NAMES = frozenset({
     "nextval", "setval", "set_config", "setseed", "pg_advisory_lock",
     "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_lock_shared",
     "pg_advisory_unlock", "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "pg_notify",
+}) | frozenset({
+    # DuckDB's and DuckLake's table functions that write (``SELECT * FROM
+    # ducklake_expire_snapshots('lake')`` deletes a lake's history): a read-only user
+    # may not call them, and a shadow does not run them twice
+    "ducklake_add_data_files", "ducklake_cleanup_old_files", "ducklake_commit",
+    "ducklake_delete_orphaned_files", "ducklake_expire_snapshots",
+    "ducklake_flush_inlined_data", "ducklake_merge_adjacent_files",
+    "ducklake_rewrite_data_files", "ducklake_set_commit_message", "ducklake_set_option",
+    "checkpoint", "force_checkpoint", "copy_database", "import_database", "add_parquet_key",
+    "enable_logging", "disable_logging", "truncate_duckdb_logs",
+    "add_grammar_extension", "remove_grammar_extension", "create_external_resource",
+    "register_external_resource", "deregister_external_resource",
+    "destroy_external_resource", "register_external_resource_type",
+    "enable_checkpoint_on_shutdown", "disable_checkpoint_on_shutdown",
+    "enable_object_cache", "disable_object_cache", "json_execute_serialized_sql",
 })
 
 #: window functions whose value in a row tied on the window's keys depends on the tie's order

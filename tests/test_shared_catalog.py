@@ -156,3 +156,55 @@ def test_the_process_own_user_keeps_full_control(gw):
     gw.execute("CREATE MACRO plus_one(x) AS x + 1", engine="duck").to_arrow()
     assert gw.execute("SELECT plus_one(1) AS y", engine="duck").to_arrow().to_pylist() \
         == [{"y": 2}]
+
+
+# -- a lake ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory) -> Iterator[gateway.Gateway]:
+    from tests.lakes import duckdb_file_lake
+
+    section = duckdb_file_lake(tmp_path_factory.mktemp("lake"))
+    with gateway.connect({"engines": {"lake": section}}) as gw:
+        for sql in ["CREATE TABLE t AS SELECT range AS i FROM range(10)",
+                    "INSERT INTO t VALUES (100)", "DELETE FROM t WHERE i = 100"]:
+            gw.execute(sql, engine="lake").to_arrow()
+        yield gw
+
+
+def test_every_table_function_of_the_lakes_duckdb_is_judged(lake):
+    """The ducklake engine runs DuckDB 1.5.5 with the ducklake extension: its functions
+    are judged too (a DuckLake writer called by a SELECT is no read)."""
+    found = {row["f"] for row in lake.execute(
+        "SELECT DISTINCT function_name AS f FROM duckdb_functions() "
+        "WHERE function_type IN ('table', 'pragma', 'table_macro')", engine="lake")
+        .to_arrow().to_pylist()}
+    judged = reach.DATABASE_WIDE_FUNCTIONS | reach.SETTING_PRAGMAS | reach.SHARED_FUNCTIONS
+    assert found - judged == set()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM ducklake_expire_snapshots('lake', older_than => now())",
+    "SELECT * FROM ducklake_cleanup_old_files('lake', cleanup_all => true)",
+    "SELECT * FROM ducklake_merge_adjacent_files('lake')",
+    "SELECT * FROM ducklake_rewrite_data_files('lake')",
+    "SELECT * FROM ducklake_flush_inlined_data('lake')",
+    "SELECT * FROM query('SELECT * FROM ducklake_expire_snapshots(''lake'', "
+    "older_than => now())')",
+])
+def test_a_read_only_user_changes_no_lake_through_a_select(lake, sql):
+    """A SELECT of a DuckLake table function that writes counted as a query: a read-only
+    user expired every snapshot of the lake."""
+    before = lake.execute("SELECT count(*) AS n FROM ducklake_snapshots('lake')",
+                          engine="lake", principal=READER).to_arrow().to_pylist()
+    with pytest.raises(GatewayError, match="read-only") as caught:
+        lake.execute(sql, engine="lake", principal=READER).to_arrow()
+    assert caught.value.kind == "permission"
+    assert lake.execute("SELECT count(*) AS n FROM ducklake_snapshots('lake')",
+                        engine="lake", principal=READER).to_arrow().to_pylist() == before
+
+
+def test_no_user_changes_the_lakes_options(lake):
+    with pytest.raises(GatewayError, match="every user") as caught:
+        lake.execute("SELECT * FROM ducklake_set_option('lake', 'parquet_compression', "
+                     "'uncompressed')", engine="lake", principal=ALICE).to_arrow()
+    assert caught.value.kind == "permission"

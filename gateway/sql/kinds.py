@@ -88,7 +88,18 @@ def statement_kind(sql: str, dialect: str = "duckdb") -> str:
         if isinstance(stmt, exp.Command):
             return f"{stmt.name.upper()}"
         return str(stmt.key.upper())
+    hidden = _side_effect_call().search(sql)
+    if hidden is not None:  # a call anywhere, a string too: query('SELECT * FROM f()') runs it
+        return f"SELECT calling {hidden.group(1).lower()}()"
     return "read"
+
+
+@functools.cache
+def _side_effect_call() -> re.Pattern[str]:
+    from gateway.nondeterminism import SIDE_EFFECT_NAMES
+
+    names = "|".join(sorted(SIDE_EFFECT_NAMES))
+    return re.compile(rf"(?i)(?<![\w$])({names})\s*\(")
 
 
 def _writes_inside(stmt: Any, exp: Any) -> bool:
@@ -104,7 +115,8 @@ def is_read(sql: str, dialect: str) -> bool:
     """
     kind = statement_kind(sql, dialect)
     if kind == "unrecognized":
-        return _READ_START.match(head(sql)) is not None and ";" not in sql.strip().rstrip(";")
+        return _READ_START.match(head(sql)) is not None and ";" not in sql.strip().rstrip(";") \
+            and _side_effect_call().search(sql) is None
     return kind == "read"
 
 

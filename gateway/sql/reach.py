@@ -232,6 +232,8 @@ DATABASE_WIDE_FUNCTIONS = frozenset({
     "enable_object_cache", "disable_object_cache", "copy_database", "import_database",
     "json_execute_serialized_sql",  # runs a statement hidden from these checks
     "force_checkpoint",  # aborts every other connection's transaction
+    "duckdb_logs_parsed",  # (DuckDB 1.5) the log again
+    "ducklake_set_option",  # the lake's options are its configuration's
 })
 #: DuckDB's pragmas that change a setting, called as functions (``SELECT * FROM
 #: enable_profiling()``): refused as their ``PRAGMA`` form is (:func:`session_scoped`)
@@ -240,6 +242,8 @@ SETTING_PRAGMAS = frozenset({
     "enable_optimizer", "disable_optimizer", "enable_progress_bar", "disable_progress_bar",
     "enable_print_progress_bar", "disable_print_progress_bar", "enable_verification",
     "disable_verification", "verify_parallelism", "disable_verify_parallelism",
+    "verify_external", "disable_verify_external", "verify_fetch_row",
+    "disable_verify_fetch_row", "verify_serializer", "disable_verify_serializer",  # 1.5
 })
 #: The rest of DuckDB 2.0.1's table and pragma functions: they read, or act on the
 #: connection's own state. tests/test_shared_catalog.py fails on a function of the
@@ -268,6 +272,17 @@ SHARED_FUNCTIONS = READ_PRAGMAS | frozenset({
     "read_ndjson_objects", "read_parquet", "read_single_csv_file", "read_single_json_file",
     "read_single_parquet_file", "read_text", "repeat", "repeat_row", "seq_scan", "sniff_csv",
     "summary", "test_all_types", "test_vector_types", "unnest", "which_secret",
+    # DuckDB 1.5.5, which the ducklake engine runs, and its ducklake extension: the
+    # writers among them are no reads (gateway.nondeterminism.SIDE_EFFECT_NAMES)
+    "all_profiling_output", "duckdb_profiling_settings", "histogram", "histogram_values",
+    "ducklake_add_data_files", "ducklake_cleanup_old_files", "ducklake_commit",
+    "ducklake_current_snapshot", "ducklake_delete_orphaned_files",
+    "ducklake_expire_snapshots", "ducklake_flush_inlined_data",
+    "ducklake_last_committed_snapshot", "ducklake_list_files",
+    "ducklake_merge_adjacent_files", "ducklake_options", "ducklake_rewrite_data_files",
+    "ducklake_scan", "ducklake_set_commit_message", "ducklake_settings", "ducklake_snapshots",
+    "ducklake_table_changes", "ducklake_table_deletions", "ducklake_table_info",
+    "ducklake_table_insertions",
 })
 #: DuckDB 2.0.1's system views read without a schema (its ``main`` and ``pg_catalog``):
 #: a table or view of the same name in ``main`` stands for one in everyone's statements
