@@ -213,7 +213,12 @@ class Pipeline:
                               f"query ({kind})", name, principal, gw)
         sql = stmt.sql
         if principal.shared:
-            from gateway.sql.reach import database_wide, session_scoped, shared_catalog
+            from gateway.sql.reach import (
+                database_wide,
+                other_sessions,
+                session_scoped,
+                shared_catalog,
+            )
 
             configured = cfg.options.get("settings")
             fixed = frozenset(k.lower() for k in configured) \
@@ -222,6 +227,12 @@ class Pipeline:
             if scoped.refusal is not None:
                 raise GatewayError(scoped.refusal, engine=name, kind="permission")
             sql = scoped.sql
+            sessions = other_sessions(sql)
+            if sessions is not None:
+                raise GatewayError(
+                    f"{sessions} shows or acts on other sessions of the engine's server, "
+                    "which every user of this service reaches as one role: other users' "
+                    "statements", engine=name, kind="permission")
             shadowing = shared_catalog(sql, dialect, engine.sources)
             if shadowing is not None:
                 raise GatewayError(shadowing, engine=name, kind="permission")

@@ -208,3 +208,40 @@ def test_no_user_changes_the_lakes_options(lake):
         lake.execute("SELECT * FROM ducklake_set_option('lake', 'parquet_compression', "
                      "'uncompressed')", engine="lake", principal=ALICE).to_arrow()
     assert caught.value.kind == "permission"
+
+
+# -- a server's other sessions -----------------------------------------------------------
+@pytest.mark.postgres
+def test_no_user_reads_or_cancels_anothers_statements_on_postgresql(postgres):
+    """Every user reaches the server as the engine's one role, and a role sees the text of
+    its other sessions' statements in pg_stat_activity and may cancel them: a read-only
+    user read another's statement and cancelled it."""
+    import threading
+    import time
+
+    from tests import sql_databases as db
+
+    bob = Principal("bob", shared=True)
+    with gateway.connect({"engines": {"pg": db.adbc_pg(postgres, db.new_pg_database(
+            postgres))}}) as gw:
+        done: list[Any] = []
+        slow = threading.Thread(target=lambda: done.append(gw.execute(
+            "SELECT 'bob-private' AS s, pg_sleep(1.5) AS z", engine="pg",
+            principal=bob).to_arrow().to_pylist()))
+        slow.start()
+        time.sleep(0.5)
+        for sql in ["SELECT query FROM pg_stat_activity",
+                    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE pid <> "
+                    "pg_backend_pid()",
+                    "SELECT pg_terminate_backend(123)",
+                    "SELECT * FROM pg_catalog.pg_stat_get_activity(NULL)",
+                    "SELECT query_to_xml('SELECT query FROM pg_stat_activity', true, true, '')"]:
+            for who in (READER, ALICE):
+                with pytest.raises(GatewayError, match="other sessions") as caught:
+                    gw.execute(sql, engine="pg", principal=who).to_arrow()
+                assert caught.value.kind == "permission"
+        slow.join()
+        assert [row["s"] for row in done[0]] == ["bob-private"]  # not cancelled
+        # the process's own user keeps full control
+        assert gw.execute("SELECT count(*) AS n FROM pg_stat_activity", engine="pg") \
+            .to_arrow().num_rows == 1

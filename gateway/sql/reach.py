@@ -399,3 +399,34 @@ def _macro_refusal() -> str:
 def _shadow_refusal(name: str) -> str:
     return (f"a table or view named {name} would stand for the source {name} in every "
             "user's statements; choose another name, or make it TEMP")
+
+
+# -- other sessions ------------------------------------------------------------------------
+#: What shows or acts on the other sessions of the server an engine logs in to. Every user
+#: of the gateway reaches a server engine as its one role, and a role sees the statement
+#: text of its own other sessions (PostgreSQL's pg_stat_activity) and may cancel or end
+#: them: one user read another's statements, and cancelled them.
+OTHER_SESSIONS = frozenset({
+    # PostgreSQL
+    "pg_stat_activity", "pg_stat_get_activity", "pg_stat_get_backend_activity",
+    "pg_stat_statements", "pg_stat_statements_info", "pg_cancel_backend",
+    "pg_terminate_backend",
+    # SQL Server
+    "dm_exec_requests", "dm_exec_sessions", "dm_exec_connections", "dm_exec_sql_text",
+    "dm_exec_query_stats", "dm_exec_cached_plans", "dm_exec_input_buffer", "sysprocesses",
+    # MySQL, MariaDB
+    "processlist",
+})
+_OTHER_SESSIONS = re.compile(
+    r"(?i)(?<![\w$])(" + "|".join(sorted(OTHER_SESSIONS)) + r")(?![\w$])|\A\s*(KILL)\b")
+
+
+def other_sessions(sql: str) -> str | None:
+    """What in ``sql`` shows or acts on another session of the engine's server, or None.
+
+    Names are matched in the whole text, string literals included, whatever the dialect
+    (a function that runs SQL from a string cannot hide one)."""
+    found = _OTHER_SESSIONS.search(head(sql))  # (comments cut: KILL is a statement's start)
+    if found is None:
+        return None
+    return (found.group(1) or found.group(2)).lower()
