@@ -1,6 +1,6 @@
-"""The scanner's output as Arrow: column arrays, conversions, and a plain answer's table.
+"""The scanner's output as Arrow: column arrays, conversions, an answer's table and its order.
 
-Shared by the planner's path (:mod:`gateway_csv.run`) and the projections read
+Shared by the planner's path (:mod:`gateway_csv.run`) and the statements read
 without the planner (:mod:`gateway_csv.shape`), so both answer alike; nothing
 here imports sqlglot.
 """
@@ -14,11 +14,12 @@ import pyarrow as pa
 
 from gateway import arrow_values
 from gateway.errors import QueryError
-from gateway.startup import LazyModule
+from gateway.startup import LazyModule, sort_functions
 from gateway_csv.layout import BOOL, DATE, FLOAT, HUGE, INT, STR, TIME, TS, TSTZ, Layout
 from gateway_csv.scan import Plan, Scanner
 
 pc: Any = LazyModule("pyarrow.compute")
+_FALSE = arrow_values.scalar(False, pa.bool_())
 
 _ARROW_TYPES = {STR: pa.string(), INT: pa.int64(), FLOAT: pa.float64(),
                 TS: pa.timestamp("us"), TSTZ: pa.timestamp("us", tz="UTC"), BOOL: pa.bool_(),
@@ -94,6 +95,39 @@ def answer_table(names: list[str], columns: list[pa.Array], types: list[str] | N
             columns[i] = columns[i].cast(target)
     # duplicate output names are legal SQL; Arrow tables allow them too
     return pa.Table.from_arrays(columns, names=names)
+
+
+def ordered(table: pa.Table, arrays: list[pa.Array], directions: list[tuple[bool, bool]]) \
+        -> pa.Table:
+    """``table``'s rows in ORDER BY's order of ``arrays`` (one per row of the table), each
+    with its (descending, nulls first); DuckDB's default is NULLS LAST."""
+    call, _ = sort_functions()
+    return call("take", [table, sort_indices(arrays, directions)])
+
+
+def sort_indices(arrays: list[pa.Array], directions: list[tuple[bool, bool]]) -> pa.Array:
+    """Row order for ORDER BY with per-key (descending, nulls first)."""
+    call, sort_options = sort_functions()
+    columns: dict[str, pa.Array] = {}
+    sort_keys: list[tuple[str, str]] = []
+    for i, (arr, (desc, nulls_first)) in enumerate(zip(arrays, directions, strict=True)):
+        columns[f"n{i}"] = call("is_null", [arr])
+        columns[f"v{i}"] = arr
+        sort_keys.append((f"n{i}", "descending" if nulls_first else "ascending"))
+        direction = "descending" if desc else "ascending"
+        if pa.types.is_floating(arr.type):
+            # DuckDB orders NaN above every number; Arrow puts NaN last either way
+            columns[f"nan{i}"] = call("coalesce", [call("is_nan", [arr]), _FALSE])
+            sort_keys.append((f"nan{i}", direction))
+        sort_keys.append((f"v{i}", direction))
+    return call("sort_indices", [pa.table(columns)], sort_options(sort_keys))
+
+
+def sliced(table: pa.Table, offset: int, limit: int | None) -> pa.Table:
+    """``table`` from row ``offset`` on, at most ``limit`` rows of it (LIMIT/OFFSET)."""
+    if offset or limit is not None:
+        return table.slice(offset, None if limit is None else max(0, limit))
+    return table
 
 
 def limited(tables: Iterable[pa.Table], offset: int, limit: int | None) -> Iterator[pa.Table]:

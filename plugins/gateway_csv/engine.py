@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from gateway.handles import QueryHandle
     from gateway_csv.layout import Layout
     from gateway_csv.scan import Scanner, ScanPool
-    from gateway_csv.shape import Projection
+    from gateway_csv.shape import Aggregation, Projection
 
 
 #: polled between scan chunks: true (or raising) stops the query
@@ -73,7 +73,8 @@ class CsvEngine(Engine):
         # Starting the engine pays for the planner (sqlglot's DuckDB dialect,
         # pyarrow), so a first query's latency (and a shadow's ratio) is its own;
         # a process that runs one unshadowed statement leaves the planner to the
-        # statement, as a projection of columns (gateway_csv.shape) needs none.
+        # statement, as a projection of columns or a common aggregation
+        # (gateway_csv.shape) needs none.
         # Sources are sniffed by the first query that reads them: one bad file
         # fails its own queries, never the engine's start.
         from gateway.startup import runs_one_statement
@@ -85,8 +86,8 @@ class CsvEngine(Engine):
             query.parse("SELECT 1")
 
     def warm(self) -> None:
-        """The planner and pyarrow.compute (60-120 ms to import), which a statement that
-        is more than a projection of columns loads on its first use."""
+        """The planner and pyarrow.compute (60-120 ms to import), which a statement
+        gateway_csv.shape does not read loads on its first use."""
         import pyarrow.compute  # noqa: F401
 
         from gateway_csv import query, run  # noqa: F401
@@ -274,13 +275,19 @@ class CsvEngine(Engine):
         if parameters is not None:
             raise Unsupported("query parameters are not supported by the csv engine",
                               engines=("duckdb",))
-        from gateway_csv.shape import projection
+        from gateway_csv.shape import aggregation, projection
 
         shape = projection(sql)
         if shape is not None:
             answer = self._project(shape, stop)
             if answer is not None:
                 return answer
+        else:
+            grouped = aggregation(sql)
+            if grouped is not None:
+                answer = self._aggregate(grouped, stop)
+                if answer is not None:
+                    return answer
         from gateway_csv import query as q
         from gateway_csv.binding import bind
         from gateway_csv.compute import Frame
@@ -311,8 +318,6 @@ class CsvEngine(Engine):
 
     def _answer(self, sql: str, select: Any, table: tuple[str, bool],
                 scanners: list[Scanner]) -> EngineResult:
-        import pyarrow as pa
-
         from gateway_csv import query as q
         from gateway_csv.binding import bind
         from gateway_csv.native import column_types
@@ -321,17 +326,12 @@ class CsvEngine(Engine):
         query = q.analyse(select, scanners[0].layout, table)
         query.types = bind(query, column_types(scanners[0].layout))[0]
         _name_columns(query, sql, scanners[0].layout)
-        notes: dict[str, Any] = {}
         if query.is_aggregate:
             result = aggregate(scanners, query)
             for s in scanners:
                 s.file.close()
-            skipped = sum(s.skipped for s in scanners)
-            if skipped:
-                notes["skipped_rows"] = skipped
-            return EngineResult(pa.RecordBatchReader.from_batches(result.schema,
-                                                                  result.to_batches()), notes)
-        return self._plain(plain_batches(scanners, query), scanners, notes)
+            return _aggregation(result, scanners)
+        return self._plain(plain_batches(scanners, query), scanners, {})
 
     def _project(self, shape: Projection, stop: Stop | None) -> EngineResult | None:
         """A projection's answer without the planner; None when the planner must say why
@@ -351,6 +351,19 @@ class CsvEngine(Engine):
         for s in scanners:
             s.file.close()
         return None
+
+    def _aggregate(self, shape: Aggregation, stop: Stop | None) -> EngineResult | None:
+        """An aggregation's answer without the planner; None when the planner must judge
+        it (:func:`gateway_csv.shape.aggregated`)."""
+        from gateway_csv.shape import aggregated
+
+        scanners = self._open(shape.table, False, stop)
+        try:
+            result = aggregated(scanners, shape)
+        finally:
+            for s in scanners:
+                s.file.close()
+        return None if result is None else _aggregation(result, scanners)
 
     def _plain(self, tables: Iterator[pa.Table], scanners: list[Scanner],
                notes: dict[str, Any]) -> EngineResult:
@@ -391,6 +404,16 @@ class CsvEngine(Engine):
             for col, kind in zip(layout.names, layout.kinds, strict=True):
                 columns.append(CatalogColumn("main", name, col, arrow_type(kind)))
         return columns
+
+
+def _aggregation(result: pa.Table, scanners: list[Scanner]) -> EngineResult:
+    """An aggregation's answer, with the rows its scans skipped."""
+    import pyarrow as pa
+
+    skipped = sum(s.skipped for s in scanners)
+    notes = {"skipped_rows": skipped} if skipped else {}
+    return EngineResult(pa.RecordBatchReader.from_batches(result.schema, result.to_batches()),
+                        notes)
 
 
 def _name_columns(query: Any, sql: str, layout: Layout | None) -> None:

@@ -11,7 +11,7 @@ columns and :mod:`gateway_csv.compute` finishes the query.
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,25 +20,36 @@ import sqlglot
 from sqlglot import exp
 
 from gateway.errors import QueryError, Unsupported
+from gateway_csv import fused
+from gateway_csv.fused import (
+    A_AVG,
+    A_COUNT,
+    A_COUNT_STAR,
+    A_MAX,
+    A_MIN,
+    A_SUM,
+    F_DAY,
+    F_HOUR,
+    F_IDENT,
+    F_MONTH,
+    F_ROUND,
+    F_YEAR,
+    TRUNC_FNS,
+    DerivedKey,
+    FusedAggregate,
+    Key,
+)
 from gateway_csv.layout import BOOL, DATE, FLOAT, INT, STR, TS, TSTZ, Layout
-from gateway_csv.naming import KEYWORDS
+from gateway_csv.naming import aggregate_name
 from gateway_csv.scan import MAX_COLUMNS
 
 # Shared with _scanner.c
 OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL = range(8)
-F_IDENT, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND = range(6)
-F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_SECOND = \
-    range(6, 12)
-A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX = range(6)
 
 _OPS = {exp.EQ: OP_EQ, exp.NEQ: OP_NE, exp.LT: OP_LT, exp.LTE: OP_LE, exp.GT: OP_GT,
         exp.GTE: OP_GE}
 _FLIP = {OP_LT: OP_GT, OP_LE: OP_GE, OP_GT: OP_LT, OP_GE: OP_LE, OP_EQ: OP_EQ, OP_NE: OP_NE}
 _KEY_FNS = {exp.Year: F_YEAR, exp.Month: F_MONTH, exp.Day: F_DAY, exp.Hour: F_HOUR}
-#: the scanner's key function truncating to each grain of gateway_csv.temporal (YEAR ...
-#: MICROSECOND); at MICROSECOND the value itself is the key
-_TRUNC_FNS = (F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE,
-              F_TRUNC_SECOND, F_IDENT)
 _AGG_FNS = {exp.Sum: A_SUM, exp.Avg: A_AVG, exp.Min: A_MIN, exp.Max: A_MAX}
 _AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 _REFUSED = {
@@ -70,9 +81,6 @@ def key(node: exp.Expression) -> str:
     return node.transform(lowered).sql(dialect="duckdb", normalize_functions="lower")
 
 
-#: a column name DuckDB writes back as it was written in an aggregate's name (``max(Fare)``);
-#: DuckDB 2.0.1 quotes one starting with an underscore and a digit (``count("_0")``)
-_PLAIN_NAME = re.compile(r"(?!_[0-9])[A-Za-z_][A-Za-z0-9_]*\Z")
 #: aggregates named ``fn(column)`` by DuckDB, as tests/test_csv_names.py checks
 _NAMED_AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min",
                      exp.Max: "max"}
@@ -91,13 +99,12 @@ def output_name(node: exp.Expression, names: Sequence[str] = ()) -> str | None:
         lowered = node.name.lower()
         return next((n for n in names if n.lower() == lowered), node.name)
     if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
-        return "count_star()"
+        return aggregate_name("count", None)
     fn = _NAMED_AGGREGATES.get(type(node))
     arg = node.this if fn is not None else None
     extra = [k for k, v in node.args.items() if k not in ("this", "big_int") and v]
-    if isinstance(arg, exp.Column) and not extra and _PLAIN_NAME.match(arg.name) \
-            and arg.name.lower() not in KEYWORDS:
-        return f"{fn}({arg.name})"  # one plain column, nothing else (not max(a, 3))
+    if fn is not None and isinstance(arg, exp.Column) and not extra:
+        return aggregate_name(fn, arg.name)  # one column, nothing else (not max(a, 3))
     return None
 
 
@@ -345,11 +352,7 @@ def column_list(names: Any, most: int = 100, near: str | None = None) -> str:
 
 def _column_index(node: exp.Expression, layout: Layout) -> int | None:
     """The column a node reads, when the scanner can read it natively (no later conversion)."""
-    if isinstance(node, exp.Column):
-        idx = layout.column_index(node.name)
-        if idx is not None and layout.scan_kind(idx) == layout.kinds[idx]:
-            return idx
-    return None
+    return fused.native_column(layout, node.name) if isinstance(node, exp.Column) else None
 
 
 def _filter_const(kind: int, lit: exp.Expression) -> tuple[str, Any] | None:
@@ -427,97 +430,63 @@ def pushdown(cond: exp.Expression, layout: Layout,
     return [(slot(idx), op, *const)]
 
 
-@dataclass
-class FusedAggregate:
-    """A whole aggregation the scanner computes: keys and aggregates on raw bytes."""
-
-    slots: tuple[tuple[int, int], ...]
-    filters: tuple[tuple[int, int, str, Any], ...]
-    keys: tuple[tuple[int, int], ...]
-    aggs: tuple[tuple[int, int], ...]
-    #: per key: (column index, fn); per aggregate: (fn, column index or -1)
-    key_columns: list[tuple[int, int]]
-    agg_columns: list[tuple[int, int]]
-    #: per key: the expression computed from the truncated key after the scan (strftime,
-    #: date_part, date_trunc), or None when the scanner's key is the answer
-    derived: list[exp.Expression | None]
-
-
 def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
-    """The fused plan for an aggregate query, or None when Arrow must finish it."""
+    """The fused plan for an aggregate query (:func:`gateway_csv.fused.plan`), or None
+    when Arrow must finish it."""
     if query.distinct:
         return None
-    from gateway_csv.temporal import grain_of
+    from gateway_csv.temporal import grain_of, one_to_one
 
-    wanted: dict[int, int] = {}
-    key_columns: list[tuple[int, int]] = []
-    derived: list[exp.Expression | None] = []
+    keys: list[Key] = []
     for g in query.group:
         fn = F_IDENT
         node = g
-        finished: exp.Expression | None = None
+        finished = False
         if type(g) in _KEY_FNS:
             fn, node = _KEY_FNS[type(g)], g.this
         elif isinstance(g, exp.Round) and g.args.get("decimals") is None:
             fn, node = F_ROUND, g.this
         elif (grained := grain_of(g)) is not None:
             node, grain = grained
-            fn, finished = _TRUNC_FNS[grain], g
+            fn, finished = TRUNC_FNS[grain], True
         idx = _column_index(node, layout)
         if idx is None:
             return None
-        kind = layout.scan_kind(idx)
-        if (fn in (F_YEAR, F_MONTH, F_DAY, F_HOUR) or finished is not None) and \
-                kind not in (TS, TSTZ, DATE):
-            return None
-        derived.append(finished)
-        if fn == F_ROUND and kind not in (INT, FLOAT):
-            return None
-        wanted[idx] = -1
-        key_columns.append((idx, fn))
-    agg_columns: list[tuple[int, int]] = []
+        derived = DerivedKey(functools.partial(_derived_key, g, layout.names[idx].lower()),
+                             one_to_one(g)) if finished else None
+        keys.append(Key(idx, fn, derived))
+    aggs: list[tuple[int, int]] = []
     for agg in query.aggregates:
         if isinstance(agg, exp.Count):
             arg = agg.this
             if isinstance(arg, exp.Star):
-                agg_columns.append((A_COUNT_STAR, -1))
+                aggs.append((A_COUNT_STAR, -1))
                 continue
             if isinstance(arg, exp.Distinct):
                 return None
             idx = _column_index(arg, layout)
             if idx is None:
                 return None
-            wanted[idx] = -1
-            agg_columns.append((A_COUNT, idx))
+            aggs.append((A_COUNT, idx))
             continue
         idx = _column_index(agg.this, layout)
         if idx is None or len(agg.args.get("expressions") or []) > 0:
             return None
-        kind = layout.scan_kind(idx)
-        fn = _AGG_FNS[type(agg)]
-        if fn in (A_SUM, A_AVG) and kind not in (INT, FLOAT):
-            return None
-        if fn in (A_MIN, A_MAX) and kind not in (INT, FLOAT, TS, TSTZ, DATE):
-            return None
-        wanted[idx] = -1
-        agg_columns.append((fn, idx))
+        aggs.append((_AGG_FNS[type(agg)], idx))
     filters: list[tuple[int, int, str, Any]] = []
     for cond in query.where:
-        pushed = pushdown(cond, layout, wanted)
+        pushed = pushdown(cond, layout, {})
         if pushed is None:
             return None
         filters.extend(pushed)
-    order = sorted(wanted)
-    slot_of = {col: i for i, col in enumerate(order)}
-    if len(order) > MAX_COLUMNS or len(key_columns) > 64 or len(agg_columns) > 64:
-        return None
-    return FusedAggregate(
-        slots=tuple((col, layout.scan_kind(col)) for col in order),
-        filters=tuple((slot_of[c], op, ct, v) for c, op, ct, v in filters),
-        keys=tuple((slot_of[c], fn) for c, fn in key_columns),
-        aggs=tuple((fn, slot_of[c] if c >= 0 else -1) for fn, c in agg_columns),
-        key_columns=key_columns, agg_columns=agg_columns, derived=derived,
-    )
+    return fused.plan(layout, keys, aggs, filters)
+
+
+def _derived_key(node: exp.Expression, column: str, truncated: Any) -> Any:
+    """``node`` (strftime, date_part, date_trunc of ``column``) over the truncated values."""
+    from gateway_csv.compute import Frame  # which imports this module
+
+    return Frame({column: truncated}, len(truncated)).array(node)
 
 
 def column_plan(query: Query, layout: Layout) -> tuple[tuple[tuple[int, int], ...],
@@ -546,6 +515,5 @@ def column_plan(query: Query, layout: Layout) -> tuple[tuple[tuple[int, int], ..
             tuple((slot_of[c], op, ct, v) for c, op, ct, v in pushed), rest, order)
 
 
-__all__ = ["ENGINES_FOR_MORE", "FusedAggregate", "Query", "analyse", "column_plan",
-           "fused_aggregate", "key", "output_name", "parse", "pushdown", "source_name",
-           "unsupported"]
+__all__ = ["ENGINES_FOR_MORE", "Query", "analyse", "column_plan", "fused_aggregate", "key",
+           "output_name", "parse", "pushdown", "source_name", "unsupported"]

@@ -1,4 +1,5 @@
-"""Running an analysed query: fused aggregation, or scanner columns finished by Arrow.
+"""Running an analysed query: the fused aggregation (:mod:`gateway_csv.fused`), or scanner
+columns finished by Arrow.
 
 Aggregations end in one shape, whichever path computed them: group key arrays
 and aggregate arrays, on which HAVING, the select list and ORDER BY are
@@ -17,27 +18,11 @@ from sqlglot import exp
 
 from gateway import arrow_values
 from gateway.errors import QueryError, Unsupported
-from gateway.startup import sort_functions
-from gateway_csv.columns import answer_table, arrow_type, limited, scanned
+from gateway_csv import fused
+from gateway_csv.columns import answer_table, limited, ordered, scanned, sliced
 from gateway_csv.compute import FALSE, ZERO, Frame, broadcast, pc, whole
-from gateway_csv.layout import BOOL, DATE, FLOAT, INT, Layout
-from gateway_csv.query import (
-    A_AVG,
-    A_COUNT,
-    A_COUNT_STAR,
-    A_SUM,
-    ENGINES_FOR_MORE,
-    F_IDENT,
-    F_ROUND,
-    F_TRUNC_MONTH,
-    F_TRUNC_YEAR,
-    FusedAggregate,
-    Query,
-    column_plan,
-    fused_aggregate,
-    key,
-)
-from gateway_csv.scan import Plan, Scanner
+from gateway_csv.query import ENGINES_FOR_MORE, Query, column_plan, fused_aggregate, key
+from gateway_csv.scan import Scanner
 
 
 def scan_columns(scanners: list[Scanner], query: Query, limit: int = -1) \
@@ -76,137 +61,16 @@ def filtered(frame: Frame, rest: list[exp.Expression]) -> Frame:
 def aggregate(scanners: list[Scanner], query: Query) -> pa.Table:
     """The answer to an aggregate query."""
     layout = scanners[0].layout
-    fused = fused_aggregate(query, layout)
-    if fused is not None and all(s.layout.names == layout.names and
-                                 s.layout.kinds == layout.kinds for s in scanners):
-        keys, aggs, n = _fused(scanners, fused, layout, query)
+    plan = fused_aggregate(query, layout)
+    if plan is not None and all(s.layout.names == layout.names and
+                                s.layout.kinds == layout.kinds for s in scanners):
+        keys, aggs, n = fused.run(scanners, plan)
     else:
         try:
             keys, aggs, n = _arrow_aggregate(scanners, query)
         except _SumsPastBigint:  # rare: scanned again, summing in DECIMAL(38, 0)
             keys, aggs, n = _arrow_aggregate(scanners, query, exact=True)
     return finish_aggregate(query, keys, aggs, n)
-
-
-def _fused(scanners: list[Scanner], fused: FusedAggregate, layout: Layout,
-           query: Query) -> tuple[list[pa.Array], list[pa.Array], int]:
-    plan = Plan(slots=fused.slots, filters=fused.filters, keys=fused.keys, aggs=fused.aggs)
-    state: Any = None
-    for scanner in scanners:
-        for _rows, partial in scanner.results(plan):
-            if state is None:
-                state = partial
-            else:
-                state.merge(partial)
-    key_values, agg_values = state.export()
-    n = state.groups
-    if not fused.keys and n == 0:
-        n = 1
-        key_values = []
-        agg_values = [[0] if fn in (A_COUNT_STAR, A_COUNT) else [None]
-                      for fn, _ in fused.agg_columns]
-    keys = []
-    for (col, fn), values in zip(fused.key_columns, key_values, strict=True):
-        kind = layout.kinds[col]
-        if fn in (F_TRUNC_YEAR, F_TRUNC_MONTH):
-            keys.append(_first_days(values, fn, kind))
-        elif fn == F_IDENT or fn > F_TRUNC_MONTH:
-            keys.append(_typed(values, kind))
-        elif fn == F_ROUND:
-            keys.append(arrow_values.array(values, pa.int64() if kind == INT else pa.float64()))
-        else:
-            keys.append(arrow_values.array(values, pa.int64()))
-    if any(fused.derived):
-        keys, folded = _finish_keys(keys, fused, layout)
-        if folded is not None:
-            call, _ = sort_functions()
-            ids, agg_values = state.fold(folded[0]).export()
-            keys = [call("take", [k, arrow_values.array(ids[0], pa.int64())]) for k in folded[1]]
-            n = len(ids[0])
-    aggs = []
-    for (fn, col), values in zip(fused.agg_columns, agg_values, strict=True):
-        if fn in (A_COUNT_STAR, A_COUNT):
-            aggs.append(arrow_values.array(values, pa.int64()))
-        elif fn == A_AVG:
-            aggs.append(arrow_values.array(values, pa.float64()))
-        elif fn == A_SUM:
-            kind = layout.kinds[col]
-            if kind == FLOAT:
-                aggs.append(arrow_values.array(values, pa.float64()))
-            else:
-                fits = all(v is None or -(2**63) <= v < 2**63 for v in values)
-                aggs.append(arrow_values.array(values, pa.int64() if fits else pa.decimal128(38, 0)))
-        else:
-            aggs.append(_typed(values, layout.kinds[col]))
-    return keys, aggs, n
-
-
-def _finish_keys(keys: list[pa.Array], fused: FusedAggregate, layout: Layout) \
-        -> tuple[list[pa.Array], tuple[list[int], list[pa.Array]] | None]:
-    """The keys strftime, date_part and date_trunc give of the scanner's truncated keys.
-
-    Returns the keys, and when two groups now share every key (strftime('%m', ts) of
-    two years' Januaries), the group id of each scanner group and the distinct keys
-    the ids index, for ``AggState.fold`` to merge their aggregates. (Plain Python on
-    the few groups: Arrow's group_by would import pyarrow.compute, see gateway.startup.)
-    """
-    from gateway_csv.temporal import one_to_one
-
-    finished = []
-    for (col, _), arr, node in zip(fused.key_columns, keys, fused.derived, strict=True):
-        if node is not None:
-            arr = Frame({layout.names[col].lower(): arr}, len(arr)).array(node)
-        finished.append(arr)
-    if all(node is None or one_to_one(node) for node in fused.derived):
-        return finished, None
-    ids: dict[tuple[Any, ...], int] = {}
-    group_ids = [ids.setdefault(row, len(ids))
-                 for row in zip(*(_hashable(k) for k in finished), strict=True)]
-    if len(ids) == len(group_ids):
-        return finished, None
-    first: dict[int, int] = {}
-    for group, new in enumerate(group_ids):
-        first.setdefault(new, group)
-    call, _ = sort_functions()
-    take = arrow_values.array([first[new] for new in range(len(ids))], pa.int64())
-    return finished, (group_ids, [call("take", [k, take]) for k in finished])
-
-
-def _hashable(arr: pa.Array) -> list[Any]:
-    """The values, NaN as one value (NaN != NaN would keep every NaN key apart)."""
-    values = arr.to_pylist()
-    if pa.types.is_floating(arr.type):
-        return [("NaN",) if v is not None and v != v else v for v in values]
-    return values
-
-
-def _first_days(values: list[int | None], fn: int, kind: int) -> pa.Array:
-    """The scanner's year (F_TRUNC_YEAR) or year * 12 + month - 1 (F_TRUNC_MONTH) keys as
-    the first day of that year or month, a date or timestamp as the column is."""
-    days = [None if v is None else
-            _days_from_civil(v, 1) if fn == F_TRUNC_YEAR else _days_from_civil(v // 12, v % 12 + 1)
-            for v in values]
-    if kind == DATE:
-        return arrow_values.array(days, pa.date32())
-    return arrow_values.array([None if d is None else d * 86_400_000_000 for d in days],
-                              arrow_type(kind))
-
-
-def _days_from_civil(year: int, month: int) -> int:
-    """Days since 1970-01-01 of the first of a month (any year, as the scanner's C)."""
-    year -= month <= 2
-    era = year // 400
-    yoe = year - era * 400
-    doy = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5
-    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
-
-
-def _typed(values: list[Any], kind: int) -> pa.Array:
-    """The scanner's values as ``kind``'s Arrow type (temporal ones are integers of its
-    unit: microseconds, days; no cast, which would import pyarrow.compute)."""
-    if kind == BOOL:
-        return arrow_values.array(values, pa.bool_())
-    return arrow_values.array(values, arrow_type(kind))
 
 
 _ARROW_AGGS = {exp.Sum: "sum", exp.Avg: "mean", exp.Min: "min", exp.Max: "max"}
@@ -547,9 +411,9 @@ def finish(query: Query, frame: Frame) -> pa.Table:
         outputs = [whole(table.column(i)) for i in range(table.num_columns)]
     if query.order:
         order_arrays = [order_array(o, names, outputs, frame) for o, _, _ in query.order]
-        call, _ = sort_functions()
-        table = call("take", [table, sort_indices(order_arrays, query.order)])
-    return _limit(table, query)
+        table = ordered(table, order_arrays, [(desc, nulls_first)
+                                              for _, desc, nulls_first in query.order])
+    return sliced(table, query.offset, query.limit)
 
 
 def _table(names: list[str], arrays: list[pa.Array], length: int,
@@ -573,13 +437,6 @@ def _distinct(table: pa.Table) -> pa.Table:
         table.column_names)
 
 
-def _limit(table: pa.Table, query: Query) -> pa.Table:
-    if query.offset or query.limit is not None:
-        length = None if query.limit is None else max(0, query.limit)
-        return table.slice(query.offset, length)
-    return table
-
-
 def order_array(node: exp.Expression, names: list[str], outputs: list[pa.Array],
                 frame: Frame) -> pa.Array:
     if isinstance(node, exp.Literal) and not node.is_string:
@@ -593,24 +450,6 @@ def order_array(node: exp.Expression, names: list[str], outputs: list[pa.Array],
         if node.name.lower() in lowered:
             return outputs[lowered.index(node.name.lower())]
     return frame.array(node)
-
-
-def sort_indices(arrays: list[pa.Array], order: list[tuple[exp.Expression, bool, bool]]) -> pa.Array:
-    """Row order for ORDER BY with per-key NULLS FIRST/LAST (DuckDB's default: NULLS LAST)."""
-    call, sort_options = sort_functions()
-    columns: dict[str, pa.Array] = {}
-    sort_keys: list[tuple[str, str]] = []
-    for i, (arr, (_, desc, nulls_first)) in enumerate(zip(arrays, order, strict=True)):
-        columns[f"n{i}"] = call("is_null", [arr])
-        columns[f"v{i}"] = arr
-        sort_keys.append((f"n{i}", "descending" if nulls_first else "ascending"))
-        direction = "descending" if desc else "ascending"
-        if pa.types.is_floating(arr.type):
-            # DuckDB orders NaN above every number; Arrow puts NaN last either way
-            columns[f"nan{i}"] = call("coalesce", [call("is_nan", [arr]), FALSE])
-            sort_keys.append((f"nan{i}", direction))
-        sort_keys.append((f"v{i}", direction))
-    return call("sort_indices", [pa.table(columns)], sort_options(sort_keys))
 
 
 def plain_batches(scanners: list[Scanner], query: Query) -> Generator[pa.Table, None, None]:

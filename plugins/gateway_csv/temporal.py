@@ -19,14 +19,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from sqlglot import exp
 
 from gateway import arrow_values
 from gateway.errors import Unsupported
-from gateway_csv.query import ENGINES_FOR_MORE
+from gateway.startup import LazyModule
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+else:
+    # used only by the functions reading the planner's nodes (strftime_arguments ...
+    # grain_of): the aggregations read without the planner (gateway_csv.shape) call the
+    # others, and import no sqlglot (see gateway.startup)
+    exp = LazyModule("sqlglot.expressions")
 
 
 def _kernels() -> Any:
@@ -85,7 +92,7 @@ _SPEC = re.compile(r"%(-?)(.?)", re.DOTALL)
 
 
 def _unsupported(what: str) -> Unsupported:
-    return Unsupported(f"the csv engine does not run {what}", engines=ENGINES_FOR_MORE)
+    return Unsupported(f"the csv engine does not run {what}", engines=("duckdb",))
 
 
 def _timestamps(value: Any) -> Any:
@@ -343,17 +350,22 @@ _ONE_TO_ONE_PARTS = {"year", "epoch"}
 _ONE_TO_ONE_UNITS = {"year", "month", "day", "hour", "minute", "second", "microsecond"}
 
 
+def strftime_one_to_one(fmt: str) -> bool:
+    """Whether strftime(ts, fmt) gives distinct texts for distinct timestamps truncated
+    to its grain (:func:`strftime_grain`)."""
+    specs = {m.group(1) + m.group(2) for m in _SPEC.finditer(fmt)}
+    fields = {field for spec in specs for field in _FIELDS.get(spec, "")}
+    if specs & {"I", "-I"} and "p" in specs:
+        fields.add("H")
+    return any(set(need) <= fields for need in _TELLS[strftime_grain(fmt)])
+
+
 def one_to_one(node: exp.Expression) -> bool:
     """Whether the function gives distinct answers for distinct values truncated to its
     grain (strftime('%Y-%m') of months, date_trunc('month') of months), so no two of the
     scanner's groups can share an answer; False when unsure."""
     if isinstance(node, exp.TimeToStr):
-        text = _text(strftime_arguments(node)[1]) or ""
-        specs = {m.group(1) + m.group(2) for m in _SPEC.finditer(text)}
-        fields = {field for spec in specs for field in _FIELDS.get(spec, "")}
-        if specs & {"I", "-I"} and "p" in specs:
-            fields.add("H")
-        return any(set(need) <= fields for need in _TELLS[strftime_grain(text)])
+        return strftime_one_to_one(_text(strftime_arguments(node)[1]) or "")
     if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
         return part_name(trunc_unit(node)) in _ONE_TO_ONE_UNITS
     found = date_part_arguments(node)

@@ -1,0 +1,251 @@
+"""The fused aggregation: group keys and aggregates the compiled scanner computes on the raw bytes.
+
+:func:`plan` decides whether the scanner can compute a whole aggregation (keys:
+a column, a number rounded, a date or timestamp truncated; aggregates: count,
+sum, avg, min and max of a column) and lays out its scan; :func:`run` runs it
+and hands back the keys and aggregates as Arrow arrays. Nothing here imports
+sqlglot: the planner (:func:`gateway_csv.query.fused_aggregate`) and the
+aggregations read without it (:mod:`gateway_csv.shape`) describe their keys and
+aggregates in these terms, so both take this path for the same statements and
+answer alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from gateway import arrow_values
+from gateway.startup import sort_functions
+from gateway_csv.columns import arrow_type
+from gateway_csv.layout import BOOL, DATE, FLOAT, INT, TS, TSTZ, Layout
+from gateway_csv.scan import MAX_COLUMNS, Plan, Scanner
+
+# Shared with _scanner.c
+F_IDENT, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND = range(6)
+F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_SECOND = \
+    range(6, 12)
+A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX = range(6)
+
+#: the scanner's key function truncating to each grain of gateway_csv.temporal (YEAR ...
+#: MICROSECOND); at MICROSECOND the value itself is the key
+TRUNC_FNS = (F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE,
+             F_TRUNC_SECOND, F_IDENT)
+_TEMPORAL_KINDS = (TS, TSTZ, DATE)
+
+
+@dataclass(frozen=True)
+class DerivedKey:
+    """A group key computed after the scan from the scanner's truncated one: strftime,
+    date_part or date_trunc of the timestamps truncated to the grain they need."""
+
+    #: the key of the truncated values (an array of the same length)
+    compute: Callable[[pa.Array], pa.Array]
+    #: distinct truncated values give distinct keys; when not, the groups that now
+    #: share every key are folded into one
+    one_to_one: bool
+
+
+@dataclass(frozen=True)
+class Key:
+    """One group key: the scanner's function (F_*) of a column, finished by ``derived``."""
+
+    column: int
+    fn: int
+    derived: DerivedKey | None = None
+
+
+@dataclass
+class FusedAggregate:
+    """A whole aggregation the scanner computes: keys and aggregates on raw bytes."""
+
+    slots: tuple[tuple[int, int], ...]
+    filters: tuple[tuple[int, int, str, Any], ...]
+    keys: tuple[tuple[int, int], ...]
+    aggs: tuple[tuple[int, int], ...]
+    #: per key: (column index, fn); per aggregate: (fn, column index or -1)
+    key_columns: list[tuple[int, int]]
+    agg_columns: list[tuple[int, int]]
+    #: per key: what computes it from the truncated key after the scan, or None when
+    #: the scanner's key is the answer
+    derived: list[DerivedKey | None]
+
+
+def native_column(layout: Layout, name: str) -> int | None:
+    """The index of the column ``name``, when the scanner reads it as its own type (no
+    conversion after the scan), as the fused scan needs."""
+    idx = layout.column_index(name)
+    if idx is not None and layout.scan_kind(idx) == layout.kinds[idx]:
+        return idx
+    return None
+
+
+def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
+         filters: Sequence[tuple[int, int, str, Any]]) -> FusedAggregate | None:
+    """The fused plan of an aggregation, or None when the scanner cannot compute it.
+
+    Args:
+        keys: the group keys, each of a column :func:`native_column` found.
+        aggs: (A_*, column index or -1 for count(*)) of each aggregate.
+        filters: the WHERE conditions the scan applies, by column index
+            (:func:`gateway_csv.query.pushdown`).
+    """
+    wanted: set[int] = set()
+    for k in keys:
+        kind = layout.scan_kind(k.column)
+        if (k.fn in (F_YEAR, F_MONTH, F_DAY, F_HOUR) or k.derived is not None) and \
+                kind not in _TEMPORAL_KINDS:
+            return None
+        if k.fn == F_ROUND and kind not in (INT, FLOAT):
+            return None
+        wanted.add(k.column)
+    for fn, col in aggs:
+        if fn == A_COUNT_STAR:
+            continue
+        kind = layout.scan_kind(col)
+        if fn in (A_SUM, A_AVG) and kind not in (INT, FLOAT):
+            return None
+        if fn in (A_MIN, A_MAX) and kind not in (INT, FLOAT, *_TEMPORAL_KINDS):
+            return None
+        wanted.add(col)
+    wanted.update(col for col, *_ in filters)
+    order = sorted(wanted)
+    slot_of = {col: i for i, col in enumerate(order)}
+    if len(order) > MAX_COLUMNS or len(keys) > 64 or len(aggs) > 64:
+        return None
+    return FusedAggregate(
+        slots=tuple((col, layout.scan_kind(col)) for col in order),
+        filters=tuple((slot_of[c], op, ct, v) for c, op, ct, v in filters),
+        keys=tuple((slot_of[k.column], k.fn) for k in keys),
+        aggs=tuple((fn, slot_of[c] if c >= 0 else -1) for fn, c in aggs),
+        key_columns=[(k.column, k.fn) for k in keys], agg_columns=list(aggs),
+        derived=[k.derived for k in keys],
+    )
+
+
+def run(scanners: list[Scanner], fused: FusedAggregate) -> tuple[list[pa.Array], list[pa.Array], int]:
+    """(group keys, aggregates, number of groups) of the fused scan of every file (each of
+    the first file's layout), as Arrow arrays of DuckDB's types (an integer sum past
+    BIGINT a DECIMAL(38, 0))."""
+    layout = scanners[0].layout
+    scan = Plan(slots=fused.slots, filters=fused.filters, keys=fused.keys, aggs=fused.aggs)
+    state: Any = None
+    for scanner in scanners:
+        for _rows, partial in scanner.results(scan):
+            if state is None:
+                state = partial
+            else:
+                state.merge(partial)
+    key_values, agg_values = state.export()
+    n = state.groups
+    if not fused.keys and n == 0:
+        n = 1
+        key_values = []
+        agg_values = [[0] if fn in (A_COUNT_STAR, A_COUNT) else [None]
+                      for fn, _ in fused.agg_columns]
+    keys = []
+    for (col, fn), values in zip(fused.key_columns, key_values, strict=True):
+        kind = layout.kinds[col]
+        if fn in (F_TRUNC_YEAR, F_TRUNC_MONTH):
+            keys.append(_first_days(values, fn, kind))
+        elif fn == F_IDENT or fn > F_TRUNC_MONTH:
+            keys.append(_typed(values, kind))
+        elif fn == F_ROUND:
+            keys.append(arrow_values.array(values, pa.int64() if kind == INT else pa.float64()))
+        else:
+            keys.append(arrow_values.array(values, pa.int64()))
+    if any(fused.derived):
+        keys, folded = _finish_keys(keys, fused)
+        if folded is not None:
+            call, _ = sort_functions()
+            ids, agg_values = state.fold(folded[0]).export()
+            keys = [call("take", [k, arrow_values.array(ids[0], pa.int64())]) for k in folded[1]]
+            n = len(ids[0])
+    aggs = []
+    for (fn, col), values in zip(fused.agg_columns, agg_values, strict=True):
+        if fn in (A_COUNT_STAR, A_COUNT):
+            aggs.append(arrow_values.array(values, pa.int64()))
+        elif fn == A_AVG:
+            aggs.append(arrow_values.array(values, pa.float64()))
+        elif fn == A_SUM:
+            kind = layout.kinds[col]
+            if kind == FLOAT:
+                aggs.append(arrow_values.array(values, pa.float64()))
+            else:
+                fits = all(v is None or -(2**63) <= v < 2**63 for v in values)
+                aggs.append(arrow_values.array(values, pa.int64() if fits else pa.decimal128(38, 0)))
+        else:
+            aggs.append(_typed(values, layout.kinds[col]))
+    return keys, aggs, n
+
+
+def _finish_keys(keys: list[pa.Array], fused: FusedAggregate) \
+        -> tuple[list[pa.Array], tuple[list[int], list[pa.Array]] | None]:
+    """The keys strftime, date_part and date_trunc give of the scanner's truncated keys.
+
+    Returns the keys, and when two groups now share every key (strftime('%m', ts) of
+    two years' Januaries), the group id of each scanner group and the distinct keys
+    the ids index, for ``AggState.fold`` to merge their aggregates. (Plain Python on
+    the few groups: Arrow's group_by would import pyarrow.compute, see gateway.startup.)
+    """
+    finished = [arr if derived is None else derived.compute(arr)
+                for arr, derived in zip(keys, fused.derived, strict=True)]
+    if all(derived is None or derived.one_to_one for derived in fused.derived):
+        return finished, None
+    ids: dict[tuple[Any, ...], int] = {}
+    group_ids = [ids.setdefault(row, len(ids))
+                 for row in zip(*(_hashable(k) for k in finished), strict=True)]
+    if len(ids) == len(group_ids):
+        return finished, None
+    first: dict[int, int] = {}
+    for group, new in enumerate(group_ids):
+        first.setdefault(new, group)
+    call, _ = sort_functions()
+    take = arrow_values.array([first[new] for new in range(len(ids))], pa.int64())
+    return finished, (group_ids, [call("take", [k, take]) for k in finished])
+
+
+def _hashable(arr: pa.Array) -> list[Any]:
+    """The values, NaN as one value (NaN != NaN would keep every NaN key apart)."""
+    values = arr.to_pylist()
+    if pa.types.is_floating(arr.type):
+        return [("NaN",) if v is not None and v != v else v for v in values]
+    return values
+
+
+def _first_days(values: list[int | None], fn: int, kind: int) -> pa.Array:
+    """The scanner's year (F_TRUNC_YEAR) or year * 12 + month - 1 (F_TRUNC_MONTH) keys as
+    the first day of that year or month, a date or timestamp as the column is."""
+    days = [None if v is None else
+            _days_from_civil(v, 1) if fn == F_TRUNC_YEAR else _days_from_civil(v // 12, v % 12 + 1)
+            for v in values]
+    if kind == DATE:
+        return arrow_values.array(days, pa.date32())
+    return arrow_values.array([None if d is None else d * 86_400_000_000 for d in days],
+                              arrow_type(kind))
+
+
+def _days_from_civil(year: int, month: int) -> int:
+    """Days since 1970-01-01 of the first of a month (any year, as the scanner's C)."""
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def _typed(values: list[Any], kind: int) -> pa.Array:
+    """The scanner's values as ``kind``'s Arrow type (temporal ones are integers of its
+    unit: microseconds, days; no cast, which would import pyarrow.compute)."""
+    if kind == BOOL:
+        return arrow_values.array(values, pa.bool_())
+    return arrow_values.array(values, arrow_type(kind))
+
+
+__all__ = ["A_AVG", "A_COUNT", "A_COUNT_STAR", "A_MAX", "A_MIN", "A_SUM", "F_DAY", "F_HOUR",
+           "F_IDENT", "F_MONTH", "F_ROUND", "F_TRUNC_DAY", "F_TRUNC_HOUR", "F_TRUNC_MINUTE",
+           "F_TRUNC_MONTH", "F_TRUNC_SECOND", "F_TRUNC_YEAR", "F_YEAR", "TRUNC_FNS",
+           "DerivedKey", "FusedAggregate", "Key", "native_column", "plan", "run"]
