@@ -227,6 +227,9 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
     names = layout.names if layout else []
     items: list[tuple[str, exp.Expression]] = []
     unnamed: list[int] = []
+    #: the items a name may refer to elsewhere: an alias or a column; DuckDB refuses the
+    #: name it gives an expression (ORDER BY "count_star()", HAVING "avg(f)" > 1)
+    generated: set[int] = set()
     star_only = True
     for item in select.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and
@@ -238,6 +241,8 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
             items.extend((n, exp.column(n, quoted=False)) for n in names)
             continue
         star_only = False
+        if not isinstance(item, (exp.Alias, exp.Column)):
+            generated.add(len(items))
         name = output_name(item, names)
         if name is None:  # provisional (for GROUP BY and ORDER BY): DuckDB names it later
             unnamed.append(len(items))
@@ -250,7 +255,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
             raise QueryError("aggregates are not allowed in WHERE",
                              hint="filter on aggregates with HAVING", kind="syntax")
 
-    aliases = {name.lower(): expr for name, expr in items}
+    aliases = {name.lower(): expr for i, (name, expr) in enumerate(items) if i not in generated}
     column_names = {n.lower() for n in names}
     group: list[exp.Expression] = []
     group_node = select.args.get("group")

@@ -421,7 +421,12 @@ class _Resolved:
                 return None  # DuckDB's name of an expression: the planner asks DuckDB
             names.append(name)
         # a name that is no column may be a select item's name (the last one so named)
-        aliases = {name.lower(): term for name, (_, term) in zip(names, shape.items, strict=True)}
+        # an alias or a column only: DuckDB refuses the name it gives an expression
+        # (ORDER BY "count_star()"), as the planner does (query.analyse)
+        referable = [name.lower() if alias is not None or term.function is None else None
+                     for name, (alias, term) in zip(names, shape.items, strict=True)]
+        aliases = {name: term for name, (_, term) in zip(referable, shape.items, strict=True)
+                   if name is not None}
         group = [aliases[g.lower()] if layout.column_index(g) is None and g.lower() in aliases
                  else Term(None, g) for g in shape.group]
         keys = []
@@ -453,11 +458,10 @@ class _Resolved:
             if found is None:
                 return None
             out_types.append(found)
-        lowered = [n.lower() for n in names]
         order = []
         for name, _ in shape.order:
-            if name.lower() in lowered:
-                order.append((False, lowered.index(name.lower())))
+            if name.lower() in referable:
+                order.append((False, referable.index(name.lower())))
             elif Term(None, name).key in key_of and layout.column_index(name) is not None:
                 order.append((True, key_of[Term(None, name).key]))
             else:
