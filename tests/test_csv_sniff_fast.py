@@ -9,6 +9,9 @@ from __future__ import annotations
 import csv
 import io
 import re
+import subprocess
+import sys
+import textwrap
 from unittest import mock
 
 import pytest
@@ -277,3 +280,32 @@ def test_the_c_sample_refuses_more_than_65536_columns():
         _scanner.sample_shapes(b"a,b\n", ord(","), 70_000, 0, 10, False, (b"",))
     with pytest.raises(TypeError, match="nulls are bytes"):
         _scanner.sample_shapes(b"a,b\n", ord(","), 2, 0, 10, False, ("",))
+
+
+def test_the_c_sample_reads_nothing_past_its_buffer():
+    """Each text ends where a page no one may read begins: a read past it would crash the
+    process."""
+    script = textwrap.dedent("""
+        import ctypes, mmap
+        from gateway_csv import _scanner
+
+        page = mmap.PAGESIZE
+        area = mmap.mmap(-1, 2 * page)
+        libc = ctypes.CDLL(None, use_errno=True)
+        start = ctypes.addressof(ctypes.c_char.from_buffer(area))
+        assert libc.mprotect(ctypes.c_void_p(start + page), page, 0) == 0
+        texts = [b"", b"a", b"a,b\\n1,2", b"a,b\\n1,2\\r", b"a,b\\n" + b"x" * 40,
+                 b"a,b\\n1," + b"7" * 33, b"a\\n" + b"," * 50, b"h\\n 12:30 \\n2024-01-31 1",
+                 b"a,b\\n1\\x00,\\xff\\n\\"2,x"]
+        for text in texts:
+            area[page - len(text):page] = text
+            view = memoryview(area)[page - len(text):page]
+            for ncols in (1, 2, 3):
+                _scanner.sample_shapes(view, ord(","), ncols, 0, 100, True, (b"", b"NA"))
+                _scanner.sample_columns(view, ord(","), ncols, 0, 100, True, (b"",))
+            view.release()
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr

@@ -2133,16 +2133,20 @@ static PyObject *sample_row(const char *line, const char *stop, char delim) {
  * column the values that are not in `nulls` joined by LF, their count, and every
  * field (NULLs too) joined by LF. */
 static PyObject *sample_columns(PyObject *mod, PyObject *args) {
-    const char *s;
-    Py_ssize_t n, ncols, skip, limit;
+    Py_buffer text;
+    Py_ssize_t ncols, skip, limit;
     int delim, trailing;
     PyObject *null_tuple;
     SampleNulls nulls;
-    if (!PyArg_ParseTuple(args, "y#innnpO!", &s, &n, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
+    if (!PyArg_ParseTuple(args, "y*innnpO!", &text, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
                           &null_tuple))
         return NULL;
-    if (ncols < 1 || ncols > 1 << 16) return PyErr_Format(PyExc_ValueError, "ncols %zd", ncols);
-    if (sample_nulls(&nulls, null_tuple)) return NULL;
+    if (ncols < 1 || ncols > 1 << 16 || sample_nulls(&nulls, null_tuple)) {
+        PyBuffer_Release(&text);
+        return ncols < 1 || ncols > 1 << 16 ? PyErr_Format(PyExc_ValueError, "ncols %zd", ncols) : NULL;
+    }
+    const char *s = text.buf;
+    Py_ssize_t n = text.len;
     Buf *vals = calloc((size_t)ncols, sizeof(Buf)), *cells = calloc((size_t)ncols, sizeof(Buf));
     Py_ssize_t *counts = calloc((size_t)ncols, sizeof(Py_ssize_t));
     const char **starts = malloc((size_t)(ncols + 2) * sizeof(char *));
@@ -2206,6 +2210,7 @@ done:
     free(cells);
     free(counts);
     free(starts);
+    PyBuffer_Release(&text);
     return result;
 }
 
@@ -2234,16 +2239,20 @@ static PyObject *column_shapes_list(const ColumnShapes *cols, Py_ssize_t ncols) 
  * the same for the columns with the first row before the others, when that row
  * has `ncols` fields, else None. */
 static PyObject *sample_shapes(PyObject *mod, PyObject *args) {
-    const char *s;
-    Py_ssize_t n, ncols, skip, limit;
+    Py_buffer text;
+    Py_ssize_t ncols, skip, limit;
     int delim, trailing;
     PyObject *null_tuple;
     SampleNulls nulls;
-    if (!PyArg_ParseTuple(args, "y#innnpO!", &s, &n, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
+    if (!PyArg_ParseTuple(args, "y*innnpO!", &text, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
                           &null_tuple))
         return NULL;
-    if (ncols < 1 || ncols > 1 << 16) return PyErr_Format(PyExc_ValueError, "ncols %zd", ncols);
-    if (sample_nulls(&nulls, null_tuple)) return NULL;
+    if (ncols < 1 || ncols > 1 << 16 || sample_nulls(&nulls, null_tuple)) {
+        PyBuffer_Release(&text);
+        return ncols < 1 || ncols > 1 << 16 ? PyErr_Format(PyExc_ValueError, "ncols %zd", ncols) : NULL;
+    }
+    const char *s = text.buf;
+    Py_ssize_t n = text.len;
     /* the body's columns, then the first row's (one cell each) */
     ColumnShapes *cols = malloc(2 * (size_t)ncols * sizeof(ColumnShapes)), *firsts = NULL;
     const char **starts = malloc((size_t)(ncols + 2) * sizeof(char *));
@@ -2301,6 +2310,7 @@ done:
     Py_XDECREF(with_first);
     free(cols);
     free(starts);
+    PyBuffer_Release(&text);
     return result;
 }
 

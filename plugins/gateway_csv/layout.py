@@ -515,19 +515,21 @@ class _Sample:
 
     @classmethod
     def plain(cls, text: str, delimiter: str, quote: str, escape: str, limit: int, skip: int,
-              ncols: int, trailing: bool, null_set: tuple[str, ...]) -> _Sample | None:
+              ncols: int, trailing: bool, null_set: tuple[str, ...],
+              data: bytes | memoryview | None = None) -> _Sample | None:
         """The sample typed by C (:func:`gateway_csv._scanner.sample_shapes`) where
         :func:`_split_plain` would read it: no quote, escape, NUL or lone CR in the
         text, an ASCII delimiter, up to 65,536 columns (the C side's bound). Its
         columns come with their shapes, their text read
         (:func:`gateway_csv._scanner.sample_columns`, the same sample) only when
-        asked for. None where that does not hold, or no row is left."""
+        asked for. ``data``: the text's UTF-8, where it is at hand. None where that does
+        not hold, or no row is left."""
         if len(delimiter.encode()) != 1 or len(text) > DIALECT_BYTES or \
                 not 1 <= ncols <= 1 << 16 or not _is_plain(text, quote, escape):
             return None
         from gateway_csv import _scanner
 
-        data, nulls = text.encode(), tuple(n.encode() for n in null_set)
+        data, nulls = text.encode() if data is None else data, tuple(n.encode() for n in null_set)
         args = (ord(delimiter), ncols, skip, limit, trailing, nulls)
         first, rows, body, columns, with_first = _scanner.sample_shapes(data, *args)
         if first is None:
@@ -714,11 +716,12 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     _refuse_utf16(head, path)
     candidates = dialect.detect(head[bom:], options, complete) if \
         options.get("delimiter") is None or len(options["delimiter"]) == 1 else []
+    end = len(head)  # of the rows sniffed: an incomplete head's last line is cut (not copied)
     if not complete:
         cut = head.rfind(b"\n")
-        head = head[:cut + 1] if cut > 0 else head
+        end = cut + 1 if cut > 0 else end
     # invalid UTF-8 is reported by the scanner, with its line and column
-    text = head[bom:].decode("utf-8", errors="replace")
+    text = str(memoryview(head)[bom:end], "utf-8", errors="replace")
     given_quote = options.get("quote")
     for key, value in (("delimiter", options.get("delimiter")), ("quote", given_quote),
                        ("escape", options.get("escape"))):
@@ -732,15 +735,15 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         # blank lines only: DuckDB skips the empty ones before the first of blanks, takes
         # that line (or, when all are empty, the first) as a header naming column0, and
         # reads each further line as a row of one VARCHAR (NULL when empty)
-        lines = head[bom:].split(b"\n")
+        lines = head[bom:end].split(b"\n")
         header_line = next((i for i, line in enumerate(lines) if line.strip(b"\r")), 0)
         return Layout(names=["column0"], kinds=[STR], header=True,
-                      data_start=min(len(head), bom + sum(len(line) + 1 for line in
+                      data_start=min(end, bom + sum(len(line) + 1 for line in
                                                            lines[:header_line + 1])),
                       nulls=null_set, skip_bad=skip_bad)
     if blank:
         # DuckDB reads an empty file as one VARCHAR column and no rows
-        return Layout(names=["column0"], kinds=[STR], header=False, data_start=len(head),
+        return Layout(names=["column0"], kinds=[STR], header=False, data_start=end,
                       nulls=null_set, skip_bad=skip_bad)
 
     if not candidates and not skip_bad and \
@@ -754,11 +757,14 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         found = _typed_best(candidates, text, null_set)
         delimiter, quote, escape, comment = found.delimiter, found.quote, found.escape, \
             found.comment
-        text = _uncommented(text, comment, quote)
+        uncommented = _uncommented(text, comment, quote)
+        # text's UTF-8, not encoded again where it is the head's ASCII
+        data = memoryview(head)[bom:end] if uncommented is text and text.isascii() else None
+        text = uncommented
         # types from DuckDB's sample: SAMPLE_ROWS rows from the header on
         skipped, ncols, trailing = found.skip, found.ncols, found.trailing
         sample = _Sample.plain(text, delimiter, quote, escape, SAMPLE_ROWS + skipped, skipped,
-                               ncols, trailing, null_set)
+                               ncols, trailing, null_set, data)
         if sample is None:
             rows = _split_lines(text, delimiter, quote, escape, SAMPLE_ROWS + skipped) or \
                 [[text.splitlines()[0]]]
@@ -830,13 +836,13 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         formats.pop(lower[col.lower()], None)
 
     try:
-        data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment,
-                                      multiline=bool(candidates))
+        data_start = _skip_rows(head, bom, end, quote, skipped + bool(header), path, comment,
+                                multiline=bool(candidates))
     except QueryError:
         if options.get("quote") is not None or not quote:
             raise
         # a sniffed quote that never closes: read the file unquoted, as DuckDB does
-        return sniff(head, {**options, "quote": ""}, path=path, complete=complete)
+        return sniff(head[:end], {**options, "quote": ""}, path=path, complete=complete)
     return Layout(names=names, kinds=kinds, delimiter=delimiter, quote=quote or "",
                   escape=escape or "", header=bool(header), data_start=data_start,
                   nulls=null_set, skip_bad=skip_bad,
@@ -844,7 +850,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   skipped_lines=skipped, comment=comment, trailing=trailing,
                   cut_comments=bool(comment) and any(
                       comment in line and not line.startswith(comment)
-                      for line in head.decode("utf-8", "replace").splitlines()),
+                      for line in str(memoryview(head)[:end], "utf-8", "replace").splitlines()),
                   padded_quotes=bool(quote) and re.search(
                       f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
                       f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None)
@@ -989,31 +995,31 @@ def _unique_names(raw: list[str], ncols: int) -> list[str]:
     return names
 
 
-def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str,
-               multiline: bool) -> int:
-    """The byte offset after ``count`` rows and the blank and comment lines before them;
-    ``multiline``: their quoted fields may hold line ends (the dialect was detected
-    by DuckDB's rules, which saw those quotes close).
+def _skip_rows(data: bytes, start: int, end: int, quote: str, count: int, path: str,
+               comment: str, multiline: bool) -> int:
+    """The byte offset after ``count`` rows of ``data[start:end]`` and the blank and
+    comment lines before them; ``multiline``: their quoted fields may hold line ends
+    (the dialect was detected by DuckDB's rules, which saw those quotes close).
 
     Raises:
         QueryError: a quote opened in those rows is never closed.
     """
     q = quote.encode()[0] if quote else -1
-    pos, n = 0, len(data)
+    pos, n = start, end
     c = comment.encode()[0] if comment else -1
 
     def skip_blank_and_comments(pos: int) -> int:
         while pos < n and (data[pos] in b"\r\n" or data[pos] == c):
             if data[pos] == c:
-                end = data.find(b"\n", pos)
-                pos = n if end < 0 else end
+                line_end = data.find(b"\n", pos, n)
+                pos = n if line_end < 0 else line_end
             pos += 1
         return pos
 
     for _ in range(count):
         pos = skip_blank_and_comments(pos)
         in_quote = False
-        start = pos
+        row = pos
         while pos < n:
             byte = data[pos]
             if byte == q:
@@ -1021,9 +1027,9 @@ def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str,
             elif byte == 10 and not in_quote:
                 break
             pos += 1
-        if in_quote or (not multiline and b"\n" in data[start:pos]):
+        if in_quote or (not multiline and b"\n" in data[row:pos]):
             # a header whose quote runs past its line swallows the rows after it
-            line = data[start:start + 60].decode("utf-8", "replace").splitlines()[0]
+            line = data[row:min(row + 60, n)].decode("utf-8", "replace").splitlines()[0]
             raise QueryError(f"{path}: the quote opened in the header line ({line!r}) is not "
                              "closed on that line", hint="fix the file, or set quote on the source "
                                             "(quote = \"\" when fields are not quoted)", kind="type")
