@@ -309,3 +309,40 @@ def test_the_c_sample_reads_nothing_past_its_buffer():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(sample=st.lists(st.sampled_from([*",;|\t 1a\n\"'#\\", "\r\n", "x,y", "1,2\n", "1;2;3\n"]),
+                       max_size=60).map("".join), complete=st.booleans())
+def test_a_candidate_left_unrun_would_have_been_turned_down(sample, complete):
+    """dialect._beaten only leaves out candidates that analyzing would turn down."""
+    fast = dialect.detect(sample.encode(), {}, complete)
+    with mock.patch.object(dialect, "_beaten", return_value=False):
+        slow = dialect.detect(sample.encode(), {}, complete)
+    assert fast == slow
+
+
+def test_a_plain_file_runs_the_state_machine_once():
+    """A comma-separated file without quotes runs one candidate, not also "|" (absent, so
+    one column a row, which cannot beat the comma's columns)."""
+    from gateway_csv import _dialect
+
+    sample = b"a,b\n" + b"1,2\n" * 100
+    with mock.patch.object(_dialect, "count_rows", wraps=_dialect.count_rows) as count_rows:
+        found = dialect.detect(sample, {}, complete=True)
+    assert [(c.delimiter, c.ncols) for c in found] == [(",", 2)]
+    assert count_rows.call_count == 1
+
+
+def test_a_sample_with_quotes_is_left_to_the_reader():
+    assert layout._Sample.plain('a,b\n"1",2\n', ",", '"', '"', 10, 0, 2, False, ("",)) is None
+    assert layout._Sample.plain("a;b\n1;2\n", "\u00a7", '"', '"', 10, 0, 2, False, ("",)) is None
+
+
+def test_a_sample_wider_than_the_c_side_takes_is_left_to_the_reader():
+    """sample_columns refuses more than 65,536 columns (a ValueError, not a query error):
+    such a sample is split in Python instead, and sniffed all the same."""
+    wide = ",".join(f"c{i}" for i in range(70_000)) + "\n" + ",".join(["1"] * 70_000) + "\n"
+    assert layout._Sample.plain(wide, ",", '"', '"', 10, 0, 70_000, False, ("",)) is None
+    found = layout.sniff(wide.encode(), {}, path="wide.csv", complete=True)
+    assert len(found.names) == 70_000 and found.kinds[0] == layout.INT
