@@ -2,7 +2,7 @@
 """CPU of the csv engine's sniffer on one file's head, with a per-step breakdown.
 
     .venv/bin/python bench/sniff_bench.py [PATH] [--rounds 15]
-    .venv/bin/python bench/sniff_bench.py [PATH] --against DIR [--rounds 15]
+    .venv/bin/python bench/sniff_bench.py [PATH] --against DIR [--rounds 15] [--fresh]
 
 PATH defaults to bench/data/taxi_1000000.csv (``arrowgate data taxi``). The head is
 read as ``CsvEngine.layout`` reads it (DIALECT_BYTES, doubled until it holds
@@ -16,7 +16,9 @@ sniff is timed in rounds without them, alternating with the rounds that time the
 ``--against DIR``: another checkout of this project (its C modules built in place,
 ``setup.py build_ext --inplace``), for a before/after figure. Each tree sniffs in its
 own warm worker process; their layouts are compared first (a difference gets no
-timing), then the two alternate round by round, the order rotated.
+timing), then the two alternate round by round, the order rotated. With ``--fresh``
+each round times the first sniff of a new process instead, as a one-query
+``arrowgate query`` sniffs (memory not yet touched, caches cold).
 """
 
 from __future__ import annotations
@@ -110,21 +112,34 @@ def measure(path: Path, rounds: int) -> None:
 
 
 def worker(path: Path) -> None:
-    """Sniff once per line read; the first answer is the layout, then CPU milliseconds."""
+    """Sniff, print the CPU milliseconds and the layout, then sniff once per line read
+    and print its CPU milliseconds."""
     head, complete = read_head(path)
-    print(repr(sniff(head, {}, path=str(path), complete=complete)), flush=True)
+    start = time.process_time()
+    found = sniff(head, {}, path=str(path), complete=complete)
+    print(f"{(time.process_time() - start) * 1000:.3f}\t{found!r}", flush=True)
     for _ in sys.stdin:
         print(f"{_sniff_ms(head, complete, path):.3f}", flush=True)
 
 
-def against(path: Path, other: Path, rounds: int) -> None:
+def _worker(path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], float, str]:
+    """A worker process, the CPU milliseconds of its first sniff and its layout."""
+    w = subprocess.Popen([sys.executable, __file__, str(path), "--worker"], text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **env})
+    ms, _, found = w.stdout.readline().partition("\t")  # type: ignore[union-attr]
+    return w, float(ms), found.strip()
+
+
+def _close(w: subprocess.Popen[str]) -> None:
+    w.stdin.close()  # type: ignore[union-attr]
+    w.wait()
+
+
+def against(path: Path, other: Path, rounds: int, fresh: bool) -> None:
     trees = {"this tree": {}, str(other): {"PYTHONPATH": f"{other / 'plugins'}{os.pathsep}{other}"}}
-    workers = {name: subprocess.Popen(
-        [sys.executable, __file__, str(path), "--worker"], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True, env={**os.environ, **extra})
-        for name, extra in trees.items()}
+    workers = {name: _worker(path, env) for name, env in trees.items()}
     try:
-        layouts = {name: w.stdout.readline().strip() for name, w in workers.items()}  # type: ignore[union-attr]
+        layouts = {name: found for name, (_, _, found) in workers.items()}
         if len(set(layouts.values())) != 1:
             sys.exit("the layouts differ, so no timing:\n" +
                      "\n".join(f"{name}: {text}" for name, text in layouts.items()))
@@ -133,20 +148,24 @@ def against(path: Path, other: Path, rounds: int) -> None:
         names = list(workers)
         for i in range(rounds + 1):  # the first round warms up
             for name in names[i % 2:] + names[:i % 2]:
-                w = workers[name]
-                w.stdin.write("go\n")  # type: ignore[union-attr]
-                w.stdin.flush()  # type: ignore[union-attr]
-                ms = float(w.stdout.readline())  # type: ignore[union-attr]
+                if fresh:
+                    w, ms, _ = _worker(path, trees[name])
+                    _close(w)
+                else:
+                    w = workers[name][0]
+                    w.stdin.write("go\n")  # type: ignore[union-attr]
+                    w.stdin.flush()  # type: ignore[union-attr]
+                    ms = float(w.stdout.readline())  # type: ignore[union-attr]
                 if i:
                     times[name].append(ms)
+        what = "first sniff of a new process" if fresh else "sniff"
         for name, values in times.items():
-            print(f"{name}: sniff {_spread(values)}")
+            print(f"{name}: {what} {_spread(values)}")
         base, new = (statistics.median(times[n]) for n in (str(other), "this tree"))
         print(f"this tree / {other}: {new / base:.2f}")
     finally:
-        for w in workers.values():
-            w.stdin.close()  # type: ignore[union-attr]
-            w.wait()
+        for w, _, _ in workers.values():
+            _close(w)
 
 
 def main() -> None:
@@ -154,12 +173,14 @@ def main() -> None:
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--against", type=Path, help="another checkout to compare with")
+    parser.add_argument("--fresh", action="store_true",
+                        help="with --against: time the first sniff of a new process each round")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.path)
     elif args.against:
-        against(args.path, args.against.resolve(), args.rounds)
+        against(args.path, args.against.resolve(), args.rounds, args.fresh)
     else:
         measure(args.path, args.rounds)
 
