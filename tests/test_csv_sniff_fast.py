@@ -1,20 +1,25 @@
 """The sniffer's fast paths give what its plain forms give: ``str.split`` where it
-stands in for ``csv.reader``, and the searches over a joined sample that stand in
-for value-by-value loops (typing DuckDB's 20,480-row sample is most of a cold
-one-query process, docs/benchmarks.md)."""
+stands in for ``csv.reader``, the searches over a joined sample that stand in
+for value-by-value loops, the C pass that types a plain sample without joining its
+columns, and the dialect candidates left unrun (typing DuckDB's 20,480-row sample
+is most of a cold one-query process, docs/benchmarks.md)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import re
+import subprocess
+import sys
+import textwrap
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.errors import Unsupported
-from gateway_csv import dialect, layout
+from gateway.errors import GatewayError, Unsupported
+from gateway_csv import _scanner, dialect, layout
 
 #: unquoted text: delimiters, blanks, CR/LF line ends, digits, signs, multi-byte letters
 PLAIN = st.lists(st.sampled_from([*",;|\t 1-.aé\n", "\r\n", "\n\n"]),
@@ -137,11 +142,16 @@ def test_shapes_of_edge_values(value):
     assert _scanner.shapes(value.encode()) == layout.shapes_by_regex([value])
 
 
+#: values of a plain sample: of every shape the sniffer types by, near misses, NULL
+#: words, blanks around integers and decimals
+SAMPLE_VALUES = ["", "1", "-2.5", "x", " a ", "NA", "é", "2024-01-01", "1 ", " 2", "0", "07",
+                 "true", "F", "12:30", "3:45", "inf", "-Infinity", "2024-01-01 10:00:00",
+                 "2024-01-31T12:30Z", "2024-02-30", "1.5 ", "\t3", "1e5", "12345678901234567890",
+                 "10/02/2024", "2024-01-01 10:00:00 UTC"]
 #: plain CSV text: fields of digits, letters, blanks and NULL words, rows of varying widths,
 #: blank lines and CRLF line ends
 PLAIN_CSV = st.lists(
-    st.lists(st.sampled_from(["", "1", "-2.5", "x", " a ", "NA", "é", "2024-01-01"]),
-             min_size=0, max_size=4).map(",".join),
+    st.lists(st.sampled_from(SAMPLE_VALUES), min_size=0, max_size=4).map(",".join),
     min_size=0, max_size=12).flatmap(
         lambda lines: st.sampled_from(["\n", "\r\n"]).map(
             lambda end: end.join(lines) + st_end(lines, end)))
@@ -169,10 +179,159 @@ def test_the_c_sample_is_the_rows_sample(text, ncols, skip, limit, trailing, nul
     assert fast is not None
     assert (fast.first, fast.rows, fast.body) == (slow.first, slow.rows, slow.body)
     for f, s in zip(fast.columns, slow.columns, strict=True):
+        # typed by C in one pass, then read on demand
+        assert (f.shapes(), f.integer_rows) == (s.shapes(), integer_rows(s.cells(), nulls))
         assert (f.joined, f.count, f.rows, list(f.cells()), f.values()) == \
             (s.joined, s.count, s.rows, list(s.cells()), s.values())
     for f, s in zip(fast.with_first(nulls), slow.with_first(nulls), strict=True):
+        assert (f.shapes(), f.integer_rows) == (s.shapes(), integer_rows(s.cells(), nulls))
         assert (f.joined, f.count, list(f.cells())) == (s.joined, s.count, list(s.cells()))
+
+
+def integer_rows(cells, nulls) -> tuple[int, int]:
+    """_Column.integer_rows value by value: the row of the first value that is no integer
+    (NULL rows counted) and the last row before it whose value ends in a blank."""
+    blank = -1
+    for row, value in enumerate(cells):
+        if value is None or value in nulls:
+            continue
+        if not re.fullmatch(r"[ \t]*-?[0-9]+[ \t]*", value):
+            return row, blank
+        if value[-1:] in (" ", "\t"):
+            blank = row
+    return -1, blank
+
+
+#: a table: a first row of names or values, then rows mostly as wide as it
+TABLE = st.integers(min_value=1, max_value=4).flatmap(lambda width: st.tuples(
+    st.lists(st.sampled_from(["a", "b", "id", " ", *SAMPLE_VALUES]), min_size=width,
+             max_size=width),
+    st.lists(st.one_of(st.lists(st.sampled_from(SAMPLE_VALUES), min_size=width, max_size=width),
+                       st.lists(st.sampled_from(SAMPLE_VALUES), max_size=width + 1)),
+             max_size=12),
+    st.sampled_from(["\n", "\r\n"]))).map(
+        lambda t: "".join(",".join(row) + t[2] for row in [t[0], *t[1]]))
+
+
+def sniffed(head: bytes, options: dict, complete: bool):
+    try:
+        return layout.sniff(head, options, path="t.csv", complete=complete)
+    except GatewayError as exc:
+        return type(exc), str(exc)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=TABLE, nulls=st.sampled_from([None, "NA", ["", "NA"]]),
+       header=st.sampled_from([None, True, False]), complete=st.booleans())
+def test_sniffing_by_the_c_sample_is_sniffing_by_its_rows(text, nulls, header, complete):
+    """The whole layout (names, kinds, formats, header, data start, ...) or the refusal is
+    the same when the sample is typed in C as when it is split into rows in Python."""
+    options = {k: v for k, v in (("null", nulls), ("header", header)) if v is not None}
+    fast = sniffed(text.encode(), options, complete)
+    with mock.patch.object(layout._Sample, "plain", return_value=None):
+        slow = sniffed(text.encode(), options, complete)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("blank_before", [True, False])
+@pytest.mark.parametrize("header", [None, False])
+def test_a_refined_chunk_is_refused_alike_by_the_c_sample(blank_before, header):
+    """The integer rows C finds put the first decimal past row 2,046 (NULL rows counted)
+    as the rows do, whether or not the first row is a header."""
+    column = ["7"] * 2000 + [""] * 100 + ["2.5"] * 3
+    if blank_before:
+        column[1000] = "1 "
+    head = ("a,b\n" + "".join(f"{v},x\n" for v in column)).encode()
+    options = {} if header is None else {"header": header}
+    fast = sniffed(head, options, True)
+    with mock.patch.object(layout._Sample, "plain", return_value=None):
+        assert sniffed(head, options, True) == fast
+    assert (isinstance(fast, tuple) and fast[0] is Unsupported) == blank_before
+
+
+def test_a_plain_sample_is_typed_without_reading_its_columns():
+    head = ("id,x,when,name\n" + "".join(f"{i},{i / 3:.3f},2024-01-01 10:00:0{i % 10},n{i}\n"
+                                           for i in range(3000))).encode()
+    with mock.patch.object(_scanner, "sample_columns", side_effect=AssertionError):
+        found = layout.sniff(head, {}, path="t.csv", complete=True)
+    assert found.kinds == [layout.INT, layout.FLOAT, layout.TS, layout.STR]
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.binary(max_size=200) | ANY.map(str.encode) | PLAIN_CSV.map(str.encode),
+       ncols=st.integers(min_value=1, max_value=5), skip=st.integers(min_value=0, max_value=2),
+       limit=st.integers(min_value=1, max_value=9), trailing=st.booleans(),
+       nulls=st.sampled_from([(b"",), (b"NA",), (b"", b"NA"), ()]))
+def test_the_c_sample_types_any_bytes_as_shapes_types_its_columns(data, ncols, skip, limit,
+                                                                  trailing, nulls):
+    """NULs, invalid UTF-8, lone CRs and quotes: sample_shapes reads what sample_columns
+    reads and types each column as shapes() types its joined values."""
+    args = (ord(","), ncols, skip, limit, trailing, nulls)
+    first, rows, body, columns, with_first = _scanner.sample_shapes(data, *args)
+    assert (first, rows, body) == _scanner.sample_columns(data, *args)[:3]
+    for (shapes, count, _, _), (joined, count2, _) in zip(
+            columns, _scanner.sample_columns(data, *args)[3], strict=True):
+        assert (shapes, count) == (_scanner.shapes(joined) if count2 else 0, count2)
+    assert (with_first is None) == (first is None or len(first) != ncols)
+
+
+def test_the_c_sample_refuses_more_than_65536_columns():
+    with pytest.raises(ValueError, match="ncols"):
+        _scanner.sample_shapes(b"a,b\n", ord(","), 70_000, 0, 10, False, (b"",))
+    with pytest.raises(TypeError, match="nulls are bytes"):
+        _scanner.sample_shapes(b"a,b\n", ord(","), 2, 0, 10, False, ("",))
+
+
+def test_the_c_sample_reads_nothing_past_its_buffer():
+    """Each text ends where a page no one may read begins: a read past it would crash the
+    process."""
+    script = textwrap.dedent("""
+        import ctypes, mmap
+        from gateway_csv import _scanner
+
+        page = mmap.PAGESIZE
+        area = mmap.mmap(-1, 2 * page)
+        libc = ctypes.CDLL(None, use_errno=True)
+        start = ctypes.addressof(ctypes.c_char.from_buffer(area))
+        assert libc.mprotect(ctypes.c_void_p(start + page), page, 0) == 0
+        texts = [b"", b"a", b"a,b\\n1,2", b"a,b\\n1,2\\r", b"a,b\\n" + b"x" * 40,
+                 b"a,b\\n1," + b"7" * 33, b"a\\n" + b"," * 50, b"h\\n 12:30 \\n2024-01-31 1",
+                 b"a,b\\n1\\x00,\\xff\\n\\"2,x"]
+        for text in texts:
+            area[page - len(text):page] = text
+            view = memoryview(area)[page - len(text):page]
+            for ncols in (1, 2, 3):
+                _scanner.sample_shapes(view, ord(","), ncols, 0, 100, True, (b"", b"NA"))
+                _scanner.sample_columns(view, ord(","), ncols, 0, 100, True, (b"",))
+            view.release()
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(sample=st.lists(st.sampled_from([*",;|\t 1a\n\"'#\\", "\r\n", "x,y", "1,2\n", "1;2;3\n"]),
+                       max_size=60).map("".join), complete=st.booleans())
+def test_a_candidate_left_unrun_would_have_been_turned_down(sample, complete):
+    """dialect._beaten only leaves out candidates that analyzing would turn down."""
+    fast = dialect.detect(sample.encode(), {}, complete)
+    with mock.patch.object(dialect, "_beaten", return_value=False):
+        slow = dialect.detect(sample.encode(), {}, complete)
+    assert fast == slow
+
+
+def test_a_plain_file_runs_the_state_machine_once():
+    """A comma-separated file without quotes runs one candidate, not also "|" (absent, so
+    one column a row, which cannot beat the comma's columns)."""
+    from gateway_csv import _dialect
+
+    sample = b"a,b\n" + b"1,2\n" * 100
+    with mock.patch.object(_dialect, "count_rows", wraps=_dialect.count_rows) as count_rows:
+        found = dialect.detect(sample, {}, complete=True)
+    assert [(c.delimiter, c.ncols) for c in found] == [(",", 2)]
+    assert count_rows.call_count == 1
 
 
 def test_a_sample_with_quotes_is_left_to_the_reader():

@@ -1829,8 +1829,8 @@ static int shape_int(const char *s, size_t n) {
 /* -?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?  or  -?(nan|infinity|inf) */
 static int shape_float(const char *s, size_t n) {
     size_t p = n && s[0] == '-';
-    if (word_ci(s + p, n - p, "nan") || word_ci(s + p, n - p, "infinity") || word_ci(s + p, n - p, "inf"))
-        return 1;
+    if (p < n && !is_digit(s[p]) && s[p] != '.')
+        return word_ci(s + p, n - p, "nan") || word_ci(s + p, n - p, "infinity") || word_ci(s + p, n - p, "inf");
     size_t q = skip_digits(s, n, p);
     if (q > p) {
         if (q < n && s[q] == '.') q = skip_digits(s, n, q + 1);
@@ -1890,109 +1890,266 @@ static size_t zone_at(const char *s, size_t n, size_t p) {
     return p;
 }
 
-/* the kinds (a bit each) whose shape one value has; DATE, TIMESTAMP and
- * TIMESTAMP WITH TIME ZONE also parsed by the scanner's own parsers */
-static unsigned value_shapes(const char *s, size_t n) {
-    unsigned bits = shape_bool(s, n) ? 1u << K_BOOL : 0;
-    const char *t = s;
-    size_t m = n;
-    trim_spaces(&t, &m);
-    if (!m) return bits;
-    if (shape_int(t, m)) bits |= 1u << K_INT;
-    if (shape_float(t, m)) bits |= 1u << K_FLOAT;
-    if (time_at(t, m, 0) == m) bits |= 1u << K_TIME;
-    if (date_at(t, m)) {
+/* what every value of a sample is, beside its kinds' shapes (layout.py's SH_ flags) */
+enum { SH_DIGIT_FIRST = 1u << 20 };
+#define SHAPE_BITS ((1u << K_BOOL) | (1u << K_INT) | (1u << K_FLOAT) | (1u << K_TIME) | (1u << K_DATE) | \
+                    (1u << K_TS) | (1u << K_TSTZ) | SH_DIGIT_FIRST)
+/* what some value of a sample is, beside the shapes all have (layout.py's SH_ flags) */
+enum { SH_LEADING_ZERO = 1u << 16, SH_WIDE = 1u << 17, SH_BLANK_AFTER_DOUBLE = 1u << 18, SH_INFINITY = 1u << 19 };
+
+/* The shapes, of those in `want`, that the value s (n bytes; t, m: without its
+ * blanks) has: a bit per kind (DATE, TIMESTAMP and TIMESTAMP WITH TIME ZONE also
+ * parsed by the scanner's own parsers) and SH_DIGIT_FIRST, a digit after its
+ * leading blanks. *is_int is set when INT is wanted: whether it is an integer. */
+static inline unsigned value_shapes(const char *s, size_t n, const char *t, size_t m, unsigned want, int *is_int) {
+    unsigned bits = want & (1u << K_BOOL) && shape_bool(s, n) ? 1u << K_BOOL : 0;
+    if (!m) {
+        *is_int = 0;
+        return bits;
+    }
+    if (want & SH_DIGIT_FIRST && is_digit(t[0])) bits |= SH_DIGIT_FIRST;
+    if (want & (1u << K_INT)) {
+        *is_int = shape_int(t, m);
+        /* an integer has FLOAT's shape, and none of the others' */
+        if (*is_int) return bits | (want & ((1u << K_INT) | (1u << K_FLOAT)));
+    }
+    if (want & (1u << K_FLOAT) && shape_float(t, m)) bits |= 1u << K_FLOAT;
+    if (want & (1u << K_TIME) && time_at(t, m, 0) == m) bits |= 1u << K_TIME;
+    if (want & ((1u << K_DATE) | (1u << K_TS) | (1u << K_TSTZ)) && date_at(t, m)) {
         int64_t v;
-        if (m == 10 && !parse_date(t, m, &v)) bits |= 1u << K_DATE;
+        if (want & (1u << K_DATE) && m == 10 && !parse_date(t, m, &v)) bits |= 1u << K_DATE;
         size_t e = after_date(t, m);
-        if (e == m && !parse_timestamp(t, m, &v, 0)) bits |= 1u << K_TS;
-        if (e > 10 && zone_at(t, m, e) == m && !parse_timestamp(t, m, &v, 1)) bits |= 1u << K_TSTZ;
+        if (e == m) {
+            /* no zone: TIMESTAMP WITH TIME ZONE's parse is TIMESTAMP's */
+            unsigned ts = want & ((1u << K_TS) | (e > 10 ? 1u << K_TSTZ : 0));
+            if (ts && !parse_timestamp(t, m, &v, 0)) bits |= ts;
+        } else if (want & (1u << K_TSTZ) && e > 10 && zone_at(t, m, e) == m && !parse_timestamp(t, m, &v, 1)) {
+            bits |= 1u << K_TSTZ;
+        }
     }
     return bits;
 }
 
-/* what some value of a sample is, beside the shapes all have (layout.py's SH_ flags) */
-enum { SH_LEADING_ZERO = 1u << 16, SH_WIDE = 1u << 17, SH_BLANK_AFTER_DOUBLE = 1u << 18, SH_INFINITY = 1u << 19 };
+/* What shapes() and layout.py's integer rows make of one column's values, taken
+ * in row order: `all` the shapes every value has (value_shapes), `some` the
+ * flags some value has, `count` values that are not NULL in `rows` cells, the
+ * row of the first value that is no integer (`not_int_row`, -1 while there is
+ * none), the last row before it whose value ends in a blank (`blank_row`, -1 for
+ * none), and whether any value ends in one. */
+typedef struct {
+    unsigned all, some;
+    int any_blank;
+    Py_ssize_t count, rows, not_int_row, blank_row;
+} ColumnShapes;
 
-/* the flags of one value; *not_int: it is no integer (blanks around one allowed) */
-static unsigned value_flags(const char *s, size_t n, int *not_int) {
-    unsigned flags = 0;
+static void column_shapes_start(ColumnShapes *c) {
+    c->all = SHAPE_BITS, c->some = 0, c->any_blank = 0;
+    c->count = c->rows = 0, c->not_int_row = c->blank_row = -1;
+}
+
+/* the next cell of a column: the value s of n bytes, or a NULL */
+static inline void column_shapes_add(ColumnShapes *c, const char *s, size_t n, int is_null) {
+    Py_ssize_t row = c->rows++;
+    if (is_null) return;
+    c->count++;
+    int blank_end = n && (s[n - 1] == ' ' || s[n - 1] == '\t'), is_int = -1;
     const char *t = s;
     size_t m = n;
     trim_spaces(&t, &m);
-    size_t lead = (size_t)(t - s);
+    if (c->all) c->all &= value_shapes(s, n, t, m, c->all, &is_int);
+    unsigned some = c->some;
     /* ^[ \t]*[+-]?0[0-9] */
-    size_t p = lead < n && (s[lead] == '+' || s[lead] == '-') ? lead + 1 : lead;
-    if (p + 1 < n && s[p] == '0' && is_digit(s[p + 1])) flags |= SH_LEADING_ZERO;
+    size_t lead = (size_t)(t - s), p = lead < n && (s[lead] == '+' || s[lead] == '-') ? lead + 1 : lead;
+    if (p + 1 < n && s[p] == '0' && is_digit(s[p + 1])) some |= SH_LEADING_ZERO;
     /* [0-9]{19} anywhere */
-    for (size_t i = 0, run = 0; i < n; i++) {
-        run = is_digit(s[i]) ? run + 1 : 0;
-        if (run >= 19) {
-            flags |= SH_WIDE;
-            break;
+    if (!(some & SH_WIDE) && n >= 19)
+        for (size_t i = 0, run = 0; i < n; i++) {
+            run = is_digit(s[i]) ? run + 1 : 0;
+            if (run >= 19) {
+                some |= SH_WIDE;
+                break;
+            }
         }
-    }
     /* [ \t]*[-+]?inf(inity)?[ \t]*, ASCII letters in any case */
-    size_t q = m && (t[0] == '+' || t[0] == '-');
-    if (word_ci(t + q, m - q, "inf") || word_ci(t + q, m - q, "infinity")) flags |= SH_INFINITY;
-    *not_int = !shape_int(t, m);
-    return flags;
+    if (!(some & SH_INFINITY) && m >= 3) {
+        size_t q = t[0] == '+' || t[0] == '-';
+        if (word_ci(t + q, m - q, "inf") || word_ci(t + q, m - q, "infinity")) some |= SH_INFINITY;
+    }
+    if (c->not_int_row < 0) {
+        if (is_int < 0) is_int = shape_int(t, m);
+        if (!is_int) c->not_int_row = row;
+        else if (blank_end) c->blank_row = row;
+    }
+    /* DuckDB tests a value against DOUBLE once one has failed the integers */
+    if (c->not_int_row >= 0 && blank_end) some |= SH_BLANK_AFTER_DOUBLE;
+    c->some = some;
+    c->any_blank |= blank_end;
+}
+
+/* *x followed by the cells of y */
+static void column_shapes_concat(ColumnShapes *x, const ColumnShapes *y) {
+    if (x->not_int_row >= 0) {
+        if (y->any_blank) x->some |= SH_BLANK_AFTER_DOUBLE;
+    } else {
+        if (y->blank_row >= 0) x->blank_row = y->blank_row + x->rows;
+        if (y->not_int_row >= 0) x->not_int_row = y->not_int_row + x->rows;
+    }
+    x->all &= y->all;
+    x->some |= y->some;
+    x->any_blank |= y->any_blank;
+    x->count += y->count;
+    x->rows += y->rows;
 }
 
 /* shapes(joined) -> the bits of the kinds whose shape every line of a sample
  * joined by newlines has (layout.py's _column_type tries them in its order),
- * and the SH_ flags of what some line is */
+ * SH_DIGIT_FIRST when every line has it, and the SH_ flags of what some line is */
 static PyObject *shapes(PyObject *mod, PyObject *args) {
     const char *s;
     Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "y#", &s, &n)) return NULL;
-    unsigned all = ~0u, some = 0;
+    ColumnShapes c;
+    column_shapes_start(&c);
     Py_BEGIN_ALLOW_THREADS
     const char *p = s, *end = s + n;
-    int past_int = 0; /* a value that is no integer was met */
     for (;;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end;
-        size_t len = (size_t)(stop - p);
-        int not_int;
-        if (all) all &= value_shapes(p, len);
-        some |= value_flags(p, len, &not_int);
-        past_int |= not_int;
-        /* DuckDB tests a value against DOUBLE once one has failed the integers */
-        if (past_int && len && (p[len - 1] == ' ' || p[len - 1] == '\t')) some |= SH_BLANK_AFTER_DOUBLE;
+        column_shapes_add(&c, p, (size_t)(stop - p), 0);
         if (!nl) break;
         p = nl + 1;
     }
     Py_END_ALLOW_THREADS
-    return PyLong_FromUnsignedLong((all & ((1u << K_BOOL) | (1u << K_INT) | (1u << K_FLOAT) | (1u << K_TIME) |
-                                           (1u << K_DATE) | (1u << K_TS) | (1u << K_TSTZ))) |
-                                   some);
+    return PyLong_FromUnsignedLong(c.all | c.some);
 }
 
 
+/* The rows of the sniffer's sample of a text without quotes (layout.py checks it
+ * has none, nor NULs or lone CRs), split as str.split would: lines end at LF (a
+ * CR before it is dropped), empty lines are no rows, and `limit` rows are taken
+ * in all. */
+typedef struct {
+    const char *p, *end;
+    Py_ssize_t rows, limit;
+} SampleLines;
+
+/* the next row, [*line, *stop): 0 when there is none */
+static int next_sample_row(SampleLines *it, const char **line, const char **stop) {
+    while (it->p < it->end && it->rows < it->limit) {
+        const char *start = it->p, *nl = memchr(start, '\n', (size_t)(it->end - start));
+        const char *e = nl ? nl : it->end;
+        it->p = nl ? nl + 1 : it->end;
+        if (e > start && e[-1] == '\r') e--;
+        if (e == start) continue;
+        it->rows++;
+        *line = start, *stop = e;
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether the row [line, stop) has `ncols` fields (`ncols` + 1 ending in one more
+ * with `trailing`, whose last is dropped); if so starts[0..ncols] are its fields'
+ * starts and starts[ncols] one past the last field's end. `starts` holds ncols + 2. */
+static int sample_fields(const char *line, const char *stop, char delim, Py_ssize_t ncols, int trailing,
+                         const char **starts) {
+    Py_ssize_t fields = 1;
+    const char *p = line;
+    starts[0] = line;
+#ifdef HAVE_SSE2
+    const __m128i vd = _mm_set1_epi8(delim);
+    for (; stop - p >= 16; p += 16) {
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p), vd));
+        for (; m; m &= m - 1) {
+            if (fields > ncols) return 0; /* wider than even a trailing delimiter makes it */
+            starts[fields++] = p + __builtin_ctz(m) + 1;
+        }
+    }
+#endif
+    for (; p < stop; p++)
+        if (*p == delim) {
+            if (fields > ncols) return 0;
+            starts[fields++] = p + 1;
+        }
+    if (fields == ncols) {
+        starts[ncols] = stop + 1;
+        return 1;
+    }
+    return trailing && fields == ncols + 1; /* the extra field's start ends the last */
+}
+
+/* the strings read as NULL (a tuple of bytes), with a bit per length below 64 that
+ * one of them has, so that most values are told apart by their length */
+typedef struct {
+    PyObject *tuple;
+    uint64_t lengths;
+} SampleNulls;
+
+static int sample_nulls(SampleNulls *nulls, PyObject *tuple) {
+    nulls->tuple = tuple, nulls->lengths = 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(tuple); k++) {
+        PyObject *b = PyTuple_GET_ITEM(tuple, k);
+        if (!PyBytes_Check(b)) {
+            PyErr_SetString(PyExc_TypeError, "nulls are bytes");
+            return -1;
+        }
+        if (PyBytes_GET_SIZE(b) < 64) nulls->lengths |= 1ull << PyBytes_GET_SIZE(b);
+    }
+    return 0;
+}
+
+static inline int is_sample_null(const SampleNulls *nulls, const char *f, size_t len) {
+    if (len < 64 && !(nulls->lengths >> len & 1)) return 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(nulls->tuple); k++) {
+        PyObject *b = PyTuple_GET_ITEM(nulls->tuple, k);
+        if ((size_t)PyBytes_GET_SIZE(b) == len && memcmp(PyBytes_AS_STRING(b), f, len) == 0) return 1;
+    }
+    return 0;
+}
+
+/* the fields of the row [line, stop) as a list of bytes */
+static PyObject *sample_row(const char *line, const char *stop, char delim) {
+    PyObject *row = PyList_New(0);
+    if (!row) return NULL;
+    const char *q = line;
+    for (;;) {
+        const char *d = memchr(q, delim, (size_t)(stop - q));
+        const char *e = d ? d : stop;
+        PyObject *field = PyBytes_FromStringAndSize(q, e - q);
+        if (!field || PyList_Append(row, field)) {
+            Py_XDECREF(field);
+            Py_DECREF(row);
+            return NULL;
+        }
+        Py_DECREF(field);
+        if (!d) return row;
+        q = d + 1;
+    }
+}
+
 /* sample_columns(text, delimiter, ncols, skip, limit, trailing, nulls) ->
- * (first, rows, body, [(values, count, cells), ...]): the sniffer's sample of a
- * text without quotes (layout.py checks it has none, nor NULs or lone CRs),
- * split as str.split would and turned into columns without a Python object per
- * value. Lines end at LF (a CR before it is dropped), empty lines are no rows,
- * the first `skip` rows are skipped and `limit` rows taken in all (skipped ones
- * included, as _split_lines counts them). `first` is the fields of the first row
- * kept; `body` counts the rows after it with `ncols` fields (`ncols` + 1 ending in
- * one more with `trailing`, whose last is dropped), whose fields make the
- * columns: per column the values that are not in `nulls` joined by LF, their
- * count, and every field (NULLs too) joined by LF. None when out of memory. */
+ * (first, rows, body, [(values, count, cells), ...]): the sniffer's sample (the
+ * rows of SampleLines) turned into columns without a Python object per value.
+ * The first `skip` rows are skipped (`limit` counts them). `first` is the fields
+ * of the first row kept (None when there is none); `body` counts the rows after
+ * it with `ncols` fields (sample_fields), whose fields make the columns: per
+ * column the values that are not in `nulls` joined by LF, their count, and every
+ * field (NULLs too) joined by LF. */
 static PyObject *sample_columns(PyObject *mod, PyObject *args) {
-    const char *s;
-    Py_ssize_t n, ncols, skip, limit;
+    Py_buffer text;
+    Py_ssize_t ncols, skip, limit;
     int delim, trailing;
-    PyObject *nulls;
-    if (!PyArg_ParseTuple(args, "y#innnpO!", &s, &n, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
-                          &nulls))
+    PyObject *null_tuple;
+    SampleNulls nulls;
+    if (!PyArg_ParseTuple(args, "y*innnpO!", &text, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
+                          &null_tuple))
         return NULL;
-    if (ncols < 1 || ncols > 1 << 16) return PyErr_Format(PyExc_ValueError, "ncols %zd", ncols);
-    Py_ssize_t nnull = PyTuple_GET_SIZE(nulls);
-    for (Py_ssize_t k = 0; k < nnull; k++)
-        if (!PyBytes_Check(PyTuple_GET_ITEM(nulls, k))) return PyErr_Format(PyExc_TypeError, "nulls are bytes");
+    if (ncols < 1 || ncols > 1 << 16 || sample_nulls(&nulls, null_tuple)) {
+        PyBuffer_Release(&text);
+        return ncols < 1 || ncols > 1 << 16 ? PyErr_Format(PyExc_ValueError, "ncols %zd", ncols) : NULL;
+    }
+    const char *s = text.buf;
+    Py_ssize_t n = text.len;
     Buf *vals = calloc((size_t)ncols, sizeof(Buf)), *cells = calloc((size_t)ncols, sizeof(Buf));
     Py_ssize_t *counts = calloc((size_t)ncols, sizeof(Py_ssize_t));
     const char **starts = malloc((size_t)(ncols + 2) * sizeof(char *));
@@ -2001,82 +2158,37 @@ static PyObject *sample_columns(PyObject *mod, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    const char *p = s, *end = s + n, *first_line = NULL, *first_end = NULL;
-    Py_ssize_t rows = 0, body = 0;
+    SampleLines it = {s, s + n, 0, limit};
+    const char *line, *stop, *first_line = NULL, *first_end = NULL;
+    Py_ssize_t body = 0;
     int oom = 0;
-    while (p < end && rows < limit && !oom) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = nl ? nl : end, *next = nl ? nl + 1 : end;
-        if (stop > p && stop[-1] == '\r') stop--;
-        if (stop == p) {
-            p = next;
-            continue;
-        }
-        rows++;
-        if (rows <= skip) {
-            p = next;
-            continue;
-        }
+    while (!oom && next_sample_row(&it, &line, &stop)) {
+        if (it.rows <= skip) continue;
         if (!first_line) {
-            first_line = p, first_end = stop;
-            p = next;
+            first_line = line, first_end = stop;
             continue;
         }
-        /* the fields' starts; a row of another width is left out */
-        Py_ssize_t fields = 0;
-        const char *q = p;
-        for (;;) {
-            if (fields <= ncols) starts[fields] = q;
-            fields++;
-            const char *d = memchr(q, delim, (size_t)(stop - q));
-            if (!d) break;
-            q = d + 1;
-        }
-        if (fields == ncols)
-            starts[ncols] = stop + 1; /* one past the last field's end */
-        else if (trailing && fields == ncols + 1)
-            fields = ncols; /* the extra field's start stays one past the last's end */
-        if (fields == ncols) {
-            body++;
-            for (Py_ssize_t c = 0; c < ncols && !oom; c++) {
-                const char *f = starts[c];
-                size_t len = (size_t)(starts[c + 1] - 1 - f);
-                int is_null = 0;
-                for (Py_ssize_t k = 0; k < nnull && !is_null; k++) {
-                    PyObject *b = PyTuple_GET_ITEM(nulls, k);
-                    is_null = (size_t)PyBytes_GET_SIZE(b) == len && memcmp(PyBytes_AS_STRING(b), f, len) == 0;
-                }
-                if (body > 1 && buf_put(&cells[c], "\n", 1)) oom = 1;
-                if (buf_put(&cells[c], f, len)) oom = 1;
-                if (!is_null) {
-                    if (counts[c] && buf_put(&vals[c], "\n", 1)) oom = 1;
-                    if (buf_put(&vals[c], f, len)) oom = 1;
-                    counts[c]++;
-                }
+        if (!sample_fields(line, stop, (char)delim, ncols, trailing, starts)) continue;
+        body++;
+        for (Py_ssize_t c = 0; c < ncols && !oom; c++) {
+            const char *f = starts[c];
+            size_t len = (size_t)(starts[c + 1] - 1 - f);
+            if (body > 1 && buf_put(&cells[c], "\n", 1)) oom = 1;
+            if (buf_put(&cells[c], f, len)) oom = 1;
+            if (!is_sample_null(&nulls, f, len)) {
+                if (counts[c] && buf_put(&vals[c], "\n", 1)) oom = 1;
+                if (buf_put(&vals[c], f, len)) oom = 1;
+                counts[c]++;
             }
         }
-        p = next;
     }
     if (oom) {
         PyErr_NoMemory();
         goto done;
     }
     if (first_line) {
-        first = PyList_New(0);
+        first = sample_row(first_line, first_end, (char)delim);
         if (!first) goto done;
-        const char *q = first_line;
-        for (;;) {
-            const char *d = memchr(q, delim, (size_t)(first_end - q));
-            const char *e = d ? d : first_end;
-            PyObject *field = PyBytes_FromStringAndSize(q, e - q);
-            if (!field || PyList_Append(first, field)) {
-                Py_XDECREF(field);
-                goto done;
-            }
-            Py_DECREF(field);
-            if (!d) break;
-            q = d + 1;
-        }
     } else {
         first = Py_None;
         Py_INCREF(first);
@@ -2089,7 +2201,7 @@ static PyObject *sample_columns(PyObject *mod, PyObject *args) {
         if (!col) goto done;
         PyList_SET_ITEM(cols, c, col);
     }
-    result = Py_BuildValue("(OnnO)", first, rows, body, cols);
+    result = Py_BuildValue("(OnnO)", first, it.rows, body, cols);
 done:
     Py_XDECREF(first);
     Py_XDECREF(cols);
@@ -2101,6 +2213,107 @@ done:
     free(cells);
     free(counts);
     free(starts);
+    PyBuffer_Release(&text);
+    return result;
+}
+
+/* [(shapes, count, not_int_row, blank_row), ...] of columns: shapes() of each
+ * column's values that are not NULL, 0 when there are none */
+static PyObject *column_shapes_list(const ColumnShapes *cols, Py_ssize_t ncols) {
+    PyObject *list = PyList_New(ncols);
+    if (!list) return NULL;
+    for (Py_ssize_t c = 0; c < ncols; c++) {
+        const ColumnShapes *col = &cols[c];
+        PyObject *item = Py_BuildValue("(Innn)", col->count ? col->all | col->some : 0u, col->count,
+                                       col->not_int_row, col->blank_row);
+        if (!item) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, c, item);
+    }
+    return list;
+}
+
+/* sample_shapes(text, delimiter, ncols, skip, limit, trailing, nulls) ->
+ * (first, rows, body, columns, with_first): the sample sample_columns reads
+ * (the same arguments, `first`, `rows` and `body`), typed in one pass without
+ * joining its columns: `columns` as column_shapes_list gives them. `with_first`:
+ * the same for the columns with the first row before the others, when that row
+ * has `ncols` fields, else None. */
+static PyObject *sample_shapes(PyObject *mod, PyObject *args) {
+    Py_buffer text;
+    Py_ssize_t ncols, skip, limit;
+    int delim, trailing;
+    PyObject *null_tuple;
+    SampleNulls nulls;
+    if (!PyArg_ParseTuple(args, "y*innnpO!", &text, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
+                          &null_tuple))
+        return NULL;
+    if (ncols < 1 || ncols > 1 << 16 || sample_nulls(&nulls, null_tuple)) {
+        PyBuffer_Release(&text);
+        return ncols < 1 || ncols > 1 << 16 ? PyErr_Format(PyExc_ValueError, "ncols %zd", ncols) : NULL;
+    }
+    const char *s = text.buf;
+    Py_ssize_t n = text.len;
+    /* the body's columns, then the first row's (one cell each) */
+    ColumnShapes *cols = malloc(2 * (size_t)ncols * sizeof(ColumnShapes)), *firsts = NULL;
+    const char **starts = malloc((size_t)(ncols + 2) * sizeof(char *));
+    PyObject *result = NULL, *first = NULL, *plain = NULL, *with_first = NULL;
+    if (!cols || !starts) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < ncols; c++) column_shapes_start(&cols[c]);
+    SampleLines it = {s, s + n, 0, limit};
+    const char *line, *stop, *first_line = NULL, *first_end = NULL;
+    Py_ssize_t body = 0;
+    while (next_sample_row(&it, &line, &stop)) {
+        if (it.rows <= skip) continue;
+        if (!first_line) {
+            first_line = line, first_end = stop;
+            if (sample_fields(line, stop, (char)delim, ncols, 0, starts)) {
+                firsts = cols + ncols;
+                for (Py_ssize_t c = 0; c < ncols; c++) {
+                    size_t len = (size_t)(starts[c + 1] - 1 - starts[c]);
+                    column_shapes_start(&firsts[c]);
+                    column_shapes_add(&firsts[c], starts[c], len, is_sample_null(&nulls, starts[c], len));
+                }
+            }
+            continue;
+        }
+        if (!sample_fields(line, stop, (char)delim, ncols, trailing, starts)) continue;
+        body++;
+        for (Py_ssize_t c = 0; c < ncols; c++) {
+            size_t len = (size_t)(starts[c + 1] - 1 - starts[c]);
+            column_shapes_add(&cols[c], starts[c], len, is_sample_null(&nulls, starts[c], len));
+        }
+    }
+    if (first_line) {
+        first = sample_row(first_line, first_end, (char)delim);
+        if (!first) goto done;
+    } else {
+        first = Py_None;
+        Py_INCREF(first);
+    }
+    plain = column_shapes_list(cols, ncols);
+    if (!plain) goto done;
+    if (firsts) {
+        for (Py_ssize_t c = 0; c < ncols; c++) column_shapes_concat(&firsts[c], &cols[c]);
+        with_first = column_shapes_list(firsts, ncols);
+        if (!with_first) goto done;
+    } else {
+        with_first = Py_None;
+        Py_INCREF(with_first);
+    }
+    result = Py_BuildValue("(OnnOO)", first, it.rows, body, plain, with_first);
+done:
+    Py_XDECREF(first);
+    Py_XDECREF(plain);
+    Py_XDECREF(with_first);
+    free(cols);
+    free(starts);
+    PyBuffer_Release(&text);
     return result;
 }
 
@@ -2135,6 +2348,7 @@ static PyMethodDef module_methods[] = {
     {"parse_value", parse_value, METH_VARARGS, "parse_value(kind, bytes): the scanner's own value parser"},
     {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
     {"sample_columns", sample_columns, METH_VARARGS, "the sniffer's sample of a text without quotes, as columns"},
+    {"sample_shapes", sample_shapes, METH_VARARGS, "the sniffer's sample of a text without quotes, typed"},
     {NULL},
 };
 

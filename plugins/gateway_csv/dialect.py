@@ -82,6 +82,8 @@ def detect(sample: bytes, options: dict[str, Any], complete: bool) -> list[Diale
                 if _same_as_earlier(options, absent, first_absent, delimiter, quote, escape,
                                     comment):
                     continue
+                if _beaten(chosen, absent, delimiter, quote):
+                    continue
                 cand = Dialect(delimiter, quote, escape, comment)
                 error, cand.quoted, cand.escaped, cand.finished, cand.rows = _dialect.count_rows(
                     sample, _byte(delimiter), _byte(quote), _byte(escape), _byte(comment), newline,
@@ -121,6 +123,14 @@ def _same_as_earlier(options: dict[str, Any], absent: set[str], first_absent: st
     if escape in absent and escape != quote and escape:
         return True
     return delimiter in absent and delimiter != first_absent
+
+
+def _beaten(chosen: _Choice, absent: set[str], delimiter: str, quote: str) -> bool:
+    """Whether a candidate would be turned down whatever its state machine finds: with
+    a delimiter absent from the sample (one field a row) and no quote, once a candidate
+    with two columns or more was taken (see :meth:`_Choice.analyze`). A plain comma
+    file then runs one state machine over its first 2,048 rows, not two."""
+    return not quote and delimiter in absent and chosen.max_columns_found >= 2
 
 
 def unpad_quotes(line: bytes, delimiter: bytes, quote: bytes, escape: bytes,

@@ -12,6 +12,7 @@ one of its values does not fit its column's type.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 from collections.abc import Callable, Sequence
@@ -77,8 +78,11 @@ _PATTERNS = [
 #: what some value of a sample is (_scanner.shapes' bits past the kinds'): an integer
 #: or decimal with a leading zero (text to DuckDB), an integer of 19 digits or more,
 #: a value ending in blanks once one was no integer (:func:`_blank_after_double`),
-#: an infinity
-SH_LEADING_ZERO, SH_WIDE, SH_BLANK_AFTER_DOUBLE, SH_INFINITY = (1 << b for b in range(16, 20))
+#: an infinity; and what every value is: a digit first (after blanks), as every
+#: shape tried past the kinds' is
+SH_LEADING_ZERO, SH_WIDE, SH_BLANK_AFTER_DOUBLE, SH_INFINITY, SH_DIGIT_FIRST = \
+    (1 << b for b in range(16, 21))
+_DIGIT_FIRST = re.compile(r"[ \t]*[0-9]")
 #: the start of a line (a value of a joined sample) that is no integer (blanks around one
 #: are allowed)
 _NOT_INTEGER_LINE = re.compile(r"(?m)^(?![ \t]*-?[0-9]+[ \t]*$)")
@@ -237,26 +241,22 @@ def _column_kind(values: list[str]) -> int:
 
 def _column_type(values: list[str]) -> tuple[int, str | None]:
     """(the narrowest kind every value fits, its strptime format when not ISO)."""
-    return _column_type_of("\n".join(values), len(values), lambda: values)
+    return _column_type_of(_Column("\n".join(values), len(values), values))
 
 
-def _column_type_of(joined: str, count: int, values_of: Callable[[], list[str]]) \
-        -> tuple[int, str | None]:
-    """:func:`_column_type` of ``count`` values joined by newlines (``values_of()``
-    gives them as a list, only where a rare case needs them).
+def _column_type_of(col: _Column) -> tuple[int, str | None]:
+    """:func:`_column_type` of a column's values that are not NULL, read as text (its
+    ``joined`` or ``values()``) only where a rare case needs them.
 
     The kinds are tried in _PATTERNS' order on the shapes every value has
     (:func:`gateway_csv._scanner.shapes`, :func:`shapes_by_regex` in C); dates
     and times are checked with the scanner's own parser too, so an impossible
     date (2024-02-30) keeps its column text, as in DuckDB.
     """
-    if not count:
-        return STR, None
-    if joined.count("\n") != count - 1:
-        return STR, None  # a value holds a newline
-    from gateway_csv import _scanner
-
-    shapes = _scanner.shapes(joined.encode())
+    shapes = col.shapes()
+    if not col.count or shapes is None:
+        return STR, None  # no values, or one holds a newline
+    values_of = col.values
     for kind, _ in _PATTERNS:
         if not shapes >> kind & 1:
             continue
@@ -269,20 +269,22 @@ def _column_type_of(joined: str, count: int, values_of: Callable[[], list[str]])
         if kind == TIME and not _all_parse(kind, values_of()):
             continue
         return kind, None
+    # every shape below starts with a digit (after blanks)
+    joined = col.joined if shapes & SH_DIGIT_FIRST else ""
     for kind, shape, formats in ((DATE, _OTHER_DATE, DATE_FORMATS),
                                  (TS, _OTHER_TIMESTAMP, TIMESTAMP_FORMATS)):
-        if re.fullmatch(f"(?:{shape.pattern}\n)*+{shape.pattern}", joined):
+        if joined and re.fullmatch(f"(?:{shape.pattern}\n)*+{shape.pattern}", joined):
             fmt = duckdb_date_format(formats, values_of())
             if fmt is not None:
                 return kind, fmt
-    if re.fullmatch(f"(?:{_LOOSE_TIME.pattern}\n)*+{_LOOSE_TIME.pattern}", joined):
+    if joined and re.fullmatch(f"(?:{_LOOSE_TIME.pattern}\n)*+{_LOOSE_TIME.pattern}", joined):
         from gateway.errors import Unsupported
 
         raise Unsupported(f"the csv engine reads times only as HH:MM[:SS[.ffffff]] (up to "
                           f"23:59:59.999999), not {next(v for v in values_of() if not _all_parse(TIME, [v]))!r}, "
                           "which DuckDB's looser TIME parser may read; the duckdb engine reads "
                           "it", engines=("duckdb",))
-    if re.fullmatch(f"(?:{_NAMED_ZONE.pattern}\n)*+{_NAMED_ZONE.pattern}", joined):
+    if joined and re.fullmatch(f"(?:{_NAMED_ZONE.pattern}\n)*+{_NAMED_ZONE.pattern}", joined):
         from gateway.errors import Unsupported
 
         raise Unsupported(f"the csv engine does not read timestamps with a named time zone "
@@ -307,8 +309,9 @@ def shapes_by_regex(values: list[str]) -> int:
     """What :func:`gateway_csv._scanner.shapes` computes, by _PATTERNS and the
     scanner's parsers one value at a time: a bit for each kind whose pattern every
     value matches (blanks around it allowed, but not around a BOOLEAN), DATE,
-    TIMESTAMP and TIMESTAMP WITH TIME ZONE only when every value parses too. The
-    reference the C form is tested against."""
+    TIMESTAMP and TIMESTAMP WITH TIME ZONE only when every value parses too, the
+    SH_ flags, SH_DIGIT_FIRST when every value has it. The reference the C form is
+    tested against."""
     bits = 0
     for kind, pattern in _PATTERNS:
         blanks = "" if kind == BOOL else "[ \t]*+"
@@ -322,6 +325,8 @@ def shapes_by_regex(values: list[str]) -> int:
                         (SH_BLANK_AFTER_DOUBLE, _blank_after_double(values)),
                         (SH_INFINITY, any(_INFINITY.fullmatch(v) for v in values))):
         bits |= flag if found else 0
+    if all(_DIGIT_FIRST.match(v) for v in values):
+        bits |= SH_DIGIT_FIRST
     return bits
 
 
@@ -363,6 +368,11 @@ def _refuse_blanks_in_refined_chunk(column: list[str | None], values: list[str],
 
 def _refuse_blanks_of(col: _Column, null_set: tuple[str, ...]) -> None:
     """:func:`_refuse_blanks_in_refined_chunk` on a sample's column."""
+    if col.integer_rows is not None:  # found by C (_Sample.plain)
+        first, blank = col.integer_rows
+        if first < dialect.CHUNK_ROWS - 2 or blank < max(0, first - dialect.CHUNK_ROWS):
+            return
+        _refuse_blanks()
     nth = _first_not_integer_of(col.joined) if col.count else None
     if nth is None:
         return
@@ -379,40 +389,102 @@ def _refuse_blanks_of(col: _Column, null_set: tuple[str, ...]) -> None:
         return
     if any(v not in null_set and v is not None and v[-1:] in (" ", "\t")
            for v in column[max(0, first - dialect.CHUNK_ROWS):first]):
-        from gateway.errors import Unsupported
+        _refuse_blanks()
 
-        raise Unsupported("the csv engine does not read a column whose integers end in "
-                          "blanks near its first decimal value past row 2,046: DuckDB's "
-                          "sniffer may then keep the column as text; the duckdb engine "
-                          "reads it", engines=("duckdb",))
+
+def _refuse_blanks() -> None:
+    from gateway.errors import Unsupported
+
+    raise Unsupported("the csv engine does not read a column whose integers end in "
+                      "blanks near its first decimal value past row 2,046: DuckDB's "
+                      "sniffer may then keep the column as text; the duckdb engine "
+                      "reads it", engines=("duckdb",))
 
 
 class _Column:
     """One column of a sniffed sample: its values that are not NULL joined by newlines
     (``count`` of them), and its ``rows`` cells, NULLs too, in row order: given, or
-    joined by newlines (the C sample's form), split only when asked for."""
+    joined by newlines (the C sample's form), split only when asked for.
 
-    __slots__ = ("_cells", "count", "joined", "rows")
+    A column of the C sample (:meth:`_Sample.plain`) comes typed instead: its
+    ``shapes()`` and ``integer_rows`` found in the same pass, and ``load`` to read
+    its text, called only where a rare case needs it.
 
-    def __init__(self, joined: str, count: int, cells: Sequence[str | None] | str) -> None:
-        self.joined, self.count, self._cells = joined, count, cells
-        self.rows = cells.count("\n") + 1 if isinstance(cells, str) else len(cells)
+    Attributes:
+        integer_rows: (the row of the first value that is no integer, NULL rows
+            counted; the last row before it whose value ends in a blank, or -1),
+            where C found them (the first is -1 when every value is an integer),
+            else None.
+    """
+
+    __slots__ = ("_cells", "_joined", "_load", "_shapes", "count", "integer_rows", "rows")
+
+    def __init__(self, joined: str | None, count: int, cells: Sequence[str | None] | str | None,
+                 *, rows: int = 0, shapes: int | None = None,
+                 integer_rows: tuple[int, int] | None = None,
+                 load: Callable[[], tuple[str, Sequence[str | None] | str]] | None = None) -> None:
+        self._joined, self.count, self._cells, self._load = joined, count, cells, load
+        self._shapes, self.integer_rows = shapes, integer_rows
+        if isinstance(cells, str):
+            self.rows = cells.count("\n") + 1
+        else:
+            self.rows = rows if cells is None else len(cells)
+
+    def _read(self) -> None:
+        assert self._load is not None
+        self._joined, self._cells = self._load()
+        self._load = None
+
+    @property
+    def joined(self) -> str:
+        if self._joined is None:
+            self._read()
+        assert self._joined is not None
+        return self._joined
 
     def values(self) -> list[str]:
         return self.joined.split("\n") if self.count else []
 
     def cells(self) -> Sequence[str | None]:
+        if self._cells is None:
+            self._read()
         if isinstance(self._cells, str):
             self._cells = self._cells.split("\n")
+        assert self._cells is not None
         return self._cells
 
-    def with_first(self, value: str, null_set: tuple[str, ...]) -> _Column:
-        """The column with a row before the others."""
+    def shapes(self) -> int | None:
+        """:func:`gateway_csv._scanner.shapes` of the values (0 for none), or None when
+        one of them holds a newline (no shape has one)."""
+        if self._shapes is None:
+            if not self.count:
+                return 0
+            joined = self.joined
+            if joined.count("\n") != self.count - 1:
+                return None
+            from gateway_csv import _scanner
+
+            self._shapes = _scanner.shapes(joined.encode())
+        return self._shapes
+
+    def with_first(self, value: str, null_set: tuple[str, ...],
+                   typed: tuple[int, int, int, int] | None = None) -> _Column:
+        """The column with a row before the others (``typed``: its shapes, count and
+        integer rows, found by C)."""
+        if typed is not None:
+            shapes, count, not_int, blank = typed
+            return _Column(None, count, None, rows=self.rows + 1, shapes=shapes,
+                           integer_rows=(not_int, blank),
+                           load=lambda: self._text_with_first(value, null_set))
         cells = [value, *self.cells()] if self.rows else [value]
         if value in null_set:
             return _Column(self.joined, self.count, cells)
         return _Column(value + "\n" + self.joined if self.count else value, self.count + 1,
                        cells)
+
+    def _text_with_first(self, value: str, null_set: tuple[str, ...]) -> tuple[str, Sequence[str | None]]:
+        col = self.with_first(value, null_set)
+        return col.joined, col.cells()
 
 
 @dataclass
@@ -425,6 +497,9 @@ class _Sample:
     rows: int
     body: int
     columns: list[_Column]
+    #: the C sample's (shapes, count, not_int_row, blank_row) of each column with the
+    #: first row before the others (:func:`gateway_csv._scanner.sample_shapes`)
+    first_typed: list[tuple[int, int, int, int]] | None = None
 
     @classmethod
     def of_rows(cls, rows: list[list[str | None]], ncols: int,
@@ -440,31 +515,47 @@ class _Sample:
 
     @classmethod
     def plain(cls, text: str, delimiter: str, quote: str, escape: str, limit: int, skip: int,
-              ncols: int, trailing: bool, null_set: tuple[str, ...]) -> _Sample | None:
-        """The sample read by C (:func:`gateway_csv._scanner.sample_columns`) where
+              ncols: int, trailing: bool, null_set: tuple[str, ...],
+              data: bytes | memoryview | None = None) -> _Sample | None:
+        """The sample typed by C (:func:`gateway_csv._scanner.sample_shapes`) where
         :func:`_split_plain` would read it: no quote, escape, NUL or lone CR in the
-        text, an ASCII delimiter, up to 65,536 columns (the C side's bound). None where
-        that does not hold, or no row is left."""
+        text, an ASCII delimiter, up to 65,536 columns (the C side's bound). Its
+        columns come with their shapes, their text read
+        (:func:`gateway_csv._scanner.sample_columns`, the same sample) only when
+        asked for. ``data``: the text's UTF-8, where it is at hand. None where that does
+        not hold, or no row is left."""
         if len(delimiter.encode()) != 1 or len(text) > DIALECT_BYTES or \
                 not 1 <= ncols <= 1 << 16 or not _is_plain(text, quote, escape):
             return None
         from gateway_csv import _scanner
 
-        first, rows, body, columns = _scanner.sample_columns(
-            text.encode(), ord(delimiter), ncols, skip, limit, trailing,
-            tuple(n.encode() for n in null_set))
+        data, nulls = text.encode() if data is None else data, tuple(n.encode() for n in null_set)
+        args = (ord(delimiter), ncols, skip, limit, trailing, nulls)
+        first, rows, body, columns, with_first = _scanner.sample_shapes(data, *args)
         if first is None:
             return None
+        texts: list[tuple[str, str | list[str | None]]] = []
+
+        def text_of(index: int) -> tuple[str, str | list[str | None]]:
+            if not texts:
+                texts.extend((joined.decode(), cells.decode() if body else [])
+                             for joined, _, cells in _scanner.sample_columns(data, *args)[3])
+            return texts[index]
+
         return cls([f.decode() for f in first], rows - skip, body,
-                   [_Column(joined.decode(), count, cells.decode() if body else [])
-                    for joined, count, cells in columns])
+                   [_Column(None, count, None, rows=body, shapes=shapes,
+                            integer_rows=(not_int, blank), load=functools.partial(text_of, i))
+                    for i, (shapes, count, not_int, blank) in enumerate(columns)],
+                   first_typed=with_first)
 
     def with_first(self, null_set: tuple[str, ...]) -> list[_Column]:
         """The columns of every row with ``ncols`` fields, the first included."""
         if len(self.first) != len(self.columns):
             return self.columns
-        return [col.with_first(v, null_set) for col, v in zip(self.columns, self.first,
-                                                               strict=True)]  # type: ignore[arg-type]
+        typed: Sequence[tuple[int, int, int, int] | None] = \
+            self.first_typed or [None] * len(self.columns)
+        return [col.with_first(v, null_set, found)  # type: ignore[arg-type]
+                for col, v, found in zip(self.columns, self.first, typed, strict=True)]
 
 
 def duckdb_date_format(templates: tuple[str, ...], values: list[str]) -> str | None:
@@ -625,11 +716,12 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     _refuse_utf16(head, path)
     candidates = dialect.detect(head[bom:], options, complete) if \
         options.get("delimiter") is None or len(options["delimiter"]) == 1 else []
+    end = len(head)  # of the rows sniffed: an incomplete head's last line is cut (not copied)
     if not complete:
         cut = head.rfind(b"\n")
-        head = head[:cut + 1] if cut > 0 else head
+        end = cut + 1 if cut > 0 else end
     # invalid UTF-8 is reported by the scanner, with its line and column
-    text = head[bom:].decode("utf-8", errors="replace")
+    text = str(memoryview(head)[bom:end], "utf-8", errors="replace")
     given_quote = options.get("quote")
     for key, value in (("delimiter", options.get("delimiter")), ("quote", given_quote),
                        ("escape", options.get("escape"))):
@@ -643,15 +735,15 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         # blank lines only: DuckDB skips the empty ones before the first of blanks, takes
         # that line (or, when all are empty, the first) as a header naming column0, and
         # reads each further line as a row of one VARCHAR (NULL when empty)
-        lines = head[bom:].split(b"\n")
+        lines = head[bom:end].split(b"\n")
         header_line = next((i for i, line in enumerate(lines) if line.strip(b"\r")), 0)
         return Layout(names=["column0"], kinds=[STR], header=True,
-                      data_start=min(len(head), bom + sum(len(line) + 1 for line in
+                      data_start=min(end, bom + sum(len(line) + 1 for line in
                                                            lines[:header_line + 1])),
                       nulls=null_set, skip_bad=skip_bad)
     if blank:
         # DuckDB reads an empty file as one VARCHAR column and no rows
-        return Layout(names=["column0"], kinds=[STR], header=False, data_start=len(head),
+        return Layout(names=["column0"], kinds=[STR], header=False, data_start=end,
                       nulls=null_set, skip_bad=skip_bad)
 
     if not candidates and not skip_bad and \
@@ -665,11 +757,14 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         found = _typed_best(candidates, text, null_set)
         delimiter, quote, escape, comment = found.delimiter, found.quote, found.escape, \
             found.comment
-        text = _uncommented(text, comment, quote)
+        uncommented = _uncommented(text, comment, quote)
+        # text's UTF-8, not encoded again where it is the head's ASCII
+        data = memoryview(head)[bom:end] if uncommented is text and text.isascii() else None
+        text = uncommented
         # types from DuckDB's sample: SAMPLE_ROWS rows from the header on
         skipped, ncols, trailing = found.skip, found.ncols, found.trailing
         sample = _Sample.plain(text, delimiter, quote, escape, SAMPLE_ROWS + skipped, skipped,
-                               ncols, trailing, null_set)
+                               ncols, trailing, null_set, data)
         if sample is None:
             rows = _split_lines(text, delimiter, quote, escape, SAMPLE_ROWS + skipped) or \
                 [[text.splitlines()[0]]]
@@ -741,13 +836,13 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         formats.pop(lower[col.lower()], None)
 
     try:
-        data_start = bom + _skip_rows(head[bom:], quote, skipped + bool(header), path, comment,
-                                      multiline=bool(candidates))
+        data_start = _skip_rows(head, bom, end, quote, skipped + bool(header), path, comment,
+                                multiline=bool(candidates))
     except QueryError:
         if options.get("quote") is not None or not quote:
             raise
         # a sniffed quote that never closes: read the file unquoted, as DuckDB does
-        return sniff(head, {**options, "quote": ""}, path=path, complete=complete)
+        return sniff(head[:end], {**options, "quote": ""}, path=path, complete=complete)
     return Layout(names=names, kinds=kinds, delimiter=delimiter, quote=quote or "",
                   escape=escape or "", header=bool(header), data_start=data_start,
                   nulls=null_set, skip_bad=skip_bad,
@@ -755,7 +850,7 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   skipped_lines=skipped, comment=comment, trailing=trailing,
                   cut_comments=bool(comment) and any(
                       comment in line and not line.startswith(comment)
-                      for line in head.decode("utf-8", "replace").splitlines()),
+                      for line in str(memoryview(head)[:end], "utf-8", "replace").splitlines()),
                   padded_quotes=bool(quote) and re.search(
                       f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
                       f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None)
@@ -868,7 +963,7 @@ def _kinds(columns: list[_Column], null_set: tuple[str, ...]) \
     kinds, formats = [], {}
     first_format: dict[int, str | None] = {}
     for i, col in enumerate(columns):
-        kind, fmt = _column_type_of(col.joined, col.count, col.values)
+        kind, fmt = _column_type_of(col)
         if kind == FLOAT:
             _refuse_blanks_of(col, null_set)
         if kind == STR and _RADIX_START.search(col.joined) is not None:
@@ -935,31 +1030,31 @@ def _unique_names(raw: list[str], ncols: int) -> list[str]:
     return names
 
 
-def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str,
-               multiline: bool) -> int:
-    """The byte offset after ``count`` rows and the blank and comment lines before them;
-    ``multiline``: their quoted fields may hold line ends (the dialect was detected
-    by DuckDB's rules, which saw those quotes close).
+def _skip_rows(data: bytes, start: int, end: int, quote: str, count: int, path: str,
+               comment: str, multiline: bool) -> int:
+    """The byte offset after ``count`` rows of ``data[start:end]`` and the blank and
+    comment lines before them; ``multiline``: their quoted fields may hold line ends
+    (the dialect was detected by DuckDB's rules, which saw those quotes close).
 
     Raises:
         QueryError: a quote opened in those rows is never closed.
     """
     q = quote.encode()[0] if quote else -1
-    pos, n = 0, len(data)
+    pos, n = start, end
     c = comment.encode()[0] if comment else -1
 
     def skip_blank_and_comments(pos: int) -> int:
         while pos < n and (data[pos] in b"\r\n" or data[pos] == c):
             if data[pos] == c:
-                end = data.find(b"\n", pos)
-                pos = n if end < 0 else end
+                line_end = data.find(b"\n", pos, n)
+                pos = n if line_end < 0 else line_end
             pos += 1
         return pos
 
     for _ in range(count):
         pos = skip_blank_and_comments(pos)
         in_quote = False
-        start = pos
+        row = pos
         while pos < n:
             byte = data[pos]
             if byte == q:
@@ -967,9 +1062,9 @@ def _skip_rows(data: bytes, quote: str, count: int, path: str, comment: str,
             elif byte == 10 and not in_quote:
                 break
             pos += 1
-        if in_quote or (not multiline and b"\n" in data[start:pos]):
+        if in_quote or (not multiline and b"\n" in data[row:pos]):
             # a header whose quote runs past its line swallows the rows after it
-            line = data[start:start + 60].decode("utf-8", "replace").splitlines()[0]
+            line = data[row:min(row + 60, n)].decode("utf-8", "replace").splitlines()[0]
             raise QueryError(f"{path}: the quote opened in the header line ({line!r}) is not "
                              "closed on that line", hint="fix the file, or set quote on the source "
                                             "(quote = \"\" when fields are not quoted)", kind="type")
