@@ -1895,7 +1895,8 @@ enum { SH_DIGIT_FIRST = 1u << 20 };
 #define SHAPE_BITS ((1u << K_BOOL) | (1u << K_INT) | (1u << K_FLOAT) | (1u << K_TIME) | (1u << K_DATE) | \
                     (1u << K_TS) | (1u << K_TSTZ) | SH_DIGIT_FIRST)
 /* what some value of a sample is, beside the shapes all have (layout.py's SH_ flags) */
-enum { SH_LEADING_ZERO = 1u << 16, SH_WIDE = 1u << 17, SH_BLANK_AFTER_DOUBLE = 1u << 18, SH_INFINITY = 1u << 19 };
+enum { SH_LEADING_ZERO = 1u << 16, SH_WIDE = 1u << 17, SH_BLANK_AFTER_DOUBLE = 1u << 18, SH_INFINITY = 1u << 19,
+       SH_RADIX = 1u << 21 };
 
 /* The shapes, of those in `want`, that the value s (n bytes; t, m: without its
  * blanks) has: a bit per kind (DATE, TIMESTAMP and TIMESTAMP WITH TIME ZONE also
@@ -1961,6 +1962,8 @@ static inline void column_shapes_add(ColumnShapes *c, const char *s, size_t n, i
     /* ^[ \t]*[+-]?0[0-9] */
     size_t lead = (size_t)(t - s), p = lead < n && (s[lead] == '+' || s[lead] == '-') ? lead + 1 : lead;
     if (p + 1 < n && s[p] == '0' && is_digit(s[p + 1])) some |= SH_LEADING_ZERO;
+    /* ^[ \t]*0[xXbB]: a hexadecimal or binary integer, to DuckDB */
+    if (m >= 2 && t[0] == '0' && ((t[1] | 0x20) == 'x' || (t[1] | 0x20) == 'b')) some |= SH_RADIX;
     /* [0-9]{19} anywhere */
     if (!(some & SH_WIDE) && n >= 19)
         for (size_t i = 0, run = 0; i < n; i++) {

@@ -82,6 +82,8 @@ _PATTERNS = [
 #: shape tried past the kinds' is
 SH_LEADING_ZERO, SH_WIDE, SH_BLANK_AFTER_DOUBLE, SH_INFINITY, SH_DIGIT_FIRST = \
     (1 << b for b in range(16, 21))
+#: ...and some value that starts as a hexadecimal or binary integer does (``0x1F``, ``0b11``)
+SH_RADIX = 1 << 21
 _DIGIT_FIRST = re.compile(r"[ \t]*[0-9]")
 #: the start of a line (a value of a joined sample) that is no integer (blanks around one
 #: are allowed)
@@ -323,7 +325,8 @@ def shapes_by_regex(values: list[str]) -> int:
     for flag, found in ((SH_LEADING_ZERO, _LEADING_ZERO.search(joined)),
                         (SH_WIDE, re.search(r"[0-9]{19}", joined)),
                         (SH_BLANK_AFTER_DOUBLE, _blank_after_double(values)),
-                        (SH_INFINITY, any(_INFINITY.fullmatch(v) for v in values))):
+                        (SH_INFINITY, any(_INFINITY.fullmatch(v) for v in values)),
+                        (SH_RADIX, _RADIX_START.search(joined))):
         bits |= flag if found else 0
     if all(_DIGIT_FIRST.match(v) for v in values):
         bits |= SH_DIGIT_FIRST
@@ -966,8 +969,11 @@ def _kinds(columns: list[_Column], null_set: tuple[str, ...]) \
         kind, fmt = _column_type_of(col)
         if kind == FLOAT:
             _refuse_blanks_of(col, null_set)
-        if kind == STR and _RADIX_START.search(col.joined) is not None:
-            _refuse_radix_integers(col)
+        if kind == STR:
+            shapes = col.shapes()
+            if (shapes & SH_RADIX if shapes is not None else
+                    _RADIX_START.search(col.joined) is not None):
+                _refuse_radix_integers(col)
         if kind in (DATE, TS) and first_format.setdefault(kind, fmt) != fmt:
             kind, fmt = STR, None
         kinds.append(kind)
@@ -977,7 +983,7 @@ def _kinds(columns: list[_Column], null_set: tuple[str, ...]) \
 
 
 #: a value DuckDB's integer cast reads in base 16 or 2 (``0x1F``, ``0b11``)
-_RADIX_START = re.compile(r"(?m)^[ \t]*[-+]?0[xXbB]")
+_RADIX_START = re.compile(r"(?m)^[ \t]*0[xXbB]")  # (signed, DuckDB's casts refuse it)
 #: a column of such values and decimal integers: DuckDB's sniffer types it BIGINT (or
 #: HUGEINT); looser than DuckDB's own rule (signs, underscores anywhere, blanks after),
 #: so that only a column DuckDB might read as text is ever refused
