@@ -554,6 +554,98 @@ static const char *count_to_row_end(const char *p, const char *end, char delim, 
     return end;
 }
 
+#if defined(HAVE_SSE2) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define HAVE_AVX2 1
+/* AVX2 (with POPCNT, which every AVX2 processor has) versions of the two
+ * loops that walk the skipped bytes of a row, chosen at import when the
+ * processor has it: the build targets baseline x86-64 (SSE2). The rest of a
+ * Q04 row after its last needed column was 16% of the scan's instructions. */
+static int use_avx2;
+
+#define AVX2 __attribute__((target("avx2,popcnt")))
+
+AVX2 static inline __m256i special32(__m256i v, __m256i vn, __m256i vq) {
+    return _mm256_or_si256(_mm256_cmpeq_epi8(v, vn), _mm256_cmpeq_epi8(v, vq));
+}
+
+AVX2 static inline int lane_sum32(__m256i lanes) {
+    __m256i s = _mm256_sad_epu8(lanes, _mm256_setzero_si256());
+    __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    return _mm_cvtsi128_si32(t) + _mm_cvtsi128_si32(_mm_srli_si128(t, 8));
+}
+
+/* skip_fields, 32 bytes a step */
+AVX2 static const char *skip_fields_avx2(const char *p, const char *end, int k, char delim, int quote,
+                                         int *passed) {
+    int done = 0;
+    const char *field = p;
+    const __m256i vd = _mm256_set1_epi8(delim), vn = _mm256_set1_epi8('\n');
+    const __m256i vq = _mm256_set1_epi8(quote >= 0 ? (char)quote : '\n');
+    while (end - p >= 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)p);
+        unsigned md = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, vd));
+        unsigned ms = (unsigned)_mm256_movemask_epi8(special32(v, vn, vq));
+        if (ms) md &= (ms & (0u - ms)) - 1;
+        int cnt = __builtin_popcount(md);
+        if (cnt >= k - done) {
+            for (int i = 1; i < k - done; i++) md &= md - 1;
+            *passed = k;
+            return p + __builtin_ctz(md) + 1;
+        }
+        done += cnt;
+        if (md) field = p + (31 - __builtin_clz(md)) + 1;
+        if (ms) {
+            *passed = done;
+            return field;
+        }
+        p += 32;
+    }
+    int more;
+    const char *q = skip_fields(p, end, k - done, delim, quote, &more);
+    *passed = done + more;
+    return more ? q : field;
+}
+
+/* count_to_row_end, 64 bytes a step while none is a newline or a quote */
+AVX2 static const char *count_to_row_end_avx2(const char *p, const char *end, char delim, int quote, int *count) {
+    int n = 0;
+    const __m256i vd = _mm256_set1_epi8(delim), vn = _mm256_set1_epi8('\n');
+    const __m256i vq = _mm256_set1_epi8(quote >= 0 ? (char)quote : '\n');
+    __m256i lanes = _mm256_setzero_si256();
+    int blocks = 0;
+    for (;;) {
+        uint64_t ms, md;
+        if (end - p >= 64) {
+            __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+            __m256i sa = special32(a, vn, vq), sb = special32(b, vn, vq);
+            __m256i da = _mm256_cmpeq_epi8(a, vd), db = _mm256_cmpeq_epi8(b, vd);
+            if (_mm256_testz_si256(_mm256_or_si256(sa, sb), _mm256_or_si256(sa, sb))) {
+                lanes = _mm256_sub_epi8(lanes, _mm256_add_epi8(da, db)); /* at most 2 a lane a step */
+                if (++blocks == 127) {
+                    n += lane_sum32(lanes);
+                    lanes = _mm256_setzero_si256();
+                    blocks = 0;
+                }
+                p += 64;
+                continue;
+            }
+            ms = (uint32_t)_mm256_movemask_epi8(sa) | (uint64_t)(uint32_t)_mm256_movemask_epi8(sb) << 32;
+            md = (uint32_t)_mm256_movemask_epi8(da) | (uint64_t)(uint32_t)_mm256_movemask_epi8(db) << 32;
+        } else {
+            int rest;
+            const char *next = count_to_row_end(p, end, delim, quote, &rest);
+            *count = n + lane_sum32(lanes) + rest;
+            return next;
+        }
+        int first = __builtin_ctzll(ms);
+        if (p[first] != '\n') return NULL; /* a quote comes first */
+        *count = n + lane_sum32(lanes) + __builtin_popcountll(md & ((1ull << first) - 1));
+        return p + first + 1;
+    }
+}
+#endif
+
 /* ----------------------------------------------------------------- plans */
 
 typedef struct {
@@ -1133,7 +1225,12 @@ static void unescape(const Plan *pl, const char *s, size_t n, Buf *b) {
  * counting them; returns the error code, sets *next to the next row's start */
 static int count_row(const Plan *pl, const char *p, const char *end, int fields, const char **next) {
     int count;
+#ifdef HAVE_AVX2
+    const char *next_row = use_avx2 ? count_to_row_end_avx2(p, end, pl->delim, pl->quote, &count)
+                                    : count_to_row_end(p, end, pl->delim, pl->quote, &count);
+#else
     const char *next_row = count_to_row_end(p, end, pl->delim, pl->quote, &count);
+#endif
     if (next_row) {
         *next = next_row;
         return fields + count == pl->ncols ? E_NONE : E_RAGGED;
@@ -1257,7 +1354,12 @@ static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
         int target = pl->slots[si].col;
         while (c < target) {
             int passed;
+#ifdef HAVE_AVX2
+            p = use_avx2 ? skip_fields_avx2(p, end, target - c, pl->delim, pl->quote, &passed)
+                         : skip_fields(p, end, target - c, pl->delim, pl->quote, &passed);
+#else
             p = skip_fields(p, end, target - c, pl->delim, pl->quote, &passed);
+#endif
             c += passed;
             if (c == target) break;
             int e = skip_one_field(pl, &p, end);
@@ -2127,7 +2229,27 @@ static PyObject *parse_value(PyObject *mod, PyObject *args) {
     return PyLong_FromLongLong(i);
 }
 
+/* simd(on=None) -> str: the vector code the scanner uses, "avx2" or "sse2" (or
+ * "scalar"); on=False forces the baseline, on=True the best the processor has */
+static PyObject *simd(PyObject *mod, PyObject *args) {
+    PyObject *on = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &on)) return NULL;
+#ifdef HAVE_AVX2
+    if (on != Py_None) {
+        int want = PyObject_IsTrue(on);
+        if (want < 0) return NULL;
+        use_avx2 = want && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    }
+    return PyUnicode_FromString(use_avx2 ? "avx2" : "sse2");
+#elif defined(HAVE_SSE2)
+    return PyUnicode_FromString("sse2");
+#else
+    return PyUnicode_FromString("scalar");
+#endif
+}
+
 static PyMethodDef module_methods[] = {
+    {"simd", simd, METH_VARARGS, "simd(on=None) -> the vector code in use; False forces the baseline"},
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
     {"parse_value", parse_value, METH_VARARGS, "parse_value(kind, bytes): the scanner's own value parser"},
     {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
@@ -2140,6 +2262,10 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_scanner", "the c
 
 PyMODINIT_FUNC PyInit__scanner(void) {
     if (PyType_Ready(&FileType) < 0 || PyType_Ready(&AggStateType) < 0) return NULL;
+#ifdef HAVE_AVX2
+    __builtin_cpu_init();
+    use_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+#endif
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
     Py_INCREF(&FileType);
