@@ -700,6 +700,7 @@ typedef struct {
     int nnull;
     char **nulls;
     size_t *null_lens;
+    uint64_t null_len_bits; /* bit n set: a null text n bytes long (bit 63: 63 or more) */
     int nslots;
     Slot slots[MAX_SLOTS];
     int nfilters;
@@ -750,6 +751,7 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
     p->null_lens = calloc((size_t)p->nnull + 1, sizeof(size_t));
     for (int i = 0; i < p->nnull; i++)
         if (bytes_dup(PyTuple_GET_ITEM(nulls, i), &p->nulls[i], &p->null_lens[i])) return -1;
+    for (int i = 0; i < p->nnull; i++) p->null_len_bits |= 1ull << (p->null_lens[i] < 63 ? p->null_lens[i] : 63);
     if (!PyTuple_Check(slots) || PyTuple_GET_SIZE(slots) > MAX_SLOTS) {
         PyErr_SetString(PyExc_ValueError, "slots must be a tuple of at most 2048 (col, kind)");
         return -1;
@@ -1193,7 +1195,10 @@ typedef struct {
     size_t agg_rows;
 } Scan;
 
-static int is_null_text(const Plan *p, const char *s, size_t n) {
+static inline int is_null_text(const Plan *p, const char *s, size_t n) {
+    /* most fields have no null text's length: the loop of memcmp calls was 4% of a
+     * Q04 scan's instructions */
+    if (!(p->null_len_bits >> (n < 63 ? n : 63) & 1)) return 0;
     for (int i = 0; i < p->nnull; i++)
         if (p->null_lens[i] == n && memcmp(p->nulls[i], s, n) == 0) return 1;
     return 0;
