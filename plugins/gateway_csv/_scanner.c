@@ -217,26 +217,24 @@ static int parse_double(const char *s, size_t n, double *out) {
     trim_spaces(&s, &n);
     if (!n) return -1;
     /* fast path: [-]digits[.digits] with at most 19 significant digits is exact */
-    size_t i = 0;
+    const char *p = s, *stop = s + n;
     int neg = 0;
-    if (s[0] == '-' || s[0] == '+') neg = s[0] == '-', i = 1;
+    if (*p == '-' || *p == '+') neg = *p++ == '-';
+    const char *digits_from = p;
+    while (p < stop && *p == '0') p++; /* leading zeros are no significant digits */
+    const char *significant = p;
     uint64_t mant = 0;
-    int digits = 0, frac = 0, seen_dot = 0, ok = i < n;
-    for (; i < n; i++) {
-        char c = s[i];
-        if (c >= '0' && c <= '9') {
-            if (mant == 0 && c == '0' && !seen_dot) continue;
-            if (++digits > 19) { ok = 0; break; }
-            mant = mant * 10 + (uint64_t)(c - '0');
-            if (seen_dot) frac++;
-        } else if (c == '.' && !seen_dot) {
-            seen_dot = 1;
-        } else {
-            ok = 0;
-            break;
-        }
+    for (unsigned d; p < stop && (d = (unsigned char)*p - '0') <= 9; p++) mant = mant * 10 + d;
+    ptrdiff_t whole = p - digits_from, digits = p - significant, frac = 0;
+    if (p < stop && *p == '.') {
+        const char *from = ++p;
+        for (unsigned d; p < stop && (d = (unsigned char)*p - '0') <= 9; p++) mant = mant * 10 + d;
+        frac = p - from;
+        digits += frac;
     }
-    if (ok && (i > (size_t)(s[0] == '-' || s[0] == '+') + seen_dot) && frac <= 22 && mant < (1ull << 53)) {
+    /* the product of mant and no power of ten rounds when both are exact doubles
+     * (mant below 2^53 with at most 19 digits, so it did not wrap) */
+    if (p == stop && whole + frac > 0 && digits <= 19 && frac <= 22 && mant < (1ull << 53)) {
         double v = (double)mant / pow10_tab[frac];
         *out = neg ? -v : v;
         return 0;
