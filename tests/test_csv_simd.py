@@ -90,3 +90,32 @@ def test_simd_reports_and_forces_the_loops():
     finally:
         _scanner.simd(True)
     assert _scanner.simd() == best
+
+
+TRUNCATE_MAPPED = r"""
+import os, sys
+from gateway_csv import _scanner
+path, loops = sys.argv[1], sys.argv[2] == "avx2"
+row = "1," + "x" * 90 + "," + "y" * 40 + "\n"
+open(path, "w").write(row * 50_000)
+f = _scanner.File(path)
+os.truncate(path, len(row) * 20_000 + 61)
+assert _scanner.simd(loops) == sys.argv[2]
+dialect = (44, 34, 34, 3, False, (b"",))
+for slots in (((0, 1),), ((2, 0),)):
+    print(_scanner.scan(f, 0, f.size, dialect, slots, (), ((0, 0),), ((0, -1),), -1)[4])
+"""
+
+
+def test_a_file_cut_short_while_mapped_is_reported_by_both_loops(tmp_path, both_loops):
+    """The loops read whole 32 and 64 byte steps only inside the mapping; the pages the
+    file lost raise SIGBUS, which the scan turns into an error (in a child process, so
+    that a fault cannot take the test run with it)."""
+    import subprocess
+    import sys
+
+    for loops in both_loops:
+        run = subprocess.run([sys.executable, "-c", TRUNCATE_MAPPED, str(tmp_path / "t.csv"), loops],
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stdout.split("\n")[:2] == ["('changed', 0, -1)"] * 2, loops
