@@ -108,6 +108,23 @@ def test_overrides_delimiter_quote_header_null(tmp_path):
     assert got.column("column2").to_pylist() == [None, 7]
 
 
+def test_null_texts_of_every_length_are_null_and_only_they(tmp_path):
+    """The scanner first looks the field's length up among the null texts' lengths
+    (one bit per length below 63, one for 63 and longer) before comparing any bytes."""
+    long62, long63, long70 = "n" * 62, "m" * 63, "k" * 70
+    nulls = ["", "NA", long62, long63, long70]
+    values = ["", "NA", "NAX", "N", long62, long62 + "n", long63, "m" * 64, long70, "k" * 69,
+              "x" * 63, "ok"]
+    path = write(tmp_path, "n.csv", "i,s\n" + "".join(f"{i},{v}\n" for i, v in enumerate(values)))
+    with gateway_for(path, null=nulls, columns={"s": "VARCHAR"}) as gw:
+        got = gw.execute("SELECT s FROM t ORDER BY i", engine="csv").to_arrow()
+        grouped = gw.execute("SELECT s, count(*) AS n FROM t GROUP BY s", engine="csv").to_arrow()
+    expected = [None if v in nulls else v for v in values]
+    assert got.column("s").to_pylist() == expected
+    assert dict(zip(grouped.column("s").to_pylist(), grouped.column("n").to_pylist(),
+                    strict=True)) == {None: 5, **{v: 1 for v in values if v not in nulls}}
+
+
 def test_column_type_override(tmp_path):
     path = write(tmp_path, "c.csv", "zip,n\n01234,1\n98765,2\n")
     with gateway_for(path, columns={"zip": "BIGINT"}) as gw:

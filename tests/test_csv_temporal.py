@@ -188,3 +188,23 @@ def test_csvqls_taxi_queries_as_written_are_fused(fused, sql):
               "sources": {"trips": {"path": str(DATA / "trips.csv")}}}
     with gateway.connect(config) as gw:
         assert_same(gw, sql)
+
+
+def test_years_on_both_sides_of_every_new_year_match_duckdb(tmp_path, fused):
+    """The scanner reads a year of 1900-2155 from a table of the days each begins and
+    any other through the civil calendar: the last and first instants of every year from
+    1890 to 2170 (before the epoch, across the table's edges, century leap rules), and
+    years far outside, in chunks of a few rows."""
+    lines = ["i,ts,d"]
+    years = [*range(1890, 2171), 1, 1000, 1582, 2400, 3000, 9999]
+    for i, year in enumerate(years):
+        for stamp in (f"{year:04d}-01-01 00:00:00", f"{year:04d}-12-31 23:59:59",
+                      f"{year:04d}-02-28 12:00:00", f"{year:04d}-03-01 00:00:01"):
+            lines.append(f"{i},{stamp},{stamp[:10]}")
+    path = write(tmp_path, "years.csv", "\n".join(lines) + "\n")
+    with gateway_for(path, chunk_bytes=512) as gw:
+        for column in ("ts", "d"):
+            got = assert_same(gw, f"SELECT year({column}) AS y, strftime('%Y', {column}) AS s, "
+                                  f"count(*) AS n, min(i) AS lo FROM t GROUP BY 1, 2 ORDER BY 1")
+            assert got.num_rows == len(years)
+            assert set(got.column("n").to_pylist()) == {4}
