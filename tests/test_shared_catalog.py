@@ -105,6 +105,11 @@ def test_the_function_forms_of_database_pragmas_are_refused(gw, sql):
     "CREATE VIEW main.trips AS SELECT 'shadow' AS cab_type",
     "CREATE TABLE TRIPS AS SELECT 'shadow' AS cab_type",
     "CREATE TABLE \"Trips\" (cab_type VARCHAR)",
+    # unqualified, DROP found the source's view on the search path: gone for everyone
+    "DROP VIEW trips",
+    "DROP VIEW IF EXISTS TRIPS CASCADE",
+    "ALTER VIEW trips RENAME TO mine",
+    "COMMENT ON VIEW trips IS 'mine'",
 ])
 def test_no_user_makes_a_source_read_something_else(gw, sql):
     before = _rows(gw, "SELECT count(*) AS n FROM trips")
@@ -148,6 +153,7 @@ def test_a_users_own_objects_still_work(gw):
             == [{"y": 2}]
         assert mine.execute("SELECT cab_type FROM trips").to_arrow().to_pylist() \
             == [{"cab_type": "mine"}]
+        mine.execute("DROP VIEW temp.main.trips").to_arrow()
     # the temp view was the session's own: the source is whole for everyone else
     assert _rows(gw, "SELECT count(*) > 1 AS whole FROM trips") == [{"whole": True}]
 

@@ -297,7 +297,7 @@ _REFUSED_NAMES = "|".join(sorted(DATABASE_WIDE_FUNCTIONS | SETTING_PRAGMAS))
 _REFUSED_FUNCTION = re.compile(rf"(?i)(?<![\w$])({_REFUSED_NAMES})\s*\(|\bCALL\s+({_REFUSED_NAMES})\b")
 #: the log's views, read without parentheses
 _LOG_VIEWS = re.compile(r"(?i)(?<![\w$])(duckdb_logs|duckdb_log_contexts)(?![\w$])")
-_CHANGE_HEAD = re.compile(r"(?is)\A\s*(?:CREATE|ALTER)\b")
+_CHANGE_HEAD = re.compile(r"(?is)\A\s*(?:CREATE|ALTER|DROP|COMMENT)\b")
 _TEMPORARY = re.compile(r"(?i)\b(?:TEMP|TEMPORARY)\b")
 _MACRO = re.compile(r"(?i)\b(?:MACRO|FUNCTION)\b")
 
@@ -380,6 +380,14 @@ def _created(stmt: Any, exp: Any, sources: set[str]) -> str | None:
     elif isinstance(stmt, exp.Alter):
         targets += [action.this for action in stmt.args.get("actions") or []
                     if isinstance(action, exp.AlterRename)]
+    if isinstance(stmt, (exp.Drop, exp.Alter, exp.Comment)):
+        # DROP VIEW trips, unqualified, found the source's view on the search path and
+        # dropped it for every user (and ALTER VIEW trips RENAME moved it)
+        for target in [stmt.this, *(stmt.args.get("tables") or [])]:  # (DROP's are "tables")
+            if isinstance(target, exp.Table) and target.catalog.lower() != "temp" and \
+                    target.name.lower() in sources:
+                return (f"{target.name} is the configuration's source, which every user of "
+                        "this server reads; a statement may only read it")
     for target in targets:
         name = getattr(target, "name", "") or ""
         if name.lower() in sources:
