@@ -251,3 +251,20 @@ def test_no_user_reads_or_cancels_anothers_statements_on_postgresql(postgres):
         # the process's own user keeps full control
         assert gw.execute("SELECT count(*) AS n FROM pg_stat_activity", engine="pg") \
             .to_arrow().num_rows == 1
+
+
+@pytest.mark.parametrize("sql", [
+    "DELETE FROM __ducklake_metadata_lake.ducklake_snapshot",
+    "UPDATE __ducklake_metadata_lake.ducklake_metadata SET value = '/tmp/' "
+    "WHERE key = 'data_path'",
+    'DROP TABLE "__ducklake_metadata_lake".main.ducklake_table',
+    "USE __ducklake_metadata_lake",
+])
+def test_no_user_writes_the_lakes_own_catalog(lake, sql):
+    """A shared writer deleted ducklake_snapshot through the metadata catalog DuckLake
+    attaches, and the lake answered "No snapshot found" to everyone from then on."""
+    with pytest.raises(GatewayError, match="lake's own catalog") as caught:
+        lake.execute(sql, engine="lake", principal=ALICE).to_arrow()
+    assert caught.value.kind == "permission"
+    assert lake.execute("SELECT count(*) AS n FROM t", engine="lake",
+                        principal=ALICE).to_arrow().to_pylist() == [{"n": 10}]

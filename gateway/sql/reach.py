@@ -302,6 +302,10 @@ _TEMPORARY = re.compile(r"(?i)\b(?:TEMP|TEMPORARY)\b")
 _MACRO = re.compile(r"(?i)\b(?:MACRO|FUNCTION)\b")
 
 
+#: the catalog DuckLake attaches for a lake's metadata (``__ducklake_metadata_<lake>``)
+_LAKE_METADATA = re.compile(r"(?i)(?<![\w$])__ducklake_metadata_[\w$]*")
+
+
 def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
                    catalog: str = "_arrowgate") -> str | None:
     """What in ``sql`` would change, for the other users of a shared DuckDB database,
@@ -309,7 +313,8 @@ def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
 
     - a function of :data:`DATABASE_WIDE_FUNCTIONS` or :data:`SETTING_PRAGMAS`;
     - a change naming ``catalog``, where the configured sources are mounted as views
-      (``CREATE OR REPLACE VIEW _arrowgate.main.trips``, ``USE _arrowgate``);
+      (``CREATE OR REPLACE VIEW _arrowgate.main.trips``, ``USE _arrowgate``), or a
+      lake's metadata catalog (``DELETE FROM __ducklake_metadata_lake.ducklake_snapshot``);
     - a table or view (not TEMP) named as a source or as one of DuckDB's system views
       and table functions, in any schema, made or renamed to: ``main`` comes first on
       the search path, so it would stand for the source or the view;
@@ -335,6 +340,11 @@ def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
     if re.search(rf"(?i)(?<![\w$]){re.escape(catalog)}(?![\w$])", sql):
         return (f"{catalog} is where the configuration mounts the sources; a statement "
                 "may only read it")
+    found = _LAKE_METADATA.search(sql)
+    if found is not None:
+        return (f"{found.group(0)} is the lake's own catalog, which DuckLake alone writes "
+                "(DELETE FROM its ducklake_snapshot destroyed the lake for every user); a "
+                "statement may only read it")
     names = {name.lower() for name in sources}
     try:
         statements = parse(sql, dialect)
