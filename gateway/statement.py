@@ -36,6 +36,7 @@ from gateway.errors import GatewayError, Overloaded, QueryError, Unsupported
 from gateway.events import QueryEvent
 from gateway.handles import QueryHandle, RunningQuery
 from gateway.result import Result
+from gateway.sql.kinds import explained
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -213,12 +214,7 @@ class Pipeline:
                               f"query ({kind})", name, principal, gw)
         sql = stmt.sql
         if principal.shared:
-            from gateway.sql.reach import (
-                database_wide,
-                other_sessions,
-                session_scoped,
-                shared_catalog,
-            )
+            from gateway.sql.reach import session_scoped
 
             configured = cfg.options.get("settings")
             fixed = frozenset(k.lower() for k in configured) \
@@ -227,26 +223,16 @@ class Pipeline:
             if scoped.refusal is not None:
                 raise GatewayError(scoped.refusal, engine=name, kind="permission")
             sql = scoped.sql
-            sessions = other_sessions(sql)
-            if sessions is not None:
-                raise GatewayError(
-                    f"{sessions} shows or acts on other sessions of the engine's server, "
-                    "which every user of this service reaches as one role: other users' "
-                    "statements", engine=name, kind="permission")
-            shadowing = shared_catalog(sql, dialect, engine.sources)
-            if shadowing is not None:
-                raise GatewayError(shadowing, engine=name, kind="permission")
-            wide = database_wide(sql, dialect)
-            if wide is not None:
-                raise GatewayError(
-                    f"{wide} is not allowed here: it changes the database every user of this "
-                    "server shares (attached databases, secrets and extensions are not "
-                    "per connection)", engine=name, kind="permission",
-                    hint="ask for the database, secret or extension in the configuration")
+            inner = explained(sql)  # EXPLAIN ANALYZE runs what it explains
+            if inner is not None and (refusal := session_scoped(inner, dialect, fixed).refusal):
+                raise GatewayError(refusal, engine=name, kind="permission")
+            for text in (sql,) if inner is None else (sql, inner):
+                self._check_shared(text, dialect, engine, name)
         if engine.holds_credentials:
             from gateway.sql.reach import server_reach
 
-            reach = server_reach(sql, dialect)
+            inner = explained(sql)
+            reach = server_reach(sql, dialect) or (inner and server_reach(inner, dialect))
             if reach is not None:
                 raise GatewayError(
                     f"{reach} is not allowed on this engine: it holds credentials, and DuckDB "
@@ -255,6 +241,29 @@ class Pipeline:
         run_sql = gw.rewrite(sql, name)
         engine.mount_for(run_sql)
         return run_sql
+
+    @staticmethod
+    def _check_shared(sql: str, dialect: str, engine: Any, name: str) -> None:
+        """Step 3 for a user who shares the server: nothing ``sql`` does may change or
+        show what the other users reach (gateway.sql.reach)."""
+        from gateway.sql.reach import database_wide, other_sessions, shared_catalog
+
+        sessions = other_sessions(sql)
+        if sessions is not None:
+            raise GatewayError(
+                f"{sessions} shows or acts on other sessions of the engine's server, "
+                "which every user of this service reaches as one role: other users' "
+                "statements", engine=name, kind="permission")
+        shadowing = shared_catalog(sql, dialect, engine.sources)
+        if shadowing is not None:
+            raise GatewayError(shadowing, engine=name, kind="permission")
+        wide = database_wide(sql, dialect)
+        if wide is not None:
+            raise GatewayError(
+                f"{wide} is not allowed here: it changes the database every user of this "
+                "server shares (attached databases, secrets and extensions are not "
+                "per connection)", engine=name, kind="permission",
+                hint="ask for the database, secret or extension in the configuration")
 
     # -- steps 5, 6 and 8 ----------------------------------------------------------------
     def _run_in(self, session: Session, stmt: Statement, run_sql: str) -> Result:

@@ -110,6 +110,9 @@ def test_the_function_forms_of_database_pragmas_are_refused(gw, sql):
     "DROP VIEW IF EXISTS TRIPS CASCADE",
     "ALTER VIEW trips RENAME TO mine",
     "COMMENT ON VIEW trips IS 'mine'",
+    # EXPLAIN ANALYZE runs what it explains
+    "EXPLAIN ANALYZE CREATE TABLE main.trips AS SELECT 'shadow' AS cab_type",
+    "EXPLAIN ANALYZE DROP VIEW trips",
 ])
 def test_no_user_makes_a_source_read_something_else(gw, sql):
     before = _rows(gw, "SELECT count(*) AS n FROM trips")
@@ -135,6 +138,7 @@ def test_a_renamed_table_cannot_take_a_sources_name(gw):
     "CREATE OR REPLACE MACRO mine(x) AS x + 1",
     "CREATE FUNCTION f(x) AS x",
     "CREATE MACRO range(n) AS TABLE SELECT 1 AS x",
+    "EXPLAIN ANALYZE CREATE MACRO lower(x) AS 'pwned'",
 ])
 def test_no_user_redefines_a_function_for_the_others(gw, sql):
     _refused(gw, sql)

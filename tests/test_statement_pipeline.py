@@ -498,3 +498,12 @@ def test_what_changes_the_shared_database_is_refused_to_shared_users(gw, sql):
 def test_the_process_own_user_still_attaches_and_detaches(gw, tmp_path):
     gw.execute(f"ATTACH '{tmp_path / 'x.duckdb'}' AS x", engine="duck").to_arrow()
     gw.execute("DETACH x", engine="duck").to_arrow()
+
+
+@pytest.mark.parametrize("sql", [
+    "EXPLAIN ANALYZE ATTACH ':memory:' AS mine",
+    "EXPLAIN ANALYZE SET GLOBAL threads = 1",
+    "EXPLAIN (FORMAT json) ANALYZE DETACH _arrowgate",
+])
+def test_explain_analyze_is_checked_as_the_statement_it_runs(gw, sql):
+    _denied(gw, sql, SHARED, engine="duck")

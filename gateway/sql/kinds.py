@@ -40,6 +40,19 @@ def head(sql: str) -> str:
     return sql[LEADING.match(sql).end():]  # type: ignore[union-attr]
 
 
+_EXPLAIN = re.compile(r"(?is)\AEXPLAIN\b\s*(?:(?:ANALY[SZ]E|VERBOSE)\b\s*|\([^)]*\)\s*)*")
+
+
+def explained(sql: str) -> str | None:
+    """The statement under ``EXPLAIN [ANALYZE] [(options)]``, or None: EXPLAIN ANALYZE
+    runs it (``EXPLAIN ANALYZE CREATE TABLE ...`` creates the table)."""
+    inner = None
+    start = head(sql)
+    while (found := _EXPLAIN.match(start)) is not None:
+        inner = start = head(start[found.end():])
+    return inner
+
+
 def state_needed(sql: str) -> tuple[str, str] | None:
     """The session state a statement changes, as ``(kind, what)``, or None.
 
