@@ -188,6 +188,9 @@ def source_name(select: exp.Select) -> tuple[str, bool] | None:
 def _int_literal(node: exp.Expression | None, what: str) -> int | None:
     if node is None:
         return None
+    options = node.args.get("limit_options")
+    if options is not None and any(options.args.values()):  # LIMIT 10%, WITH TIES
+        raise unsupported(node, f"{what} {options.sql(dialect='duckdb')}".strip())
     value = node.expression if isinstance(node, exp.Limit | exp.Offset) else node
     if isinstance(value, exp.Literal) and not value.is_string:
         try:
@@ -234,8 +237,10 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
     for item in select.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and
                                           isinstance(item.this, exp.Star)):
-            if item.args.get("except") or item.args.get("replace"):
-                raise unsupported(item, "* EXCLUDE/REPLACE")
+            star = item if isinstance(item, exp.Star) else item.this
+            if any(star.args.values()):  # EXCLUDE, REPLACE, RENAME, ILIKE, whatever sqlglot
+                # calls them (its `except` became `except_`, and EXCLUDE was ignored)
+                raise unsupported(item, "* EXCLUDE/REPLACE/RENAME/ILIKE")
             if layout is None:
                 raise QueryError("SELECT * needs a FROM clause", kind="syntax")
             items.extend((n, exp.column(n, quoted=False)) for n in names)
