@@ -343,6 +343,11 @@ def test_the_name_duckdb_gives_an_expression_is_no_name_to_refer_to(gw, sql):
     "SELECT * REPLACE (i + 1 AS i) FROM t ORDER BY i",
     "SELECT i FROM t ORDER BY i LIMIT 50%",
     "SELECT i, count(*) AS n FROM t GROUP BY i ORDER BY i LIMIT 50 PERCENT",
+    # clauses the planner did not know, and ignored
+    "SELECT count(*) AS n FROM t TABLESAMPLE 10%",
+    "SELECT count(*) AS n FROM t USING SAMPLE 1",
+    "SELECT a FROM t AS x(a) ORDER BY a",
+    "SELECT i FROM t AS x(a) ORDER BY i",
 ])
 def test_star_modifiers_and_percent_limits_are_not_ignored(gw, sql):
     """sqlglot renamed EXCLUDE's argument (except_), so the csv engine answered SELECT *

@@ -175,6 +175,10 @@ def source_name(select: exp.Select) -> tuple[str, bool] | None:
                     and isinstance(args[0], exp.Literal) and args[0].is_string:
                 return args[0].this, True
             raise unsupported(fn, f"the table function {fn.sql(dialect='duckdb')[:60]}")
+        _only(table, _TABLE_ARGS, "FROM")
+        alias = table.args.get("alias")
+        if alias is not None and alias.args.get("columns"):
+            raise unsupported(table, "FROM with column aliases")
         if table.args.get("db") or table.args.get("catalog"):
             return table.name, False
         ident = table.this
@@ -203,6 +207,20 @@ def _int_literal(node: exp.Expression | None, what: str) -> int | None:
     raise unsupported(value, f"{what} other than a constant integer below 2^62")
 
 
+#: the arguments of a SELECT the planner reads (analyse, source_name, _int_literal)
+_SELECT_ARGS = ("expressions", "from", "from_", "where", "group", "having", "order", "limit",
+                "offset", "distinct", "kind")
+#: ...and of its FROM table: a name, maybe qualified, maybe aliased without columns
+_TABLE_ARGS = ("this", "db", "catalog", "alias")
+
+
+def _only(node: exp.Expression, allowed: tuple[str, ...], what: str) -> None:
+    """Refuse ``node`` when it has an argument the planner does not read."""
+    extra = sorted(k for k, v in node.args.items() if v and k not in allowed)
+    if extra:
+        raise unsupported(node, f"{what} with {', '.join(extra)}")
+
+
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     if node is None:
         return []
@@ -217,9 +235,16 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
     """The query over ``layout``'s columns (None: a SELECT without FROM)."""
     if select.args.get("joins"):
         raise unsupported(select, "JOIN")
-    for arg in ("qualify", "windows", "laterals", "prewhere", "connect", "sample", "into"):
-        if select.args.get(arg):
-            raise unsupported(select, arg.upper())
+    # what the planner reads, and nothing else: a clause it does not know is refused,
+    # never ignored (USING SAMPLE, TABLESAMPLE and FROM t AS x(a) once were; and sqlglot
+    # renames its arguments: EXCLUDE's `except` became `except_`)
+    _only(select, _SELECT_ARGS, "SELECT")
+    for name, node, allowed in (("GROUP BY", select.args.get("group"), ("expressions",)),
+                                ("ORDER BY", select.args.get("order"), ("expressions",))):
+        if node is not None:
+            _only(node, allowed, name)
+    for o in select.args["order"].expressions if select.args.get("order") else []:
+        _only(o, ("this", "desc", "nulls_first"), "ORDER BY")
     if select.args.get("distinct") is not None and select.args["distinct"].args.get("on"):
         raise unsupported(select, "DISTINCT ON")
     for col in select.find_all(exp.Column):
