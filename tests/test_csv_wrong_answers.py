@@ -358,3 +358,8 @@ def test_star_modifiers_and_percent_limits_are_not_ignored(gw, sql):
     except Unsupported:
         return
     assert got == gw.execute(sql, engine="duck").to_arrow()
+
+
+def test_a_group_key_in_parentheses_is_the_key(gw):
+    """GROUP BY (s) failed with "column 's' must appear in the GROUP BY clause"."""
+    assert_same(gw, "SELECT s, count(*) AS n FROM t GROUP BY (s) ORDER BY s")

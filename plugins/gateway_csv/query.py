@@ -294,6 +294,7 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
                 or group_node.args.get("grouping_sets"):
             raise unsupported(group_node, "GROUP BY ALL/ROLLUP/CUBE/GROUPING SETS")
         for g in group_node.expressions:
+            g = g.unnest()  # GROUP BY (k) is GROUP BY k
             if isinstance(g, exp.Literal) and not g.is_string:
                 pos = int(g.this)
                 if not 1 <= pos <= len(items):
