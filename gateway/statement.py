@@ -232,7 +232,7 @@ class Pipeline:
             from gateway.sql.reach import server_reach
 
             inner = explained(sql)
-            reach = server_reach(sql, dialect) or (inner and server_reach(inner, dialect))
+            reach = server_reach(sql, dialect) or (server_reach(inner, dialect) if inner else None)
             if reach is not None:
                 raise GatewayError(
                     f"{reach} is not allowed on this engine: it holds credentials, and DuckDB "
