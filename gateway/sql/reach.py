@@ -288,7 +288,16 @@ SHARED_FUNCTIONS = READ_PRAGMAS | frozenset({
 #: a table or view of the same name in ``main`` stands for one in everyone's statements
 #: (``FROM duckdb_tables`` read a user's table); tests/test_shared_catalog.py checks
 #: the installed DuckDB has no other
-SYSTEM_VIEWS = frozenset(["duckdb_columns", "duckdb_constraints", "duckdb_databases", "duckdb_indexes", "duckdb_logs", "duckdb_schemas", "duckdb_tables", "duckdb_types", "duckdb_views", "pragma_database_list", "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema", "pg_am", "pg_attrdef", "pg_attribute", "pg_class", "pg_collation", "pg_constraint", "pg_database", "pg_depend", "pg_description", "pg_enum", "pg_index", "pg_indexes", "pg_namespace", "pg_prepared_statements", "pg_proc", "pg_sequence", "pg_sequences", "pg_settings", "pg_tables", "pg_tablespace", "pg_type", "pg_views"])
+SYSTEM_VIEWS = frozenset({
+    "duckdb_columns", "duckdb_constraints", "duckdb_databases", "duckdb_indexes",
+    "duckdb_logs", "duckdb_schemas", "duckdb_tables", "duckdb_types", "duckdb_views",
+    "pragma_database_list", "sqlite_master", "sqlite_schema", "sqlite_temp_master",
+    "sqlite_temp_schema", "pg_am", "pg_attrdef", "pg_attribute", "pg_class",
+    "pg_collation", "pg_constraint", "pg_database", "pg_depend", "pg_description",
+    "pg_enum", "pg_index", "pg_indexes", "pg_namespace", "pg_prepared_statements",
+    "pg_proc", "pg_sequence", "pg_sequences", "pg_settings", "pg_tables", "pg_tablespace",
+    "pg_type", "pg_views",
+})
 #: names no shared user's table or view may take
 _SYSTEM_NAMES = SYSTEM_VIEWS | DATABASE_WIDE_FUNCTIONS | SETTING_PRAGMAS | SHARED_FUNCTIONS
 _REFUSED_NAMES = "|".join(sorted(DATABASE_WIDE_FUNCTIONS | SETTING_PRAGMAS))
