@@ -2287,6 +2287,26 @@ static PyObject *sample_row(const char *line, const char *stop, char delim) {
     }
 }
 
+/* The arguments of sample_columns and sample_shapes: (text, delimiter, ncols, skip,
+ * limit, trailing, nulls). 0, with `text` to release; -1 with an exception set. */
+static int sample_args(PyObject *args, Py_buffer *text, int *delim, Py_ssize_t *ncols, Py_ssize_t *skip,
+                       Py_ssize_t *limit, int *trailing, SampleNulls *nulls) {
+    PyObject *null_tuple;
+    if (!PyArg_ParseTuple(args, "y*innnpO!", text, delim, ncols, skip, limit, trailing, &PyTuple_Type,
+                          &null_tuple))
+        return -1;
+    if (*ncols < 1 || *ncols > 1 << 16) {
+        PyBuffer_Release(text);
+        PyErr_Format(PyExc_ValueError, "ncols %zd", *ncols);
+        return -1;
+    }
+    if (sample_nulls(nulls, null_tuple)) {
+        PyBuffer_Release(text);
+        return -1;
+    }
+    return 0;
+}
+
 /* sample_columns(text, delimiter, ncols, skip, limit, trailing, nulls) ->
  * (first, rows, body, [(values, count, cells), ...]): the sniffer's sample (the
  * rows of SampleLines) turned into columns without a Python object per value.
@@ -2299,15 +2319,8 @@ static PyObject *sample_columns(PyObject *mod, PyObject *args) {
     Py_buffer text;
     Py_ssize_t ncols, skip, limit;
     int delim, trailing;
-    PyObject *null_tuple;
     SampleNulls nulls;
-    if (!PyArg_ParseTuple(args, "y*innnpO!", &text, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
-                          &null_tuple))
-        return NULL;
-    if (ncols < 1 || ncols > 1 << 16 || sample_nulls(&nulls, null_tuple)) {
-        PyBuffer_Release(&text);
-        return ncols < 1 || ncols > 1 << 16 ? PyErr_Format(PyExc_ValueError, "ncols %zd", ncols) : NULL;
-    }
+    if (sample_args(args, &text, &delim, &ncols, &skip, &limit, &trailing, &nulls)) return NULL;
     const char *s = text.buf;
     Py_ssize_t n = text.len;
     Buf *vals = calloc((size_t)ncols, sizeof(Buf)), *cells = calloc((size_t)ncols, sizeof(Buf));
@@ -2405,15 +2418,8 @@ static PyObject *sample_shapes(PyObject *mod, PyObject *args) {
     Py_buffer text;
     Py_ssize_t ncols, skip, limit;
     int delim, trailing;
-    PyObject *null_tuple;
     SampleNulls nulls;
-    if (!PyArg_ParseTuple(args, "y*innnpO!", &text, &delim, &ncols, &skip, &limit, &trailing, &PyTuple_Type,
-                          &null_tuple))
-        return NULL;
-    if (ncols < 1 || ncols > 1 << 16 || sample_nulls(&nulls, null_tuple)) {
-        PyBuffer_Release(&text);
-        return ncols < 1 || ncols > 1 << 16 ? PyErr_Format(PyExc_ValueError, "ncols %zd", ncols) : NULL;
-    }
+    if (sample_args(args, &text, &delim, &ncols, &skip, &limit, &trailing, &nulls)) return NULL;
     const char *s = text.buf;
     Py_ssize_t n = text.len;
     /* the body's columns, then the first row's (one cell each) */
