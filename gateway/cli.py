@@ -60,6 +60,10 @@ def build_parser(plugins: Iterable[object] = (), *,
     arguments of the command :func:`invoked_command` found as the whole parser
     does.
 
+    The parsed arguments carry the plugin manager built here as
+    ``plugin_manager``, so the gateway a command opens
+    (:func:`gateway.commands.open_gateway`) loads no plugin a second time.
+
     Raises:
         ConfigError: a plugin failed to import, or to add its commands (a name
             already taken, a command to extend that does not exist).
@@ -87,6 +91,7 @@ def build_parser(plugins: Iterable[object] = (), *,
     except Exception as exc:  # a plugin's bug must not make every command a traceback
         raise ConfigError(f"a plugin failed to add its commands: {type(exc).__name__}: {exc}",
                           hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
+    parser.set_defaults(plugin_manager=pm)
     for child in _subcommands(parser):
         if id(child) in stand_ins:
             continue

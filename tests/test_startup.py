@@ -48,18 +48,23 @@ import threading
 started = []
 start = threading.Thread.start
 threading.Thread.start = lambda thread: started.append(thread.name) or start(thread)
+import gateway.plugins
+managers = []
+init = gateway.plugins.PluginManager.__init__
+gateway.plugins.PluginManager.__init__ = lambda pm: managers.append(pm) or init(pm)
 from gateway.cli import main
 code = main(['--config', sys.argv[1], 'query', '--format', 'csv', 'SELECT a, b FROM trips'])
 print(code, file=sys.stderr)
 print(' '.join(sorted(set(sys.modules) - before)), file=sys.stderr)
 print(' '.join(started), file=sys.stderr)
+print(len(managers), file=sys.stderr)
 """
 
 
 @pytest.fixture(scope="module")
 def one_row_query(tmp_path_factory):
-    """(modules, names of the threads started) of a process that ran a one-row csv
-    ``arrowgate query``."""
+    """(modules, names of the threads started, plugin managers built) of a process that
+    ran a one-row csv ``arrowgate query``."""
     folder = tmp_path_factory.mktemp("one_row")
     (folder / "one.csv").write_text("a,b\n1,x\n")
     config = folder / "arrowgate.toml"
@@ -68,9 +73,9 @@ def one_row_query(tmp_path_factory):
     done = subprocess.run([sys.executable, "-c", ONE_ROW_QUERY, str(config)],
                           capture_output=True, text=True, check=True, cwd=folder)
     assert done.stdout.splitlines() == ["a,b", '1,"x"']
-    code, modules, threads = done.stderr.splitlines()[-3:]
+    code, modules, threads, managers = done.stderr.splitlines()[-4:]
     assert code == "0"
-    return set(modules.split()), threads.split()
+    return set(modules.split()), threads.split(), int(managers)
 
 
 @pytest.mark.parametrize("module", [
@@ -84,13 +89,18 @@ def one_row_query(tmp_path_factory):
     "shutil",  # argparse's formatters are given the terminal's width (gateway.commands)
 ])
 def test_a_one_row_query_does_not_import(one_row_query, module):
-    modules, _ = one_row_query
+    modules, _, _ = one_row_query
     assert module not in modules
 
 
 def test_a_one_row_query_starts_no_scanner_thread(one_row_query):
-    _, threads = one_row_query
+    _, threads, _ = one_row_query
     assert threads == ["start-csv"]  # the engine's start (gateway.core), no scanner
+
+
+def test_a_one_row_query_loads_the_plugins_once(one_row_query):
+    _, _, managers = one_row_query
+    assert managers == 1  # the parser's, handed to the gateway (gateway.commands.open_gateway)
 
 
 def test_importing_the_errors_imports_no_url_parser():
