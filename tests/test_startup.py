@@ -32,6 +32,25 @@ def test_a_lazy_module_is_imported_on_first_use_only():
     assert python_says(code) == ["False", "True", "True"]
 
 
+def test_a_lazy_pattern_is_compiled_on_first_use_only():
+    code = ("import re\n"
+            "from gateway.startup import LazyPattern\n"
+            "word = LazyPattern(r'(?P<w>[a-z]+)-zz', re.I)\n"
+            "print('match' in vars(word), word.pattern)\n"
+            "print(word.match('Ab-ZZ')['w'], word.fullmatch('a-b'), word.sub('x', 'q-zz!'))\n"
+            "print(vars(word)['match'].__self__ is vars(word)['sub'].__self__)\n")
+    assert python_says(code) == ["False", "(?P<w>[a-z]+)-zz", "Ab", "None", "x!", "True"]
+
+
+def test_importing_the_csv_layout_compiles_none_of_its_patterns():
+    # the sniffer's reference patterns and those of rare files: a one-row file needs none
+    code = ("import re, gateway.startup, gateway_csv.dialect, csv\n"
+            "before = len(re._cache)\n"
+            "import gateway_csv.layout\n"
+            "print(len(re._cache) - before)\n")
+    assert python_says(code) == ["0"]
+
+
 def test_the_console_script_raises_the_collectors_first_threshold():
     code = ("import gc, sys, gateway.cli\n"
             "gateway.cli.main = lambda: print(gc.get_threshold()[0]) or 0\n"
