@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from gateway.config import EngineConfig, GatewayConfig, load_config
-from gateway.engine import CatalogColumn, Engine, SchemaRef, TableRef
+from gateway.engine import Engine
 from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
 from gateway.handles import RunningQuery
 from gateway.plugins import PluginManager, build_plugin_manager, engine_types
@@ -20,6 +20,7 @@ from gateway.session import Session
 from gateway.statement import LOCAL, Pipeline, Principal, Statement
 
 if TYPE_CHECKING:
+    from gateway.catalog import CatalogColumn, SchemaRef, TableRef
     from gateway.shadow import ShadowSettings
 
 

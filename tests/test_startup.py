@@ -124,6 +124,15 @@ def test_a_one_row_query_loads_the_plugins_once(one_row_query):
     assert managers == 1  # the parser's, handed to the gateway (gateway.commands.open_gateway)
 
 
+def test_the_engine_contract_names_the_catalog_rows_without_making_them():
+    # (a one-row query in the dev venv imports them: the example outside plugin does)
+    code = ("import sys, gateway.engine as e\n"
+            "print('gateway.catalog' in sys.modules)\n"
+            "from gateway.engine import CatalogColumn, SchemaRef, TableRef\n"
+            "print(SchemaRef('c', 's') < SchemaRef('c', 't'), TableRef.__module__)\n")
+    assert python_says(code) == ["False", "True", "gateway.catalog"]
+
+
 def test_importing_the_errors_imports_no_url_parser():
     # gateway.masking URL-encodes a secret only when one is masked (the dev venv's
     # editable-install finder imports urllib.parse at start, hence the pop)

@@ -8,13 +8,14 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gateway.engine import CatalogColumn, Engine, EngineResult, EngineSession, Option
+from gateway.engine import Engine, EngineResult, EngineSession, Option
 from gateway.errors import EngineConnectionError, GatewayError, QueryError, Unsupported
 from gateway.sources import Source
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.catalog import CatalogColumn
     from gateway.handles import QueryHandle
     from gateway_csv.layout import Layout
     from gateway_csv.scan import Scanner, ScanPool
@@ -390,6 +391,7 @@ class CsvEngine(Engine):
         return EngineResult(reader, notes)
 
     def catalog(self) -> list[CatalogColumn]:
+        from gateway.catalog import CatalogColumn
         from gateway_csv.columns import arrow_type
         from gateway_csv.opening import open_csv
 
