@@ -55,10 +55,11 @@ def build_parser(plugins: Iterable[object] = (), *,
     ``plugins`` are registered beside the installed ones (as in
     :func:`gateway.connect`). ``command``, a core command module's name
     (:data:`COMMANDS`), builds that module's commands alone: the other core
-    commands are bare stand-ins (their modules not imported), there for the
-    plugins' hook to find as it would the real ones, so the parser reads the
-    arguments of the command :func:`invoked_command` found as the whole parser
-    does.
+    commands, and those of the built-in plugins that do not extend it
+    (:data:`gateway.plugins.BUILT_IN_COMMANDS`), are bare stand-ins (their
+    modules not imported), there for the other plugins' hook to find as it
+    would the real ones, so the parser reads the arguments of the command
+    :func:`invoked_command` found as the whole parser does.
 
     The parsed arguments carry the plugin manager built here as
     ``plugin_manager``, so the gateway a command opens
@@ -69,7 +70,7 @@ def build_parser(plugins: Iterable[object] = (), *,
             already taken, a command to extend that does not exist).
     """
     from gateway import __version__
-    from gateway.plugins import build_plugin_manager
+    from gateway.plugins import BUILT_IN_COMMANDS, build_plugin_manager
 
     parser = Parser(
         prog="arrowgate",
@@ -86,8 +87,20 @@ def build_parser(plugins: Iterable[object] = (), *,
         else:
             stand_ins.update(id(sub.add_parser(n, add_help=False)) for n in COMMAND_NAMES[name])
     pm = build_plugin_manager(plugins)  # its own errors (ARROWGATE_PLUGINS) say what is wrong
+    register = pm.hook.arrowgate_register_commands
+    if command is not None:
+        # a built-in plugin whose commands neither are nor extend this one is not asked
+        # (importing its commands' module and building their parsers took a one-row
+        # query 1 ms): its commands are stand-ins too
+        idle = [name for name, names in BUILT_IN_COMMANDS.items()
+                if name in pm.on_demand and command not in names]
+        for name in idle:
+            stand_ins.update(id(sub.add_parser(n, add_help=False))
+                             for n in BUILT_IN_COMMANDS[name] if n not in sub.choices)
+        register = pm.subset_hook_caller("arrowgate_register_commands",
+                                         [pm.get_plugin(name) for name in idle])
     try:
-        pm.hook.arrowgate_register_commands(subparsers=sub)
+        register(subparsers=sub)
     except Exception as exc:  # a plugin's bug must not make every command a traceback
         raise ConfigError(f"a plugin failed to add its commands: {type(exc).__name__}: {exc}",
                           hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
