@@ -341,8 +341,8 @@ class CsvEngine(Engine):
     def _project(self, shape: Projection, stop: Stop | None) -> EngineResult | None:
         """A projection's answer without the planner; None when the planner must say why
         it has none (a column the files lack)."""
-        from gateway_csv.native import column_types
         from gateway_csv.shape import batches
+        from gateway_csv.typenames import column_types
 
         scanners = self._open(shape.table, False, stop)
         try:
