@@ -113,17 +113,28 @@ def test_invoked_command(argv, module):
 
 @pytest.mark.parametrize("module", COMMANDS)
 def test_a_parser_built_for_one_command_reads_it_as_the_whole_parser_does(module):
-    whole, alone = commands(build_parser()), commands(build_parser(command=module))
+    # (an outside plugin adding commands: the others are stand-ins for it to find)
+    whole = commands(build_parser(plugins=[Greeter()]))
+    alone = commands(build_parser(plugins=[Greeter()], command=module))
     assert set(alone) == set(whole)
     for name in COMMAND_NAMES[module]:
         assert alone[name].format_help() == whole[name].format_help()
     core = {name for names in COMMAND_NAMES.values() for name in names}
-    others = [c for c in whole if c not in core]
+    others = [c for c in whole if c not in core and c != "hello"]
     assert others == ["lake", "lakebench"]
     # the built-in plugins' commands are stand-ins (an outside plugin's are built whole:
     # test_a_plugin_meets_the_other_commands_stand_ins_as_it_would_the_commands)
     assert [alone[c].get_default("run") for c in others] == [None, None]
     assert all(whole[c].get_default("run") is not None for c in others)
+
+
+@pytest.mark.parametrize("module", [m for m in COMMANDS if m != "engines"])  # duckdb extends it
+def test_a_parser_for_one_command_makes_no_stand_ins_when_no_other_plugin_adds_commands(module):
+    whole, alone = commands(build_parser()), commands(build_parser(command=module))
+    names = set(COMMAND_NAMES[module])
+    assert set(alone) == names
+    assert [alone[name].format_help() for name in sorted(names)] == \
+        [whole[name].format_help() for name in sorted(names)]
 
 
 def test_the_built_in_plugins_commands_are_the_ones_declared():
