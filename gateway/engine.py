@@ -25,9 +25,20 @@ from gateway.sql.patterns import like_matcher
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.catalog import CatalogColumn, SchemaRef, TableRef
     from gateway.errors import GatewayError
     from gateway.handles import QueryHandle
     from gateway.sources import Source
+
+
+def __getattr__(name: str) -> Any:
+    # The catalog tree's rows are defined in gateway.catalog, imported on first use: a
+    # query needs none, and three dataclasses (two ordered) took 1-2 ms to make
+    if name in ("CatalogColumn", "SchemaRef", "TableRef"):
+        from gateway import catalog
+
+        return getattr(catalog, name)
+    raise AttributeError(f"module 'gateway.engine' has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -70,41 +81,6 @@ COMMON_OPTIONS: Mapping[str, Option] = {
                               help="seconds the engine may take to start before its queries "
                                    "fail (other engines are never held up)"),
 }
-
-
-@dataclass(frozen=True)
-class CatalogColumn:
-    """One column of one table an engine can query.
-
-    ``catalog`` is the database the table lives in (DuckDB's attached
-    database, PostgreSQL's database); engines without that level leave it "".
-    """
-
-    schema: str
-    table: str
-    column: str
-    type: pa.DataType
-    nullable: bool = True
-    table_type: str = "TABLE"
-    catalog: str = ""
-
-
-@dataclass(frozen=True, order=True)
-class SchemaRef:
-    """One schema of the catalog tree (:meth:`Engine.schemas`)."""
-
-    catalog: str
-    schema: str
-
-
-@dataclass(frozen=True, order=True)
-class TableRef:
-    """One table or view of the catalog tree (:meth:`Engine.tables`)."""
-
-    catalog: str
-    schema: str
-    table: str
-    table_type: str = "TABLE"
 
 
 @dataclass
@@ -314,6 +290,8 @@ class Engine:
     def schemas(self, catalog: str | None = None, pattern: str | None = None) -> list[SchemaRef]:
         """The schemas of ``catalog`` (every catalog when None) whose name is LIKE ``pattern``."""
         match = like_matcher(pattern)
+        from gateway.catalog import SchemaRef
+
         found = {SchemaRef(c.catalog, c.schema) for c in self.catalog()
                  if (catalog is None or c.catalog == catalog) and match(c.schema)}
         return sorted(found)
@@ -322,6 +300,8 @@ class Engine:
                pattern: str | None = None, types: Sequence[str] | None = None) -> list[TableRef]:
         """The tables and views matching the filters (``types``: e.g. ``["TABLE", "VIEW"]``)."""
         match = like_matcher(pattern)
+        from gateway.catalog import TableRef
+
         found = {TableRef(c.catalog, c.schema, c.table, c.table_type) for c in self.catalog()
                  if (catalog is None or c.catalog == catalog)
                  and (schema is None or c.schema == schema) and match(c.table)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.engine import EngineResult
 from gateway.errors import GatewayError, QueryError, Unsupported
-from gateway.sql.kinds import state_needed, transaction_change
 from gateway.statement import LOCAL, Principal, Statement
 
 if TYPE_CHECKING:
@@ -165,6 +164,8 @@ class Session:
         self._current = weakref.ref(result)
         if self._one_shot:
             return  # one statement, then closed: no state to note
+        from gateway.sql.kinds import state_needed, transaction_change
+
         ends = transaction_change(sql)
         if ends is not None:
             self.in_transaction = ends == "begin"
@@ -173,6 +174,10 @@ class Session:
             self.settings_sql.append(sql)
 
     def _check_state(self, sql: str) -> None:
+        # (gateway.sql.kinds, its patterns, is imported by the first statement that asks: a
+        # one-shot statement of a local user never does)
+        from gateway.sql.kinds import state_needed
+
         needed = state_needed(sql)
         if needed is not None and needed[0] not in self.keeps:
             cfg = self.gw.engine_config(self.engine)

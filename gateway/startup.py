@@ -63,6 +63,48 @@ And six more (docs/benchmarks.md, "Start-up (issue 23), branch start23"):
   width, so that none imports ``shutil`` (with ``bz2``, ``lzma``, ``fnmatch``:
   3-4 ms), and :mod:`gateway.masking` imports ``urllib.parse`` (2-3 ms, with
   ``ipaddress``) only to mask a secret (``-X importtime``, 2026-12-01).
+
+And more on branch start23b (2026-12-01, CPU milliseconds of the steps of a
+one-row ``arrowgate query`` in the runtime install, medians of 15 fresh
+processes alternated with main's, load average 4-6):
+
+- :func:`gateway.cli.build_parser` hands its plugin manager to the gateway
+  the command opens (:func:`gateway.commands.open_gateway`), which loaded
+  every plugin a second time: 1.3-1.8 ms (opening the gateway: 2.2-3.0 to
+  0.9-1.2).
+- :mod:`gateway_csv.shape_aggregation`: the aggregations read without the
+  planner left :mod:`gateway_csv.shape`, so a projection imports neither
+  them nor the fused scan, :mod:`gateway_csv.temporal` and
+  :mod:`gateway_csv.naming` (7 dataclasses, 2 patterns); and the projection's
+  patterns match in ASCII (``re.ASCII``), which compiles them in a third of
+  the time Unicode's case folding takes: 3.9-4.8 ms (the engine's start and
+  the statement: 15.5-19.2 to 10.7-15.3).
+- :class:`LazyPattern`: the csv sniffer's 21 patterns (its reference shapes
+  and those of rare files: :mod:`gateway_csv.layout`), ``query -p``'s and
+  ``engines install``'s are compiled on first use: 1.2-1.8 ms (load average
+  1.7: the engine's start 6.8 to 5.2, the query command's import 0.6 to 0.4).
+- :mod:`gateway.catalog`: the catalog tree's rows (``CatalogColumn``,
+  ``SchemaRef``, ``TableRef``), which :mod:`gateway.engine` names on first
+  use: 1.2-1.5 ms (load average 2: importing gateway.plugins 5.4-5.9 to
+  4.2-4.4).
+- :func:`gateway.cli.build_parser` asks a built-in plugin to add its commands
+  only when they extend the invoked core command
+  (:data:`gateway.plugins.BUILT_IN_COMMANDS`); the others' are stand-ins: the
+  ducklake and duckdb plugins' command modules and four parsers, 0.9-1.6 ms
+  (load average 5.5: building the parser 8.1-9.3 to 4.2-4.7, less ``pathlib``,
+  which the configuration's import now pays: 6.9-8.4 to 9.9-11.4).
+- :mod:`gateway_csv.typenames`: DuckDB's type names of a file's columns and
+  their Arrow types left :mod:`gateway_csv.native`, so a projection does not
+  build the table of the engine's ~260 operations: 0.8-1.2 ms (load average
+  5.4: the statement 1.9-2.8 to 1.1-1.6).
+- :mod:`gateway.session` imports :mod:`gateway.sql.kinds` (its patterns)
+  when a statement may change a session's state; a one-shot statement of the
+  local user never does: 0.9-1.5 ms (load average 3.5: importing the config
+  and the core 10.0-13.1 to 8.5-12.2).
+- :func:`gateway.cli.build_parser` makes the stand-ins of the commands not
+  invoked only when a plugin left to ask adds commands (an outside one, or
+  the duckdb plugin for ``engines``): 12 parsers fewer, 0.7-0.9 ms (load
+  average 5.2: building the parser 4.1-4.6 to 3.4-3.7).
 """
 
 from __future__ import annotations
@@ -71,6 +113,7 @@ import contextlib
 import gc
 import importlib
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -157,6 +200,26 @@ class LazyModule:
         if self._module is None:
             self._module = importlib.import_module(self._name)
         return getattr(self._module, attr)
+
+
+class LazyPattern:
+    """A regular expression compiled on its first use: ``WORD = LazyPattern(r"[a-z]+", re.I)``
+    matches, searches and substitutes as ``re.compile(r"[a-z]+", re.I)`` does.
+
+    After the first use its methods are the compiled pattern's own, so a match
+    costs what one of ``re.compile``'s does.
+    """
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self.pattern = pattern
+        self._flags = flags
+
+    def __getattr__(self, attr: str) -> Any:
+        compiled = re.compile(self.pattern, self._flags)
+        for name in ("match", "fullmatch", "search", "finditer", "findall", "sub", "subn",
+                     "split", "flags", "groups", "groupindex"):
+            setattr(self, name, getattr(compiled, name))  # found from now on without this
+        return getattr(compiled, attr)
 
 
 def sort_functions() -> tuple[Any, Any]:

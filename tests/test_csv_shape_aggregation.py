@@ -1,4 +1,4 @@
-"""The csv engine's aggregations read without the planner (gateway_csv.shape.aggregation)
+"""The csv engine's aggregations read without the planner (gateway_csv.shape_aggregation.aggregation)
 answer as the planner does: the same reading, answers, names, types and errors, and
 sqlglot never imported by csvql's four benchmark queries."""
 
@@ -18,7 +18,8 @@ from sqlglot import exp
 import gateway
 from bench.taxi import CSVQL_QUERIES
 from gateway_csv import query as q
-from gateway_csv.shape import RESERVED, Aggregation, Term, aggregation
+from gateway_csv.shape import RESERVED
+from gateway_csv.shape_aggregation import Aggregation, Term, aggregation
 from tests.csv_support import assert_same, gateway_for, write
 from tests.test_csv_shape import PLANNER, _words
 

@@ -113,14 +113,62 @@ def test_invoked_command(argv, module):
 
 @pytest.mark.parametrize("module", COMMANDS)
 def test_a_parser_built_for_one_command_reads_it_as_the_whole_parser_does(module):
-    whole, alone = commands(build_parser()), commands(build_parser(command=module))
+    # (an outside plugin adding commands: the others are stand-ins for it to find)
+    whole = commands(build_parser(plugins=[Greeter()]))
+    alone = commands(build_parser(plugins=[Greeter()], command=module))
     assert set(alone) == set(whole)
     for name in COMMAND_NAMES[module]:
         assert alone[name].format_help() == whole[name].format_help()
     core = {name for names in COMMAND_NAMES.values() for name in names}
-    others = [c for c in whole if c not in core]
-    assert others == ["lake", "lakebench"]  # plugins' commands are built whole
-    assert [alone[c].format_help() for c in others] == [whole[c].format_help() for c in others]
+    others = [c for c in whole if c not in core and c != "hello"]
+    assert others == ["lake", "lakebench"]
+    # the built-in plugins' commands are stand-ins (an outside plugin's are built whole:
+    # test_a_plugin_meets_the_other_commands_stand_ins_as_it_would_the_commands)
+    assert [alone[c].get_default("run") for c in others] == [None, None]
+    assert all(whole[c].get_default("run") is not None for c in others)
+
+
+@pytest.mark.parametrize("module", [m for m in COMMANDS if m != "engines"])  # duckdb extends it
+def test_a_parser_for_one_command_makes_no_stand_ins_when_no_other_plugin_adds_commands(module):
+    whole, alone = commands(build_parser()), commands(build_parser(command=module))
+    names = set(COMMAND_NAMES[module])
+    assert set(alone) == names
+    assert [alone[name].format_help() for name in sorted(names)] == \
+        [whole[name].format_help() for name in sorted(names)]
+
+
+def test_the_built_in_plugins_commands_are_the_ones_declared():
+    """BUILT_IN_COMMANDS names what each built-in plugin's hook adds or changes."""
+    from gateway.commands import Parser
+    from gateway.plugins import BUILT_IN, BUILT_IN_COMMANDS
+
+    touched = {}
+    for name, module in BUILT_IN.items():
+        register = getattr(__import__(module), "arrowgate_register_commands", None)
+        parser = Parser(prog="arrowgate")
+        sub = parser.add_subparsers(dest="command")
+        for names in COMMAND_NAMES.values():
+            for command in names:
+                sub.add_parser(command, add_help=False)
+        before = {c: p.format_help() for c, p in sub.choices.items()}
+        if register is not None:
+            register(subparsers=sub)
+        found = tuple(c for c, p in sub.choices.items() if before.get(c) != p.format_help())
+        if found:
+            touched[name] = found
+    assert touched == BUILT_IN_COMMANDS
+
+
+def test_a_core_command_alone_asks_no_built_in_plugin_that_does_not_extend_it():
+    code = ("import sys\n"
+            "from gateway.cli import build_parser\n"
+            "build_parser(command='query')\n"
+            "print(sorted(m for m in sys.modules if m.startswith('gateway_') and '.commands' in m))\n"
+            "build_parser(command='engines')  # the duckdb plugin adds `engines install`\n"
+            "print(sorted(m for m in sys.modules if m.startswith('gateway_') and '.commands' in m))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines() == ["[]", "['gateway_duckdb.commands']"]
 
 
 def test_a_plugin_meets_the_other_commands_stand_ins_as_it_would_the_commands():

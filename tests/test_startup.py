@@ -32,6 +32,25 @@ def test_a_lazy_module_is_imported_on_first_use_only():
     assert python_says(code) == ["False", "True", "True"]
 
 
+def test_a_lazy_pattern_is_compiled_on_first_use_only():
+    code = ("import re\n"
+            "from gateway.startup import LazyPattern\n"
+            "word = LazyPattern(r'(?P<w>[a-z]+)-zz', re.I)\n"
+            "print('match' in vars(word), word.pattern)\n"
+            "print(word.match('Ab-ZZ')['w'], word.fullmatch('a-b'), word.sub('x', 'q-zz!'))\n"
+            "print(vars(word)['match'].__self__ is vars(word)['sub'].__self__)\n")
+    assert python_says(code) == ["False", "(?P<w>[a-z]+)-zz", "Ab", "None", "x!", "True"]
+
+
+def test_importing_the_csv_layout_compiles_none_of_its_patterns():
+    # the sniffer's reference patterns and those of rare files: a one-row file needs none
+    code = ("import re, gateway.startup, gateway_csv.dialect, csv\n"
+            "before = len(re._cache)\n"
+            "import gateway_csv.layout\n"
+            "print(len(re._cache) - before)\n")
+    assert python_says(code) == ["0"]
+
+
 def test_the_console_script_raises_the_collectors_first_threshold():
     code = ("import gc, sys, gateway.cli\n"
             "gateway.cli.main = lambda: print(gc.get_threshold()[0]) or 0\n"
@@ -48,18 +67,23 @@ import threading
 started = []
 start = threading.Thread.start
 threading.Thread.start = lambda thread: started.append(thread.name) or start(thread)
+import gateway.plugins
+managers = []
+init = gateway.plugins.PluginManager.__init__
+gateway.plugins.PluginManager.__init__ = lambda pm: managers.append(pm) or init(pm)
 from gateway.cli import main
 code = main(['--config', sys.argv[1], 'query', '--format', 'csv', 'SELECT a, b FROM trips'])
 print(code, file=sys.stderr)
 print(' '.join(sorted(set(sys.modules) - before)), file=sys.stderr)
 print(' '.join(started), file=sys.stderr)
+print(len(managers), file=sys.stderr)
 """
 
 
 @pytest.fixture(scope="module")
 def one_row_query(tmp_path_factory):
-    """(modules, names of the threads started) of a process that ran a one-row csv
-    ``arrowgate query``."""
+    """(modules, names of the threads started, plugin managers built) of a process that
+    ran a one-row csv ``arrowgate query``."""
     folder = tmp_path_factory.mktemp("one_row")
     (folder / "one.csv").write_text("a,b\n1,x\n")
     config = folder / "arrowgate.toml"
@@ -68,9 +92,9 @@ def one_row_query(tmp_path_factory):
     done = subprocess.run([sys.executable, "-c", ONE_ROW_QUERY, str(config)],
                           capture_output=True, text=True, check=True, cwd=folder)
     assert done.stdout.splitlines() == ["a,b", '1,"x"']
-    code, modules, threads = done.stderr.splitlines()[-3:]
+    code, modules, threads, managers = done.stderr.splitlines()[-4:]
     assert code == "0"
-    return set(modules.split()), threads.split()
+    return set(modules.split()), threads.split(), int(managers)
 
 
 @pytest.mark.parametrize("module", [
@@ -82,15 +106,33 @@ def one_row_query(tmp_path_factory):
     "json",  # the ducklake plugin's commands, the layout cache's key, csv output
     "glob",  # a source of one file
     "shutil",  # argparse's formatters are given the terminal's width (gateway.commands)
+    # the aggregations read without the planner, and the fused scan: a projection needs neither
+    "gateway_csv.shape_aggregation", "gateway_csv.fused",
+    "gateway_csv.native",  # the operations' table: a projection needs only the type names
+    "gateway.sql.kinds",  # a one-shot statement of the local user changes no session state
 ])
 def test_a_one_row_query_does_not_import(one_row_query, module):
-    modules, _ = one_row_query
+    modules, _, _ = one_row_query
     assert module not in modules
 
 
 def test_a_one_row_query_starts_no_scanner_thread(one_row_query):
-    _, threads = one_row_query
+    _, threads, _ = one_row_query
     assert threads == ["start-csv"]  # the engine's start (gateway.core), no scanner
+
+
+def test_a_one_row_query_loads_the_plugins_once(one_row_query):
+    _, _, managers = one_row_query
+    assert managers == 1  # the parser's, handed to the gateway (gateway.commands.open_gateway)
+
+
+def test_the_engine_contract_names_the_catalog_rows_without_making_them():
+    # (a one-row query in the dev venv imports them: the example outside plugin does)
+    code = ("import sys, gateway.engine as e\n"
+            "print('gateway.catalog' in sys.modules)\n"
+            "from gateway.engine import CatalogColumn, SchemaRef, TableRef\n"
+            "print(SchemaRef('c', 's') < SchemaRef('c', 't'), TableRef.__module__)\n")
+    assert python_says(code) == ["False", "True", "gateway.catalog"]
 
 
 def test_importing_the_errors_imports_no_url_parser():

@@ -96,11 +96,13 @@ def add_action(sub: Any, command: str, name: str, *, help: str, description: str
 
 
 def open_gateway(args: argparse.Namespace) -> Gateway:
-    """The gateway for ``--config`` (or ``$ARROWGATE_CONFIG``, ``./arrowgate.toml``, default)."""
+    """The gateway for ``--config`` (or ``$ARROWGATE_CONFIG``, ``./arrowgate.toml``, default),
+    with the plugin manager :func:`gateway.cli.build_parser` built, when it did."""
     from gateway.config import find_config_path
     from gateway.core import Gateway
 
-    return Gateway(find_config_path(args.config))
+    return Gateway(find_config_path(args.config),
+                   plugin_manager=getattr(args, "plugin_manager", None))
 
 
 def print_rows(header: list[str], rows: list[list[str]]) -> None:

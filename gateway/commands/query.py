@@ -14,6 +14,7 @@ from typing import Any
 from gateway.commands import EXIT_OK, UsageError, add_command, open_gateway
 from gateway.errors import not_utf8
 from gateway.output import BINARY_FORMATS, FORMATS
+from gateway.startup import LazyPattern
 
 
 def register(sub: Any) -> None:
@@ -58,9 +59,10 @@ PARAMETER_TYPES: dict[str, Callable[[str], Any]] = {
     "text": str, "date": date.fromisoformat, "timestamp": datetime.fromisoformat,
     "null": lambda v: None,
 }
-_EXPLICIT = re.compile(r"\A(?P<name>[A-Za-z_]\w*)?:(?P<type>[a-z]+)=(?P<value>.*)\Z", re.S)
-_INTEGER = re.compile(r"\A[-+]?[0-9]+\Z")
-_DECIMAL = re.compile(r"\A[-+]?([0-9]+\.[0-9]*|\.[0-9]+)\Z")
+#: (compiled when a -p is read: most queries have none)
+_EXPLICIT = LazyPattern(r"\A(?P<name>[A-Za-z_]\w*)?:(?P<type>[a-z]+)=(?P<value>.*)\Z", re.S)
+_INTEGER = LazyPattern(r"\A[-+]?[0-9]+\Z")
+_DECIMAL = LazyPattern(r"\A[-+]?([0-9]+\.[0-9]*|\.[0-9]+)\Z")
 
 
 def parameter(text: str) -> Any:

@@ -86,7 +86,7 @@ def answer_table(names: list[str], columns: list[pa.Array], types: list[str] | N
     """The answer's columns, each of DuckDB's Arrow type for it (``types``: the select
     items' DuckDB types; INTEGER constants, HUGEINT sums and zone names differ from
     Arrow's own)."""
-    from gateway_csv.native import arrow_type as duckdb_arrow_type
+    from gateway_csv.typenames import arrow_type as duckdb_arrow_type
 
     columns = list(columns)
     for i, name in enumerate(types or []):

@@ -8,17 +8,19 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gateway.engine import CatalogColumn, Engine, EngineResult, EngineSession, Option
+from gateway.engine import Engine, EngineResult, EngineSession, Option
 from gateway.errors import EngineConnectionError, GatewayError, QueryError, Unsupported
 from gateway.sources import Source
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gateway.catalog import CatalogColumn
     from gateway.handles import QueryHandle
     from gateway_csv.layout import Layout
     from gateway_csv.scan import Scanner, ScanPool
-    from gateway_csv.shape import Aggregation, Projection
+    from gateway_csv.shape import Projection
+    from gateway_csv.shape_aggregation import Aggregation
 
 
 #: polled between scan chunks: true (or raising) stops the query
@@ -74,20 +76,21 @@ class CsvEngine(Engine):
         # pyarrow), so a first query's latency (and a shadow's ratio) is its own;
         # a process that runs one unshadowed statement leaves the planner to the
         # statement, as a projection of columns or a common aggregation
-        # (gateway_csv.shape) needs none.
+        # (gateway_csv.shape, gateway_csv.shape_aggregation) needs none.
         # Sources are sniffed by the first query that reads them: one bad file
         # fails its own queries, never the engine's start.
         from gateway.startup import runs_one_statement
         from gateway_csv import columns, shape  # noqa: F401
 
         if not runs_one_statement():
-            from gateway_csv import query, run  # noqa: F401
+            from gateway_csv import query, run, shape_aggregation  # noqa: F401
 
             query.parse("SELECT 1")
 
     def warm(self) -> None:
         """The planner and pyarrow.compute (60-120 ms to import), which a statement
-        gateway_csv.shape does not read loads on its first use."""
+        gateway_csv.shape and gateway_csv.shape_aggregation do not read loads on its first
+        use."""
         import pyarrow.compute  # noqa: F401
 
         from gateway_csv import query, run  # noqa: F401
@@ -275,7 +278,7 @@ class CsvEngine(Engine):
         if parameters is not None:
             raise Unsupported("query parameters are not supported by the csv engine",
                               engines=("duckdb",))
-        from gateway_csv.shape import aggregation, projection
+        from gateway_csv.shape import projection
 
         shape = projection(sql)
         if shape is not None:
@@ -283,6 +286,8 @@ class CsvEngine(Engine):
             if answer is not None:
                 return answer
         else:
+            from gateway_csv.shape_aggregation import aggregation
+
             grouped = aggregation(sql)
             if grouped is not None:
                 answer = self._aggregate(grouped, stop)
@@ -336,8 +341,8 @@ class CsvEngine(Engine):
     def _project(self, shape: Projection, stop: Stop | None) -> EngineResult | None:
         """A projection's answer without the planner; None when the planner must say why
         it has none (a column the files lack)."""
-        from gateway_csv.native import column_types
         from gateway_csv.shape import batches
+        from gateway_csv.typenames import column_types
 
         scanners = self._open(shape.table, False, stop)
         try:
@@ -354,8 +359,8 @@ class CsvEngine(Engine):
 
     def _aggregate(self, shape: Aggregation, stop: Stop | None) -> EngineResult | None:
         """An aggregation's answer without the planner; None when the planner must judge
-        it (:func:`gateway_csv.shape.aggregated`)."""
-        from gateway_csv.shape import aggregated
+        it (:func:`gateway_csv.shape_aggregation.aggregated`)."""
+        from gateway_csv.shape_aggregation import aggregated
 
         scanners = self._open(shape.table, False, stop)
         try:
@@ -386,6 +391,7 @@ class CsvEngine(Engine):
         return EngineResult(reader, notes)
 
     def catalog(self) -> list[CatalogColumn]:
+        from gateway.catalog import CatalogColumn
         from gateway_csv.columns import arrow_type
         from gateway_csv.opening import open_csv
 

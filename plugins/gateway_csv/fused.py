@@ -5,7 +5,7 @@ a column, a number rounded, a date or timestamp truncated; aggregates: count,
 sum, avg, min and max of a column) and lays out its scan; :func:`run` runs it
 and hands back the keys and aggregates as Arrow arrays. Nothing here imports
 sqlglot: the planner (:func:`gateway_csv.query.fused_aggregate`) and the
-aggregations read without it (:mod:`gateway_csv.shape`) describe their keys and
+aggregations read without it (:mod:`gateway_csv.shape_aggregation`) describe their keys and
 aggregates in these terms, so both take this path for the same statements and
 answer alike.
 """

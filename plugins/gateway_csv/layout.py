@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import ConfigError, QueryError
+from gateway.startup import LazyPattern
 from gateway_csv import dialect
 
 # Kinds shared with _scanner.c, then kinds the scanner reads as text and Arrow
@@ -57,7 +58,7 @@ DATE_FORMATS = ("%m-%d-%Y", "%m-%d-%y", "%d-%m-%Y", "%d-%m-%y", "%Y-%m-%d", "%y-
 TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%m-%d-%Y %I:%M:%S %p", "%m-%d-%y %I:%M:%S %p",
                      "%d-%m-%Y %H:%M:%S", "%d-%m-%y %H:%M:%S", "%Y-%m-%d %H:%M:%S",
                      "%y-%m-%d %H:%M:%S")
-_DATE_SEPARATOR = re.compile(r"[ \t]*[0-9]+([^0-9]+)[0-9]+")
+_DATE_SEPARATOR = LazyPattern(r"[ \t]*[0-9]+([^0-9]+)[0-9]+")
 
 # The shapes the sniffer types values by, in the order it tries them; the sniffer
 # itself asks _scanner.shapes, their C form (shapes_by_regex is the reference it is
@@ -67,13 +68,13 @@ _FLOAT = r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|-?(?:nan|infin
 _DATE = r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]"
 _TIME = r"[ T][0-9][0-9]:[0-9][0-9](?::[0-9][0-9](?:\.[0-9]+)?)?"
 _PATTERNS = [
-    (BOOL, re.compile(r"(?:true|false|t|f|yes|no)", re.I | re.ASCII)),  # not y/n, as DuckDB sniffs
-    (INT, re.compile(_INT)),
-    (FLOAT, re.compile(_FLOAT, re.I | re.ASCII)),
-    (TIME, re.compile(r"[0-9][0-9]:[0-9][0-9](?::[0-9][0-9](?:\.[0-9]+)?)?")),
-    (DATE, re.compile(_DATE)),
-    (TS, re.compile(_DATE + r"(?:" + _TIME + r")?")),
-    (TSTZ, re.compile(_DATE + _TIME + r"(?:Z|[+-][0-9][0-9](?::?[0-9][0-9])?)?")),
+    (BOOL, LazyPattern(r"(?:true|false|t|f|yes|no)", re.I | re.ASCII)),  # not y/n, as DuckDB sniffs
+    (INT, LazyPattern(_INT)),
+    (FLOAT, LazyPattern(_FLOAT, re.I | re.ASCII)),
+    (TIME, LazyPattern(r"[0-9][0-9]:[0-9][0-9](?::[0-9][0-9](?:\.[0-9]+)?)?")),
+    (DATE, LazyPattern(_DATE)),
+    (TS, LazyPattern(_DATE + r"(?:" + _TIME + r")?")),
+    (TSTZ, LazyPattern(_DATE + _TIME + r"(?:Z|[+-][0-9][0-9](?::?[0-9][0-9])?)?")),
 ]
 #: what some value of a sample is (_scanner.shapes' bits past the kinds'): an integer
 #: or decimal with a leading zero (text to DuckDB), an integer of 19 digits or more,
@@ -84,22 +85,22 @@ SH_LEADING_ZERO, SH_WIDE, SH_BLANK_AFTER_DOUBLE, SH_INFINITY, SH_DIGIT_FIRST = \
     (1 << b for b in range(16, 21))
 #: ...and some value that starts as a hexadecimal or binary integer does (``0x1F``, ``0b11``)
 SH_RADIX = 1 << 21
-_DIGIT_FIRST = re.compile(r"[ \t]*[0-9]")
+_DIGIT_FIRST = LazyPattern(r"[ \t]*[0-9]")
 #: the start of a line (a value of a joined sample) that is no integer (blanks around one
 #: are allowed)
-_NOT_INTEGER_LINE = re.compile(r"(?m)^(?![ \t]*-?[0-9]+[ \t]*$)")
-_BLANK_END = re.compile(r"[ \t](?=\n|\Z)")
-_INFINITY = re.compile(r"[ \t]*[-+]?inf(?:inity)?[ \t]*", re.I | re.ASCII)
+_NOT_INTEGER_LINE = LazyPattern(r"(?m)^(?![ \t]*-?[0-9]+[ \t]*$)")
+_BLANK_END = LazyPattern(r"[ \t](?=\n|\Z)")
+_INFINITY = LazyPattern(r"[ \t]*[-+]?inf(?:inity)?[ \t]*", re.I | re.ASCII)
 # what DuckDB's TIME parser may take (3:45, 1:2:3, 24:00:00; not 12:0)
-_LOOSE_TIME = re.compile(r"(?>[ \t]*+[0-9]+:(?:[0-9]+:[0-9]+(?:\.[0-9]*)?|[0-9][0-9])[ \t]*+)")
+_LOOSE_TIME = LazyPattern(r"(?>[ \t]*+[0-9]+:(?:[0-9]+:[0-9]+(?:\.[0-9]*)?|[0-9][0-9])[ \t]*+)")
 # an ISO timestamp and a zone name (UTC, EST, America/New_York), which DuckDB reads
-_NAMED_ZONE = re.compile(r"(?>[ \t]*+[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9](?::[0-9][0-9](?:\.[0-9]+)?)? "
+_NAMED_ZONE = LazyPattern(r"(?>[ \t]*+[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9](?::[0-9][0-9](?:\.[0-9]+)?)? "
                          r"[A-Za-z][A-Za-z0-9_+/-]*+[ \t]*+)")
-_NOT_BLANK = re.compile(r"[^ \r\n]")
-_COMMENT_LINE = re.compile(r"(?m)^#[^\n]*(?:\n|$)")
-_LEADING_ZERO = re.compile(r"(?m)^[ \t]*[+-]?0[0-9]")
-_OTHER_DATE = re.compile(r"(?>[ \t]*+[0-9]{1,4}[-/.][0-9]{1,2}[-/.][0-9]{1,4}[ \t]*+)")
-_OTHER_TIMESTAMP = re.compile(r"(?>[ \t]*+[0-9]{1,4}[-/.][0-9]{1,2}[-/.][0-9]{1,4} [0-9]{1,2}:[0-9][0-9]:[0-9][0-9]"
+_NOT_BLANK = LazyPattern(r"[^ \r\n]")
+_COMMENT_LINE = LazyPattern(r"(?m)^#[^\n]*(?:\n|$)")
+_LEADING_ZERO = LazyPattern(r"(?m)^[ \t]*[+-]?0[0-9]")
+_OTHER_DATE = LazyPattern(r"(?>[ \t]*+[0-9]{1,4}[-/.][0-9]{1,2}[-/.][0-9]{1,4}[ \t]*+)")
+_OTHER_TIMESTAMP = LazyPattern(r"(?>[ \t]*+[0-9]{1,4}[-/.][0-9]{1,2}[-/.][0-9]{1,4} [0-9]{1,2}:[0-9][0-9]:[0-9][0-9]"
                               r"(?: [AaPp][Mm])?[ \t]*+)")
 
 
@@ -983,11 +984,11 @@ def _kinds(columns: list[_Column], null_set: tuple[str, ...]) \
 
 
 #: a value DuckDB's integer cast reads in base 16 or 2 (``0x1F``, ``0b11``)
-_RADIX_START = re.compile(r"(?m)^[ \t]*0[xXbB]")  # (signed, DuckDB's casts refuse it)
+_RADIX_START = LazyPattern(r"(?m)^[ \t]*0[xXbB]")  # (signed, DuckDB's casts refuse it)
 #: a column of such values and decimal integers: DuckDB's sniffer types it BIGINT (or
 #: HUGEINT); looser than DuckDB's own rule (signs, underscores anywhere, blanks after),
 #: so that only a column DuckDB might read as text is ever refused
-_INTEGERS_ANY_RADIX = re.compile(
+_INTEGERS_ANY_RADIX = LazyPattern(
     r"[ \t]*[-+]?(?:[0-9][0-9_]*|0[xX][0-9A-Fa-f_]*|0[bB][01_]*)[ \t]*", re.ASCII)
 
 

@@ -20,15 +20,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pyarrow as pa
+from gateway_csv.typenames import (
+    BIGINT,
+    BOOLEAN,
+    DATE,
+    DECIMAL,
+    DOUBLE,
+    HUGEINT,
+    INTEGER,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    VARCHAR,
+    arrow_type,
+    column_types,
+)
 
-from gateway_csv.layout import BOOL, FLOAT, HUGE, INT, STR, TS, TSTZ, Layout
-from gateway_csv.layout import DATE as DATE_KIND
-from gateway_csv.layout import TIME as TIME_KIND
-
-BOOLEAN, INTEGER, BIGINT, HUGEINT, DOUBLE = "BOOLEAN", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE"
-VARCHAR, DATE, TIMESTAMP, TIMESTAMPTZ, TIME = "VARCHAR", "DATE", "TIMESTAMP", "TIMESTAMPTZ", "TIME"
-DECIMAL = "DECIMAL"
 #: an untyped NULL constant, and a text constant (DuckDB casts it to the other side's type)
 NULL, TEXT = "NULL", "STRING_LITERAL"
 #: a mix DuckDB refuses to bind (text or a time meeting a number): the evaluator raises
@@ -218,26 +225,6 @@ def entry(name: str, args: tuple[str, ...]) -> Native | None:
 def cast_entry(source: str, target: str) -> Native | None:
     """The entry of CAST(source AS target), or None."""
     return _CAST_BY.get((source, target))
-
-
-def column_types(layout: Layout | None) -> dict[str, str]:
-    """DuckDB's type of each column of ``layout`` (lower-case names)."""
-    if layout is None:
-        return {}
-    return {name.lower(): _KIND_TYPES[kind] for name, kind in zip(layout.names, layout.kinds,
-                                                                   strict=True)}
-
-
-_KIND_TYPES = {STR: VARCHAR, INT: BIGINT, FLOAT: DOUBLE, TS: TIMESTAMP, TSTZ: TIMESTAMPTZ,
-               BOOL: BOOLEAN, DATE_KIND: DATE, HUGE: HUGEINT, TIME_KIND: TIME}
-
-
-def arrow_type(name: str) -> pa.DataType | None:
-    """The Arrow type DuckDB's Arrow export gives a type (None: leave the answer's own)."""
-    return {BOOLEAN: pa.bool_(), INTEGER: pa.int32(), BIGINT: pa.int64(),
-            HUGEINT: pa.decimal128(38, 0), DOUBLE: pa.float64(), VARCHAR: pa.string(),
-            DATE: pa.date32(), TIMESTAMP: pa.timestamp("us"),
-            TIMESTAMPTZ: pa.timestamp("us", tz="Etc/UTC"), TIME: pa.time64("us")}.get(name)
 
 
 __all__ = ["FORMATS", "LITERALS", "NATIVE", "PARTS", "UNITS", "Native",

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from sqlglot import exp
 else:
     # used only by the functions reading the planner's nodes (strftime_arguments ...
-    # grain_of): the aggregations read without the planner (gateway_csv.shape) call the
+    # grain_of): the aggregations read without the planner (gateway_csv.shape_aggregation) call the
     # others, and import no sqlglot (see gateway.startup)
     exp = LazyModule("sqlglot.expressions")
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import Any
 
 from gateway.commands import EXIT_OK, UsageError, add_action, print_rows
+from gateway.startup import LazyPattern
 
-_INSTALL_SPEC = re.compile(r"\A(?P<type>[a-z_]+)==(?P<version>\S+)\Z")
+_INSTALL_SPEC = LazyPattern(r"\A(?P<type>[a-z_]+)==(?P<version>\S+)\Z")
 
 
 def register(sub: Any) -> None:
