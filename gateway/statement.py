@@ -36,7 +36,6 @@ from gateway.errors import GatewayError, Overloaded, QueryError, Unsupported
 from gateway.events import QueryEvent
 from gateway.handles import QueryHandle, RunningQuery
 from gateway.result import Result
-from gateway.sql.kinds import explained
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -214,6 +213,7 @@ class Pipeline:
                               f"query ({kind})", name, principal, gw)
         sql = stmt.sql
         if principal.shared:
+            from gateway.sql.kinds import explained
             from gateway.sql.reach import session_scoped
 
             configured = cfg.options.get("settings")
@@ -229,6 +229,7 @@ class Pipeline:
             for text in (sql,) if inner is None else (sql, inner):
                 self._check_shared(text, dialect, engine, name)
         if engine.holds_credentials:
+            from gateway.sql.kinds import explained
             from gateway.sql.reach import server_reach
 
             inner = explained(sql)
