@@ -363,3 +363,19 @@ def test_star_modifiers_and_percent_limits_are_not_ignored(gw, sql):
 def test_a_group_key_in_parentheses_is_the_key(gw):
     """GROUP BY (s) failed with "column 's' must appear in the GROUP BY clause"."""
     assert_same(gw, "SELECT s, count(*) AS n FROM t GROUP BY (s) ORDER BY s")
+
+
+@pytest.mark.parametrize("sql", [
+    "\u017fELECT i FROM t ORDER BY i",  # ſELECT: sqlglot read SELECT, DuckDB refuses it
+    "SELECT \u017fum(i) AS x FROM t",  # ſum
+    "SELECT i FROM t cro\u00df JOIN t AS u ORDER BY i LIMIT 1",  # croß: an alias to DuckDB
+])
+def test_a_word_python_folds_to_a_keyword_is_not_read_as_one(gw, sql):
+    """sqlglot upper-cases words to find keywords and functions, and Python folds ſ to S,
+    ı to I and ß to SS: the csv engine answered ſELECT, which DuckDB refuses."""
+    with pytest.raises(Unsupported):
+        gw.execute(sql, engine="csv").to_arrow()
+
+
+def test_a_name_with_a_folding_letter_still_works(gw):
+    assert_same(gw, "SELECT i AS Stra\u00dfe FROM t ORDER BY i")

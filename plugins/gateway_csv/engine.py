@@ -278,6 +278,8 @@ class CsvEngine(Engine):
         if parameters is not None:
             raise Unsupported("query parameters are not supported by the csv engine",
                               engines=("duckdb",))
+        if not sql.isascii():
+            _refuse_folding_letters(sql)
         from gateway_csv.shape import projection
 
         shape = projection(sql)
@@ -447,6 +449,26 @@ def _name_columns(query: Any, sql: str, layout: Layout | None) -> None:
                           engines=("duckdb",))
     for i in query.unnamed:
         query.items[i] = (names[i], query.items[i][1])
+
+
+def _refuse_folding_letters(sql: str) -> None:
+    """Refuse a statement with a word, outside quotes, that Python's upper-casing makes an
+    ASCII keyword or function name (SELECT with U+017F for its S, INNER with U+0131 for
+    its I, sum with U+017F): sqlglot reads it as one, where DuckDB's parser takes it for
+    a name or refuses it."""
+    import re
+
+    from gateway_csv.naming import KEYWORDS
+
+    bare = re.sub(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", "", sql)
+    for found in re.finditer(r"[^\W\d][\w$]*(\s*\()?", bare):
+        word = found.group(0).rstrip("( \t\r\n")
+        folded = word.upper()
+        if not word.isascii() and folded.isascii() and \
+                (folded.lower() in KEYWORDS or found.group(1)):
+            raise Unsupported(f"the csv engine does not read SQL holding {word!r} outside "
+                              f"quotes, which its parser reads as {folded} and DuckDB's does "
+                              "not", engines=("duckdb",))
 
 
 def refuse_special(path: str) -> None:
