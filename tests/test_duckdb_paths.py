@@ -269,6 +269,27 @@ def test_cli_runs_statements_and_reports_errors_and_refuses_parameters(tmp_path)
         engine.close()
 
 
+@pytest.mark.parametrize("sql", [
+    "CREATE TABLE t (a INT);\n.shell touch {marker}",
+    "CREATE TABLE t (a INT)\n;\n  .system touch {marker}",
+    ".shell touch {marker}",
+    "SELECT 1 AS a\n)));\n.shell touch {marker}\nSELECT (((1",
+])
+def test_cli_runs_no_dot_command_a_statement_holds(tmp_path, sql):
+    """The statement is fed to the binary's standard input, where a line starting with a
+    dot after a finished statement is the binary's own command: a Flight user ran a
+    program on the server with "CREATE TABLE t (a INT);\n.shell ..."."""
+    marker = tmp_path / "ran"
+    engine = open_engine({"cli": cli_binary(), "database": str(tmp_path / "c.duckdb")})
+    try:
+        with pytest.raises(QueryError, match="dot commands"):
+            engine.execute(sql.format(marker=marker)).reader.read_all()
+        assert rows(engine, "SELECT 'a.b' AS x") == [{"x": "a.b"}]
+    finally:
+        engine.close()
+    assert not marker.exists()
+
+
 def test_version_path_and_cli_cannot_be_combined():
     with pytest.raises(ConfigError, match="cannot be combined"):
         open_engine({"version": V155, "cli": sys.executable})

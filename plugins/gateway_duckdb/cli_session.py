@@ -42,6 +42,9 @@ _QUERY_START = re.compile(r"^\s*(\(|SELECT\b|WITH\b|FROM\b|VALUES\b|TABLE\b|SHOW
                           r"SUMMARIZE\b|PIVOT\b|UNPIVOT\b)", re.IGNORECASE)
 _LEADING_COMMENTS = re.compile(r"(\s*(--[^\n]*(\n|$)|/\*.*?\*/))*\s*", re.DOTALL)
 _VERSION = re.compile(r"v(\d+\.\d+\.\d+)")
+#: a line the binary reads as one of its dot commands when no statement is pending
+#: (``.shell``/``.system`` run a program, ``.output`` writes a file, ``.read`` runs one)
+_DOT_LINE = re.compile(r"(?m)^[ \t]*\.")
 
 
 def cli_version(binary: str, engine: str) -> str:
@@ -111,6 +114,14 @@ class CliSession:
         return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
 
     def _run(self, sql: str) -> pa.Table:
+        if _DOT_LINE.search(sql):
+            # the statement is fed to the binary's standard input, where a line starting
+            # with a dot after a finished statement is a command of the binary's own:
+            # "CREATE TABLE t (a INT);\n.shell ..." ran a program for a Flight user
+            raise QueryError("a line of the statement starts with '.', which the DuckDB "
+                             "command-line binary would run as one of its dot commands "
+                             "(.shell runs a program)", engine=self.engine, kind="syntax",
+                             hint="join that line to the one before it")
         rows_r, rows_w = os.pipe()
         # Leading comments (a corpus's "-- name: ...") must not hide a query, and
         # a trailing line comment must not swallow the parenthesis that follows
