@@ -272,3 +272,17 @@ def test_no_user_writes_the_lakes_own_catalog(lake, sql):
     assert caught.value.kind == "permission"
     assert lake.execute("SELECT count(*) AS n FROM t", engine="lake",
                         principal=ALICE).to_arrow().to_pylist() == [{"n": 10}]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 1 AS x; {pad} CREATE MACRO lower(x) AS 'pwned'",
+    "CREATE TEMP TABLE mine (a INT); {pad} CREATE VIEW trips AS SELECT 1 AS x",
+])
+def test_an_unreadable_statement_hides_no_change_after_it(gw, sql):
+    """Past gateway.sql.PARSE_LIMIT sqlglot does not read a statement, and the checks read
+    its start only: a change after a long comment went through."""
+    from gateway.sql import PARSE_LIMIT
+
+    sql = sql.format(pad="/* " + "x" * PARSE_LIMIT + " */")
+    _refused(gw, sql)
+    assert _rows(gw, "SELECT lower('A') AS l") == [{"l": "a"}]

@@ -307,6 +307,7 @@ _REFUSED_FUNCTION = re.compile(rf"(?i)(?<![\w$])({_REFUSED_NAMES})\s*\(|\bCALL\s
 #: the log's views, read without parentheses
 _LOG_VIEWS = re.compile(r"(?i)(?<![\w$])(duckdb_logs|duckdb_log_contexts)(?![\w$])")
 _CHANGE_HEAD = re.compile(r"(?is)\A\s*(?:CREATE|ALTER|DROP|COMMENT)\b")
+_CHANGE_WORD = re.compile(r"(?i)\b(?:CREATE|ALTER|DROP|COMMENT|RENAME)\b")
 _TEMPORARY = re.compile(r"(?i)\b(?:TEMP|TEMPORARY)\b")
 _MACRO = re.compile(r"(?i)\b(?:MACRO|FUNCTION)\b")
 
@@ -364,7 +365,11 @@ def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
     for stmt in statements or [None]:
         if stmt is None or isinstance(stmt, exp.Command):
             text = sql if stmt is None else f"{stmt.name} {stmt.expression}"
-            if not _CHANGE_HEAD.match(text) or _TEMPORARY.search(text):
+            # unread, the text may hold several statements: a change anywhere in it counts
+            # ("CREATE TABLE x (...) <syntax sqlglot lacks>; CREATE MACRO lower ...")
+            changes = _CHANGE_HEAD.match(text) if stmt is not None else _CHANGE_WORD.search(text)
+            several = stmt is None and ";" in text.strip().rstrip(";")
+            if not changes or (_TEMPORARY.search(text) and not several):
                 continue
             if _MACRO.search(text):
                 return _macro_refusal()
