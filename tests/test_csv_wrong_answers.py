@@ -366,13 +366,14 @@ def test_a_group_key_in_parentheses_is_the_key(gw):
 
 
 @pytest.mark.parametrize("sql", [
-    "\u017fELECT i FROM t ORDER BY i",  # ſELECT: sqlglot read SELECT, DuckDB refuses it
-    "SELECT \u017fum(i) AS x FROM t",  # ſum
-    "SELECT i FROM t cro\u00df JOIN t AS u ORDER BY i LIMIT 1",  # croß: an alias to DuckDB
+    "\u017fELECT i FROM t ORDER BY i",  # a long s: sqlglot read SELECT, DuckDB refuses it
+    "SELECT \u017fum(i) AS x FROM t",  # sum, with a long s
+    "SELECT i FROM t cro\u00df JOIN t AS u ORDER BY i LIMIT 1",  # CROSS, with an sz: an alias
 ])
 def test_a_word_python_folds_to_a_keyword_is_not_read_as_one(gw, sql):
-    """sqlglot upper-cases words to find keywords and functions, and Python folds ſ to S,
-    ı to I and ß to SS: the csv engine answered ſELECT, which DuckDB refuses."""
+    """sqlglot upper-cases words to find keywords and functions, and Python folds the long
+    s (U+017F) to S, the dotless i to I and the sz to SS: the csv engine answered SELECT
+    spelt with a long s, which DuckDB refuses."""
     with pytest.raises(Unsupported):
         gw.execute(sql, engine="csv").to_arrow()
 
