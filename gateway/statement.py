@@ -247,7 +247,12 @@ class Pipeline:
     def _check_shared(sql: str, dialect: str, engine: Any, name: str) -> None:
         """Step 3 for a user who shares the server: nothing ``sql`` does may change or
         show what the other users reach (gateway.sql.reach)."""
-        from gateway.sql.reach import database_wide, other_sessions, shared_catalog
+        from gateway.sql.reach import (
+            database_wide,
+            other_sessions,
+            shared_catalog,
+            sqlite_pragma,
+        )
 
         sessions = other_sessions(sql)
         if sessions is not None:
@@ -255,6 +260,11 @@ class Pipeline:
                 f"{sessions} shows or acts on other sessions of the engine's server, "
                 "which every user of this service reaches as one role: other users' "
                 "statements", engine=name, kind="permission")
+        pragma = sqlite_pragma(sql, dialect)
+        if pragma is not None:
+            raise GatewayError(f"{pragma} changes the database file every user of this "
+                               "server shares; a pragma may only read here",
+                               engine=name, kind="permission")
         shadowing = shared_catalog(sql, dialect, engine.sources)
         if shadowing is not None:
             raise GatewayError(shadowing, engine=name, kind="permission")

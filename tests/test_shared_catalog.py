@@ -286,3 +286,25 @@ def test_an_unreadable_statement_hides_no_change_after_it(gw, sql):
     sql = sql.format(pad="/* " + "x" * PARSE_LIMIT + " */")
     _refused(gw, sql)
     assert _rows(gw, "SELECT lower('A') AS l") == [{"l": "a"}]
+
+
+# -- a SQLite file -------------------------------------------------------------------------
+@pytest.mark.parametrize("sql", [
+    "PRAGMA writable_schema = 1",
+    "pragma main.journal_mode(OFF)",
+    "SELECT 1; /* then */ PRAGMA user_version = 7",
+    "-- a note\nPRAGMA schema_version = 9",
+])
+def test_no_user_changes_the_sqlite_file_through_a_pragma(tmp_path, sql):
+    """One file is every user's database: PRAGMA writable_schema = 1 let a shared writer
+    rewrite sqlite_master and leave the file unreadable for everyone."""
+    from tests import sql_databases as db
+
+    with gateway.connect({"engines": {"sq": db.adbc_sqlite(tmp_path / "db.sqlite")}}) as gw:
+        gw.execute("CREATE TABLE t (a INTEGER)", engine="sq").to_arrow()
+        with pytest.raises(GatewayError, match="may only read") as caught:
+            gw.execute(sql, engine="sq", principal=ALICE).to_arrow()
+        assert caught.value.kind == "permission"
+        for reading in ("PRAGMA journal_mode", "PRAGMA table_info(t)",
+                        "SELECT * FROM pragma_table_info('t')"):
+            assert gw.execute(reading, engine="sq", principal=ALICE).to_arrow().num_rows == 1

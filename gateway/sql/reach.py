@@ -462,3 +462,28 @@ def other_sessions(sql: str) -> str | None:
     if found is None:
         return None
     return (found.group(1) or found.group(2)).lower()
+
+
+# -- SQLite's pragmas ----------------------------------------------------------------------
+#: SQLite pragmas that take an argument and only read (PRAGMA table_info(t))
+_SQLITE_READ_PRAGMAS = frozenset({
+    "table_info", "table_xinfo", "table_list", "index_info", "index_xinfo", "index_list",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+    "function_list", "module_list", "pragma_list", "collation_list", "database_list",
+    "compile_options",
+})
+_SQLITE_PRAGMA = re.compile(
+    r"(?is)(?:\A|;)(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*PRAGMA\s+(?:[\w$]+\s*\.\s*)?([\w$]+)\s*(=|\()?")
+
+
+def sqlite_pragma(sql: str, dialect: str) -> str | None:
+    """A SQLite pragma in ``sql`` that sets something (``PRAGMA writable_schema = 1``,
+    which lets ``UPDATE sqlite_master`` leave the file unreadable for every user;
+    ``PRAGMA journal_mode = OFF``), or None: one file is every user's database."""
+    if dialect != "sqlite":
+        return None
+    for found in _SQLITE_PRAGMA.finditer(head(sql)):
+        name, sets = found.group(1).lower(), found.group(2)
+        if sets == "=" or (sets == "(" and name not in _SQLITE_READ_PRAGMAS):
+            return f"PRAGMA {name}"
+    return None
