@@ -308,3 +308,18 @@ def test_no_user_changes_the_sqlite_file_through_a_pragma(tmp_path, sql):
         for reading in ("PRAGMA journal_mode", "PRAGMA table_info(t)",
                         "SELECT * FROM pragma_table_info('t')"):
             assert gw.execute(reading, engine="sq", principal=ALICE).to_arrow().num_rows == 1
+
+
+def test_a_query_is_not_parsed_again_for_the_catalog_check(monkeypatch):
+    """Every statement a shared user sends passes shared_catalog: a query naming nothing
+    it guards returns before sqlglot reads it (the service's per-call cost)."""
+    from gateway.sql import kinds
+
+    def unread(*args: Any) -> bool:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(kinds, "is_read", unread)
+    assert reach.shared_catalog("SELECT count(*) FROM trips WHERE x = 'a'", "duckdb",
+                                ["trips"]) is None
+    with pytest.raises(AssertionError, match="parsed"):
+        reach.shared_catalog("DROP VIEW trips", "duckdb", ["trips"])

@@ -343,11 +343,14 @@ def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
             return (f"{word}() changes a setting, as PRAGMA {word} does; use SET SESSION "
                     "where the setting allows it")
         return f"{word} changes or shows what every user of this server shares"
+    names_catalog = re.search(rf"(?i)(?<![\w$]){re.escape(catalog)}(?![\w$])", sql)
+    if not (names_catalog or _CHANGE_WORD.search(sql) or _LAKE_METADATA.search(sql)):
+        return None  # nothing below can refuse it: a query is not parsed again here
     from gateway.sql.kinds import is_read
 
     if is_read(sql, dialect):
         return None
-    if re.search(rf"(?i)(?<![\w$]){re.escape(catalog)}(?![\w$])", sql):
+    if names_catalog:
         return (f"{catalog} is where the configuration mounts the sources; a statement "
                 "may only read it")
     found = _LAKE_METADATA.search(sql)
