@@ -36,6 +36,13 @@ if TYPE_CHECKING:
 
 #: divergences of one category shrunk at most this often (later ones are only counted)
 SHRUNK_PER_CATEGORY = 3
+#: a smaller query replaces the one being shrunk only when it diverges the same way this many
+#: times in a row: an answer that hangs on the engines' scheduling (a LIMIT over groups a
+#: parallel hash table hands out in any order) otherwise shrinks into one that diverges only
+#: sometimes
+CONFIRMATIONS = 2
+#: the shrunk query is judged again this many times; the finding says how often it diverged
+REPLAYS = 5
 
 
 @dataclass
@@ -50,6 +57,9 @@ class Finding:
         after_queries: queries run before it was found (itself included).
         after_seconds: seconds from the start until it was found.
         shrink_seconds: seconds spent shrinking it.
+        reproduced: of :data:`REPLAYS` judgements of the shrunk query after shrinking, how
+            many diverged the same way (fewer than all: the divergence depends on the
+            engines' scheduling, and a replay may pass).
         path: the corpus file it was written to, or None.
     """
 
@@ -60,7 +70,16 @@ class Finding:
     after_queries: int
     after_seconds: float
     shrink_seconds: float
+    reproduced: int = REPLAYS
     path: str | None = None
+
+    @property
+    def flaky(self) -> str:
+        """"" when every replay diverged, else a sentence saying how often one did."""
+        if self.reproduced >= REPLAYS:
+            return ""
+        return (f"diverged in {self.reproduced} of {REPLAYS} replays: the answer depends on "
+                "the engines' scheduling, so a replay may pass")
 
 
 @dataclass
@@ -199,18 +218,25 @@ class DifferentialFuzzer:
         signature = _signature(verdict)
         last: dict[str, Verdict] = {}
 
+        def diverges(sql: str) -> Verdict | None:
+            candidate_verdict = self.judge(sql)
+            return candidate_verdict if _signature(candidate_verdict) == signature else None
+
         def still_fails(candidate: exp.Expr) -> bool:
-            candidate_verdict = self.judge(candidate.sql(dialect))
-            if _signature(candidate_verdict) != signature:
+            sql = candidate.sql(dialect)
+            first = diverges(sql)
+            if first is None or any(diverges(sql) is None for _ in range(CONFIRMATIONS - 1)):
                 return False
-            last["verdict"] = candidate_verdict
+            last["verdict"] = first
             return True
 
         started = time.perf_counter()
         small = shrink(tree, still_fails)
         final = last.get("verdict", verdict)
-        return Finding(final.category, final.message, tree.sql(dialect), small.sql(dialect),
-                       queries, found_at, time.perf_counter() - started)
+        shrunk = small.sql(dialect)
+        reproduced = sum(diverges(shrunk) is not None for _ in range(REPLAYS))
+        return Finding(final.category, final.message, tree.sql(dialect), shrunk,
+                       queries, found_at, time.perf_counter() - started, reproduced)
 
     def write(self, finding: Finding, out_dir: Path) -> Path:
         """Write ``finding`` as a corpus file in ``out_dir``; returns its path."""
@@ -225,6 +251,7 @@ class DifferentialFuzzer:
             + (f" --without {','.join(self.without)}" if self.without else "") + "\n"
             f"-- after {finding.after_queries} queries ({finding.after_seconds:.1f} s): "
             f"{finding.category}: {message}\n"
+            + (f"-- {finding.flaky}\n" if finding.flaky else "") +
             f"-- as generated: {finding.sql}\n"
             f"-- name: {name}\n{finding.shrunk};\n")
         return path

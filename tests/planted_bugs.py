@@ -74,12 +74,19 @@ class PlantedBugEngine(DuckDBEngine):
         "delay": Option((float,), default=0.0, help="seconds every query sleeps first"),
         "limit_from_end": Option((bool,), default=False,
                                  help="a LIMIT without ORDER BY keeps the last rows"),
+        "every_other": Option((bool,), default=False,
+                              help="the bug shows in every other answer only (as one that "
+                                   "hangs on scheduling)"),
     }
+    _answers = 0
 
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
         if self.config["delay"]:
             time.sleep(self.config["delay"])
         bug = self.config["bug"]
+        self._answers += 1
+        if self.config["every_other"] and self._answers % 2 == 0:
+            bug = "none"
         sql = _rewrite(sql, bug)
         keep_last = _limit_without_order(sql) if self.config["limit_from_end"] else None
         if keep_last is not None:

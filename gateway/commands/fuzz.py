@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     def show(finding: Finding) -> None:
         print(f"{finding.category} after {finding.after_queries} queries "
               f"({finding.after_seconds:.1f} s, shrunk in {finding.shrink_seconds:.1f} s): "
-              f"{finding.shrunk}\n  {' '.join(finding.message.split())}\n  -> {finding.path}",
+              f"{finding.shrunk}\n  {' '.join(finding.message.split())}\n"
+              + (f"  {finding.flaky}\n" if finding.flaky else "") + f"  -> {finding.path}",
               flush=True)
 
     without = [name for name in args.without.split(",") if name.strip()]
