@@ -217,4 +217,25 @@ static void mapfile_release(const char *data, int64_t from, int64_t to) {
 #endif
 }
 
+/* Maps the pages of [from, to) of a mapping before they are read, in one call
+ * (Linux 5.14's MADV_POPULATE_READ): reading them otherwise takes a page fault
+ * per 64 KiB. In process, csvql's Q01 on the taxi file took 11% less time at
+ * 1M rows and 8% at 5M (Q02 5%, Q04 2%) with 8 MiB windows, the scan's
+ * release window; 2 MiB windows saved less, 32 MiB ones took 40% longer. Where the call does not exist, or fails (a file cut short: the read
+ * then gets the SIGBUS the scan handles), nothing is done. */
+static void mapfile_populate(const char *data, int64_t from, int64_t to) {
+#if defined(__linux__)
+    if (!data) return;
+    int64_t page = (int64_t)sysconf(_SC_PAGESIZE);
+    int64_t a = from / page * page;
+    if (to <= a) return;
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+    madvise((void *)(data + a), (size_t)(to - a), MADV_POPULATE_READ);
+#else
+    (void)data; (void)from; (void)to;
+#endif
+}
+
 #endif /* GATEWAY_CSV_MAPFILE_H */

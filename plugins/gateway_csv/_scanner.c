@@ -1710,7 +1710,14 @@ static void run_scan(Scan *sc) {
     const char *base = sc->base, *end = base + sc->size;
     const char *p = base + sc->start;
     const char *released = p;
+    const char *populated = p; /* the window's pages are mapped up to here */
     while (p < end && p - base < sc->boundary) {
+        if (p >= populated) { /* map the next window in one call, not a fault per 64 KiB */
+            const char *to = populated + RELEASE_EVERY;
+            if (to > end) to = end;
+            mapfile_populate(base, populated - base, to - base);
+            populated = to;
+        }
         if (sc->limit >= 0 && sc->rows_out >= sc->limit) break;
         const char *row = p;
         if (sc->plan->ncols != 1 && (*p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n'))) {
