@@ -321,6 +321,25 @@ def test_glob_source_reads_every_file(tmp_path):
         assert_same(gw, "SELECT * FROM t")
 
 
+@pytest.mark.parametrize("second", [
+    "a,b\nhello,3\n",       # a's type differs: DuckDB widens it to VARCHAR
+    "a,b\n1.5,2024-01-01\n",  # a DOUBLE, b a DATE
+    "b,a\nz,3\n",           # the columns in another order: DuckDB matches them by name
+])
+def test_files_of_one_source_that_differ_are_left_to_the_fallback(tmp_path, second):
+    # each file is sniffed on its own; pyarrow failed on the second file's values
+    # ("Failed to parse string: 'hello'") or on the schemas ("Schema at index 1 was different")
+    write(tmp_path, "p1.csv", "a,b\n1,x\n2,y\n")
+    write(tmp_path, "p2.csv", second)
+    with gateway_for(tmp_path / "p*.csv") as gw:
+        for sql in ("SELECT * FROM t", "SELECT max(a) AS m FROM t", "SELECT count(*) AS n FROM t"):
+            with pytest.raises(Unsupported, match=r"p2\.csv .*unlike .*p1\.csv") as caught:
+                gw.execute(sql, engine="csv").to_arrow()
+            assert caught.value.engines == ("duckdb",)
+    with gateway_for(tmp_path / "p*.csv", fallback="duck") as gw:
+        assert_same(gw, "SELECT * FROM t ORDER BY ALL")  # the fallback (DuckDB) answers
+
+
 def test_arrow_path_partial_aggregates_merge_correctly(tmp_path, monkeypatch):
     from gateway_csv import run
 

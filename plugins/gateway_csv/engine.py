@@ -33,6 +33,38 @@ def _options_key(options: dict[str, Any]) -> str:
     return repr(sorted(options.items()))
 
 
+def _same_columns(scanners: list[Scanner], engine: str) -> None:
+    """Refuse (Unsupported) a source whose files differ in their columns' names or types.
+
+    Each file is sniffed on its own; the engine answers one schema, the first
+    file's. DuckDB reads such files too, matching columns by name and widening
+    types across them ('1' in one file and 'hello' in another make a VARCHAR):
+    that is its fallback's to answer, not this engine's to fail at (pyarrow's
+    "Failed to parse string" from the second file) or to answer otherwise.
+    """
+    first = scanners[0]
+    want = [n.lower() for n in first.layout.names], first.layout.kinds, first.layout.formats
+    for s in scanners[1:]:
+        names = [n.lower() for n in s.layout.names]
+        if (names, s.layout.kinds, s.layout.formats) == want:
+            continue
+        what = (f"has columns {s.layout.names}, unlike {first.path} ({first.layout.names})"
+                if names != want[0] else
+                f"types its columns {_types(s.layout)}, unlike {first.path} "
+                f"({_types(first.layout)})")
+        raise Unsupported(f"{s.path} {what}: the csv engine answers files of one source "
+                          "only when their columns and types agree", engine=engine,
+                          engines=("duckdb",),
+                          hint="set fallback on the csv engine to a duckdb engine, which "
+                               "matches the files' columns by name and widens their types")
+
+
+def _types(layout: Layout) -> str:
+    from gateway_csv.typenames import kind_type
+
+    return ", ".join(f"{n} {kind_type(k)}" for n, k in zip(layout.names, layout.kinds, strict=True))
+
+
 class CsvEngine(Engine):
     """Queries CSV files with the compiled mmap scanner, in this process."""
 
@@ -230,12 +262,7 @@ class CsvEngine(Engine):
                     file, layout = self._rewritten(path, file, layout, options)
                 scanners.append(Scanner(path, file, layout, self._pool,
                                         self.config["chunk_bytes"], self.name, stop))
-            first = scanners[0].layout
-            for s in scanners[1:]:
-                if [n.lower() for n in s.layout.names] != [n.lower() for n in first.names]:
-                    raise QueryError(f"{s.path} has columns {s.layout.names}, unlike "
-                                     f"{scanners[0].path} ({first.names})",
-                                     hint="every file of a source needs the same header", kind="type")
+            _same_columns(scanners, self.name)
         except BaseException:
             for s in scanners:
                 s.file.close()

@@ -32,6 +32,11 @@ def column_types(layout: Layout | None) -> dict[str, str]:
                                                                    strict=True)}
 
 
+def kind_type(kind: int) -> str:
+    """DuckDB's name of the type of a column the scanner reads as ``kind``."""
+    return _KIND_TYPES[kind]
+
+
 _KIND_TYPES = {STR: VARCHAR, INT: BIGINT, FLOAT: DOUBLE, TS: TIMESTAMP, TSTZ: TIMESTAMPTZ,
                BOOL: BOOLEAN, DATE_KIND: DATE, HUGE: HUGEINT, TIME_KIND: TIME}
 
