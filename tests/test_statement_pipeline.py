@@ -126,6 +126,26 @@ def test_settings_of_the_whole_database_are_refused_to_shared_users(gw, sql):
     _denied(gw, sql, SHARED, engine="duck")
 
 
+@pytest.mark.parametrize("sql", [
+    "SET enable_profiling = 'json'",
+    "SET SESSION enable_profiling = 'query_tree'",
+    "SET LOCAL profiling_output = 'plans.json'",
+    "set Enable_Progress_Bar TO true",
+    "SET enable_progress_bar_print = true",
+])
+def test_settings_that_make_the_server_print_statements_are_refused_to_shared_users(
+        gw, sql, capfd):
+    # DuckDB's profiler, even in one session, prints each statement's text and plan (with
+    # its literals) on the server's standard output, the service's log
+    with gw.session("duck", principal=SHARED) as session:
+        with pytest.raises(GatewayError) as caught:
+            session.execute(sql).to_arrow()
+        assert caught.value.kind == "permission" and "shared server" in str(caught.value)
+        session.execute("SELECT 'a literal of mine' AS x").to_arrow()
+        session.execute("SET enable_progress_bar = false").to_arrow()  # off is harmless
+    assert "a literal of mine" not in capfd.readouterr().out
+
+
 def test_a_shared_users_setting_stays_in_their_session(gw):
     gw.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)", engine="duck").to_arrow()
     with gw.session("duck", principal=SHARED) as mine, \

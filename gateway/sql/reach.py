@@ -62,7 +62,8 @@ def session_scoped(sql: str, dialect: str,
 
     ``fixed``: names of settings the server's configuration sets (lower case),
     which a user may not change even in their session (``operator_memory_limit``,
-    the per-statement memory cap). Only DuckDB's dialect is read: other engines
+    the per-statement memory cap); nor may they set those of
+    :data:`SERVER_OUTPUT_SETTINGS`. Only DuckDB's dialect is read: other engines
     keep settings per connection.
     """
     if dialect != "duckdb" or _SETTINGS_WORDS.search(sql) is None:
@@ -117,10 +118,21 @@ def _refusal(stmt: Any, exp: Any) -> str | None:
     return None
 
 
-def _fixed(stmt: Any, exp: Any, fixed: frozenset[str]) -> str | None:
-    """Why ``stmt`` may not run: it changes a setting the configuration fixes."""
-    if not fixed:
-        return None
+#: settings a shared user may not change even in their own session: with them the server
+#: prints or writes what a statement did. DuckDB's profiler prints each statement's text and
+#: plan, its literals included, on the server's standard output (``SET enable_profiling =
+#: 'json'``), where the service's log promises no statement text, or writes them to a file
+#: (``profiling_output``); the progress bar prints there too.
+SERVER_OUTPUT_SETTINGS = frozenset({
+    "enable_profiling", "enable_profile", "profiling_output", "profile_output",
+    "profiling_mode", "profiling_coverage", "profiling_renderer_settings",
+    "custom_profiling_settings", "enable_progress_bar", "enable_progress_bar_print",
+    "enable_print_progress_bar", "progress_bar_time", "log_query_path",
+})
+
+
+def _setting_names(stmt: Any, exp: Any) -> list[str]:
+    """The settings a SET or RESET names (a ``SET VARIABLE`` names none)."""
     names: list[str] = []
     if isinstance(stmt, exp.Set):
         for item in stmt.expressions:
@@ -131,10 +143,30 @@ def _fixed(stmt: Any, exp: Any, fixed: frozenset[str]) -> str | None:
     elif isinstance(stmt, exp.Command):
         words = str(stmt.expression.this).split()
         names = [] if words[:1] == ["VARIABLE"] else words[-1:]
-    for name in names:
+    return names
+
+
+def _switches_off(stmt: Any, exp: Any) -> bool:
+    """A SET of false (``SET enable_progress_bar = false``, which clients send)."""
+    values = [item.this.expression for item in stmt.expressions if isinstance(item.this, exp.EQ)]
+    return len(values) == len(stmt.expressions) and all(
+        (isinstance(v, exp.Boolean) and not v.this)
+        or (isinstance(v, exp.Literal) and str(v.this).strip().lower() in ("false", "0", "off"))
+        for v in values)
+
+
+def _fixed(stmt: Any, exp: Any, fixed: frozenset[str]) -> str | None:
+    """Why ``stmt`` may not run: it changes a setting the configuration fixes, or one that
+    makes the server print or write what statements do."""
+    for name in _setting_names(stmt, exp):
         if name.lower() in fixed:
             return (f"{name} is fixed by the server's configuration; it cannot be changed "
                     "in a session")
+        if isinstance(stmt, exp.Set) and name.lower() in SERVER_OUTPUT_SETTINGS \
+                and not _switches_off(stmt, exp):
+            return (f"{name} makes the server print or write what your statements do (their "
+                    "text, plans and values), where other people read it; it cannot be set "
+                    "on a shared server. EXPLAIN ANALYZE returns a statement's profile to you")
     return None
 
 
