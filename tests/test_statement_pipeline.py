@@ -146,6 +146,16 @@ def test_settings_that_make_the_server_print_statements_are_refused_to_shared_us
     assert "a literal of mine" not in capfd.readouterr().out
 
 
+@pytest.mark.parametrize("sql", [
+    "SET max_streaming_buffer_size = '100GB'",  # a stalled client would hold it all
+    "SET SESSION streaming_buffer_size = '100GB'",
+    "SET current_dialect = 'postgres'",  # the checks read DuckDB's SQL
+])
+def test_settings_the_shared_server_owns_are_refused_to_shared_users(gw, sql):
+    assert "server's own" in str(_denied(gw, sql, SHARED, engine="duck"))
+    gw.execute("SET max_streaming_buffer_size = '64MB'", engine="duck").to_arrow()  # local: ok
+
+
 def test_a_shared_users_setting_stays_in_their_session(gw):
     gw.execute("CREATE TABLE t AS SELECT * FROM range(3) r(i)", engine="duck").to_arrow()
     with gw.session("duck", principal=SHARED) as mine, \

@@ -63,7 +63,7 @@ def session_scoped(sql: str, dialect: str,
     ``fixed``: names of settings the server's configuration sets (lower case),
     which a user may not change even in their session (``operator_memory_limit``,
     the per-statement memory cap); nor may they set those of
-    :data:`SERVER_OUTPUT_SETTINGS`. Only DuckDB's dialect is read: other engines
+    :data:`SERVER_OUTPUT_SETTINGS` and :data:`SERVER_OWNED_SETTINGS`. Only DuckDB's dialect is read: other engines
     keep settings per connection.
     """
     if dialect != "duckdb" or _SETTINGS_WORDS.search(sql) is None:
@@ -126,8 +126,17 @@ def _refusal(stmt: Any, exp: Any) -> str | None:
 SERVER_OUTPUT_SETTINGS = frozenset({
     "enable_profiling", "enable_profile", "profiling_output", "profile_output",
     "profiling_mode", "profiling_coverage", "profiling_renderer_settings",
-    "custom_profiling_settings", "enable_progress_bar", "enable_progress_bar_print",
-    "enable_print_progress_bar", "progress_bar_time", "log_query_path",
+    "custom_profiling_settings", "tracked_metrics", "enable_progress_bar",
+    "enable_progress_bar_print", "enable_print_progress_bar", "progress_bar_time",
+    "log_query_path",
+})
+#: ...nor these, which the server's memory or its reading of SQL hang on: how much of an
+#: answer the server buffers for a client that reads slowly (``SET max_streaming_buffer_size
+#: = '100GB'`` and a stalled client would hold the server's memory from everyone), and
+#: DuckDB's parser, which the gateway's checks read as DuckDB's own SQL
+SERVER_OWNED_SETTINGS = frozenset({
+    "max_streaming_buffer_size", "streaming_buffer_size", "current_dialect",
+    "active_grammar_extensions",
 })
 
 
@@ -167,6 +176,9 @@ def _fixed(stmt: Any, exp: Any, fixed: frozenset[str]) -> str | None:
             return (f"{name} makes the server print or write what your statements do (their "
                     "text, plans and values), where other people read it; it cannot be set "
                     "on a shared server. EXPLAIN ANALYZE returns a statement's profile to you")
+        if isinstance(stmt, exp.Set) and name.lower() in SERVER_OWNED_SETTINGS:
+            return (f"{name} is the shared server's own (the memory it holds for answers, or "
+                    "how it reads SQL); it cannot be changed in a session")
     return None
 
 
