@@ -252,7 +252,7 @@ class Engine:
                 mounted, with the source's name and why.
         """
 
-    def open_session(self, one_shot: bool = False) -> EngineSession:
+    def open_session(self, one_shot: bool = False, read_only: bool = False) -> EngineSession:
         """A session: one connection whose state (:attr:`session_state`) lasts across statements.
 
         The default runs each statement through :meth:`execute` and keeps no
@@ -261,6 +261,19 @@ class Engine:
         ``gw.execute``, once per query with ``one_shot=True``: the session
         then serves one statement, and an engine whose sessions are costly
         (a worker process each) may answer with a lighter one.
+
+        Args:
+            one_shot: the session serves one statement.
+            read_only: the session's user is read-only
+                (:attr:`gateway.statement.Principal.read_only`). The pipeline
+                has refused their statements that are not queries already, but
+                it cannot see what a query's functions do on the server. An
+                engine whose database can refuse writes per connection must
+                open the session on such a connection (PostgreSQL's read-only
+                transactions, SQLite's ``query_only``), which no later session
+                of a user who writes may get; one whose database cannot
+                (DuckDB, whose read-only mode is per database file) ignores it
+                and says so in its documentation.
 
         Raises:
             gateway.errors.EngineConnectionError: no connection can be opened.

@@ -55,6 +55,10 @@ SIDE_EFFECT_NAMES = frozenset({
     "nextval", "setval", "set_config", "setseed", "pg_advisory_lock",
     "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_lock_shared",
     "pg_advisory_unlock", "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "pg_notify",
+    # PostgreSQL's large-object writers: PostgreSQL 15 runs them in a read-only
+    # transaction too (gateway.drivers.read_only)
+    "lo_creat", "lo_create", "lo_import", "lo_export", "lo_from_bytea", "lo_put", "lo_unlink",
+    "lo_truncate", "lo_truncate64", "lowrite",
 }) | frozenset({
     # DuckDB's and DuckLake's table functions that write (``SELECT * FROM
     # ducklake_expire_snapshots('lake')`` deletes a lake's history): a read-only user

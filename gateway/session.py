@@ -56,7 +56,8 @@ class Session:
         self.id = next(_session_ids)
         self.keeps: frozenset[str] = eng.session_state
         self.principal = principal
-        self.engine_session: EngineSession = eng.open_session(one_shot=one_shot)
+        self.engine_session: EngineSession = eng.open_session(one_shot=one_shot,
+                                                              read_only=principal.read_only)
         self._one_shot = one_shot
         self._busy = threading.Lock()
         #: the answer being read, held weakly: an answer its caller dropped is released

@@ -60,15 +60,20 @@ class ConnectionPool:
         translate: turns a driver exception into the gateway error the caller sees.
         engine: the engine's name, for errors.
         dialect: the engine's SQL dialect (which statements are queries).
+        read_only_sql: the statement that makes a connection read-only
+            (:mod:`gateway.drivers.read_only`), or None when the database has none.
+            Connections it ran on are lent only to read-only sessions: they are
+            idle apart from the others.
     """
 
     def __init__(self, first: Any, *, on_clone: Callable[[Any], None],
                  translate: Callable[[BaseException], GatewayError], engine: str,
-                 dialect: str = "duckdb"):
+                 dialect: str = "duckdb", read_only_sql: str | None = None):
         self.engine = engine
         self.dialect = dialect
         self.translate = translate
         self._on_clone = on_clone
+        self._read_only_sql = read_only_sql
         self._lock = threading.Lock()
         self._running: set[Any] = set()
         self._cancelled: set[Any] = set()  # cursors cancel() was asked to stop
@@ -80,21 +85,46 @@ class ConnectionPool:
         self._conn_kwargs: dict[str, str] = dict(first._conn_kwargs or {})
         self._open = True
         self._idle: list[Any] = [first]
+        self._idle_read_only: list[Any] = []
+        self._read_only: weakref.WeakSet[Any] = weakref.WeakSet()
 
-    def take(self) -> Any:
-        """An idle connection (a new one when none is idle)."""
+    def take(self, read_only: bool = False) -> Any:
+        """An idle connection (a new one when none is idle); with ``read_only``, one the
+        database keeps from writing, where it can (``read_only_sql``)."""
+        apart = read_only and self._read_only_sql is not None
         with self._lock:
             if not self._open:
                 raise EngineConnectionError("the engine is closed", engine=self.engine)
-            if self._idle:
-                return self._idle.pop()
+            idle = self._idle_read_only if apart else self._idle
+            if idle:
+                return idle.pop()
         con = self._connect()
         try:
             self._on_clone(con)
+            if apart:
+                self._make_read_only(con)
         except BaseException:
             con.close()
             raise
         return con
+
+    def keep_read_only(self, con: Any) -> None:
+        """Make ``con`` read-only again if it is one of the read-only connections: before
+        each statement, since a function on the server may have turned the mode off
+        (PostgreSQL's ``set_config('default_transaction_read_only', 'off', false)``)
+        for the transactions after its own."""
+        if con in self._read_only:
+            self._make_read_only(con)
+
+    def _make_read_only(self, con: Any) -> None:
+        cur = con.cursor()
+        try:
+            cur.execute(self._read_only_sql)
+        except Exception as exc:
+            raise self.translate(exc) from None
+        finally:
+            cur.close()
+        self._read_only.add(con)
 
     def _connect(self) -> Any:
         """A new connection on the database, in autocommit mode.
@@ -111,9 +141,10 @@ class ConnectionPool:
         return Connection(self._database, handle, self._conn_kwargs, autocommit=True)
 
     def give_back(self, con: Any) -> None:
+        """``con`` is idle again, for a session of its kind (read-only or not)."""
         with self._lock:
             if self._open:
-                self._idle.append(con)
+                (self._idle_read_only if con in self._read_only else self._idle).append(con)
                 return
         _quietly(con.close)
 
@@ -152,7 +183,8 @@ class ConnectionPool:
         new: after a change to the database the idle connections would not follow (a
         DETACH of their current database)."""
         with self._lock:
-            idle, self._idle = self._idle, []
+            idle = self._idle + self._idle_read_only
+            self._idle, self._idle_read_only = [], []
         for con in idle:
             _quietly(con.close)
 
@@ -184,7 +216,8 @@ class ConnectionPool:
             if not self._open:
                 return
             self._open = False
-            idle, self._idle = self._idle, []
+            idle = self._idle + self._idle_read_only
+            self._idle, self._idle_read_only = [], []
         for con in idle:
             _quietly(con.close)  # a connection whose stream is still open
         _quietly(self._database.close)
@@ -265,13 +298,18 @@ class PooledSession(EngineSession):
             open transaction of this session reaches a later one. A
             connection one of whose statements was cancelled is closed either
             way, as in :meth:`ConnectionPool.execute`.
+        read_only: the session's user is read-only: its connection is one the
+            database keeps from writing, where it can (:meth:`ConnectionPool.take`),
+            and a write it refuses says so.
     """
 
     def __init__(self, engine: Any, pool: ConnectionPool,
-                 notes: Callable[[], dict[str, Any]] = dict, *, reuse: bool = True):
+                 notes: Callable[[], dict[str, Any]] = dict, *, reuse: bool = True,
+                 read_only: bool = False):
         super().__init__(engine)
         self.pool = pool
-        self.connection: Any = pool.take()
+        self.connection: Any = pool.take(read_only)
+        self._translate = _refusing(pool.translate) if read_only else pool.translate
         self._notes = notes
         self._reuse = reuse
         self._was_cancelled = False
@@ -284,6 +322,7 @@ class PooledSession(EngineSession):
             raise EngineConnectionError("the session is closed", engine=self.pool.engine)
         if self._only_queries and not is_read(sql, self._dialect):
             self._only_queries = False
+        self.pool.keep_read_only(self.connection)
         cur = self.pool.cursor(self.connection)
         handle.on_cancel(cur.adbc_cancel)
 
@@ -294,7 +333,7 @@ class PooledSession(EngineSession):
             self._was_cancelled = self._was_cancelled or asked()
             self.pool.release(cur)
 
-        return EngineResult(run_on_cursor(cur, sql, parameters, self.pool.translate, done,
+        return EngineResult(run_on_cursor(cur, sql, parameters, self._translate, done,
                                           asked=asked), self._notes())
 
     def close(self) -> None:
@@ -308,6 +347,13 @@ class PooledSession(EngineSession):
         # an open transaction on the connection: none may reach the next user, and
         # no statement undoes them all (a ROLLBACK ends the transaction only)
         self.pool.discard(con)
+
+
+def _refusing(translate: Callable[[BaseException], GatewayError]
+              ) -> Callable[[BaseException], GatewayError]:
+    from gateway.drivers.read_only import as_refusal
+
+    return lambda exc: as_refusal(translate(exc))
 
 
 def _quietly(fn: Callable[[], Any]) -> None:

@@ -153,6 +153,7 @@ class AdbcEngine(Engine):
         import adbc_driver_manager.dbapi as dbapi
 
         from gateway.drivers.adbc import ConnectionPool
+        from gateway.drivers.read_only import read_only_sql
 
         path, entrypoint = self._driver()
         db_kwargs = {k: str(v) for k, v in self.config["db_kwargs"].items()}
@@ -172,7 +173,8 @@ class AdbcEngine(Engine):
             raise ConfigError(f"cannot load the ADBC driver {path}: {exc}",
                               key=f"engines.{self.name}.driver_path", engine=self.name) from None
         self._pool = ConnectionPool(first, on_clone=lambda con: None, translate=self._translate,
-                                    engine=self.name, dialect=self.dialect)
+                                    engine=self.name, dialect=self.dialect,
+                                    read_only_sql=read_only_sql(self.rewriter.dialect))
 
     def _connect_error(self, exc: BaseException) -> GatewayError:
         from gateway.drivers.adbc import error_message
@@ -196,19 +198,21 @@ class AdbcEngine(Engine):
             return exc
         if was_cancelled(exc) or "canceling statement due to user request" in str(exc):
             return Cancelled("the query was cancelled", engine=self.name)
+        from gateway.drivers.error_kinds import error_kind, trailer_kind
+
         message = error_message(exc)
         text = str(exc)
-        if text.startswith("IO") or "server closed the connection" in message or \
-                ("connection" in message.lower() and "terminat" in message.lower()):
+        kind = trailer_kind(getattr(exc, "details", None) or ()) or \
+            error_kind(getattr(exc, "sqlstate", None), message)
+        # SQLite's driver reports a write its read-only connection refused as IO too
+        if kind != "permission" and (
+                text.startswith("IO") or "server closed the connection" in message or
+                ("connection" in message.lower() and "terminat" in message.lower())):
             return EngineConnectionError(message, engine=self.name,
                                          hint="the database went away; check that it runs")
         if text.startswith("NOT_IMPLEMENTED"):
             return Unsupported(message, engine=self.name)
-        from gateway.drivers.error_kinds import error_kind, trailer_kind
-
-        return QueryError(message, engine=self.name,
-                          kind=trailer_kind(getattr(exc, "details", None) or ()) or
-                          error_kind(getattr(exc, "sqlstate", None), message))
+        return QueryError(message, engine=self.name, kind=kind)
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -233,10 +237,12 @@ class AdbcEngine(Engine):
             raise self.with_sql(exc, text) from None
         return self.answer(EngineResult(reader), sql, text)
 
-    def open_session(self, one_shot: bool = False) -> EngineSession:
+    def open_session(self, one_shot: bool = False, read_only: bool = False) -> EngineSession:
         """A connection from the pool; a session's own (not one-shot) is closed with it, so
-        its temporary tables and settings never reach another session."""
-        return AdbcEngineSession(self, self._running_pool(), reuse=one_shot)
+        its temporary tables and settings never reach another session. A read-only
+        session's connection is read-only in PostgreSQL and SQLite
+        (:mod:`gateway.drivers.read_only`); other databases have the pipeline's check only."""
+        return AdbcEngineSession(self, self._running_pool(), reuse=one_shot, read_only=read_only)
 
     def answer(self, result: EngineResult, sql: str, text: str) -> EngineResult:
         """``result`` with the driver's extension types made plain, and the SQL that ran."""
@@ -380,8 +386,8 @@ class AdbcEngineSession(PooledSession):
 
     engine: AdbcEngine
 
-    def __init__(self, engine: AdbcEngine, pool: Any, *, reuse: bool):
-        super().__init__(engine, pool, reuse=reuse)
+    def __init__(self, engine: AdbcEngine, pool: Any, *, reuse: bool, read_only: bool = False):
+        super().__init__(engine, pool, reuse=reuse, read_only=read_only)
 
     def execute(self, sql: str, parameters: Sequence[Any] | None,
                 handle: QueryHandle) -> EngineResult:

@@ -270,7 +270,8 @@ class CsvEngine(Engine):
         return scanners
 
     # -- queries ---------------------------------------------------------
-    def open_session(self, one_shot: bool = False) -> EngineSession:
+    def open_session(self, one_shot: bool = False, read_only: bool = False) -> EngineSession:
+        # it runs SELECTs only: the pipeline's check is all a read-only user needs
         return _StoppableSession(self)
 
     def execute(self, sql: str, parameters: Sequence[Any] | None = None, *,

@@ -607,13 +607,17 @@ class DuckDBEngine(Engine):
         reader = self._running_session().execute(sql, parameters)
         return EngineResult(reader, self.result_notes())
 
-    def open_session(self, one_shot: bool = False) -> EngineSession:
+    def open_session(self, one_shot: bool = False, read_only: bool = False) -> EngineSession:
         """A cursor, an ADBC connection or a worker of its own (see docs/sessions.md).
 
         A subclass that overrides :meth:`execute` gets the stateless session for
         one-shot statements, which then go through its ``execute``; its real
         sessions are native unless it sets :attr:`native_sessions` false (an
         engine that rewrites every answer, as the tests' planted bugs do).
+
+        ``read_only`` changes nothing: DuckDB is read-only per database file
+        (``read_only = true``), never per connection, so the pipeline's check is
+        what keeps a read-only user from writing.
         """
         path = self._running_session()
         opener = getattr(path, "open", None)
@@ -623,7 +627,7 @@ class DuckDBEngine(Engine):
         if one_shot and self.config["isolation"] == "process":
             opener = None  # one-shot queries share the engine's worker, as they always did
         session: EngineSession | None = opener(self, one_shot) if opener is not None else None
-        return session if session is not None else super().open_session(one_shot)
+        return session if session is not None else super().open_session(one_shot, read_only)
 
     # -- the catalog tree: one catalog query per level ------------------------------------
     def _rows(self, sql: str) -> list[tuple[Any, ...]]:

@@ -306,13 +306,14 @@ class DuckLakeEngine(DuckDBEngine):
             raise self._explain(exc) from None
         return result
 
-    def open_session(self, one_shot: bool = False) -> EngineSession:
+    def open_session(self, one_shot: bool = False, read_only: bool = False) -> EngineSession:
         """A connection of its own for one-shot statements too (see the base class): a
         cancel or a timeout then interrupts that statement's connection, never every
-        running query of the lake; errors still get the lake's hints."""
+        running query of the lake; errors still get the lake's hints. ``read_only``
+        changes nothing, as for DuckDB."""
         opener = getattr(self._running_session(), "open", None)
         if opener is None or (one_shot and self.config["isolation"] == "process"):
-            return super().open_session(one_shot)
+            return super().open_session(one_shot, read_only)
         return _ExplainedSession(self, opener(self, one_shot))
 
     # -- errors --------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 Each running statement borrows one :class:`OdbcConnection` from the engine's
 pool: an arrow-odbc connection for answers, a describe-only connection
-(:mod:`gateway_odbc.describe`) whose column types correct arrow-odbc's
-(:mod:`gateway_odbc.types`), and, opened when first needed, a pyodbc
-connection for what arrow-odbc does not do: statements with typed
-parameters (arrow-odbc binds text only) and statements without a result
+(:mod:`gateway_odbc.describe`, which runs no statement) whose column types
+correct arrow-odbc's (:mod:`gateway_odbc.types`), and, opened when first
+needed, a pyodbc connection for what arrow-odbc does not do: statements with
+typed parameters (arrow-odbc binds text only) and statements without a result
 (DDL, DML, whose row count is kept in the notes).
 
 arrow-odbc binds a fetch buffer as wide as each column's declared size
@@ -20,6 +20,9 @@ between batches, since arrow-odbc does not expose its statement. A session
 keeps no state: its statements may run on different ODBC connections (the
 describe, arrow-odbc and pyodbc ones), so the gateway refuses ``SET``,
 temporary tables and transactions in a session rather than lose them.
+
+A read-only user's statements run on connections PostgreSQL and SQLite keep
+from writing (:mod:`gateway.drivers.read_only`), idle apart from the others.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from gateway.drivers.odbc import (
     format_connection_string,
     parse_connection_string,
 )
+from gateway.drivers.read_only import as_refusal, read_only_sql
 from gateway.drivers.sqlite_files import check_sqlite_sql
 from gateway.engine import (
     CatalogColumn,
@@ -129,8 +133,11 @@ class OdbcEngine(Engine):
             {k.upper() if k in ("driver", "dsn") else k: v for k, v in keys.items()})
         self.rewriter = SqlRewriter(chosen, "qmark", self.config.get("transpile_from"), name)
         self._sqlite_files = chosen == "sqlite" and self.config["files"] == "sources"
+        #: what makes a connection read-only, where the database has a way
+        self.read_only_sql = read_only_sql(chosen)
         self._lock = threading.Lock()
         self._idle: list[OdbcConnection] = []
+        self._idle_read_only: list[OdbcConnection] = []
         self._running: set[OdbcConnection] = set()
         self._closed = False
 
@@ -162,15 +169,17 @@ class OdbcEngine(Engine):
                 {k.upper() if k == "driver" else k: v for k, v in keys.items()})
         self._give_back(self._open())
 
-    def _open(self) -> OdbcConnection:
-        return OdbcConnection(self)
+    def _open(self, read_only: bool = False) -> OdbcConnection:
+        return OdbcConnection(self, read_only=read_only)
 
-    def _take(self) -> OdbcConnection:
+    def _take(self, read_only: bool = False) -> OdbcConnection:
+        apart = read_only and self.read_only_sql is not None
         with self._lock:
             if self._closed:
                 raise EngineConnectionError("the engine is closed", engine=self.name)
-            con = self._idle.pop() if self._idle else None
-        con = con or self._open()
+            idle = self._idle_read_only if apart else self._idle
+            con = idle.pop() if idle else None
+        con = con or self._open(read_only=apart)
         con.stopped.clear()  # before anyone can register a cancel for this statement
         self._running.add(con)
         return con
@@ -179,7 +188,7 @@ class OdbcEngine(Engine):
         self._running.discard(con)
         with self._lock:
             if not self._closed and not con.broken:
-                self._idle.append(con)
+                (self._idle_read_only if con.read_only else self._idle).append(con)
                 return
         con.close()
 
@@ -190,7 +199,8 @@ class OdbcEngine(Engine):
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            idle, self._idle = self._idle, []
+            idle = self._idle + self._idle_read_only
+            self._idle, self._idle_read_only = [], []
         for con in idle:
             con.close()
 
@@ -232,16 +242,17 @@ class OdbcEngine(Engine):
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
         return self.run(sql, parameters, None, self.config.get("timeout"))
 
-    def open_session(self, one_shot: bool = False) -> EngineSession:
-        return OdbcSession(self)
+    def open_session(self, one_shot: bool = False, read_only: bool = False) -> EngineSession:
+        return OdbcSession(self, read_only)
 
     def run(self, sql: str, parameters: Sequence[Any] | None, handle: QueryHandle | None,
-            timeout: float | None) -> EngineResult:
-        """Run one statement on a pooled connection; ``handle`` (if any) can cancel it."""
+            timeout: float | None, read_only: bool = False) -> EngineResult:
+        """Run one statement on a pooled connection; ``handle`` (if any) can cancel it;
+        ``read_only``: on a read-only connection, where the database has them."""
         import pyarrow as pa
 
         text, values = self.rewriter.rewrite(sql, parameters)
-        con = self._take()
+        con = self._take(read_only)
         if handle is not None:
             handle.on_cancel(con.cancel)
         try:
@@ -357,13 +368,18 @@ def _release(engine: OdbcEngine, con: OdbcConnection, read: list[bool]) -> None:
 
 
 class OdbcSession(EngineSession):
-    """A session of the odbc engine: each statement on a pooled connection, cancelled alone."""
+    """A session of the odbc engine: each statement on a pooled connection, cancelled alone
+    (a read-only one's on a read-only connection)."""
 
     engine: OdbcEngine
 
+    def __init__(self, engine: OdbcEngine, read_only: bool = False):
+        super().__init__(engine)
+        self.read_only = read_only
+
     def execute(self, sql: str, parameters: Sequence[Any] | None,
                 handle: QueryHandle) -> EngineResult:
-        return self.engine.run(sql, parameters, handle, handle.timeout)
+        return self.engine.run(sql, parameters, handle, handle.timeout, self.read_only)
 
     def prepare(self, sql: str) -> EnginePrepared:
         return OdbcPrepared(self, sql)
@@ -387,14 +403,20 @@ class OdbcPrepared(EnginePrepared):
 
 
 class OdbcConnection:
-    """The connections one running statement uses (see the module's docstring)."""
+    """The connections one running statement uses (see the module's docstring).
 
-    def __init__(self, engine: OdbcEngine):
+    Args:
+        read_only: run ``engine.read_only_sql`` before each statement, on the
+            connection that runs it (the describer runs none).
+    """
+
+    def __init__(self, engine: OdbcEngine, read_only: bool = False):
         import arrow_odbc
 
         from gateway_odbc.describe import Describer
 
         self.engine = engine
+        self.read_only = read_only
         self.broken = False
         self._pyodbc: Any = None
         self._cursor: Any = None
@@ -412,11 +434,17 @@ class OdbcConnection:
             self.describer.close()
             raise engine.translate(exc, connecting=True) from None
 
+    def translate(self, exc: BaseException) -> GatewayError:
+        """The engine's translation of ``exc``; on a read-only connection, a write the
+        database refused says that the user is read-only."""
+        error = self.engine.translate(exc)
+        return as_refusal(error) if self.read_only else error
+
     def describe(self, sql: str) -> tuple[list[Any], int]:
         try:
             return self.describer.describe(sql)
         except GatewayError as exc:
-            raise self.engine.translate(exc) from None
+            raise self.translate(exc) from None
 
     def _py(self) -> Any:
         if self._pyodbc is None:
@@ -439,11 +467,22 @@ class OdbcConnection:
             timeout: float | None) -> tuple[Any, dict[str, Any]]:
         """Run one statement: a reader of its answer, and notes."""
         columns, _ = self.describe(sql)
-        if not columns:
+        if not columns or (values and not all(v is None or isinstance(v, str)
+                                              for v in values)):
+            self._keep_read_only(self._py())
             return self._run_pyodbc(sql, values, columns)
-        if values and not all(v is None or isinstance(v, str) for v in values):
-            return self._run_pyodbc(sql, values, columns)
+        self._keep_read_only(self.arrow)
         return self._run_arrow(sql, values, columns, timeout), {}
+
+    def _keep_read_only(self, con: Any) -> None:
+        """Make ``con`` read-only, on a read-only connection: before each statement, since
+        a function on the server may have turned the mode off for the transactions after
+        its own."""
+        if self.read_only:
+            try:
+                con.execute(self.engine.read_only_sql)
+            except Exception as exc:
+                raise self.translate(exc) from None
 
     def _run_arrow(self, sql: str, values: list[Any] | None, columns: list[Any],
                    timeout: float | None) -> Any:
@@ -460,7 +499,7 @@ class OdbcConnection:
                 query_timeout_sec=math.ceil(timeout) if timeout else None)
             fetched = reader.schema
         except Exception as exc:
-            raise self.engine.translate(exc) from None
+            raise self.translate(exc) from None
         schema = answer_schema(fetched, columns)
 
         def batches() -> Iterator[pa.RecordBatch]:
@@ -473,7 +512,7 @@ class OdbcConnection:
                 raise
             except Exception as exc:
                 self.broken = True
-                raise self.engine.translate(exc) from None
+                raise self.translate(exc) from None
 
         return pa.RecordBatchReader.from_batches(schema, batches())
 
@@ -493,7 +532,7 @@ class OdbcConnection:
             cur.execute(sql, *(values or ()))
         except pyodbc.Error as exc:
             self._cursor = None
-            raise self.engine.translate(exc) from None
+            raise self.translate(exc) from None
         if not columns or cur.description is None:
             count = cur.rowcount
             self._cursor = None
@@ -511,7 +550,7 @@ class OdbcConnection:
                         [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(plain)],
                         schema=plain), schema)
             except pyodbc.Error as exc:
-                raise self.engine.translate(exc) from None
+                raise self.translate(exc) from None
             finally:
                 self._cursor = None
                 cur.close()
@@ -527,7 +566,7 @@ class OdbcConnection:
             rows = self._py().cursor().tables(table=pattern, catalog=catalog, schema=schema,
                                               tableType=kinds).fetchall()
         except pyodbc.Error as exc:
-            raise self.engine.translate(exc) from None
+            raise self.translate(exc) from None
         return [TableRef(r[0] or "", r[1] or "", r[2], r[3] or "TABLE") for r in rows]
 
     def cancel(self) -> None:
