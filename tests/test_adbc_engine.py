@@ -159,6 +159,16 @@ def test_sqlite_ingest_catalog_and_dml(tmp_path):
         assert [t.table for t in engine.tables(pattern="peo%")] == ["people"]
 
 
+def test_a_refused_load_extension_is_a_permission_error_not_a_lost_database(tmp_path):
+    # SQLite's ADBC driver reports its authorizer's refusal as IO ("not authorized"), which
+    # read as "the database went away; check that it runs"
+    with gateway.connect({"engines": {"s": db.adbc_sqlite(tmp_path / "x.sqlite")}}) as gw:
+        with pytest.raises(gateway.GatewayError) as caught:
+            gw.execute("SELECT load_extension('/nowhere/none.so')").to_arrow()
+        assert caught.value.kind == "permission" and "went away" not in str(caught.value)
+        assert gw.execute("SELECT 1 AS one").to_arrow().to_pylist() == [{"one": 1}]
+
+
 def test_dialect_defaults_from_the_driver(tmp_path):
     config = {"engines": {"lite": db.adbc_sqlite(tmp_path / "x.sqlite"),
                           "pgish": {"type": "adbc", "driver": "postgresql", "uri": "x"},

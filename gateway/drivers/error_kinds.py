@@ -48,6 +48,8 @@ _BY_WORDS = (
     ("out of memory", "resource"),
     ("permission denied", "permission"),
     ("readonly database", "permission"),
+    # SQLite's SQLITE_AUTH: an authorizer refused it (load_extension() where it is off)
+    ("not authorized", "permission"),
     # PostgreSQL's 25006, from an ADBC stream, whose errors carry no SQLSTATE
     ("in a read-only transaction", "permission"),
 )
