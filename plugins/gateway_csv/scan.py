@@ -236,14 +236,20 @@ class Scanner:
                      'column\'s type in the source\'s "columns" table, or set on_error = '
                      '"skip"')
         if kind in ("ragged", "after_quote", "unterminated_quote"):
-            hint = (f"the sniffer chose delimiter {layout.delimiter!r} and quote "
-                    f"{layout.quote!r}" + (" and took the first line as the header"
-                                           if layout.header else "")
-                    + "; set delimiter, quote or header on the source if that is wrong, "
-                      'or on_error = "skip" to skip malformed rows')
-        else:
-            hint = 'set on_error = "skip" on the source to skip malformed rows'
-        return QueryError(f"{where}: {what}", hint=hint, engine=self.engine, kind="type")
+            # DuckDB answers some queries over such a file: past its sample it drops the
+            # empty field of a row ending in one delimiter more than the header, and a
+            # WHERE its optimizer proves false or a LIMIT it reaches first never reads the
+            # row; so the row is left to DuckDB, which answers or refuses (the fallback)
+            return Unsupported(
+                f"{where}: {what}", engine=self.engine, engines=("duckdb",),
+                hint=f"the sniffer chose delimiter {layout.delimiter!r} and quote "
+                     f"{layout.quote!r}" + (" and took the first line as the header"
+                                            if layout.header else "")
+                     + "; set delimiter, quote or header on the source if that is wrong, "
+                       'on_error = "skip" to skip malformed rows, or fallback on the csv '
+                       "engine to a duckdb engine")
+        return QueryError(f"{where}: {what}", engine=self.engine, kind="type",
+                          hint='set on_error = "skip" on the source to skip malformed rows')
 
     def _fields_at(self, offset: int) -> int:
         """How many fields the row at ``offset`` has (quotes respected)."""
