@@ -98,16 +98,22 @@ def fuzz_file(path: str, emit: Any, *, seed: int, seconds: float,
 
 def worker(seed: int, seconds: float, queries: int | None) -> None:
     """Read file paths from stdin; answer each with JSON lines, then ``{"done": path}``."""
+    running: dict[str, Any] = {}
+
     def emit(record: dict[str, Any]) -> None:
+        if "running" in record:
+            running.update(record)
         sys.stdout.write(json.dumps(record) + "\n")
         sys.stdout.flush()
 
     for line in sys.stdin:
         path = line.rstrip("\n")
+        running.clear()
         try:
             fuzz_file(path, emit, seed=seed, seconds=seconds, queries=queries)
         except Exception as exc:  # an exception past the gateway's errors is a crash, reported
             emit({"exception": f"{type(exc).__name__}: {exc}"[:300],
+                  "query": running.get("query", ""),
                   "traceback": traceback.format_exc()[-2000:]})
         emit({"done": path})
 
@@ -151,7 +157,7 @@ def summarise(records: list[dict[str, Any]]) -> tuple[Counter[str], list[dict[st
         elif "exception" in r:
             counts["crashes"] += 1
             found.append({"file": r["file"], "category": "crash", "message": r["exception"],
-                          "traceback": r.get("traceback", "")})
+                          "shrunk": r.get("query", ""), "traceback": r.get("traceback", "")})
         elif "outcome" in r:
             key = "hangs" if r["outcome"].startswith("hang") else "crashes"
             counts[key] += 1

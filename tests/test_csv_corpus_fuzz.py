@@ -57,3 +57,18 @@ def test_a_hang_is_counted_and_written_with_its_file(bench, tmp_path):
     texts = [bench.write_finding(tmp_path / "out", tmp_path, f, 0).read_text() for f in found]
     assert any("source t = a.csv" in t and t.endswith("SELECT x FROM t;\n") for t in texts)
     assert any("source t = b.csv" in t and "hang: csv" in t for t in texts)
+
+
+def test_a_file_past_its_time_limit_is_a_hang_and_the_worker_is_replaced(bench):
+    """The worker process is killed at the limit (here before it has even imported the
+    gateway) and the file counted as a hang; the next file gets a new worker."""
+    worker = bench.FuzzWorker(0.05, [0, 5.0, 3])
+    try:
+        hung = worker.check(str(FIXTURES / "bool.csv"))
+        assert [r["outcome"] for r in hung] == ["hang: csv"]
+        assert worker.proc is None
+        worker.timeout = 60.0
+        fuzzed = worker.check(str(FIXTURES / "bool.csv"))
+        assert fuzzed[-1]["queries"] == 3
+    finally:
+        worker._stop()
