@@ -216,6 +216,20 @@ def test_a_row_of_the_wrong_shape_is_left_to_duckdb_which_may_answer(tmp_path, c
         assert result.notes["answered_by"] == "duck"
 
 
+def test_a_row_ending_in_one_delimiter_more_is_not_skipped_but_left_to_duckdb(tmp_path):
+    """DuckDB reads `3,4,` under `a,b` as the row 3, 4 (with ignore_errors too); the csv
+    engine, skipping malformed rows, dropped it: a count one short, silently."""
+    path = write(tmp_path, "wide.csv", "a,b\n" + _GOOD + "3,4,\n5,6\n")
+    sql = "SELECT count(*) AS n, sum(a) AS s FROM t"
+    with gateway_for(path, chunk_bytes=512, on_error="skip") as gw:
+        with pytest.raises(Unsupported, match=r"line 21003.*one delimiter more than the header"):
+            gw.execute(sql, engine="csv").to_arrow()
+        expected = gw.execute(sql, engine="duck").to_arrow()
+    assert expected.column("n").to_pylist() == [21003]
+    with gateway_for(path, chunk_bytes=512, on_error="skip", fallback="duck") as gw:
+        assert gw.execute(sql, engine="csv").to_arrow() == expected
+
+
 def test_a_value_the_scanner_cannot_read_is_left_to_duckdb(tmp_path):
     """DuckDB's reader takes forms the scanner's parsers refuse (0x1F, 1_000, 5.0 in a
     BIGINT column): a value the scanner cannot read is Unsupported, naming where it is,
