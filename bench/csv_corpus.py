@@ -102,7 +102,12 @@ def worker() -> None:
 # ------------------------------------------------------------------ driver
 
 class Worker:
-    """A worker process, replaced after a hang or a crash (or after every file)."""
+    """A worker process, replaced after a hang or a crash (or after every file).
+
+    It runs ``command()`` (this file's ``--worker``; bench/csv_corpus_fuzz.py runs its
+    own) and reads its JSON lines until ``{"done": path}``; ``_unfinished`` turns a hang
+    or a crash into the script's records.
+    """
 
     def __init__(self, timeout: float, reuse: bool):
         self.timeout = timeout
@@ -113,12 +118,15 @@ class Worker:
     def _start(self) -> subprocess.Popen[str]:
         if self.proc is None:
             self.proc = subprocess.Popen(
-                [sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
+                self.command(), stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
                 cwd=Path(__file__).resolve().parent.parent)
             self.lines = queue.Queue()
             threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
         return self.proc
+
+    def command(self) -> list[str]:
+        return [sys.executable, __file__, "--worker"]
 
     @staticmethod
     def _read(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:

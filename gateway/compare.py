@@ -385,6 +385,9 @@ def _align(
         if opts.ignore_engine_chosen_names and i < len(shape.engine_named) \
                 and shape.engine_named[i] and not shape.has_star:
             continue
+        # Arrow's C data interface carries a name as a NUL-terminated string: an engine
+        # answering through it (DuckDB) cuts a name holding NUL at its first one
+        np_, nr = np_.split("\0", 1)[0], nr.split("\0", 1)[0]
         same = np_.lower() == nr.lower() if opts.case_insensitive_names else np_ == nr
         if not same:
             return Verdict("schema", f"column {i + 1} is named {np_!r} on primary but {nr!r} on "

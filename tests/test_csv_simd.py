@@ -31,6 +31,8 @@ def _rows(seed: int, n: int) -> str:
                               for _ in range(fields - 1)]
         if fields > 2 and rnd.random() < 0.1:
             row[rnd.randrange(1, fields)] = rnd.choice(['"a,b"', '"a\nb,c"', '"q""q"', '""'])
+        if fields == NCOLS + 1 and not row[-1]:
+            row[-1] = "z"  # a row ending in the delimiter is DuckDB's to read: not skipped
         lines.append(",".join(row))
     return "\n".join(lines)
 
@@ -80,6 +82,31 @@ def test_the_vector_loops_count_fields_as_the_csv_module_does(tmp_path, both_loo
             for loops in both_loops:
                 assert _scanner.simd(loops == "avx2") == loops
                 assert _scan(path, col) == expected, (loops, cut, ending)
+
+
+@pytest.mark.parametrize("width", [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 130])
+@pytest.mark.parametrize("col", [0, 3])
+def test_a_row_ending_in_one_delimiter_more_is_reported_not_skipped(tmp_path, both_loops,
+                                                                      width, col):
+    """DuckDB reads `1,x,x,x,x,` as the row 1, x, x, x, x: the scan stops there ("wide"),
+    though it skips bad rows, so that the statement is left to DuckDB."""
+    good = ",".join(["1"] + ["x" * width] * (NCOLS - 1))
+    for ending in ("", "\n", "\r\n"):
+        text = good + "\n" + "1,2,3\n" + good + "," + ending + good + "\n"
+        path = write(tmp_path, "w.csv", text)
+        offset = len(good) + len("\n1,2,3\n")
+        for loops in both_loops:
+            assert _scanner.simd(loops == "avx2") == loops
+            file = _scanner.File(str(path))
+            try:
+                error = _scanner.scan(file, 0, file.size, DIALECT, ((col, 0),), (), ((0, 0),),
+                                      ((0, -1),), -1)[4]
+            finally:
+                file.close()
+            if ending:
+                assert error is not None and error[:2] == ("wide", offset), (loops, ending)
+            else:  # the row runs on into the next: 2 * NCOLS fields, a ragged row, skipped
+                assert error is None
 
 
 def test_simd_reports_and_forces_the_loops():

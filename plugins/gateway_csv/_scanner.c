@@ -38,9 +38,10 @@ enum { OP_EQ = 0, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL };
 enum { F_IDENT = 0, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND,
        F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_SECOND };
 enum { A_COUNT_STAR = 0, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX };
-enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE, E_CHANGED };
+enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE, E_CHANGED, E_WIDE };
 
-static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote", "changed"};
+static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote", "changed",
+                                    "wide"};
 
 #define RELEASE_EVERY (8u << 20)
 #define MAX_SLOTS 2048 /* columns one scan reads */
@@ -1271,9 +1272,20 @@ static void unescape(const Plan *pl, const char *s, size_t n, Buf *b) {
     }
 }
 
+/* A row of `fields` fields that is not ncols wide, from `from` to the next row's start
+ * `next`: E_WIDE when it has one field more, unquoted and empty (the row ends in the
+ * delimiter), which DuckDB's reader drops and reads the row; E_RAGGED otherwise */
+static int misfit(const Plan *pl, int fields, const char *from, const char *next) {
+    if (pl->trailing || fields != pl->ncols + 1) return E_RAGGED;
+    if (next > from && next[-1] == '\n') next--;
+    if (next > from && next[-1] == '\r') next--;
+    return next > from && next[-1] == pl->delim ? E_WIDE : E_RAGGED;
+}
+
 /* count_row: skip the remaining fields of a row from p (which is at a delimiter or a row end),
  * counting them; returns the error code, sets *next to the next row's start */
 static int count_row(const Plan *pl, const char *p, const char *end, int fields, const char **next) {
+    const char *from = p;
     int count;
 #ifdef HAVE_AVX2
     const char *next_row = use_avx2 ? count_to_row_end_avx2(p, end, pl->delim, pl->quote, &count)
@@ -1283,7 +1295,7 @@ static int count_row(const Plan *pl, const char *p, const char *end, int fields,
 #endif
     if (next_row) {
         *next = next_row;
-        return fields + count == pl->ncols ? E_NONE : E_RAGGED;
+        return fields + count == pl->ncols ? E_NONE : misfit(pl, fields + count, from, next_row);
     }
     /* slow path: a quote in the rest of the row, which may hide newlines */
     while (p < end && *p == pl->delim) {
@@ -1307,7 +1319,7 @@ static int count_row(const Plan *pl, const char *p, const char *end, int fields,
         return E_RAGGED;
     }
     *next = p < end ? p + 1 : end;
-    return fields == pl->ncols ? E_NONE : E_RAGGED;
+    return fields == pl->ncols ? E_NONE : misfit(pl, fields, from, *next);
 }
 
 /* count_row, and with a trailing delimiter, the row's last field must be empty
@@ -1736,8 +1748,9 @@ static void run_scan(Scan *sc) {
         if (e) {
             /* a value of the wrong type is not skipped: DuckDB's reader takes forms this
              * scanner's parsers refuse (0x1F, 1_000, 2020-1-1), and skips only the rows
-             * it cannot read, so the statement is left to it (scan.py: Unsupported) */
-            if (sc->plan->skip_bad && e != E_TYPE) {
+             * it cannot read, so the statement is left to it (scan.py: Unsupported); nor
+             * is a row ending in one delimiter more than the header, which DuckDB reads */
+            if (sc->plan->skip_bad && e != E_TYPE && e != E_WIDE) {
                 sc->skipped++;
             } else {
                 sc->err = e;

@@ -842,10 +842,23 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
     try:
         data_start = _skip_rows(head, bom, end, quote, skipped + bool(header), path, comment,
                                 multiline=bool(candidates))
-    except QueryError:
+    except QueryError as unclosed:
         if options.get("quote") is not None or not quote:
             raise
-        # a sniffed quote that never closes: read the file unquoted, as DuckDB does
+        if candidates:
+            # DuckDB's dialect detection kept this quote (its quotes close where the
+            # detection looked), and DuckDB reads the header's unclosed quote its own way
+            # (afl/24.csv: a header `pedro;nl"` naming `nl"`, and no rows); read unquoted,
+            # the file was another table
+            from gateway.errors import Unsupported
+
+            raise Unsupported(f"{unclosed.message}, under the dialect DuckDB's detection "
+                              f"chose (delimiter {delimiter!r}, quote {quote!r}): DuckDB "
+                              "reads such a header its own way", engines=("duckdb",),
+                              hint="set quote on the source (quote = \"\" when fields are "
+                                   "not quoted), or fallback on the csv engine to a duckdb "
+                                   "engine") from None
+        # a quote that never closes: read the file unquoted, as DuckDB does
         return sniff(head[:end], {**options, "quote": ""}, path=path, complete=complete)
     return Layout(names=names, kinds=kinds, delimiter=delimiter, quote=quote or "",
                   escape=escape or "", header=bool(header), data_start=data_start,

@@ -28,6 +28,9 @@ DEFAULT_CHUNK_BYTES = 8 << 20
 MAX_COLUMNS = 2048
 _ERRORS = {
     "ragged": "the row has {found}; {expected}",
+    "wide": "the row ends in one delimiter more than {header}, its last field empty (DuckDB "
+            "drops that field and reads the row; the csv engine does so only when its sample "
+            "has such rows)",
     "unterminated_quote": "a quoted field is not closed before the end of the file",
     "after_quote": "text follows the closing quote of a field",
     "type": "the value does not fit the column's type {type}",
@@ -219,9 +222,10 @@ class Scanner:
             found=_fields(self._fields_at(offset)) if kind == "ragged" else "",
             expected=(f"the header has {layout.ncols}" if layout.header else
                       f"the first row has {layout.ncols}"),
+            header="the header" if layout.header else "the first row",
             type=KIND_NAMES[layout.kinds[column]] if 0 <= column < layout.ncols else "")
         where = f"{self.path}: line {line}, byte {offset}"
-        if 0 <= column < layout.ncols and kind != "ragged":
+        if 0 <= column < layout.ncols and kind not in ("ragged", "wide"):
             where += f", column {layout.names[column]!r}"
         if kind == "type":
             # DuckDB's reader is laxer past its sample: a BIGINT column takes 0x1F, 0b11,
@@ -235,15 +239,21 @@ class Scanner:
                 hint='set fallback on the csv engine to a duckdb engine, declare the '
                      'column\'s type in the source\'s "columns" table, or set on_error = '
                      '"skip"')
-        if kind in ("ragged", "after_quote", "unterminated_quote"):
-            hint = (f"the sniffer chose delimiter {layout.delimiter!r} and quote "
-                    f"{layout.quote!r}" + (" and took the first line as the header"
-                                           if layout.header else "")
-                    + "; set delimiter, quote or header on the source if that is wrong, "
-                      'or on_error = "skip" to skip malformed rows')
-        else:
-            hint = 'set on_error = "skip" on the source to skip malformed rows'
-        return QueryError(f"{where}: {what}", hint=hint, engine=self.engine, kind="type")
+        if kind in ("ragged", "wide", "after_quote", "unterminated_quote"):
+            # DuckDB answers some queries over such a file: past its sample it drops the
+            # empty field of a row ending in one delimiter more than the header, and a
+            # WHERE its optimizer proves false or a LIMIT it reaches first never reads the
+            # row; so the row is left to DuckDB, which answers or refuses (the fallback)
+            return Unsupported(
+                f"{where}: {what}", engine=self.engine, engines=("duckdb",),
+                hint=f"the sniffer chose delimiter {layout.delimiter!r} and quote "
+                     f"{layout.quote!r}" + (" and took the first line as the header"
+                                            if layout.header else "")
+                     + "; set delimiter, quote or header on the source if that is wrong, "
+                       'on_error = "skip" to skip malformed rows, or fallback on the csv '
+                       "engine to a duckdb engine")
+        return QueryError(f"{where}: {what}", engine=self.engine, kind="type",
+                          hint='set on_error = "skip" on the source to skip malformed rows')
 
     def _fields_at(self, offset: int) -> int:
         """How many fields the row at ``offset`` has (quotes respected)."""
