@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -144,6 +147,54 @@ def test_timeout_cancels_the_query(pg, parameters):
         assert _answer(gw, "SELECT 1 AS one") == [{"one": 1}]
 
 
+#: statements answered through pyodbc (a typed parameter) while two threads cancel at random
+#: moments; prints how many answered and how many were cancelled, and each other error
+RACING_CANCELS = """
+import json, random, sys, threading, time
+import gateway
+section, rounds = json.loads(sys.argv[1]), int(sys.argv[2])
+with gateway.connect({"engines": {"o": section}}) as gw:
+    gw.execute("SELECT 1").to_arrow()
+    done = threading.Event()
+    def hammer():
+        while not done.is_set():
+            time.sleep(random.random() * 0.003)
+            gw.engine("o").cancel()
+    threads = [threading.Thread(target=hammer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    answered = cancelled = 0
+    for _ in range(rounds):
+        try:
+            gw.execute("SELECT x FROM generate_series(1, 50) x WHERE 1 = ?",
+                       parameters=[1]).to_arrow()
+            answered += 1
+        except gateway.Cancelled:
+            cancelled += 1
+        except gateway.GatewayError as exc:
+            print("error:", exc, file=sys.stderr)
+    done.set()
+    for t in threads:
+        t.join()
+print(answered, cancelled)
+"""
+
+
+@pytest.mark.postgres
+def test_cancels_racing_statements_neither_crash_the_process_nor_fail_a_statement(pg):
+    # an SQLCancel landing as pyodbc fetched the rows or closed the statement killed the
+    # process (SIGSEGV), and one landing after the execute failed the statement with
+    # "Function sequence error" instead of cancelling it
+    postgres, name = pg
+    done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", RACING_CANCELS,
+                           json.dumps(db.odbc_pg(postgres, name)), "600"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "error:" not in done.stderr, done.stderr[-3000:]
+    answered, cancelled = map(int, done.stdout.split())
+    assert answered + cancelled == 600 and answered and cancelled
+
+
 @pytest.mark.postgres
 def test_cancel_a_typed_parameter_query_from_another_thread(pg):
     postgres, name = pg
@@ -155,13 +206,15 @@ def test_cancel_a_typed_parameter_query_from_another_thread(pg):
             while not done.wait(0.2):  # may take longer than any fixed delay to start it
                 gw.engine("o").cancel()
 
-        threading.Thread(target=keep_cancelling, daemon=True).start()
+        canceller = threading.Thread(target=keep_cancelling, daemon=True)
+        canceller.start()
         started = time.monotonic()
         try:
             with pytest.raises(gateway.Cancelled):
                 gw.execute("SELECT pg_sleep(30) WHERE 1 = ?", parameters=[1]).to_arrow()
         finally:
             done.set()
+            canceller.join()  # not cancelling into the next test's statements
         assert time.monotonic() - started < 10
 
 

@@ -420,6 +420,11 @@ class OdbcConnection:
         self.broken = False
         self._pyodbc: Any = None
         self._cursor: Any = None
+        #: the cursor a cancel may reach (``_cursor``: set only while its statement executes)
+        #: is taken and let go under this lock: pyodbc's cancel() and close() each release
+        #: the GIL, and an SQLCancel on a handle another thread had just freed, or on rows
+        #: it was fetching, killed the process (SIGSEGV: a cancel as its statement finished)
+        self._cursor_lock = threading.Lock()
         self.stopped = threading.Event()
         login = engine.config["login_timeout"]
         try:
@@ -524,19 +529,26 @@ class OdbcConnection:
         from gateway_odbc.types import answer_schema, arrow_type, to_answer
 
         cur = self._py().cursor()
-        self._cursor = cur
+        with self._cursor_lock:
+            self._cursor = cur
         if self.stopped.is_set():  # cancelled before the cursor could be reached
-            self._cursor = None
+            self._let_go(cur)
             raise Cancelled("the query was cancelled", engine=self.engine.name)
         try:
             cur.execute(sql, *(values or ()))
         except pyodbc.Error as exc:
+            self._let_go(cur)
+            raise self._failed(exc) from None
+        # past the execute, a cancel stops the fetch between batches, never inside one: an
+        # SQLCancel while SQLFetch read the rows freed them under it (SIGSEGV in psqlODBC)
+        with self._cursor_lock:
             self._cursor = None
-            raise self.translate(exc) from None
+        if self.stopped.is_set():
+            self._let_go(cur)
+            raise Cancelled("the query was cancelled", engine=self.engine.name)
         if not columns or cur.description is None:
             count = cur.rowcount
-            self._cursor = None
-            cur.close()
+            self._let_go(cur)
             empty = pa.schema([])
             return pa.RecordBatchReader.from_batches(empty, iter(())), (
                 {"update_count": count} if count >= 0 else {})
@@ -546,16 +558,34 @@ class OdbcConnection:
         def batches() -> Iterator[pa.RecordBatch]:
             try:
                 while rows := cur.fetchmany(_FETCH_ROWS):
+                    if self.stopped.is_set():
+                        raise Cancelled("the query was cancelled", engine=self.engine.name)
                     yield to_answer(pa.RecordBatch.from_arrays(
                         [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(plain)],
                         schema=plain), schema)
             except pyodbc.Error as exc:
-                raise self.translate(exc) from None
+                raise self._failed(exc) from None
             finally:
-                self._cursor = None
-                cur.close()
+                self._let_go(cur)
 
         return pa.RecordBatchReader.from_batches(schema, batches()), {}
+
+    def _let_go(self, cur: Any) -> None:
+        """Close ``cur`` once no cancel can reach it any more."""
+        with self._cursor_lock:
+            if self._cursor is cur:
+                self._cursor = None
+        try:
+            cur.close()
+        except Exception:  # a cursor the driver already dropped
+            pass
+
+    def _failed(self, exc: BaseException) -> GatewayError:
+        """What a driver error means: a cancel that landed after the statement ran (the
+        next fetch's "Function sequence error") is the cancel, not a failure."""
+        if self.stopped.is_set():
+            return Cancelled("the query was cancelled", engine=self.engine.name)
+        return self.translate(exc)
 
     def tables(self, catalog: str | None, schema: str | None, pattern: str | None,
                types: Sequence[str] | None) -> list[TableRef]:
@@ -571,14 +601,17 @@ class OdbcConnection:
 
     def cancel(self) -> None:
         self.stopped.set()
-        cur = self._cursor
-        if cur is not None:
-            try:
-                cur.cancel()
-            except Exception:  # finished meanwhile
-                pass
+        with self._cursor_lock:
+            cur = self._cursor
+            if cur is not None:
+                try:
+                    cur.cancel()
+                except Exception:  # finished meanwhile
+                    pass
 
     def close(self) -> None:
+        with self._cursor_lock:  # no cancel reaches a cursor of the connections closed here
+            self._cursor = None
         self.describer.close()
         for con in (self._pyodbc, self.arrow):
             try:
