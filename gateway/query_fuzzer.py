@@ -75,7 +75,7 @@ class Finding:
 
     @property
     def flaky(self) -> str:
-        """"" when every replay diverged, else a sentence saying how often one did."""
+        """Empty when every replay diverged, else a sentence saying how often one did."""
         if self.reproduced >= REPLAYS:
             return ""
         return (f"diverged in {self.reproduced} of {REPLAYS} replays: the answer depends on "

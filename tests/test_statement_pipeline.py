@@ -132,6 +132,8 @@ def test_settings_of_the_whole_database_are_refused_to_shared_users(gw, sql):
     "SET LOCAL profiling_output = 'plans.json'",
     "set Enable_Progress_Bar TO true",
     "SET enable_progress_bar_print = true",
+    "SET profiling_output = 0",  # not a switch: a file named 0
+    "SET progress_bar_time = 0",
 ])
 def test_settings_that_make_the_server_print_statements_are_refused_to_shared_users(
         gw, sql, capfd):

@@ -63,8 +63,8 @@ def session_scoped(sql: str, dialect: str,
     ``fixed``: names of settings the server's configuration sets (lower case),
     which a user may not change even in their session (``operator_memory_limit``,
     the per-statement memory cap); nor may they set those of
-    :data:`SERVER_OUTPUT_SETTINGS` and :data:`SERVER_OWNED_SETTINGS`. Only DuckDB's dialect is read: other engines
-    keep settings per connection.
+    :data:`SERVER_OUTPUT_SETTINGS` and :data:`SERVER_OWNED_SETTINGS`. Only
+    DuckDB's dialect is read: other engines keep settings per connection.
     """
     if dialect != "duckdb" or _SETTINGS_WORDS.search(sql) is None:
         return ScopedStatement(sql)
@@ -155,8 +155,17 @@ def _setting_names(stmt: Any, exp: Any) -> list[str]:
     return names
 
 
+#: the on/off switches among :data:`SERVER_OUTPUT_SETTINGS`, which may be switched off
+_OUTPUT_SWITCHES = frozenset({"enable_progress_bar", "enable_progress_bar_print",
+                              "enable_print_progress_bar"})
+
+
 def _switches_off(stmt: Any, exp: Any) -> bool:
-    """A SET of false (``SET enable_progress_bar = false``, which clients send)."""
+    """A SET of false to switches only (``SET enable_progress_bar = false``, which clients
+    send); ``SET profiling_output = 0`` names a file, and ``progress_bar_time = 0`` prints
+    at once."""
+    if any(name.lower() not in _OUTPUT_SWITCHES for name in _setting_names(stmt, exp)):
+        return False
     values = [item.this.expression for item in stmt.expressions if isinstance(item.this, exp.EQ)]
     return len(values) == len(stmt.expressions) and all(
         (isinstance(v, exp.Boolean) and not v.this)

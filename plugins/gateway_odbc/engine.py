@@ -540,7 +540,7 @@ class OdbcConnection:
             self._let_go(cur)
             raise self._failed(exc) from None
         # past the execute, a cancel stops the fetch between batches, never inside one: an
-        # SQLCancel while SQLFetch read the rows freed them under it (SIGSEGV in psqlODBC)
+        # SQLCancel while pyodbc fetched the rows crashed the process (SIGSEGV)
         with self._cursor_lock:
             self._cursor = None
         if self.stopped.is_set():
