@@ -195,6 +195,63 @@ def test_cancels_racing_statements_neither_crash_the_process_nor_fail_a_statemen
     assert answered + cancelled == 600 and answered and cancelled
 
 
+class _SlowSet(threading.Event):
+    """An event whose ``set`` returns late, as when its thread is preempted right after."""
+
+    def set(self):
+        super().set()
+        time.sleep(0.5)
+
+
+class _Delegate:
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+class _SlowConnection(_Delegate):
+    """A pyodbc connection whose cursors return late from their execute, as when the
+    thread is preempted right after the statement ran."""
+
+    def cursor(self):
+        cursor = _Delegate(self._inner.cursor())
+
+        def execute(*args):
+            done = cursor._inner.execute(*args)
+            time.sleep(0.6)
+            return done
+
+        cursor.execute = execute
+        return cursor
+
+
+@pytest.mark.postgres
+def test_a_late_cancel_is_the_next_statements_cancel_or_none(pg):
+    # a cancel that set its flag, then lost the processor before it read the cursor,
+    # saw the next statement clear the flag and then cancelled that statement's cursor
+    # after its execute: the fetch failed with "Function sequence error" instead of the
+    # statement ending Cancelled (seen in CI-style parallel runs)
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
+        gw.execute("SELECT 1 WHERE 1 = ?", parameters=[1]).to_arrow()
+        con, = gw.engine("o")._idle
+        real = con._py()
+        con._py = lambda: _SlowConnection(real)
+        con.stopped = _SlowSet()
+        late = threading.Thread(target=con.cancel)
+        late.start()
+        time.sleep(0.1)  # the flag is set; the cancel has not read the cursor yet
+        try:
+            answer = gw.execute("SELECT 7 AS x WHERE 1 = ?", parameters=[1]).to_arrow()
+            assert answer.to_pylist() == [{"x": 7}]
+        except gateway.Cancelled:
+            pass
+        finally:
+            late.join()
+
+
 @pytest.mark.postgres
 def test_cancel_a_typed_parameter_query_from_another_thread(pg):
     postgres, name = pg

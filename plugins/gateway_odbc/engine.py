@@ -600,8 +600,11 @@ class OdbcConnection:
         return [TableRef(r[0] or "", r[1] or "", r[2], r[3] or "TABLE") for r in rows]
 
     def cancel(self) -> None:
-        self.stopped.set()
         with self._cursor_lock:
+            # set under the lock, with the cursor read: set before it, a cancel meant for
+            # the statement before could be cleared by the next one's start and then
+            # reach that one's cursor, which failed with "Function sequence error"
+            self.stopped.set()
             cur = self._cursor
             if cur is not None:
                 try:
