@@ -188,6 +188,30 @@ def test_the_c_sample_is_the_rows_sample(text, ncols, skip, limit, trailing, nul
         assert (f.joined, f.count, list(f.cells())) == (s.joined, s.count, list(s.cells()))
 
 
+@settings(max_examples=600, deadline=None)
+@given(text=PLAIN_CSV, ncols=st.integers(min_value=1, max_value=4),
+       skip=st.integers(min_value=0, max_value=2), limit=st.integers(min_value=1, max_value=9),
+       trailing=st.booleans(), nulls=st.sampled_from([(b"",), (b"NA",), (b"", b"NA")]),
+       split=st.integers(min_value=1, max_value=40))
+def test_a_sample_typed_in_two_halves_is_typed_as_in_one(text, ncols, skip, limit, trailing,
+                                                         nulls, split):
+    """sample_shapes types a body of ``split`` bytes or more in two halves at once, the
+    second in a thread of its own: what it gives is what one pass gives."""
+    args = (text.encode(), ord(","), ncols, skip, limit + skip, trailing, nulls)
+    assert _scanner.sample_shapes(*args, split) == _scanner.sample_shapes(*args, 1 << 62)
+
+
+def test_the_taxi_heads_halves_are_its_whole():
+    """The split on a real sample: 8 MiB of 51 columns (the benchmark's file shape)."""
+    from gateway.commands.data import write_taxi
+
+    out = io.BytesIO()
+    write_taxi(out, 25_000)
+    head = out.getvalue()[:8 << 20]
+    args = (head[:head.rfind(b"\n") + 1], ord(","), 51, 0, 20_481, False, (b"",))
+    assert _scanner.sample_shapes(*args) == _scanner.sample_shapes(*args, 1 << 62)
+
+
 def integer_rows(cells, nulls) -> tuple[int, int]:
     """_Column.integer_rows value by value: the row of the first value that is no integer
     (NULL rows counted) and the last row before it whose value ends in a blank."""
@@ -346,3 +370,15 @@ def test_a_sample_wider_than_the_c_side_takes_is_left_to_the_reader():
     assert layout._Sample.plain(wide, ",", '"', '"', 10, 0, 70_000, False, ("",)) is None
     found = layout.sniff(wide.encode(), {}, path="wide.csv", complete=True)
     assert len(found.names) == 70_000 and found.kinds[0] == layout.INT
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(st.sampled_from([*',;"\' a1\n', "\r\n", '" ', ' "', ", "]),
+                     max_size=60).map("".join),
+       delimiter=st.sampled_from([",", ";"]), quote=st.sampled_from(['"', "'", ""]))
+def test_padded_quotes_is_its_pattern(text, delimiter, quote):
+    """The blank-beside-a-quote check before the pattern never changes its answer."""
+    pattern = bool(quote) and re.search(
+        f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
+        f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None
+    assert layout.padded_quotes(text, delimiter, quote) == pattern

@@ -868,9 +868,22 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
                   cut_comments=bool(comment) and any(
                       comment in line and not line.startswith(comment)
                       for line in str(memoryview(head)[:end], "utf-8", "replace").splitlines()),
-                  padded_quotes=bool(quote) and re.search(
-                      f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
-                      f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None)
+                  padded_quotes=padded_quotes(text, delimiter, quote or ""))
+
+
+def padded_quotes(text: str, delimiter: str, quote: str) -> bool:
+    """Whether blanks sit between a quoted field and its delimiter or line end
+    (``1, "a" ,2``) anywhere in ``text``.
+
+    Every such place holds a blank beside the quote, which ``str.__contains__``
+    finds in a millisecond where the pattern takes 100-130 ms over an 8 MiB
+    head of quoted fields (the pattern's ``^`` alternative is tried at every
+    character); without one, the pattern cannot match.
+    """
+    if not quote or (" " + quote not in text and quote + " " not in text):
+        return False
+    return re.search(f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
+                     f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None
 
 
 def _refuse_utf16(head: bytes, path: str) -> None:
