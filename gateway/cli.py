@@ -39,7 +39,7 @@ from gateway.commands import (
 )
 from gateway.errors import ConfigError, GatewayError
 from gateway.handles import cancel_all
-from gateway.startup import exit_now, tune_collector
+from gateway.startup import exit_now, interrupted, tune_collector
 
 #: The core subcommand modules, in the order ``--help`` lists them (plugins' follow).
 COMMANDS = ["query", "engines", "sources", "data", "shadow", "bench", "fuzz", "serve", "tui",
@@ -262,6 +262,10 @@ def _signals_noted() -> Iterator[list[int]]:
 
     previous = {signum: signal.signal(signum, on_signal)
                 for signum in (signal.SIGINT, *_TERMINATING)}
+    if interrupted():  # a Ctrl-C while the command started, which Python dropped
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        raise KeyboardInterrupt
     try:
         yield received
     finally:

@@ -118,7 +118,50 @@ def test_a_one_row_query_does_not_import(one_row_query, module):
 
 def test_a_one_row_query_starts_no_scanner_thread(one_row_query):
     _, threads, _ = one_row_query
-    assert threads == ["start-csv"]  # the engine's start (gateway.core), no scanner
+    # the engine's start (gateway.core) and pyarrow's import beside the statement's
+    # sniff and scan (gateway_csv.engine), no scanner
+    assert threads == ["start-csv", "import-pyarrow"]
+
+
+#: the csv engine's modules a statement read without the planner imports, and the
+#: arrays' builder they use
+CSV_STATEMENT_MODULES = ["gateway_csv.engine", "gateway_csv.scan", "gateway_csv.layout",
+                         "gateway_csv.opening", "gateway_csv.columns", "gateway_csv.shape",
+                         "gateway_csv.shape_aggregation", "gateway_csv.fused",
+                         "gateway_csv.native", "gateway_csv.typenames", "gateway_csv.temporal",
+                         "gateway.arrow_values"]
+
+
+def test_the_csv_engines_statement_modules_leave_pyarrow_to_the_answer():
+    """Importing them imports no pyarrow: a one-statement process imports it in a
+    thread while the statement sniffs and scans without the GIL."""
+    code = ("import sys\n"
+            f"for name in {CSV_STATEMENT_MODULES!r}: __import__(name)\n"
+            "print('pyarrow' in sys.modules)\n"
+            "from gateway_csv import columns, fused, temporal\n"
+            "from gateway_csv.layout import INT\n"
+            "print(columns.arrow_type(INT), 'pyarrow' in sys.modules)\n")
+    assert python_says(code) == ["False", "int64", "True"]
+
+
+def test_arrows_libraries_are_preloaded_without_importing_pyarrow():
+    code = ("import sys\n"
+            "from gateway.startup import preload_arrow\n"
+            "preload_arrow().join()\n"
+            "maps = open('/proc/self/maps').read()\n"
+            "print('pyarrow' in sys.modules, '/libarrow.so' in maps, '/libarrow_python' in maps)\n"
+            "import pyarrow\n"
+            "print(pyarrow.array([1, None], pyarrow.int64()).null_count)\n")
+    assert python_says(code) == ["False", "True", "True", "1"]
+
+
+def test_no_preload_where_pyarrow_is_not_on_the_path():
+    code = ("import sys\n"
+            "import os\n"
+            "sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p, 'pyarrow'))]\n"
+            "from gateway.startup import preload_arrow\n"
+            "print(preload_arrow())\n")
+    assert python_says(code) == ["None"]
 
 
 def test_a_one_row_query_loads_the_plugins_once(one_row_query):
@@ -183,3 +226,30 @@ def test_help_is_as_wide_as_shutil_says(monkeypatch, columns, expected):
     else:
         monkeypatch.setenv("COLUMNS", columns)
     assert terminal_columns() == shutil.get_terminal_size().columns == expected
+
+
+#: a Ctrl-C whose KeyboardInterrupt lands in a callback, where Python prints and drops it
+#: (as it did in the import system's module-lock callback while imports ran in threads)
+DROPPED_INTERRUPT = """
+import os, signal, sys, weakref
+from gateway import startup
+startup.note_interrupts()
+class Held: pass
+held = Held()
+def dropped(ref):
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(100_000): pass
+ref = weakref.ref(held, dropped)
+del held
+print(startup.interrupted(), flush=True)
+sys.argv = ['arrowgate', 'query', 'SELECT 42']
+startup.console()
+"""
+
+
+def test_a_ctrl_c_python_drops_while_the_command_starts_still_stops_it(tmp_path):
+    done = subprocess.run([sys.executable, "-c", DROPPED_INTERRUPT], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.stdout.split() == ["True"]  # noted, and the query never ran
+    assert done.stderr.strip() == "interrupted"  # no "Exception ignored ... Traceback"
+    assert done.returncode == 130

@@ -7,10 +7,9 @@ here imports sqlglot.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from gateway import arrow_values
 from gateway.errors import QueryError
@@ -18,16 +17,23 @@ from gateway.startup import LazyModule, sort_functions
 from gateway_csv.layout import BOOL, DATE, FLOAT, HUGE, INT, STR, TIME, TS, TSTZ, Layout
 from gateway_csv.scan import Plan, Scanner
 
-pc: Any = LazyModule("pyarrow.compute")
-_FALSE = arrow_values.scalar(False, pa.bool_())
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = LazyModule("pyarrow")  # imported on first use (gateway.startup)
 
-_ARROW_TYPES = {STR: pa.string(), INT: pa.int64(), FLOAT: pa.float64(),
-                TS: pa.timestamp("us"), TSTZ: pa.timestamp("us", tz="UTC"), BOOL: pa.bool_(),
-                DATE: pa.date32(), HUGE: pa.decimal128(38, 0), TIME: pa.time64("us")}
+pc: Any = LazyModule("pyarrow.compute")
+
+
+@functools.cache
+def _arrow_types() -> dict[int, pa.DataType]:
+    return {STR: pa.string(), INT: pa.int64(), FLOAT: pa.float64(),
+            TS: pa.timestamp("us"), TSTZ: pa.timestamp("us", tz="UTC"), BOOL: pa.bool_(),
+            DATE: pa.date32(), HUGE: pa.decimal128(38, 0), TIME: pa.time64("us")}
 
 
 def arrow_type(kind: int) -> pa.DataType:
-    return _ARROW_TYPES[kind]
+    return _arrow_types()[kind]
 
 
 def column_array(kind: int, rows: int, payload: tuple[bytes, bytes, bytes, int]) -> pa.Array:
@@ -117,7 +123,7 @@ def sort_indices(arrays: list[pa.Array], directions: list[tuple[bool, bool]]) ->
         direction = "descending" if desc else "ascending"
         if pa.types.is_floating(arr.type):
             # DuckDB orders NaN above every number; Arrow puts NaN last either way
-            columns[f"nan{i}"] = call("coalesce", [call("is_nan", [arr]), _FALSE])
+            columns[f"nan{i}"] = call("coalesce", [call("is_nan", [arr]), arrow_values.scalar(False, pa.bool_())])
             sort_keys.append((f"nan{i}", direction))
         sort_keys.append((f"v{i}", direction))
     return call("sort_indices", [pa.table(columns)], sort_options(sort_keys))

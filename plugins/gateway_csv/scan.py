@@ -138,7 +138,10 @@ class Scanner:
     def _row_start_after(self, pos: int) -> int:
         """The byte after the first newline at or after pos - 1 (file size when none)."""
         offset = pos - 1
-        step = 64 << 10
+        # a row is a few hundred bytes where it is not a few megabytes: 4 KiB first,
+        # then twice as much each read (64 KiB at once made a 339 MB file's 41 chunk
+        # starts cost 6 ms, read before the first chunk is scanned)
+        step = 4 << 10
         while offset < self.file.size:
             block = self.file.pread(offset, step)
             if not block:
@@ -149,6 +152,7 @@ class Scanner:
             if hit >= 0:
                 return offset + hit + 1
             offset += len(block)
+            step = min(step * 2, 1 << 20)
         return self.file.size
 
     def _scan(self, chunk: Chunk, plan: Plan, limit: int) -> tuple[Any, ...]:

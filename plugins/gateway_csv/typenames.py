@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
+from gateway.startup import LazyModule
 from gateway_csv.layout import BOOL, FLOAT, HUGE, INT, STR, TS, TSTZ
 from gateway_csv.layout import DATE as DATE_KIND
 from gateway_csv.layout import TIME as TIME_KIND
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from gateway_csv.layout import Layout
+else:
+    pa = LazyModule("pyarrow")  # imported on first use (gateway.startup)
 
 BOOLEAN, INTEGER, BIGINT, HUGEINT, DOUBLE = "BOOLEAN", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE"
 VARCHAR, DATE, TIMESTAMP, TIMESTAMPTZ, TIME = "VARCHAR", "DATE", "TIMESTAMP", "TIMESTAMPTZ", "TIME"
