@@ -21,18 +21,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import functools
 from array import array as packed
 from collections.abc import Sequence
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gateway.startup import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-else:
-    pa = LazyModule("pyarrow")  # imported on first use (gateway.startup)
+import pyarrow as pa
 
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _UTC = dt.UTC
@@ -44,17 +38,13 @@ def _code(kind: str, size: int) -> str:
     return next(c for c in codes if packed(c).itemsize == size)
 
 
-@functools.cache
-def _fixed() -> dict[pa.DataType, str]:
-    """The :mod:`array` type code of each fixed-width type (built on first use: pyarrow
-    is imported by then, not by importing this module)."""
-    return {
-        pa.int8(): _code("signed", 1), pa.int16(): _code("signed", 2),
-        pa.int32(): _code("signed", 4), pa.int64(): _code("signed", 8),
-        pa.uint8(): _code("unsigned", 1), pa.uint16(): _code("unsigned", 2),
-        pa.uint32(): _code("unsigned", 4), pa.uint64(): _code("unsigned", 8),
-        pa.float32(): "f", pa.float64(): "d",
-    }
+_FIXED = {
+    pa.int8(): _code("signed", 1), pa.int16(): _code("signed", 2),
+    pa.int32(): _code("signed", 4), pa.int64(): _code("signed", 8),
+    pa.uint8(): _code("unsigned", 1), pa.uint16(): _code("unsigned", 2),
+    pa.uint32(): _code("unsigned", 4), pa.uint64(): _code("unsigned", 8),
+    pa.float32(): "f", pa.float64(): "d",
+}
 _TICKS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
@@ -75,8 +65,8 @@ def array(values: Sequence[Any], type: pa.DataType) -> pa.Array:
         return pa.nulls(n)
     nulls = sum(1 for v in values if v is None)
     validity = _bitmap([v is not None for v in values]) if nulls else None
-    if type in _fixed():
-        data = _pack(_fixed()[type], [0 if v is None else v for v in values])
+    if type in _FIXED:
+        data = _pack(_FIXED[type], [0 if v is None else v for v in values])
     elif pa.types.is_boolean(type):
         data = _bitmap([bool(v) for v in values])
     elif pa.types.is_date32(type):
@@ -84,10 +74,10 @@ def array(values: Sequence[Any], type: pa.DataType) -> pa.Array:
                      [0 if v is None else _days(v) for v in values])
     elif pa.types.is_timestamp(type):
         ticks = _TICKS[type.unit]
-        data = _pack(_fixed()[pa.int64()], [0 if v is None else _ticks(v, ticks) for v in values])
+        data = _pack(_FIXED[pa.int64()], [0 if v is None else _ticks(v, ticks) for v in values])
     elif pa.types.is_time(type):
         ticks = _TICKS[type.unit]
-        data = _pack(_fixed()[pa.int32() if pa.types.is_time32(type) else pa.int64()],
+        data = _pack(_FIXED[pa.int32() if pa.types.is_time32(type) else pa.int64()],
                      [0 if v is None else _time_ticks(v, ticks) for v in values])
     elif pa.types.is_decimal128(type) or pa.types.is_decimal256(type):
         width = type.byte_width
@@ -98,7 +88,7 @@ def array(values: Sequence[Any], type: pa.DataType) -> pa.Array:
         text = type in (pa.string(), pa.large_string())
         encoded = [b"" if v is None else _encoded(v, text) for v in values]
         large = type in (pa.large_string(), pa.large_binary())
-        offsets = _pack(_fixed()[pa.int64() if large else pa.int32()],
+        offsets = _pack(_FIXED[pa.int64() if large else pa.int32()],
                         list(accumulate(map(len, encoded), initial=0)))
         return pa.Array.from_buffers(type, n, [validity, offsets, pa.py_buffer(b"".join(encoded))],
                                      null_count=nulls)

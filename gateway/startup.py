@@ -105,6 +105,19 @@ processes alternated with main's, load average 4-6):
   invoked only when a plugin left to ask adds commands (an outside one, or
   the duckdb plugin for ``engines``): 12 parsers fewer, 0.7-0.9 ms (load
   average 5.2: building the parser 4.1-4.6 to 3.4-3.7).
+
+And two of 2026-12-02 (A/B of fresh processes alternated, load average 0.2-1.5):
+
+- :func:`preload_arrow`: pyarrow's shared libraries are loaded by the dynamic
+  loader in a thread of their own, without the GIL, while the command imports
+  its modules: a one-row ``arrowgate query`` 84.5 to 77.0 and 80.1 to 73.4 ms
+  (medians of 21 runs each, twice). Importing pyarrow itself in a thread beside
+  the csv engine's sniff and scan saved nothing (1M-row taxi query 0.99-1.04x,
+  5M 1.04x, one-row 1.06x against importing it at the engine's start): the
+  sniff's and the scan's C code keep both cores busy, and the rest holds the GIL.
+- :func:`note_interrupts`: not a saving but the guard the thread above needs: a
+  Ctrl-C that Python dropped in the import system's module-lock callback while
+  two threads imported let the command run on.
 """
 
 from __future__ import annotations
@@ -173,11 +186,14 @@ def preload_arrow() -> threading.Thread | None:
             importlib.import_module(name)
 
     def load() -> None:
-        import ctypes
+        # any failure (no ctypes, no dlopen to call, a library that does not load) is
+        # the import's to report, in the thread that needs pyarrow
+        with contextlib.suppress(Exception):
+            import ctypes
 
-        dlopen = ctypes.CDLL(None).dlopen
-        dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
-        dlopen(os.fsencode(library), sys.getdlopenflags())  # a failure is the import's to report
+            dlopen = ctypes.CDLL(None).dlopen
+            dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+            dlopen(os.fsencode(library), sys.getdlopenflags())
 
     thread = threading.Thread(target=load, name="preload-arrow", daemon=True)
     thread.start()
@@ -282,23 +298,6 @@ class LazyModule:
         value = getattr(self._module, attr)
         setattr(self, attr, value)  # found from now on without this call
         return value
-
-
-def import_in_background(name: str) -> None:
-    """Import module ``name`` in a thread of its own, now.
-
-    Worth it where the importing thread's work would otherwise wait on the
-    import and the current thread is about to spend a while without the GIL
-    (the csv engine's sniff and scan): the import's Python code runs meanwhile.
-    A later ``import name`` in any thread waits for this one (the import
-    system's module lock) and then finds the module; a failed import fails
-    again there, saying why.
-    """
-    def run() -> None:
-        with contextlib.suppress(BaseException):
-            importlib.import_module(name)
-
-    threading.Thread(target=run, name=f"import-{name}", daemon=True).start()
 
 
 class LazyPattern:

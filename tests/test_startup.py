@@ -118,30 +118,7 @@ def test_a_one_row_query_does_not_import(one_row_query, module):
 
 def test_a_one_row_query_starts_no_scanner_thread(one_row_query):
     _, threads, _ = one_row_query
-    # the engine's start (gateway.core) and pyarrow's import beside the statement's
-    # sniff and scan (gateway_csv.engine), no scanner
-    assert threads == ["start-csv", "import-pyarrow"]
-
-
-#: the csv engine's modules a statement read without the planner imports, and the
-#: arrays' builder they use
-CSV_STATEMENT_MODULES = ["gateway_csv.engine", "gateway_csv.scan", "gateway_csv.layout",
-                         "gateway_csv.opening", "gateway_csv.columns", "gateway_csv.shape",
-                         "gateway_csv.shape_aggregation", "gateway_csv.fused",
-                         "gateway_csv.native", "gateway_csv.typenames", "gateway_csv.temporal",
-                         "gateway.arrow_values"]
-
-
-def test_the_csv_engines_statement_modules_leave_pyarrow_to_the_answer():
-    """Importing them imports no pyarrow: a one-statement process imports it in a
-    thread while the statement sniffs and scans without the GIL."""
-    code = ("import sys\n"
-            f"for name in {CSV_STATEMENT_MODULES!r}: __import__(name)\n"
-            "print('pyarrow' in sys.modules)\n"
-            "from gateway_csv import columns, fused, temporal\n"
-            "from gateway_csv.layout import INT\n"
-            "print(columns.arrow_type(INT), 'pyarrow' in sys.modules)\n")
-    assert python_says(code) == ["False", "int64", "True"]
+    assert threads == ["start-csv"]  # the engine's start (gateway.core), no scanner
 
 
 def test_arrows_libraries_are_preloaded_without_importing_pyarrow():
@@ -253,3 +230,22 @@ def test_a_ctrl_c_python_drops_while_the_command_starts_still_stops_it(tmp_path)
     assert done.stdout.split() == ["True"]  # noted, and the query never ran
     assert done.stderr.strip() == "interrupted"  # no "Exception ignored ... Traceback"
     assert done.returncode == 130
+
+
+@pytest.mark.parametrize("broken", ["library", "ctypes"])
+def test_a_preload_that_cannot_load_is_silent(tmp_path, broken):
+    """A pyarrow whose library does not load, or no ctypes: the thread says nothing (the
+    import, where pyarrow is needed, says why)."""
+    fake = tmp_path / "pyarrow"
+    fake.mkdir()
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    (fake / ("lib" + EXTENSION_SUFFIXES[0])).write_bytes(b"not a library")
+    code = ("import sys\n"
+            + (f"sys.path.insert(0, {str(tmp_path)!r})\n" if broken == "library" else
+               "sys.modules['ctypes'] = None\n")
+            + "from gateway.startup import preload_arrow\n"
+            "preload_arrow().join()\n"
+            "print('done')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (done.returncode, done.stdout.split(), done.stderr) == (0, ["done"], "")

@@ -2492,8 +2492,8 @@ static PyObject *sample_shapes(PyObject *mod, PyObject *args) {
     SampleLines it = {s, s + n, 0, limit};
     const char *line, *stop, *first_line = NULL, *first_end = NULL, *body_from = s + n;
     Py_ssize_t body = 0;
-    /* Without the GIL (another thread imports pyarrow meanwhile: gateway.startup):
-     * the loops read the held buffer and the immutable `nulls` tuple's bytes only. */
+    /* Without the GIL: the loops read the held buffer and the immutable `nulls`
+     * tuple's bytes only. */
     Py_BEGIN_ALLOW_THREADS
     while (next_sample_row(&it, &line, &stop)) {
         if (it.rows <= skip) continue;

@@ -7,9 +7,10 @@ here imports sqlglot.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import pyarrow as pa
 
 from gateway import arrow_values
 from gateway.errors import QueryError
@@ -17,23 +18,16 @@ from gateway.startup import LazyModule, sort_functions
 from gateway_csv.layout import BOOL, DATE, FLOAT, HUGE, INT, STR, TIME, TS, TSTZ, Layout
 from gateway_csv.scan import Plan, Scanner
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-else:
-    pa = LazyModule("pyarrow")  # imported on first use (gateway.startup)
-
 pc: Any = LazyModule("pyarrow.compute")
+_FALSE = arrow_values.scalar(False, pa.bool_())
 
-
-@functools.cache
-def _arrow_types() -> dict[int, pa.DataType]:
-    return {STR: pa.string(), INT: pa.int64(), FLOAT: pa.float64(),
-            TS: pa.timestamp("us"), TSTZ: pa.timestamp("us", tz="UTC"), BOOL: pa.bool_(),
-            DATE: pa.date32(), HUGE: pa.decimal128(38, 0), TIME: pa.time64("us")}
+_ARROW_TYPES = {STR: pa.string(), INT: pa.int64(), FLOAT: pa.float64(),
+                TS: pa.timestamp("us"), TSTZ: pa.timestamp("us", tz="UTC"), BOOL: pa.bool_(),
+                DATE: pa.date32(), HUGE: pa.decimal128(38, 0), TIME: pa.time64("us")}
 
 
 def arrow_type(kind: int) -> pa.DataType:
-    return _arrow_types()[kind]
+    return _ARROW_TYPES[kind]
 
 
 def column_array(kind: int, rows: int, payload: tuple[bytes, bytes, bytes, int]) -> pa.Array:
@@ -123,7 +117,7 @@ def sort_indices(arrays: list[pa.Array], directions: list[tuple[bool, bool]]) ->
         direction = "descending" if desc else "ascending"
         if pa.types.is_floating(arr.type):
             # DuckDB orders NaN above every number; Arrow puts NaN last either way
-            columns[f"nan{i}"] = call("coalesce", [call("is_nan", [arr]), arrow_values.scalar(False, pa.bool_())])
+            columns[f"nan{i}"] = call("coalesce", [call("is_nan", [arr]), _FALSE])
             sort_keys.append((f"nan{i}", direction))
         sort_keys.append((f"v{i}", direction))
     return call("sort_indices", [pa.table(columns)], sort_options(sort_keys))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
@@ -112,17 +111,10 @@ class CsvEngine(Engine):
         # (gateway_csv.shape, gateway_csv.shape_aggregation) needs none.
         # Sources are sniffed by the first query that reads them: one bad file
         # fails its own queries, never the engine's start.
-        from gateway import startup
+        from gateway.startup import runs_one_statement
         from gateway_csv import columns, shape  # noqa: F401
 
-        if startup.runs_one_statement():
-            # The statement needs pyarrow only for its answer, after the sniff and
-            # the scan, which run without the GIL: pyarrow's import (30-45 ms) runs
-            # meanwhile (none of the csv engine's modules imports it on import).
-            startup.import_in_background("pyarrow")
-        else:
-            import pyarrow  # noqa: F401
-
+        if not runs_one_statement():
             from gateway_csv import query, run, shape_aggregation  # noqa: F401
 
             query.parse("SELECT 1")
@@ -292,18 +284,15 @@ class CsvEngine(Engine):
                 :class:`gateway.errors.Cancelled`, and it may raise itself (pass
                 ``QueryHandle.check``).
         """
+        import pyarrow as pa
+
         try:
             try:
                 return self._execute(sql, parameters, stop)
             except RecursionError:
                 raise Unsupported("the csv engine cannot plan an expression nested this deeply",
                                   engines=("duckdb",)) from None
-            except Exception as exc:
-                # pyarrow may still be importing (gateway.startup.import_in_background):
-                # until it is imported, no error is one of its own
-                pa = sys.modules.get("pyarrow")
-                if pa is None or not isinstance(exc, pa.ArrowException):
-                    raise
+            except pa.ArrowException as exc:
                 raise Unsupported("the csv engine cannot run this query: "
                                   + str(exc).splitlines()[0], engines=("duckdb",)) from None
         except GatewayError as exc:

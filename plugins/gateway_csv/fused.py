@@ -14,18 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import pyarrow as pa
 
 from gateway import arrow_values
-from gateway.startup import LazyModule, sort_functions
+from gateway.startup import sort_functions
 from gateway_csv.columns import arrow_type
 from gateway_csv.layout import BOOL, DATE, FLOAT, INT, TS, TSTZ, Layout
 from gateway_csv.scan import MAX_COLUMNS, Plan, Scanner
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-else:
-    pa = LazyModule("pyarrow")  # imported on first use (gateway.startup)
 
 # Shared with _scanner.c
 F_IDENT, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND = range(6)

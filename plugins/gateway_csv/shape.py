@@ -19,16 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from gateway.startup import LazyModule
+import pyarrow as pa
+
 from gateway_csv.columns import answer_table, limited, scanned
 from gateway_csv.scan import MAX_COLUMNS, Scanner
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-else:
-    pa = LazyModule("pyarrow")  # imported on first use (gateway.startup)
 
 #: Words not taken as a name: DuckDB's reserved words, and every word sqlglot's DuckDB
 #: dialect reads as anything but a plain column, alias or table in these statements

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from gateway.startup import LazyModule
+import pyarrow as pa
+
 from gateway_csv import fused, native, temporal
 from gateway_csv.columns import answer_table, ordered, sliced
 from gateway_csv.fused import A_AVG, A_COUNT, A_MAX, A_MIN, A_SUM
@@ -32,11 +32,6 @@ from gateway_csv.naming import aggregate_name
 from gateway_csv.native import column_types
 from gateway_csv.scan import Scanner
 from gateway_csv.shape import LARGEST, RESERVED, SPACE
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-else:
-    pa = LazyModule("pyarrow")  # imported on first use (gateway.startup)
 
 #: the aggregates read here, by the name DuckDB gives them in a column's name
 _AGGREGATES = {"count": A_COUNT, "sum": A_SUM, "avg": A_AVG, "min": A_MIN, "max": A_MAX}

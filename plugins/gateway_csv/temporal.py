@@ -17,19 +17,15 @@ Unsupported, so the fallback engine answers them.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from gateway import arrow_values
 from gateway.errors import Unsupported
 from gateway.startup import LazyModule
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-else:
-    pa = LazyModule("pyarrow")  # imported on first use (gateway.startup)
 
 if TYPE_CHECKING:
     from sqlglot import exp
@@ -53,14 +49,12 @@ def _kernels() -> Any:
 
 #: the Arrow type of each kind of Python constant the functions here pass (the type
 #: ``pa.scalar`` would infer; built by gateway.arrow_values, which imports no pandas)
-@functools.cache
-def _constant_types() -> dict[type, pa.DataType]:
-    return {int: pa.int64(), float: pa.float64(), str: pa.string()}
+_CONSTANT_TYPES = {int: pa.int64(), float: pa.float64(), str: pa.string()}
 
 
 def _call(name: str, *args: Any, options: Any = None) -> Any:
     values = [a if isinstance(a, pa.Array | pa.ChunkedArray | pa.Scalar)
-              else arrow_values.scalar(a, _constant_types()[type(a)]) for a in args]
+              else arrow_values.scalar(a, _CONSTANT_TYPES[type(a)]) for a in args]
     return _kernels().call_function(name, values, options)
 
 

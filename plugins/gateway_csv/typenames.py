@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.startup import LazyModule
+import pyarrow as pa
+
 from gateway_csv.layout import BOOL, FLOAT, HUGE, INT, STR, TS, TSTZ
 from gateway_csv.layout import DATE as DATE_KIND
 from gateway_csv.layout import TIME as TIME_KIND
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from gateway_csv.layout import Layout
-else:
-    pa = LazyModule("pyarrow")  # imported on first use (gateway.startup)
 
 BOOLEAN, INTEGER, BIGINT, HUGEINT, DOUBLE = "BOOLEAN", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE"
 VARCHAR, DATE, TIMESTAMP, TIMESTAMPTZ, TIME = "VARCHAR", "DATE", "TIMESTAMP", "TIMESTAMPTZ", "TIME"
