@@ -59,6 +59,19 @@ SIDE_EFFECT_NAMES = frozenset({
     # transaction too (gateway.drivers.read_only)
     "lo_creat", "lo_create", "lo_import", "lo_export", "lo_from_bytea", "lo_put", "lo_unlink",
     "lo_truncate", "lo_truncate64", "lowrite",
+    # PostgreSQL's functions that reach past the transaction, which read-only does not
+    # stop: another session's statement or connection ended (the gateway's users share
+    # its role), the server's configuration, log or WAL moved, statistics reset; and
+    # dblink, which runs any statement on a connection of its own
+    "pg_cancel_backend", "pg_terminate_backend", "pg_reload_conf", "pg_rotate_logfile",
+    "pg_switch_wal", "pg_create_restore_point", "pg_promote", "pg_log_backend_memory_contexts",
+    "pg_stat_reset", "pg_stat_reset_shared", "pg_stat_reset_single_table_counters",
+    "pg_stat_reset_single_function_counters", "pg_stat_reset_slru",
+    "pg_stat_reset_replication_slot", "pg_create_physical_replication_slot",
+    "pg_create_logical_replication_slot", "pg_drop_replication_slot",
+    "pg_file_write", "pg_file_rename", "pg_file_unlink",
+    "dblink", "dblink_exec", "dblink_connect", "dblink_connect_u", "dblink_send_query",
+    "dblink_open", "dblink_fetch", "dblink_close", "dblink_disconnect",
 }) | frozenset({
     # DuckDB's and DuckLake's table functions that write (``SELECT * FROM
     # ducklake_expire_snapshots('lake')`` deletes a lake's history): a read-only user

@@ -8,6 +8,8 @@ writes, on the same engine right after, still can.
 
 from __future__ import annotations
 
+import subprocess
+import time
 from typing import Any
 
 import adbc_driver_flightsql.dbapi as flight_dbapi
@@ -19,6 +21,7 @@ from gateway.handles import QueryHandle
 from gateway.statement import Principal
 from tests import sql_databases as db
 from tests.flight_support import serving
+from tests.pg import SUPERUSER
 
 READER = Principal("rita", read_only=True, shared=True)
 WRITER = Principal("dave", shared=True)
@@ -131,6 +134,42 @@ def test_large_object_writers_are_no_queries(pg):
                                                    r"\(SELECT calling lo_"):
                 gw.execute(sql, principal=READER).to_arrow()
     assert postgres.psql(count, dbname=name) == before
+
+
+@pytest.mark.postgres
+def test_a_read_only_user_cannot_stop_another_users_statement(gw, pg):
+    """What writes no row passes a read-only transaction: ending another session's
+    statement (the gateway's users share its role), reloading the server's
+    configuration, resetting its statistics; and dblink writes on a connection of
+    its own. The pipeline refuses them before the database sees them."""
+    postgres, name = pg
+    sleeper = subprocess.Popen(
+        [str(postgres.bin_dir / "psql"), "-X", "-h", str(postgres.socket_dir),
+         "-p", str(postgres.port), "-U", SUPERUSER, "-d", name, "-c",
+         "SELECT pg_sleep(60) AS other_users_statement"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        pid = ""
+        for _ in range(200):
+            pid = postgres.psql("SELECT pid FROM pg_stat_activity "
+                                "WHERE query LIKE '%AS other_users_statement'", dbname=name)
+            if pid:
+                break
+            time.sleep(0.05)
+        assert pid, "the other user's statement never started"
+        for sql in (f"SELECT pg_terminate_backend({pid})", f"SELECT pg_cancel_backend({pid})",
+                    "SELECT pg_reload_conf()", "SELECT pg_stat_reset()",
+                    "SELECT pg_log_backend_memory_contexts(pg_backend_pid())",
+                    "SELECT * FROM dblink('dbname=x', 'DELETE FROM t') AS r(a int)",
+                    "SELECT dblink_exec('dbname=x', 'DELETE FROM t')"):
+            with pytest.raises(GatewayError) as refused:
+                gw.execute(sql, principal=READER).to_arrow()
+            assert refused.value.kind == "permission", (sql, refused.value.message)
+        time.sleep(0.2)
+        assert sleeper.poll() is None  # still running
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 @pytest.mark.postgres
