@@ -54,6 +54,51 @@ def test_split_lines_is_the_readers_split(text, delimiter, quote, limit):
         reader_rows(text, delimiter, quote, escape, limit)
 
 
+#: a line with quotes, escapes, blanks and delimiters: a quoted value, a doubled quote, a
+#: quote inside an unquoted value, one left open, an escape before a quote or a line end
+SPECIAL_LINE = st.lists(st.sampled_from(['"', "'", "\\", ",", ";", "a", "1", " ", '""',
+                                         '"x,y"', "\r"]), min_size=1, max_size=12).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(plain=st.lists(st.lists(st.sampled_from(["1", "a", "", " x", "2.5", ";"]), min_size=1,
+                               max_size=4).map(",".join), min_size=10, max_size=40),
+       special=st.lists(st.tuples(st.integers(min_value=0, max_value=39), SPECIAL_LINE),
+                        max_size=3),
+       end=st.sampled_from(["\n", "\r\n"]), last=st.booleans(),
+       quote=st.sampled_from(['"', "'"]), delimiter=st.sampled_from([",", ";"]),
+       limit=st.integers(min_value=1, max_value=50))
+def test_a_sample_written_without_quotes_has_the_readers_rows(plain, special, end, last, quote,
+                                                              delimiter, limit):
+    """Lines split at delimiters and the few quoted ones read by the reader, each alone,
+    written without quotes: split at the new delimiter, the reader's rows over the
+    whole text (or None, and the reader reads it all)."""
+    lines = list(plain)
+    for at, line in special:
+        lines.insert(at % (len(lines) + 1), line)
+    text = end.join(lines) + (end if last else "")
+    escape = quote if quote == '"' else "\\"
+    rewritten = layout.unquoted(text, delimiter, quote, escape)
+    if rewritten is not None:
+        assert layout._split_lines(rewritten, layout.UNQUOTED_DELIMITER, "", "", limit) == \
+            reader_rows(text, delimiter, quote, escape, limit)
+
+
+def test_a_quoted_value_in_a_plain_sample_is_written_without_quotes():
+    lines = ["id,zone,n"] + [f"{i},Midtown,{i % 7}" for i in range(200)]
+    lines[50] = '50,"Midtown, East",1'
+    text = "\n".join(lines) + "\n"
+    rewritten = layout.unquoted(text, ",", '"', '"')
+    assert rewritten is not None
+    assert rewritten.split("\n")[50].split(layout.UNQUOTED_DELIMITER) == \
+        ["50", "Midtown, East", "1"]
+    # a value running over a line end: the reader reads the whole text
+    lines[60] = '60,"Midtown'
+    assert layout.unquoted("\n".join(lines), ",", '"', '"') is None
+    # quoted lines beyond a tenth of the lines: so does it
+    assert layout.unquoted('"a"\n' * 3 + "b\n" * 10, ",", '"', '"') is None
+
+
 def test_plain_split_takes_a_plain_sample_and_leaves_the_rest_to_the_reader():
     assert layout._split_plain("a,b\r\n1,2\r\n\r\n3,4\n", ",", '"', '"', 10) == \
         [["a", "b"], ["1", "2"], ["3", "4"]]
@@ -382,3 +427,40 @@ def test_padded_quotes_is_its_pattern(text, delimiter, quote):
         f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
         f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None
     assert layout.padded_quotes(text, delimiter, quote) == pattern
+
+
+#: a table of plain rows with a few quoted values: a delimiter, a doubled quote, a blank
+#: or a number inside quotes, and now and then a quote left open
+TABLE_WITH_QUOTES = st.tuples(
+    st.integers(min_value=1, max_value=4).flatmap(lambda width: st.tuples(
+        st.lists(st.sampled_from(["a", "b", "id", *SAMPLE_VALUES]), min_size=width,
+                 max_size=width),
+        st.lists(st.lists(st.sampled_from(SAMPLE_VALUES), min_size=width, max_size=width),
+                 min_size=10, max_size=30))),
+    st.lists(st.tuples(st.integers(min_value=0, max_value=29), st.integers(min_value=0),
+                       st.sampled_from(['"x,y"', '"1"', '" 2"', '"a""b"', '""', '"open'])),
+             max_size=3),
+    st.sampled_from(["\n", "\r\n"])).map(
+        lambda t: "".join(",".join(row) + t[2] for row in _quoted(t[0][0], t[0][1], t[1])))
+
+
+def _quoted(first, rows, quoted):
+    rows = [list(r) for r in rows]
+    for at, col, value in quoted:
+        row = rows[at % len(rows)]
+        row[col % len(row)] = value
+    return [first, *rows]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=TABLE_WITH_QUOTES, nulls=st.sampled_from([None, "NA", ["", "NA"]]),
+       header=st.sampled_from([None, True, False]), complete=st.booleans())
+def test_sniffing_a_sample_written_without_quotes_is_sniffing_its_rows(text, nulls, header,
+                                                                      complete):
+    """The whole layout, or the refusal, is the same when the few quoted lines are read
+    alone and the sample typed in C as when the reader's rows are typed in Python."""
+    options = {k: v for k, v in (("null", nulls), ("header", header)) if v is not None}
+    fast = sniffed(text.encode(), options, complete)
+    with mock.patch.object(layout, "unquoted", lambda *args: None):
+        slow = sniffed(text.encode(), options, complete)
+    assert fast == slow
