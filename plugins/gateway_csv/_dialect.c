@@ -11,6 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -103,34 +104,36 @@ static void build(Table t, int delim, int quote, int escape, int comment, int nl
     t['\r'][COMMENT] = (unsigned char)cr_state;
 }
 
+/* One row as count_rows reports it: (fields, last_value_always_empty, is_comment,
+ * is_mid_comment, empty_lines before it). */
 typedef struct {
-    PyObject *rows; /* list of (fields, last_value_always_empty, is_comment, is_mid_comment, empty_lines) */
+    Py_ssize_t fields, empty_lines;
+    unsigned char last_empty, as_comment; /* as_comment: 1 a comment, 2 a mid comment */
+} Row;
+
+/* The rows counted so far, in C: the loop runs without the GIL (the sniffer runs two
+ * candidates' counts at once, gateway_csv.dialect); the list is made at the end. */
+typedef struct {
+    Row *rows;
+    Py_ssize_t n, cap;
     Py_ssize_t fields, empty_lines;
     int comment, starts_as_comment;
 } Counts;
 
-/* AddRow / UnsetComment: one row ends */
+/* AddRow / UnsetComment: one row ends; -1 when out of memory */
 static int add_row(Counts *r, int last_empty, int as_comment) {
-    Py_ssize_t n = PyList_GET_SIZE(r->rows);
     if (!last_empty) {
         /* "from this row on, every last value is empty" no longer holds for the rows
          * that had it, back to the last one that did not */
-        for (Py_ssize_t i = n - 1; i >= 0; i--) {
-            PyObject *row = PyList_GET_ITEM(r->rows, i);
-            if (PyTuple_GET_ITEM(row, 1) != Py_True) break;
-            Py_INCREF(Py_False);
-            Py_DECREF(PyTuple_GET_ITEM(row, 1));
-            PyTuple_SET_ITEM(row, 1, Py_False);
-        }
+        for (Py_ssize_t i = r->n - 1; i >= 0 && r->rows[i].last_empty; i--) r->rows[i].last_empty = 0;
     }
-    PyObject *row = Py_BuildValue("(nOOOn)", r->fields + 1, last_empty ? Py_True : Py_False,
-                                  as_comment == 1 ? Py_True : Py_False, as_comment == 2 ? Py_True : Py_False,
-                                  r->empty_lines);
-    if (!row || PyList_Append(r->rows, row)) {
-        Py_XDECREF(row);
-        return -1;
+    if (r->n == r->cap) {
+        Py_ssize_t cap = r->cap ? 2 * r->cap : 1024;
+        Row *grown = realloc(r->rows, (size_t)cap * sizeof(Row));
+        if (!grown) return -1;
+        r->rows = grown, r->cap = cap;
     }
-    Py_DECREF(row);
+    r->rows[r->n++] = (Row){r->fields + 1, r->empty_lines, (unsigned char)last_empty, (unsigned char)as_comment};
     r->fields = 0;
     return 0;
 }
@@ -161,9 +164,10 @@ static PyObject *count_rows(PyObject *mod, PyObject *args) {
         return NULL;
     Table t;
     build(t, delim, quote, escape, comment, nl);
-    Counts r = {PyList_New(0), 0, 0, 0, 0};
-    if (!r.rows) return NULL;
-    int s0 = NOT_SET, s1 = NOT_SET, error = 0, ever_quoted = 0, ever_escaped = 0, finished = 1;
+    Counts r = {NULL, 0, 0, 0, 0, 0, 0};
+    int s0 = NOT_SET, s1 = NOT_SET, error = 0, ever_quoted = 0, ever_escaped = 0, finished = 1, oom = 0;
+    /* without the GIL: the loop reads the argument's bytes, which the call holds */
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         s0 = s1;
         s1 = t[p[i]][s1];
@@ -171,9 +175,8 @@ static PyObject *count_rows(PyObject *mod, PyObject *args) {
         switch (s1) {
         case INVALID:
             error = 1;
-            Py_DECREF(r.rows);
-            r.rows = PyList_New(0);
-            goto done;
+            r.n = 0;
+            goto counted;
         case RECORD_SEPARATOR:
         case CARRIAGE_RETURN:
             if (s0 == RECORD_SEPARATOR || s0 == NOT_SET) r.empty_lines++;
@@ -198,31 +201,41 @@ static PyObject *count_rows(PyObject *mod, PyObject *args) {
             break;
         }
         if (row_end) {
-            if (end_row(&r, s0, s1)) goto fail;
-            if (PyList_GET_SIZE(r.rows) >= max_rows) {
+            if (end_row(&r, s0, s1)) {
+                oom = 1;
+                goto counted;
+            }
+            if (r.n >= max_rows) {
                 finished = i + 1 >= n;
-                goto done;
+                goto counted;
             }
         }
     }
     if (!complete) {
         /* a quote open over the whole sample: DuckDB's line size limit ends it */
-        error = ever_quoted && PyList_GET_SIZE(r.rows) == 0;
+        error = ever_quoted && r.n == 0;
         finished = 0;
     } else if ((s1 == QUOTED || s1 == QUOTED_NEW_LINE) && s0 != UNQUOTED) {
         error = 1;
-        Py_DECREF(r.rows);
-        r.rows = PyList_New(0);
+        r.n = 0;
     } else if (!(s1 == RECORD_SEPARATOR || s1 == CARRIAGE_RETURN || s1 == NOT_SET)) {
-        if (end_row(&r, s0, s1)) goto fail;
+        if (end_row(&r, s0, s1)) oom = 1;
     }
-done:
-    if (!r.rows) return NULL;
+counted:
+    Py_END_ALLOW_THREADS
+    PyObject *rows = oom ? PyErr_NoMemory() : PyList_New(r.n);
+    for (Py_ssize_t i = 0; rows && i < r.n; i++) {
+        const Row *row = &r.rows[i];
+        PyObject *item = Py_BuildValue("(nOOOn)", row->fields, row->last_empty ? Py_True : Py_False,
+                                       row->as_comment == 1 ? Py_True : Py_False,
+                                       row->as_comment == 2 ? Py_True : Py_False, row->empty_lines);
+        if (!item) Py_CLEAR(rows);
+        else PyList_SET_ITEM(rows, i, item);
+    }
+    free(r.rows);
+    if (!rows) return NULL;
     return Py_BuildValue("(OOOON)", error ? Py_True : Py_False, ever_quoted ? Py_True : Py_False,
-                         ever_escaped ? Py_True : Py_False, finished ? Py_True : Py_False, r.rows);
-fail:
-    Py_DECREF(r.rows);
-    return NULL;
+                         ever_escaped ? Py_True : Py_False, finished ? Py_True : Py_False, rows);
 }
 
 static PyMethodDef module_methods[] = {

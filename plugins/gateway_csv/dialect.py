@@ -14,6 +14,7 @@ column per line.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, AnyStr
 
@@ -91,6 +92,40 @@ def detect(sample: bytes, options: dict[str, Any], complete: bool) -> list[Diale
                 if not error:
                     chosen.analyze(cand)
     return chosen.refine(sample, newline, complete)
+
+
+def _counted(cands: list[Dialect], sample: bytes, newline: int,
+             complete: bool) -> dict[int, tuple[Any, ...]]:
+    """count_rows over the whole sample for each candidate (by ``id``), the others in
+    threads of their own: the count runs without the GIL, and two candidates over an
+    8 MiB head took 50-60 ms one after the other."""
+    def count(cand: Dialect) -> tuple[Any, ...]:
+        return _dialect.count_rows(
+            sample, _byte(cand.delimiter), _byte(cand.quote), _byte(cand.escape),
+            _byte(cand.comment), newline, CHUNK_ROWS * SAMPLE_CHUNKS, complete)
+
+    counts: dict[int, tuple[Any, ...]] = {}
+    failed: list[BaseException] = []
+
+    def run(cand: Dialect) -> None:
+        try:
+            counts[id(cand)] = count(cand)
+        except BaseException as exc:  # out of memory: raised in the sniffing thread
+            failed.append(exc)
+
+    threads = [threading.Thread(target=run, args=(cand,), name="csv-sniff")
+               for cand in cands[1:]]
+    for thread in threads:
+        thread.start()
+    try:
+        if cands:
+            counts[id(cands[0])] = count(cands[0])
+    finally:
+        for thread in threads:
+            thread.join()
+    if failed:
+        raise failed[0]
+    return counts
 
 
 def cut_comment(line: AnyStr, mark: AnyStr, quote: AnyStr, in_quote: bool) \
@@ -334,14 +369,14 @@ class _Choice:
         cands = self.successful
         if len(cands) <= 1 or cands[0].finished:
             return cands
+        counts = _counted([cand for cand in cands if not cand.finished], sample, newline,
+                          complete)
         kept = []
         for cand in cands:
             if cand.finished:
                 kept.append(cand)
                 continue
-            error, cand.quoted, cand.escaped, _finished, rows = _dialect.count_rows(
-                sample, _byte(cand.delimiter), _byte(cand.quote), _byte(cand.escape),
-                _byte(cand.comment), newline, CHUNK_ROWS * SAMPLE_CHUNKS, complete)
+            error, cand.quoted, cand.escaped, _finished, rows = counts[id(cand)]
             # the last chunk of the sample is taken unchecked, as in DuckDB
             checked = rows[CHUNK_ROWS:CHUNK_ROWS * (SAMPLE_CHUNKS - 1)]
             if not error and all(row[_FIELDS] == self.max_columns_found or row[_COMMENT]

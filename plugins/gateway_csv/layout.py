@@ -948,7 +948,20 @@ def padded_quotes(text: str, delimiter: str, quote: str) -> bool:
     head of quoted fields (the pattern's ``^`` alternative is tried at every
     character); without one, the pattern cannot match.
     """
-    if not quote or (" " + quote not in text and quote + " " not in text):
+    if not quote:
+        return False
+    # a few quotes (a value quoted here and there): look beside each, not over all the
+    # text for a blank and a quote together (7 ms a search over 8 MiB of taxi rows,
+    # whose blanks are many)
+    at, seen = text.find(quote), 0
+    while at >= 0 and seen < 1000:
+        if text[at - 1:at] == " " or text[at + 1:at + 2] == " ":
+            break
+        at, seen = text.find(quote, at + 1), seen + 1
+    else:
+        if at < 0:
+            return False
+    if " " + quote not in text and quote + " " not in text:
         return False
     return re.search(f"(?:^|{re.escape(delimiter)}) +{re.escape(quote)}|"
                      f"{re.escape(quote)} +(?:{re.escape(delimiter)}|$)", text, re.M) is not None
