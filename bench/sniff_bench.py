@@ -13,6 +13,10 @@ of each step timed inside it (the steps nest: ``dialect.detect`` calls
 ``_dialect.count_rows``). Timing steps costs a little CPU of its own, so the whole
 sniff is timed in rounds without them, alternating with the rounds that time them.
 
+``--wall``: wall-clock milliseconds instead of CPU (``time.perf_counter``), for the
+steps that run in threads of their own (the sample typed in two halves, two dialect
+candidates counted at once), whose CPU is the same but whose time is not.
+
 ``--against DIR``: another checkout of this project (its C modules built in place,
 ``setup.py build_ext --inplace``), for a before/after figure. Each tree sniffs in its
 own warm worker process; their layouts are compared first (a difference gets no
@@ -38,6 +42,9 @@ from gateway_csv import _dialect, _scanner, dialect, layout
 from gateway_csv.layout import DIALECT_BYTES, SAMPLE_BYTES, SAMPLE_ROWS, sniff
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "taxi_1000000.csv"
+#: the clock (time.process_time, or time.perf_counter with --wall) and its name
+CLOCK: Callable[[], float] = time.process_time
+CLOCK_NAME = "CPU"
 #: (module, attribute) of each step timed, as sniff reaches them (where they exist)
 STEPS: list[tuple[Any, str]] = [
     (dialect, "detect"), (_dialect, "count_rows"), (layout, "_typed_best"),
@@ -63,22 +70,22 @@ def read_head(path: Path) -> tuple[bytes, bool]:
 
 def _timed(name: str, fn: Callable[..., Any], spent: dict[str, float]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = time.process_time()
+        start = CLOCK()
         try:
             return fn(*args, **kwargs)
         finally:
-            spent[name] += time.process_time() - start
+            spent[name] += CLOCK() - start
     return wrapper
 
 
 def _sniff_ms(head: bytes, complete: bool, path: Path) -> float:
-    start = time.process_time()
+    start = CLOCK()
     sniff(head, {}, path=str(path), complete=complete)
-    return (time.process_time() - start) * 1000
+    return (CLOCK() - start) * 1000
 
 
 def _spread(values: list[float]) -> str:
-    return f"median {statistics.median(values):.1f} ms CPU (min {min(values):.1f}, " \
+    return f"median {statistics.median(values):.1f} ms {CLOCK_NAME} (min {min(values):.1f}, " \
            f"max {max(values):.1f}, {len(values)} rounds)"
 
 
@@ -115,16 +122,17 @@ def worker(path: Path) -> None:
     """Sniff, print the CPU milliseconds and the layout, then sniff once per line read
     and print its CPU milliseconds."""
     head, complete = read_head(path)
-    start = time.process_time()
+    start = CLOCK()
     found = sniff(head, {}, path=str(path), complete=complete)
-    print(f"{(time.process_time() - start) * 1000:.3f}\t{found!r}", flush=True)
+    print(f"{(CLOCK() - start) * 1000:.3f}\t{found!r}", flush=True)
     for _ in sys.stdin:
         print(f"{_sniff_ms(head, complete, path):.3f}", flush=True)
 
 
 def _worker(path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], float, str]:
     """A worker process, the CPU milliseconds of its first sniff and its layout."""
-    w = subprocess.Popen([sys.executable, __file__, str(path), "--worker"], text=True,
+    wall = ["--wall"] if CLOCK is time.perf_counter else []
+    w = subprocess.Popen([sys.executable, __file__, str(path), "--worker", *wall], text=True,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **env})
     ms, _, found = w.stdout.readline().partition("\t")  # type: ignore[union-attr]
     return w, float(ms), found.strip()
@@ -175,8 +183,13 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another checkout to compare with")
     parser.add_argument("--fresh", action="store_true",
                         help="with --against: time the first sniff of a new process each round")
+    parser.add_argument("--wall", action="store_true",
+                        help="wall-clock milliseconds instead of CPU")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.wall:
+        global CLOCK, CLOCK_NAME
+        CLOCK, CLOCK_NAME = time.perf_counter, "wall"
     if args.worker:
         worker(args.path)
     elif args.against:
