@@ -53,7 +53,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taxi import CSVQL_QUERIES, DATA, taxi_file
+from taxi import CSVQL_QUERIES, DATA, quoted_taxi_file, taxi_file
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the timed processes' environment: bytecode caches written and read, as an installed
@@ -306,6 +306,9 @@ def main() -> None:
                         help="where csvql's library needs glibc 2.38 and this one is older: "
                              "install it into CSVQL_VENV-shim with its one 2.38 symbol (fmod) "
                              "bound to this glibc's (bench/elf_versions.py)")
+    parser.add_argument("--quoted", action="store_true",
+                        help="the taxi file with one row in 500 holding a quoted value "
+                             "(bench/taxi.py quoted_taxi_file) instead of the plain one")
     args = parser.parse_args()
     arrowgate_bin = BIN
     if args.install == "runtime":
@@ -319,10 +322,11 @@ def main() -> None:
     results = {}
     queries = [(q.name, q.sql) for q in CSVQL_QUERIES]
     for rows in args.rows:
-        path = taxi_file(rows)
+        path = quoted_taxi_file(rows) if args.quoted else taxi_file(rows)
         group = contenders(path, toml(path), arrowgate_bin, csvql)
         figures, refused = measure(queries, group, args.rounds, reference="duckdb-cli")
-        print(table(f"{rows:,} rows, {args.rounds} rounds", figures, refused,
+        print(table(f"{rows:,} rows{' (quoted)' if args.quoted else ''}, {args.rounds} rounds",
+                    figures, refused,
                     [c.name for c in group], "arrowgate"), "\n", flush=True)
         results[str(rows)] = _raw(figures, refused)
     one_row, path = startup_queries()

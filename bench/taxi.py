@@ -47,3 +47,24 @@ def taxi_file(rows: int) -> Path:
             write_taxi(out, rows)
         tmp.replace(path)
     return path
+
+
+def quoted_taxi_file(rows: int, every: int = 500) -> Path:
+    """bench/data/taxi_ROWS_quoted.csv: the taxi file with one row in ``every`` holding a
+    payment type with a comma in it, quoted as any CSV writer quotes it
+    (``"CSH, East"``): a file with a quote here and there, as most real files are."""
+    path = DATA / f"taxi_{rows}_quoted.csv"
+    if not path.exists():
+        tmp = path.with_suffix(".partial")
+        with open(taxi_file(rows), "rb") as plain, open(tmp, "wb") as out:
+            payment = plain.readline().split(b",").index(b"payment_type")
+            plain.seek(0)
+            for i, line in enumerate(plain):
+                if i and i % every == 0:
+                    fields = line.split(b",")
+                    fields[payment] = b'"' + fields[payment] + b', East"'
+                    line = b",".join(fields)
+                out.write(line)
+        tmp.replace(path)
+    return path
+
