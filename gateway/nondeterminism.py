@@ -60,10 +60,10 @@ SIDE_EFFECT_NAMES = frozenset({
     "lo_creat", "lo_create", "lo_import", "lo_export", "lo_from_bytea", "lo_put", "lo_unlink",
     "lo_truncate", "lo_truncate64", "lowrite",
     # PostgreSQL's functions that reach past the transaction, which read-only does not
-    # stop: another session's statement or connection ended (the gateway's users share
-    # its role), the server's configuration, log or WAL moved, statistics reset; and
-    # dblink, which runs any statement on a connection of its own
-    "pg_cancel_backend", "pg_terminate_backend", "pg_reload_conf", "pg_rotate_logfile",
+    # stop: the server's configuration, log or WAL moved, statistics reset; and dblink,
+    # which runs any statement on a connection of its own (ending another session's
+    # statement is refused to every shared user: gateway.sql.reach.OTHER_SESSIONS)
+    "pg_reload_conf", "pg_rotate_logfile",
     "pg_switch_wal", "pg_create_restore_point", "pg_promote", "pg_log_backend_memory_contexts",
     "pg_stat_reset", "pg_stat_reset_shared", "pg_stat_reset_single_table_counters",
     "pg_stat_reset_single_function_counters", "pg_stat_reset_slru",
