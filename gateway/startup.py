@@ -166,9 +166,13 @@ def preload_arrow() -> threading.Thread | None:
     other core while the command imports its own modules; pyarrow's import
     then finds its libraries loaded. Nothing is initialised for Python: the
     import still runs pyarrow's module code, in the importing thread. Returns
-    the thread, or None where pyarrow is not on ``sys.path``.
+    the thread, or None where pyarrow is not on ``sys.path`` or the process may
+    run on one processor only (the thread would take the command's turn).
     """
     from importlib.machinery import EXTENSION_SUFFIXES
+
+    if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) < 2:
+        return None
 
     for entry in sys.path:
         library = os.path.join(entry or ".", "pyarrow", "lib" + EXTENSION_SUFFIXES[0])

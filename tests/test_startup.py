@@ -132,6 +132,17 @@ def test_arrows_libraries_are_preloaded_without_importing_pyarrow():
     assert python_says(code) == ["False", "True", "True", "1"]
 
 
+def test_no_preload_on_one_processor(monkeypatch):
+    import os
+
+    from gateway import startup
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no processor affinity on this platform")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert startup.preload_arrow() is None
+
+
 def test_no_preload_where_pyarrow_is_not_on_the_path():
     code = ("import sys\n"
             "import os\n"
