@@ -445,11 +445,11 @@ TABLE_WITH_QUOTES = st.tuples(
 
 
 def _quoted(first, rows, quoted):
-    rows = [list(r) for r in rows]
+    rows = [list(first), *(list(r) for r in rows)]  # the header may be quoted too
     for at, col, value in quoted:
         row = rows[at % len(rows)]
         row[col % len(row)] = value
-    return [first, *rows]
+    return rows
 
 
 @settings(max_examples=400, deadline=None)
