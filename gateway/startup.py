@@ -198,6 +198,13 @@ def preload_arrow() -> threading.Thread | None:
             dlopen = ctypes.CDLL(None).dlopen
             dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
             dlopen(os.fsencode(library), sys.getdlopenflags())
+            # and OpenSSL's, for hashlib (the csv engine's sniff cache): 3 ms more
+            for entry in sys.path:
+                if entry.endswith("lib-dynload"):
+                    hashing = os.path.join(entry, "_hashlib" + EXTENSION_SUFFIXES[0])
+                    if os.path.isfile(hashing):
+                        dlopen(os.fsencode(hashing), sys.getdlopenflags())
+                    break
 
     thread = threading.Thread(target=load, name="preload-arrow", daemon=True)
     thread.start()

@@ -16,6 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data"
 QUICKSTART = ROOT / "examples" / "quickstart" / "arrowgate.toml"
 
+# The csv engine's sniff cache (gateway_csv.sniff_cache) is off for the suite, and for
+# the commands it starts: a test that changes the sniffer (a constant, a function)
+# must not read layouts an earlier test kept. tests/test_csv_sniff_cache.py turns it on.
+os.environ["ARROWGATE_SNIFF_CACHE"] = "off"
+
 #: The throwaway PostgreSQL cluster (the ``postgres`` fixture) for any test that needs one.
 pytest_plugins = ["tests.pg"]
 

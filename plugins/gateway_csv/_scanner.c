@@ -74,6 +74,10 @@ static void File_dealloc(FileObject *self) {
 
 static int File_init(FileObject *self, PyObject *args, PyObject *kw) {
     PyObject *pathobj;
+    if (self->busy) {
+        PyErr_SetString(PyExc_ValueError, "the file is in use (a scan or a view of it)");
+        return -1;
+    }
     mapfile_close(&self->map); /* __init__ called twice: drop the first mapping */
     if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &pathobj)) return -1;
     int err;
@@ -129,8 +133,54 @@ static PyObject *File_close(FileObject *self, PyObject *unused) {
 
 static PyObject *File_get_size(FileObject *self, void *c) { return PyLong_FromSsize_t((Py_ssize_t)self->map.size); }
 
+/* The mapping as a read-only buffer (memoryview(file)), to hash or search the
+ * head without copying it: the pages it touches are the file's cached pages, not
+ * new memory. Each view counts as a running scan, so close() unmaps after the
+ * last view is released. */
+static int File_getbuffer(FileObject *self, Py_buffer *view, int flags) {
+    static char empty[1];
+    if (!mapfile_is_open(&self->map) || self->close_pending) {
+        PyErr_SetString(PyExc_ValueError, "the file is closed");
+        view->obj = NULL;
+        return -1;
+    }
+    char *data = self->map.data ? (char *)self->map.data : empty;
+    if (PyBuffer_FillInfo(view, (PyObject *)self, data, (Py_ssize_t)self->map.size, 1, flags) < 0) return -1;
+    self->busy++;
+    return 0;
+}
+
+static void File_releasebuffer(FileObject *self, Py_buffer *view) {
+    self->busy--;
+    if (!self->busy && self->close_pending) file_release(self);
+}
+
+static PyBufferProcs File_as_buffer = {(getbufferproc)File_getbuffer, (releasebufferproc)File_releasebuffer};
+
+/* newlines(n) -> how many LF bytes the first n bytes of the mapping hold */
+static PyObject *File_newlines(FileObject *self, PyObject *args) {
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "n", &n)) return NULL;
+    if (n < 0) return PyErr_Format(PyExc_ValueError, "negative length");
+    if (!mapfile_is_open(&self->map) || self->close_pending) return PyErr_Format(PyExc_ValueError, "the file is closed");
+    if (n > (Py_ssize_t)self->map.size) n = (Py_ssize_t)self->map.size;
+    const char *p = self->map.data, *end = p ? p + n : NULL;
+    Py_ssize_t count = 0;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    while (p && p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        count++;
+        p++;
+    }
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    if (!self->busy && self->close_pending) file_release(self);
+    return PyLong_FromSsize_t(count);
+}
+
 static PyMethodDef File_methods[] = {
     {"pread", (PyCFunction)File_pread, METH_VARARGS, "pread(offset, n) -> bytes, without touching the mapping"},
+    {"newlines", (PyCFunction)File_newlines, METH_VARARGS, "newlines(n) -> LF bytes in the first n bytes"},
     {"close", (PyCFunction)File_close, METH_NOARGS, "unmap and close (after the running scans end)"},
     {NULL},
 };
@@ -144,6 +194,7 @@ static PyTypeObject FileType = {
     .tp_doc = "File(path): a read-only memory map of one CSV file",
     .tp_methods = File_methods,
     .tp_getset = File_getset,
+    .tp_as_buffer = &File_as_buffer,
     .tp_init = (initproc)File_init,
     .tp_new = File_new,
 };

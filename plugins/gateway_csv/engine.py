@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -25,6 +26,12 @@ if TYPE_CHECKING:
 
 #: polled between scan chunks: true (or raising) stops the query
 Stop = Callable[[], "bool | None"]
+
+
+#: layouts one engine keeps in memory (the oldest found goes first)
+_LAYOUTS_KEPT = 256
+#: how long a file must have been left alone for its layout to be kept in memory
+_SETTLED_NS = 2_000_000_000
 
 
 def _options_key(options: dict[str, Any]) -> str:
@@ -174,21 +181,31 @@ class CsvEngine(Engine):
         return source.name, files, dict(source.options)
 
     def layout(self, path: str, file: Any, options: dict[str, Any]) -> Layout:
-        from gateway_csv.layout import DIALECT_BYTES, SAMPLE_BYTES, SAMPLE_ROWS, sniff
+        from gateway_csv.layout import DIALECT_BYTES, SAMPLE_BYTES, SAMPLE_ROWS
+        from gateway_csv.sniff_cache import sniffed
 
         st = os.stat(path)
-        cache_key = (path, st.st_size, st.st_mtime_ns, _options_key(options))
+        # The change time moves with every write, rename and touch, and no one sets it;
+        # but it moves by the clock's tick (a few ms), so a layout is kept only when
+        # the file had not changed for a while when it was read (git's "racily clean"
+        # rule): a same-sized rewrite in the tick of the sniffed write is sniffed
+        # again. (The kept bytes' own cache, gateway_csv.sniff_cache, trusts no time.)
+        keep = time.time_ns() - st.st_ctime_ns > _SETTLED_NS
+        options_key = _options_key(options)
+        cache_key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                     options_key)
         with self._lock:
             hit = self._layouts.get(cache_key)
         if hit is not None:
             return hit
-        head = file.pread(0, DIALECT_BYTES)
         # DuckDB types the columns on its first SAMPLE_ROWS rows, however many bytes they
         # take: read on until the head holds that many lines (a quoted newline only makes
         # it read more), up to SAMPLE_BYTES
         needed = SAMPLE_ROWS + 200  # and a preamble DuckDB skips
-        while len(head) < file.size and head.count(b"\n") <= needed:
-            if len(head) >= SAMPLE_BYTES:
+        size = file.size
+        n = min(DIALECT_BYTES, size)
+        while n < size and file.newlines(n) <= needed:
+            if n >= SAMPLE_BYTES:
                 raise Unsupported(
                     f"{path}: its first {SAMPLE_ROWS:,} rows, on which DuckDB types its "
                     f"columns, take more than {SAMPLE_BYTES >> 20} MiB; the csv engine would "
@@ -196,10 +213,14 @@ class CsvEngine(Engine):
                     # (declared "columns" do not help: the sample still finds the header)
                     hint="query it on a duckdb engine, or set fallback on the csv engine "
                          "to one")
-            head = file.pread(0, min(len(head) * 2, SAMPLE_BYTES))
-        layout = sniff(head, options, path=path, complete=len(head) >= file.size)
+            n = min(n * 2, SAMPLE_BYTES, size)
+        layout = sniffed(file, n, options, path=path, options_key=options_key)
+        if not keep:
+            return layout
         with self._lock:
             self._layouts[cache_key] = layout
+            if len(self._layouts) > _LAYOUTS_KEPT:  # files rewritten again and again
+                del self._layouts[next(iter(self._layouts))]
         return layout
 
     def _rewritten(self, path: str, file: Any, layout: Layout,

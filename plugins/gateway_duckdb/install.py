@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.errors import ConfigError
+from gateway.home import cache_dir
 
 #: The file written last into a finished folder; a folder without it is not an install.
 MARKER = ".arrowgate-install.json"
@@ -98,15 +99,6 @@ class Installation:
     root: Path
     library: Path
     extensions: dict[str, Path] = field(default_factory=dict)
-
-
-def cache_dir() -> Path:
-    """The arrowgate cache: ``$ARROWGATE_HOME``, else the XDG cache folder."""
-    home = os.environ.get("ARROWGATE_HOME")
-    if home:
-        return Path(home).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "arrowgate"
 
 
 def canonical_extension(name: str) -> str:
