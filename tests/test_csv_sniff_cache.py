@@ -27,6 +27,7 @@ def kept(monkeypatch, tmp_path) -> Path:
     """The cache on, in a folder of the test's own."""
     where = tmp_path / "sniff"
     monkeypatch.setenv("ARROWGATE_SNIFF_CACHE", str(where))
+    monkeypatch.setattr(sniff_cache, "MIN_BYTES", 0)  # the tests' files are small
     return where
 
 
@@ -221,24 +222,34 @@ def test_a_big_head_is_hashed_in_halves_and_still_keyed_by_every_byte(kept, tmp_
 def test_the_command_reads_the_layout_an_earlier_command_kept(tmp_path):
     """Two ``arrowgate query`` processes: the second finds the first's entry, and its
     answer is the same."""
-    path = write(tmp_path, "t.csv", "a,b\n1,x\n2,y\n")
+    rows = "".join(f"{i},x{i}\n" for i in range(20_000))  # past MIN_BYTES
+    path = write(tmp_path, "t.csv", "a,b\n" + rows)
     config = write(tmp_path, "arrowgate.toml",
                    f'[engines.csv]\ntype = "csv"\n\n[sources.t]\npath = "{path}"\n')
     env = {"ARROWGATE_SNIFF_CACHE": str(tmp_path / "sniff")}
 
     def run() -> str:
         done = run_arrowgate("--config", str(config), "query", "--format", "csv",
-                             "SELECT * FROM t", env=env, cwd=tmp_path)
+                             "SELECT * FROM t LIMIT 2", env=env, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    assert run() == run() == 'a,b\n1,"x"\n2,"y"\n'
+    assert run() == run() == 'a,b\n0,"x0"\n1,"x1"\n'
     [name] = _entries(tmp_path / "sniff")
     # the entry is what the next command reads: a name changed in it shows
     entry = tmp_path / "sniff" / name
     fields = marshal.loads(entry.read_bytes())
     entry.write_bytes(marshal.dumps({**fields, "names": ["a", "kept"]}, 4))
-    assert run() == 'a,kept\n1,"x"\n2,"y"\n'
+    assert run() == 'a,kept\n0,"x0"\n1,"x1"\n'
+
+
+def test_a_small_head_is_sniffed_not_looked_up(monkeypatch, tmp_path):
+    where = tmp_path / "sniff"
+    monkeypatch.setenv("ARROWGATE_SNIFF_CACHE", str(where))
+    small = write(tmp_path, "small.csv", "a\n" + "1\n" * ((sniff_cache.MIN_BYTES - 3) // 2))
+    assert _sniffed(small).names == ["a"] and not where.exists()
+    big = write(tmp_path, "big.csv", "a\n" + "1\n" * (sniff_cache.MIN_BYTES // 2))
+    assert _sniffed(big).names == ["a"] and len(_entries(where)) == 1
 
 
 class _Changing(bytearray):
