@@ -133,54 +133,80 @@ static PyObject *File_close(FileObject *self, PyObject *unused) {
 
 static PyObject *File_get_size(FileObject *self, void *c) { return PyLong_FromSsize_t((Py_ssize_t)self->map.size); }
 
-/* The mapping as a read-only buffer (memoryview(file)), to hash or search the
- * head without copying it: the pages it touches are the file's cached pages, not
- * new memory. Each view counts as a running scan, so close() unmaps after the
- * last view is released. */
-static int File_getbuffer(FileObject *self, Py_buffer *view, int flags) {
-    static char empty[1];
-    if (!mapfile_is_open(&self->map) || self->close_pending) {
-        PyErr_SetString(PyExc_ValueError, "the file is closed");
-        view->obj = NULL;
-        return -1;
+/* pread_into(buffer, offset) -> bytes read into a writable buffer (0 at the end
+ * of the file), through the file and not the mapping, like pread: a file cut
+ * short meanwhile reads short instead of faulting (SIGBUS) outside a scan's
+ * guard. The caller reuses one small buffer, not 2,048 pages of new memory for
+ * an 8 MiB head. */
+static PyObject *File_pread_into(FileObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t offset;
+    if (!PyArg_ParseTuple(args, "w*n", &b, &offset)) return NULL;
+    if (offset < 0) {
+        PyBuffer_Release(&b);
+        return PyErr_Format(PyExc_ValueError, "negative offset");
     }
-    char *data = self->map.data ? (char *)self->map.data : empty;
-    if (PyBuffer_FillInfo(view, (PyObject *)self, data, (Py_ssize_t)self->map.size, 1, flags) < 0) return -1;
+    if (!mapfile_is_open(&self->map) || self->close_pending) {
+        PyBuffer_Release(&b);
+        return PyErr_Format(PyExc_ValueError, "the file is closed");
+    }
+    Py_ssize_t size = (Py_ssize_t)self->map.size, n = b.len;
+    if (offset >= size) n = 0;
+    else if (n > size - offset) n = size - offset;
+    int64_t got = 0;
+    int err = 0;
     self->busy++;
-    return 0;
-}
-
-static void File_releasebuffer(FileObject *self, Py_buffer *view) {
+    Py_BEGIN_ALLOW_THREADS
+    if (n) err = mapfile_pread(&self->map, (char *)b.buf, offset, n, &got);
+    Py_END_ALLOW_THREADS
     self->busy--;
     if (!self->busy && self->close_pending) file_release(self);
+    PyBuffer_Release(&b);
+    if (err) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyLong_FromLongLong((long long)got);
 }
 
-static PyBufferProcs File_as_buffer = {(getbufferproc)File_getbuffer, (releasebufferproc)File_releasebuffer};
-
-/* newlines(n) -> how many LF bytes the first n bytes of the mapping hold */
+/* newlines(n) -> how many LF bytes the first n bytes hold (read as pread_into
+ * reads, in blocks; a file cut short counts what is left) */
 static PyObject *File_newlines(FileObject *self, PyObject *args) {
+    enum { BLOCK = 256 << 10 };
     Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "n", &n)) return NULL;
     if (n < 0) return PyErr_Format(PyExc_ValueError, "negative length");
     if (!mapfile_is_open(&self->map) || self->close_pending) return PyErr_Format(PyExc_ValueError, "the file is closed");
     if (n > (Py_ssize_t)self->map.size) n = (Py_ssize_t)self->map.size;
-    const char *p = self->map.data, *end = p ? p + n : NULL;
+    char *block = malloc(BLOCK);
+    if (!block) return PyErr_NoMemory();
     Py_ssize_t count = 0;
+    int err = 0;
     self->busy++;
     Py_BEGIN_ALLOW_THREADS
-    while (p && p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
-        count++;
-        p++;
+    int64_t at = 0;
+    while (at < n) {
+        int64_t got = 0, want = n - at < BLOCK ? n - at : BLOCK;
+        if ((err = mapfile_pread(&self->map, block, at, want, &got)) != 0 || got == 0) break;
+        for (const char *p = block, *end = block + got; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+            count++;
+        at += got;
     }
     Py_END_ALLOW_THREADS
     self->busy--;
     if (!self->busy && self->close_pending) file_release(self);
+    free(block);
+    if (err) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
     return PyLong_FromSsize_t(count);
 }
 
 static PyMethodDef File_methods[] = {
     {"pread", (PyCFunction)File_pread, METH_VARARGS, "pread(offset, n) -> bytes, without touching the mapping"},
     {"newlines", (PyCFunction)File_newlines, METH_VARARGS, "newlines(n) -> LF bytes in the first n bytes"},
+    {"pread_into", (PyCFunction)File_pread_into, METH_VARARGS, "pread_into(buffer, offset) -> bytes read into it"},
     {"close", (PyCFunction)File_close, METH_NOARGS, "unmap and close (after the running scans end)"},
     {NULL},
 };
@@ -194,7 +220,6 @@ static PyTypeObject FileType = {
     .tp_doc = "File(path): a read-only memory map of one CSV file",
     .tp_methods = File_methods,
     .tp_getset = File_getset,
-    .tp_as_buffer = &File_as_buffer,
     .tp_init = (initproc)File_init,
     .tp_new = File_new,
 };

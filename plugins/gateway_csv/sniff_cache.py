@@ -58,43 +58,86 @@ def sniffed(file: Any, n: int, options: dict[str, Any], *, path: str,
     ``_scanner.File``), or the layout an earlier sniff of the same bytes, options
     (``options_key``: their canonical text) and code found.
 
-    A hit hashes the head where the file is mapped, without copying it (an 8 MiB
-    head's copy is 2,048 pages of new memory, 5 ms here); a miss reads the head,
-    sniffs it, and keeps the layout under the hash of the bytes it sniffed.
+    A lookup hashes the head as it reads it, a block at a time into one small
+    buffer, never through the mapping (a file cut short meanwhile would fault
+    there, outside the scan's guard) and without the head's copy (an 8 MiB head
+    is 2,048 pages of new memory, 5 ms here). A miss reads the head, sniffs it,
+    and keeps the layout under the hash of the bytes it sniffed.
 
     Raises what :func:`sniff` raises (a failed sniff is not kept)."""
     complete = n >= file.size
     where = folder() if n >= MIN_BYTES else None
     if where is not None:
-        with memoryview(file) as mapped:
-            found = _read(where / _key(mapped[:n], options_key, complete))
+        key = _key(n, _file_range(file), options_key, complete)
+        found = _read(where / key) if key is not None else None
         if found is not None:
             return found
     head = file.pread(0, n)
     layout = sniff(head, options, path=path, complete=complete)
     if where is not None:
         # keyed by the bytes sniffed, which a file written to meanwhile may not share
-        # with the mapping hashed above
-        _write(where, where / _key(head, options_key, complete), layout)
+        # with the bytes hashed above
+        key = _bytes_key(head, options_key, complete)
+        if key is not None:
+            _write(where, where / key, layout)
     return layout
 
 
-def _key(head: bytes | memoryview, options_key: str, complete: bool) -> str:
+def _bytes_key(head: bytes, options_key: str, complete: bool) -> str | None:
+    """:func:`_key` of a head read whole."""
+    import hashlib
+
+    view = memoryview(head)
+    return _key(len(head), lambda lo, hi: hashlib.sha256(view[lo:hi]).digest(), options_key,
+                complete)
+
+
+#: the block a lookup reads the head in
+_BLOCK = 256 << 10
+
+
+def _file_range(file: Any) -> Any:
+    """The SHA-256 of bytes [lo, hi) of ``file``, read a block at a time (None when
+    the file ends before hi: it was cut short since it was opened)."""
+    def digest(lo: int, hi: int) -> bytes | None:
+        import hashlib
+
+        h = hashlib.sha256()
+        block = memoryview(bytearray(min(_BLOCK, hi - lo)))
+        while lo < hi:
+            try:
+                got = file.pread_into(block[:hi - lo], lo)
+            except (OSError, ValueError):  # the read of the head, after, says why
+                return None
+            if got <= 0:
+                return None
+            h.update(block[:got])  # (hashlib lets go of the GIL)
+            lo += got
+        return h.digest()
+    return digest
+
+
+def _key(n: int, digest: Any, options_key: str, complete: bool) -> str | None:
+    """The entry's name: the SHA-256 of the key's parts and of the head's bytes,
+    ``digest(lo, hi)`` of each half of a big head (hashed at once, in two threads),
+    of the whole of a small one; None when a digest is."""
     import hashlib
 
     meta = repr((FORMAT, _code(), sys.version_info[:2], SAMPLE_ROWS, DIALECT_BYTES,
-                 SAMPLE_BYTES, options_key, complete, len(head))).encode()
-    if len(head) < _SPLIT_BYTES:
-        return hashlib.sha256(meta + b"\0" + head).hexdigest()
-    # two halves at once: hashlib lets go of the GIL while it hashes
-    view = memoryview(head)
-    half = len(head) // 2
-    second = hashlib.sha256()
-    worker = threading.Thread(target=second.update, args=(view[half:],), daemon=True)
-    worker.start()
-    first = hashlib.sha256(view[:half]).digest()
-    worker.join()
-    return hashlib.sha256(meta + b"\0" + first + second.digest()).hexdigest()
+                 SAMPLE_BYTES, options_key, complete, n)).encode()
+    if n < _SPLIT_BYTES:
+        parts = [digest(0, n)]
+    else:
+        half = n // 2
+        second: list[bytes | None] = []
+        worker = threading.Thread(target=lambda: second.append(digest(half, n)), daemon=True)
+        worker.start()
+        parts = [digest(0, half)]
+        worker.join()
+        parts += second or [None]
+    if any(p is None for p in parts):
+        return None
+    return hashlib.sha256(meta + b"\0" + b"".join(parts)).hexdigest()  # type: ignore[arg-type]
 
 
 def _code() -> bytes:
