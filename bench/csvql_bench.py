@@ -36,6 +36,10 @@ RssAnon is anonymous memory, which mmap'd file pages are not), and ratios from t
 table times the same programs on a one-row file beside
 ``python -c "import pyarrow"`` (arrowgate's interpreter), the floor the
 issue measures a one-row query against.
+
+arrowgate keeps each file's sniffed layout between processes (gateway_csv.
+sniff_cache), as it does for users, so its timed runs read the layout the
+answers' check kept; ``--sniff-cache off`` times every run with its sniff.
 """
 
 from __future__ import annotations
@@ -306,10 +310,16 @@ def main() -> None:
                         help="where csvql's library needs glibc 2.38 and this one is older: "
                              "install it into CSVQL_VENV-shim with its one 2.38 symbol (fmod) "
                              "bound to this glibc's (bench/elf_versions.py)")
+    parser.add_argument("--sniff-cache", choices=["on", "off"], default="on",
+                        help="arrowgate's layouts kept between processes (gateway_csv."
+                             "sniff_cache; on by default, as users run it: the answers' check "
+                             "fills it), or off: every run sniffs its file's head")
     parser.add_argument("--quoted", action="store_true",
                         help="the taxi file with one row in 500 holding a quoted value "
                              "(bench/taxi.py quoted_taxi_file) instead of the plain one")
     args = parser.parse_args()
+    if args.sniff_cache == "off":
+        USER_ENV["ARROWGATE_SNIFF_CACHE"] = "off"
     arrowgate_bin = BIN
     if args.install == "runtime":
         from csv_bench import runtime_install

@@ -212,10 +212,15 @@ def _write(where: Path, entry: Path, layout: Layout) -> None:
     """Keep ``layout`` as ``entry``, whole or not at all (written aside, then renamed
     over); a folder that takes no writes (full, read-only) only keeps nothing."""
     data = marshal.dumps(_fields(layout), 4)
-    aside = where / f".{entry.name}.{os.getpid()}.{threading.get_ident()}"
+    # a name no other writer has, whatever its process or thread (or machine, on a
+    # shared home)
+    aside = where / f".{entry.name}.{os.urandom(8).hex()}"
     try:
         fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                      | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:
+        return
+    try:
         try:
             view = memoryview(data)
             while view:
