@@ -24,7 +24,9 @@ def private_dir(path: Path) -> bool:
     """Make ``path`` (and its parents) if missing, private to this user (0700), and
     say whether it is safe to read what this process wrote there earlier: a
     folder this user owns that no one else may write to. False on any error (a
-    read-only home, a folder another user owns): the caller does without."""
+    read-only home, a folder another user owns, Windows): the caller does without."""
+    if not hasattr(os, "geteuid"):
+        return False  # (Windows: no owner and mode to check; its caller does without)
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = os.stat(path, follow_symlinks=False)

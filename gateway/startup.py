@@ -193,17 +193,20 @@ def preload_arrow() -> threading.Thread | None:
         # any failure (no ctypes, no dlopen to call, a library that does not load) is
         # the import's to report, in the thread that needs pyarrow
         with contextlib.suppress(Exception):
-            # ctypes' own loader, which lets go of the GIL while it loads; not through
-            # ctypes, whose Python modules would hold the GIL for 1-2 ms
-            from _ctypes import dlopen
+            # libc's dlopen as a foreign call, which ctypes makes without the GIL
+            # (_ctypes.dlopen, which ctypes.CDLL uses, holds it throughout: a one-row
+            # query took 11 ms longer, its parser's set-up waiting)
+            import ctypes
 
-            dlopen(library, sys.getdlopenflags())
-            # and OpenSSL's, for hashlib (the csv engine's sniff cache): 3 ms more
+            dlopen = ctypes.CDLL(None).dlopen
+            dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+            dlopen(os.fsencode(library), sys.getdlopenflags())
+            # and OpenSSL's, for hashlib (the csv engine's sniff cache)
             for entry in sys.path:
                 if entry.endswith("lib-dynload"):
                     hashing = os.path.join(entry, "_hashlib" + EXTENSION_SUFFIXES[0])
                     if os.path.isfile(hashing):
-                        dlopen(hashing, sys.getdlopenflags())
+                        dlopen(os.fsencode(hashing), sys.getdlopenflags())
                     break
 
     thread = threading.Thread(target=load, name="preload-arrow", daemon=True)

@@ -338,3 +338,12 @@ def test_a_file_cut_short_after_it_was_opened_does_not_crash_the_lookup(tmp_path
                                           "ARROWGATE_SNIFF_CACHE": str(tmp_path / "sniff")})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "0"
+
+
+def test_no_cache_where_there_is_no_owner_to_check(kept, monkeypatch, tmp_path):
+    """Windows has no geteuid: the folder's owner and mode cannot be checked, so the
+    cache is not used (and the query does not fail on the missing call)."""
+    monkeypatch.delattr(os, "geteuid")
+    assert sniff_cache.folder() is None
+    assert _sniffed(write(tmp_path, "a.csv", "a\n1\n")).names == ["a"]
+    assert not kept.exists()
