@@ -19,6 +19,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -260,6 +261,12 @@ typedef struct {
 
 static const double pow10_tab[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+#if (defined(__x86_64__) || defined(__i386__)) && LDBL_MANT_DIG == 64
+/* 10^0..10^27: exact in a 64-bit significand (5^27 < 2^63) */
+static const long double pow10l_tab[] = {
+    1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,  1e7L,  1e8L,  1e9L,  1e10L, 1e11L, 1e12L, 1e13L,
+    1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
+#endif
 
 static void trim_spaces(const char **s, size_t *n) {
     while (*n && (**s == ' ' || **s == '\t')) (*s)++, (*n)--;
@@ -316,6 +323,29 @@ static int parse_double(const char *s, size_t n, double *out) {
         *out = neg ? -v : v;
         return 0;
     }
+#if (defined(__x86_64__) || defined(__i386__)) && LDBL_MANT_DIG == 64
+    /* 17 to 19 significant digits (a double's shortest form often has 17:
+     * 42.199999999999996): in x87's 64-bit significand the mantissa and the power
+     * of ten are exact, so their quotient is rounded once; rounding that to a
+     * double gives the correctly rounded double unless the quotient lies exactly
+     * halfway between two doubles (its low 11 bits 10000000000), where the
+     * rounding may have been the wrong way: strtod decides those. */
+    if (p == stop && whole + frac > 0 && digits <= 19 && frac <= 27) {
+        union {
+            long double v;
+            struct {
+                uint64_t significand;
+                uint16_t sign_exponent;
+            } bits;
+        } q;
+        q.v = (long double)mant / pow10l_tab[frac];
+        if ((q.bits.significand & 0x7FF) != 0x400) {
+            double v = (double)q.v;
+            *out = neg ? -v : v;
+            return 0;
+        }
+    }
+#endif
     char tmp[128];
     if (n >= sizeof tmp) return -1;
     for (size_t k = 0; k < n; k++) {

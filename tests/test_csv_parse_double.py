@@ -1,0 +1,77 @@
+"""The scanner's DOUBLE parser (``parse_double`` in _scanner.c) against Python's float(),
+which rounds correctly, as DuckDB's parser does.
+
+Its fast paths: up to 15-16 digits through a double's own division, and 17-19 digits
+(a double's shortest form often has 17: 42.199999999999996) through x87's 64-bit
+significand, falling back to strtod where the quotient lies exactly halfway between
+two doubles; a wrong last bit there would change a sum's last digit.
+"""
+
+from __future__ import annotations
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from gateway_csv import _scanner
+from gateway_csv.layout import FLOAT
+
+
+def parsed(text: str) -> float:
+    value = _scanner.parse_value(FLOAT, text.encode())
+    assert isinstance(value, float)
+    return value
+
+
+def _same(text: str) -> None:
+    got, expected = parsed(text), float(text)
+    assert got == expected and repr(got) == repr(expected), (text, got, expected)
+
+
+@st.composite
+def decimals(draw) -> str:
+    """A decimal of 15-19 significant digits, the point anywhere up to 27 places in."""
+    digits = str(draw(st.integers(min_value=10**14, max_value=10**19 - 1)))
+    places = draw(st.integers(min_value=0, max_value=min(len(digits), 27)))
+    whole, fraction = digits[:len(digits) - places], digits[len(digits) - places:]
+    text = (whole or "0") + ("." + fraction if places else "")
+    return ("-" if draw(st.booleans()) else "") + text
+
+
+@settings(max_examples=3000, deadline=None)
+@given(decimals())
+@example("42.199999999999996")
+@example("15.870000000000001")
+@example("18446744073709551615")
+@example("0.000000000000000000000000001")
+def test_a_decimal_of_up_to_19_digits_rounds_as_float_does(text):
+    _same(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_every_doubles_shortest_form_reads_back_as_that_double(value):
+    _same(repr(value))
+
+
+#: 19-digit decimals just off a point halfway between two doubles, whose quotient in a
+#: 64-bit significand rounds onto that point: rounded again to a double, ties-to-even
+#: goes the wrong way for the first three (found with fractions.Fraction)
+DOUBLY_ROUNDED = ["1.365520361773170932", "1.035885903791729068", "1.415197151939286635",
+                  "1.191744074183429869", "1.235951905651450633", "1.437445927702774795"]
+
+
+def test_a_quotient_rounded_onto_a_halfway_point_is_left_to_strtod():
+    for text in DOUBLY_ROUNDED:
+        _same(text)
+        _same("-" + text)
+
+
+def test_quotients_exactly_halfway_between_two_doubles_round_to_even():
+    """2**53 + 1 lies halfway between 2**53 and 2**53 + 2; written with the point moved
+    (and so divided by a power of ten in 64 bits), the quotient is that midpoint, which
+    the fast path hands to strtod."""
+    for base in (2**53 + 1, 2**54 + 2, 2**60 + 2**7, 3 * 2**52 + 1, 2**63 + 2**10):
+        text = str(base)
+        for places in range(0, 12):
+            _same(text[:len(text) - places] + ("." + text[len(text) - places:] if places else ""))
+            _same(text + "." + "0" * places if places else text)
