@@ -137,6 +137,28 @@ def test_large_object_writers_are_no_queries(pg):
 
 
 @pytest.mark.postgres
+@pytest.mark.adbc
+def test_a_name_written_with_unicode_escapes_is_no_way_around(pg):
+    """PostgreSQL decodes U&"lo\\005ffrom\\005fbytea" to lo_from_bytea, which the
+    pipeline read as an unknown name: a read-only user's statement with such an
+    identifier is refused, whatever it names."""
+    postgres, name = pg
+    count = "SELECT count(*) FROM pg_largeobject_metadata"
+    before = postgres.psql(count, dbname=name)
+    with gateway.connect({"engines": {"pg": db.adbc_pg(postgres, name)}}) as gw:
+        # the server reads the escapes: a writer's call is the function's
+        assert gw.execute('SELECT U&"abs"(-1) AS a', principal=WRITER).to_arrow() \
+            .to_pylist() == [{"a": 1}]
+        for sql in ('SELECT U&"lo\\005ffrom\\005fbytea"(0, \'x\')',
+                    'SELECT u&"pg\\005freload\\005fconf"()',
+                    'SELECT pg_catalog.U&"lo\\005fcreate"(0)'):
+            with pytest.raises(GatewayError, match="Unicode-escaped identifier") as refused:
+                gw.execute(sql, principal=READER).to_arrow()
+            assert refused.value.kind == "permission", sql
+    assert postgres.psql(count, dbname=name) == before
+
+
+@pytest.mark.postgres
 def test_a_read_only_user_cannot_stop_another_users_statement(gw, pg):
     """What writes no row passes a read-only transaction: ending another session's
     statement (the gateway's users share its role), reloading the server's

@@ -153,6 +153,16 @@ def test_statement_kinds():
     assert statement_kind("SELECT 1; DROP TABLE t") == "DROP"
 
 
+@pytest.mark.parametrize("sql", ['SELECT U&"pg\\005freload\\005fconf"()', 'select u&"t" FROM x',
+                                 'SELECT * FROM s.U&"lo\\005fimport"(\'/etc/hostname\')'])
+def test_a_unicode_escaped_identifier_is_never_a_query(sql):
+    """PostgreSQL decodes U&"..." names; no check here could read them as the server does."""
+    assert statement_kind(sql, "postgres") != "read"
+    assert "Unicode-escaped" in statement_kind(sql, "postgres")
+    # (text that merely holds U&" is refused too: the check does not tell strings apart)
+    assert statement_kind("SELECT 'U&' AS u, \"U\" AS v", "postgres") == "read"
+
+
 def test_slow_reference_never_delays_the_primary_beyond_the_timeout(tmp_path):
     slow = {"type": "planted", "delay": 5.0}
     with connect(tmp_path, reference=slow, shadow={"reference": "reference", "timeout": 0.5}) as gw:

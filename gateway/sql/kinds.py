@@ -80,13 +80,22 @@ def transaction_change(sql: str) -> str | None:
     return "end" if _END.match(start) else None
 
 
+#: an identifier written with Unicode escapes (PostgreSQL's ``U&"..."``), which the checks
+#: here read as written and the server reads decoded: ``U&"pg\005freload_conf"()`` is
+#: ``pg_reload_conf()``, ``U&"dblink\005fexec"(...)`` writes on a connection of its own
+_ESCAPED_IDENTIFIER = re.compile(r'(?i)(?<![\w$])U&"')
+
+
 def statement_kind(sql: str, dialect: str = "duckdb") -> str:
     """``read`` for a query; otherwise what the statement is (``INSERT``, ``unrecognized``,
-    ``SELECT calling nextval()``: a query with side effects...)."""
+    ``SELECT calling nextval()``: a query with side effects...). A statement with a
+    Unicode-escaped identifier is never a query: no name in it can be checked."""
     from sqlglot import exp
 
     from gateway.nondeterminism import side_effects_in
 
+    if _ESCAPED_IDENTIFIER.search(sql):
+        return 'a statement with a Unicode-escaped identifier, U&"..."'
     try:
         statements = parse(sql, dialect)
     except Unparsed:
