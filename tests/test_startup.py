@@ -127,11 +127,10 @@ def test_arrows_libraries_are_preloaded_without_importing_pyarrow():
             "preload_arrow().join()\n"
             "maps = open('/proc/self/maps').read()\n"
             "print('pyarrow' in sys.modules, '/libarrow.so' in maps, '/libarrow_python' in maps)\n"
-            "print('_hashlib' in sys.modules, '/_hashlib.' in maps)\n"
+
             "import pyarrow\n"
             "print(pyarrow.array([1, None], pyarrow.int64()).null_count)\n")
-    # loaded, not imported
-    assert python_says(code) == ["False", "True", "True", "False", "True", "1"]
+    assert python_says(code) == ["False", "True", "True", "1"]
 
 
 def test_no_preload_on_one_processor(monkeypatch):
