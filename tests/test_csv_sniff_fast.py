@@ -464,3 +464,40 @@ def test_sniffing_a_sample_written_without_quotes_is_sniffing_its_rows(text, nul
     with mock.patch.object(layout, "unquoted", lambda *args: None):
         slow = sniffed(text.encode(), options, complete)
     assert fast == slow
+
+
+def test_dialect_candidates_are_counted_as_many_at_once_as_there_are_processors(monkeypatch):
+    """Each candidate's count over the whole sample holds its rows: a sample many dialects
+    read alike left a thread per candidate, all holding rows at once for no more speed."""
+    import threading
+    import time
+
+    from gateway_csv import _dialect
+    from gateway_csv import dialect as dialect_module
+
+    sample = b"a;b,c|d\n" + b"1;2,3|4\n" * 3000
+    newline = dialect_module.newline_kind(sample)
+    cands = [dialect_module.Dialect(d, q, "", "") for d in ",;|\t" for q in ('"', "'")]
+    real = _dialect.count_rows
+    running, most, lock = [0], [0], threading.Lock()
+
+    def counting(*args):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)  # long enough for every thread started to be counting
+        try:
+            return real(*args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr(_dialect, "count_rows", counting)
+    counts = dialect_module._counted(cands, sample, newline, True)
+    assert most[0] == 2
+    monkeypatch.setattr(_dialect, "count_rows", real)
+    assert counts == {id(c): real(sample, dialect_module._byte(c.delimiter),
+                                  dialect_module._byte(c.quote), 0, 0, newline,
+                                  dialect_module.CHUNK_ROWS * dialect_module.SAMPLE_CHUNKS, True)
+                      for c in cands}

@@ -14,6 +14,7 @@ column per line.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, AnyStr
@@ -106,22 +107,31 @@ def _counted(cands: list[Dialect], sample: bytes, newline: int,
 
     counts: dict[int, tuple[Any, ...]] = {}
     failed: list[BaseException] = []
+    pending = iter(cands)
+    taking = threading.Lock()
 
-    def run(cand: Dialect) -> None:
-        try:
-            counts[id(cand)] = count(cand)
-        except BaseException as exc:  # out of memory: raised in the sniffing thread
-            failed.append(exc)
+    def work() -> None:
+        # one candidate after another, as many counts at once as there are processors
+        # (a file many dialects read alike leaves dozens of candidates: a thread each
+        # would hold all their rows at once for no more speed)
+        while not failed:
+            with taking:
+                cand = next(pending, None)
+            if cand is None:
+                return
+            try:
+                counts[id(cand)] = count(cand)
+            except BaseException as exc:  # out of memory: raised in the sniffing thread
+                failed.append(exc)
 
-    threads = [threading.Thread(target=run, args=(cand,), name="csv-sniff")
-               for cand in cands[1:]]
-    for thread in threads:
+    helpers = [threading.Thread(target=work, name="csv-sniff")
+               for _ in range(min(len(cands), os.cpu_count() or 1) - 1)]
+    for thread in helpers:
         thread.start()
     try:
-        if cands:
-            counts[id(cands[0])] = count(cands[0])
+        work()
     finally:
-        for thread in threads:
+        for thread in helpers:
             thread.join()
     if failed:
         raise failed[0]

@@ -35,7 +35,8 @@ FORMAT = 1
 MAX_ENTRIES = 512
 ENV = "ARROWGATE_SNIFF_CACHE"
 #: smaller heads are sniffed, not looked up: their sniff costs less than importing
-#: hashlib and reading an entry (a one-row file: 0.3 ms against 1-3 ms)
+#: hashlib and reading an entry (a one-row file: 0.6 ms, and 0.9 ms for 64 KiB of rows, against
+#: 2.8 ms for importing hashlib alone)
 MIN_BYTES = 64 << 10
 #: heads from this size are hashed in two halves at once
 _SPLIT_BYTES = 1 << 20
