@@ -16,13 +16,13 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gateway.engine import Engine, Option
 from gateway.errors import ConfigError, not_utf8
 from gateway.masking import MASK, mask, remember, secret_values
+from gateway.records import Record
 from gateway.sources import SOURCE_OPTIONS, Source, infer_format, not_regular
 
 DEFAULT_FILE = "arrowgate.toml"
@@ -33,18 +33,26 @@ _ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-@dataclass
-class EngineConfig:
-    """One ``[engines.NAME]`` section, checked against its engine type."""
+class EngineConfig(Record):
+    """One ``[engines.NAME]`` section, checked against its engine type.
 
-    name: str
-    type: str
-    options: dict[str, Any]
-    #: Keys whose values must never be printed.
-    secret_keys: frozenset[str] = frozenset()
-    #: Keys whose values came from ``${VAR}`` (the values themselves are
-    #: registered with :func:`gateway.masking.remember` and masked when printed).
-    from_env: frozenset[str] = frozenset()
+    Attributes:
+        secret_keys: keys whose values must never be printed (its ``repr`` masks them).
+        from_env: keys whose values came from ``${VAR}`` (the values themselves are
+            registered with :func:`gateway.masking.remember` and masked when printed).
+    """
+
+    __slots__ = ("name", "type", "options", "secret_keys", "from_env")
+
+    def __init__(self, name: str, type: str, options: dict[str, Any],
+                 secret_keys: frozenset[str] = frozenset(),
+                 from_env: frozenset[str] = frozenset()) -> None:
+        self.name, self.type, self.options = name, type, options
+        self.secret_keys, self.from_env = secret_keys, from_env
+
+    def __repr__(self) -> str:
+        return (f"EngineConfig(name={self.name!r}, type={self.type!r}, "
+                f"options={self.printable_options()!r})")
 
     def printable_options(self) -> dict[str, Any]:
         """The options with secrets masked, safe to show a user."""
@@ -52,21 +60,30 @@ class EngineConfig:
                 for k, v in self.options.items()}
 
 
-@dataclass
-class GatewayConfig:
-    """A checked configuration."""
+class GatewayConfig(Record):
+    """A checked configuration.
 
-    path: str
-    engines: dict[str, EngineConfig]
-    sources: dict[str, Source]
-    default_engine: str
-    shadow: dict[str, Any] = field(default_factory=dict)
-    #: The unchecked ``[serve]`` section; ``arrowgate serve`` checks it (gateway.flight.settings).
-    serve: dict[str, Any] = field(default_factory=dict)
-    #: The unchecked ``[tui]`` section; ``arrowgate tui`` checks it (gateway.tui.console).
-    tui: dict[str, Any] = field(default_factory=dict)
-    #: The folder relative paths are resolved against.
-    base_dir: Path = field(default_factory=Path.cwd)
+    Attributes:
+        serve: the unchecked ``[serve]`` section; ``arrowgate serve`` checks it
+            (gateway.flight.settings).
+        tui: the unchecked ``[tui]`` section; ``arrowgate tui`` checks it (gateway.tui.console).
+        base_dir: the folder relative paths are resolved against (the working one
+            when not given).
+    """
+
+    __slots__ = ("path", "engines", "sources", "default_engine", "shadow", "serve", "tui",
+                 "base_dir")
+
+    def __init__(self, path: str, engines: dict[str, EngineConfig], sources: dict[str, Source],
+                 default_engine: str, shadow: dict[str, Any] | None = None,
+                 serve: dict[str, Any] | None = None, tui: dict[str, Any] | None = None,
+                 base_dir: Path | None = None) -> None:
+        self.path, self.engines, self.sources, self.default_engine = \
+            path, engines, sources, default_engine
+        self.shadow: dict[str, Any] = {} if shadow is None else shadow
+        self.serve: dict[str, Any] = {} if serve is None else serve
+        self.tui: dict[str, Any] = {} if tui is None else tui
+        self.base_dir = Path.cwd() if base_dir is None else base_dir
 
 
 def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:

@@ -17,9 +17,9 @@ importing the engine classes, and must stay cheap.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from gateway.records import FrozenRecord, Record
 from gateway.sql.patterns import like_matcher
 
 if TYPE_CHECKING:
@@ -41,8 +41,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'gateway.engine' has no attribute {name!r}")
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(FrozenRecord):
     """One key an engine accepts in its configuration section.
 
     Attributes:
@@ -56,14 +55,23 @@ class Option:
         exclusive_minimum: when set, numbers must be greater than this.
     """
 
-    types: tuple[type, ...]
-    default: Any = None
-    required: bool = False
-    secret: bool = False
-    help: str = ""
-    choices: tuple[Any, ...] = ()
-    minimum: float | None = None
-    exclusive_minimum: float | None = None
+    __slots__ = ("types", "default", "required", "secret", "help", "choices", "minimum",
+                 "exclusive_minimum")
+    types: Final[tuple[type, ...]]
+    default: Final[Any]
+    required: Final[bool]
+    secret: Final[bool]
+    help: Final[str]
+    choices: Final[tuple[Any, ...]]
+    minimum: Final[float | None]
+    exclusive_minimum: Final[float | None]
+
+    def __init__(self, types: tuple[type, ...], default: Any = None, required: bool = False,
+                 secret: bool = False, help: str = "", choices: tuple[Any, ...] = (),
+                 minimum: float | None = None, exclusive_minimum: float | None = None) -> None:
+        self.types, self.default, self.required, self.secret = types, default, required, secret
+        self.help, self.choices = help, choices
+        self.minimum, self.exclusive_minimum = minimum, exclusive_minimum
 
     def type_names(self) -> str:
         names = {bool: "boolean", int: "integer", float: "number", str: "string",
@@ -83,8 +91,7 @@ COMMON_OPTIONS: Mapping[str, Option] = {
 }
 
 
-@dataclass
-class EngineResult:
+class EngineResult(Record):
     """What :meth:`Engine.execute` returns.
 
     Attributes:
@@ -94,8 +101,11 @@ class EngineResult:
             (``skipped_rows``, ``answered_by`` for a fallback, ...).
     """
 
-    reader: pa.RecordBatchReader
-    notes: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("reader", "notes")
+
+    def __init__(self, reader: pa.RecordBatchReader, notes: dict[str, Any] | None = None) -> None:
+        self.reader = reader
+        self.notes: dict[str, Any] = {} if notes is None else notes
 
     @property
     def schema(self) -> pa.Schema:

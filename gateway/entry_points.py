@@ -17,20 +17,24 @@ import importlib
 import os
 import re
 import sys
-from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import Any, Final
+
+from gateway.records import FrozenRecord
 
 _INFO = (".dist-info", ".egg-info")
 
 
-@dataclass(frozen=True)
-class EntryPoint:
+class EntryPoint(FrozenRecord):
     """``name = value`` of a group; :meth:`load` imports ``module[:attr.attr]``."""
 
-    name: str
-    value: str
-    group: str
+    __slots__ = ("name", "value", "group")
+    name: Final[str]
+    value: Final[str]
+    group: Final[str]
+
+    def __init__(self, name: str, value: str, group: str) -> None:
+        self.name, self.value, self.group = name, value, group
 
     def load(self) -> Any:
         module, _, attrs = self.value.partition(":")

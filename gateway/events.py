@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.records import Record
 
-@dataclass
-class QueryEvent:
+
+class QueryEvent(Record):
     """One query as the gateway runs it.
 
     Attributes:
@@ -21,11 +21,12 @@ class QueryEvent:
         tags: free-form facts later layers attach (``role = "shadow"``, ...).
     """
 
-    query_id: int
-    sql: str
-    engine: str
-    engine_type: str
-    parameters: list[Any] | None
-    started: float
-    original_sql: str
-    tags: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("query_id", "sql", "engine", "engine_type", "parameters", "started",
+                 "original_sql", "tags")
+
+    def __init__(self, query_id: int, sql: str, engine: str, engine_type: str,
+                 parameters: list[Any] | None, started: float, original_sql: str,
+                 tags: dict[str, Any] | None = None) -> None:
+        self.query_id, self.sql, self.engine, self.engine_type = query_id, sql, engine, engine_type
+        self.parameters, self.started, self.original_sql = parameters, started, original_sql
+        self.tags: dict[str, Any] = {} if tags is None else tags

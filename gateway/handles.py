@@ -22,9 +22,10 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import Final
 
 from gateway.errors import Cancelled, GatewayError, QueryTimeout
+from gateway.records import FrozenRecord
 
 _ids = itertools.count(1)
 
@@ -36,8 +37,7 @@ _NUDGES = (0.25, 0.5, 1.0, 2.0, 4.0)
 _LONGEST_WAIT = 3600.0
 
 
-@dataclass(frozen=True)
-class RunningQuery:
+class RunningQuery(FrozenRecord):
     """One row of :meth:`gateway.Gateway.running`.
 
     Attributes:
@@ -50,13 +50,19 @@ class RunningQuery:
         user: the name of the principal that sent it (``local`` in process).
     """
 
-    query_id: int
-    engine: str
-    session_id: int
-    sql: str
-    started: float
-    rows: int
-    user: str = "local"
+    __slots__ = ("query_id", "engine", "session_id", "sql", "started", "rows", "user")
+    query_id: Final[int]
+    engine: Final[str]
+    session_id: Final[int]
+    sql: Final[str]
+    started: Final[float]
+    rows: Final[int]
+    user: Final[str]
+
+    def __init__(self, query_id: int, engine: str, session_id: int, sql: str, started: float,
+                 rows: int, user: str = "local") -> None:
+        self.query_id, self.engine, self.session_id, self.sql = query_id, engine, session_id, sql
+        self.started, self.rows, self.user = started, rows, user
 
 
 class QueryHandle:

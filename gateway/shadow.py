@@ -56,6 +56,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gateway import records
 from gateway.compare import CompareOptions
 from gateway.engine import Option
 from gateway.errors import ConfigError, GatewayError
@@ -233,7 +234,7 @@ def shadowed(pipeline: Pipeline, stmt: Statement) -> Result | None:
 
 def settings_from_mapping(raw: Mapping[str, Any], config: GatewayConfig) -> ShadowSettings:
     """Check a ``[shadow]``-shaped mapping against ``config`` (the CLI builds one from flags)."""
-    probe = dataclasses.replace(config, shadow=dict(raw))
+    probe = records.replace(config, shadow=dict(raw))
     settings = ShadowSettings.from_config(probe)
     assert settings is not None
     return settings

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from gateway.engine import Option
+from gateway.records import FrozenRecord
 
 FORMATS = ("csv", "parquet")
 
@@ -37,8 +37,7 @@ SOURCE_OPTIONS: dict[str, Option] = {
 }
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(FrozenRecord):
     """One named data source.
 
     Attributes:
@@ -48,10 +47,16 @@ class Source:
         options: the remaining keys of the section (delimiter, header, ...).
     """
 
-    name: str
-    path: str
-    format: str
-    options: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("name", "path", "format", "options")
+    name: Final[str]
+    path: Final[str]
+    format: Final[str]
+    options: Final[dict[str, Any]]
+
+    def __init__(self, name: str, path: str, format: str,
+                 options: dict[str, Any] | None = None) -> None:
+        self.name, self.path, self.format = name, path, format
+        self.options = {} if options is None else options
 
     @property
     def is_glob(self) -> bool:

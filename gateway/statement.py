@@ -29,12 +29,12 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import GatewayError, Overloaded, QueryError, Unsupported
 from gateway.events import QueryEvent
 from gateway.handles import QueryHandle, RunningQuery
+from gateway.records import FrozenRecord, Record
 from gateway.result import Result
 
 if TYPE_CHECKING:
@@ -43,8 +43,7 @@ if TYPE_CHECKING:
     from gateway.session import Session
 
 
-@dataclass(frozen=True)
-class Principal:
+class Principal(FrozenRecord):
     """Who sends a statement, and what they may reach.
 
     Attributes:
@@ -57,10 +56,15 @@ class Principal:
             are not shared: they control their own process.
     """
 
-    name: str = "local"
-    engines: frozenset[str] | None = None
-    read_only: bool = False
-    shared: bool = False
+    __slots__ = ("name", "engines", "read_only", "shared")
+    name: Final[str]
+    engines: Final[frozenset[str] | None]
+    read_only: Final[bool]
+    shared: Final[bool]
+
+    def __init__(self, name: str = "local", engines: frozenset[str] | None = None,
+                 read_only: bool = False, shared: bool = False) -> None:
+        self.name, self.engines, self.read_only, self.shared = name, engines, read_only, shared
 
     def may_use(self, engine: str) -> bool:
         return self.engines is None or engine in self.engines
@@ -70,8 +74,7 @@ class Principal:
 LOCAL = Principal()
 
 
-@dataclass
-class Limits:
+class Limits(Record):
     """How many statements may be admitted at once (``[serve]`` sets them for the service).
 
     Attributes:
@@ -82,13 +85,15 @@ class Limits:
             answers can hold (a connection and a cursor each).
     """
 
-    max_queries: int | None = None
-    max_queries_per_user: int | None = None
-    max_open_per_engine: int = 1024
+    __slots__ = ("max_queries", "max_queries_per_user", "max_open_per_engine")
+
+    def __init__(self, max_queries: int | None = None, max_queries_per_user: int | None = None,
+                 max_open_per_engine: int = 1024) -> None:
+        self.max_queries, self.max_queries_per_user = max_queries, max_queries_per_user
+        self.max_open_per_engine = max_open_per_engine
 
 
-@dataclass
-class Statement:
+class Statement(Record):
     """One statement on its way through the pipeline.
 
     Attributes:
@@ -103,21 +108,24 @@ class Statement:
             statement's execution): ``run(handle) -> EngineResult``.
         part_of: set for a statement run on behalf of another one (its fallback,
             its shadow reference): it is not admitted again.
+        prelude: statements run first in the session it runs in (a replayed
+            statement's ``SET``s).
+        tried: engines tried already for this statement (a fallback chain never loops).
     """
 
-    sql: str
-    engine: str | None = None
-    parameters: Sequence[Any] | None = None
-    timeout: float | None = None
-    shadow: str | bool | None = None
-    session: Session | None = None
-    principal: Principal = LOCAL
-    run: Callable[[QueryHandle], EngineResult] | None = None
-    part_of: str | None = None
-    #: statements run first in the session it runs in (a replayed statement's ``SET``s)
-    prelude: tuple[str, ...] = ()
-    #: engines tried already for this statement (a fallback chain never loops)
-    tried: tuple[str, ...] = field(default=())
+    __slots__ = ("sql", "engine", "parameters", "timeout", "shadow", "session", "principal", "run",
+                 "part_of", "prelude", "tried")
+
+    def __init__(self, sql: str, engine: str | None = None,
+                 parameters: Sequence[Any] | None = None, timeout: float | None = None,
+                 shadow: str | bool | None = None, session: Session | None = None,
+                 principal: Principal = LOCAL,
+                 run: Callable[[QueryHandle], EngineResult] | None = None,
+                 part_of: str | None = None, prelude: tuple[str, ...] = (),
+                 tried: tuple[str, ...] = ()) -> None:
+        self.sql, self.engine, self.parameters, self.timeout = sql, engine, parameters, timeout
+        self.shadow, self.session, self.principal, self.run = shadow, session, principal, run
+        self.part_of, self.prelude, self.tried = part_of, prelude, tried
 
 
 class Pipeline:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
 from typing import Any, AnyStr
 
+from gateway.records import Record
 from gateway_csv import _dialect
 
 DELIMITERS = (",", "|", ";", "\t")
@@ -32,8 +32,7 @@ SAMPLE_CHUNKS = 10
 _FIELDS, _LAST_EMPTY, _COMMENT, _MID_COMMENT, _EMPTY_LINES = range(5)
 
 
-@dataclass
-class Dialect:
+class Dialect(Record):
     """A dialect DuckDB would pick, and what it found under it.
 
     Attributes:
@@ -44,20 +43,22 @@ class Dialect:
         escaped: some quote of the sample is escaped.
         trailing: every row after the header ends in a delimiter, an empty field
             that is not a column (DuckDB drops it).
+        rows: the sample's rows as the candidate reads them (left out of its ``repr``).
+        duck_skip: DuckDB's skip_rows, which its later candidates are compared with.
     """
 
-    delimiter: str
-    quote: str
-    escape: str
-    comment: str
-    ncols: int = 0
-    skip: int = 0
-    quoted: bool = False
-    escaped: bool = False
-    rows: list[tuple[Any, ...]] = field(default_factory=list, repr=False)
-    finished: bool = False
-    duck_skip: int = 0  # DuckDB's skip_rows, which its later candidates are compared with
-    trailing: bool = False
+    __slots__ = ("delimiter", "quote", "escape", "comment", "ncols", "skip", "quoted", "escaped",
+                 "rows", "finished", "duck_skip", "trailing")
+    _unshown = ("rows",)
+
+    def __init__(self, delimiter: str, quote: str, escape: str, comment: str, ncols: int = 0,
+                 skip: int = 0, quoted: bool = False, escaped: bool = False,
+                 rows: list[tuple[Any, ...]] | None = None, finished: bool = False,
+                 duck_skip: int = 0, trailing: bool = False) -> None:
+        self.delimiter, self.quote, self.escape, self.comment = delimiter, quote, escape, comment
+        self.ncols, self.skip, self.quoted, self.escaped = ncols, skip, quoted, escaped
+        self.rows: list[tuple[Any, ...]] = [] if rows is None else rows
+        self.finished, self.duck_skip, self.trailing = finished, duck_skip, trailing
 
 
 def detect(sample: bytes, options: dict[str, Any], complete: bool) -> list[Dialect]:

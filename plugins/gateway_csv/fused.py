@@ -13,12 +13,12 @@ answer alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import pyarrow as pa
 
 from gateway import arrow_values
+from gateway.records import FrozenRecord, Record
 from gateway.startup import sort_functions
 from gateway_csv.columns import arrow_type
 from gateway_csv.layout import BOOL, DATE, FLOAT, INT, TS, TSTZ, Layout
@@ -37,41 +37,54 @@ TRUNC_FNS = (F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MIN
 _TEMPORAL_KINDS = (TS, TSTZ, DATE)
 
 
-@dataclass(frozen=True)
-class DerivedKey:
+class DerivedKey(FrozenRecord):
     """A group key computed after the scan from the scanner's truncated one: strftime,
-    date_part or date_trunc of the timestamps truncated to the grain they need."""
+    date_part or date_trunc of the timestamps truncated to the grain they need.
 
-    #: the key of the truncated values (an array of the same length)
-    compute: Callable[[pa.Array], pa.Array]
-    #: distinct truncated values give distinct keys; when not, the groups that now
-    #: share every key are folded into one
-    one_to_one: bool
+    Attributes:
+        compute: the key of the truncated values (an array of the same length).
+        one_to_one: distinct truncated values give distinct keys; when not, the
+            groups that now share every key are folded into one.
+    """
+
+    __slots__ = ("compute", "one_to_one")
+    compute: Final[Callable[[pa.Array], pa.Array]]
+    one_to_one: Final[bool]
+
+    def __init__(self, compute: Callable[[pa.Array], pa.Array], one_to_one: bool) -> None:
+        self.compute, self.one_to_one = compute, one_to_one
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(FrozenRecord):
     """One group key: the scanner's function (F_*) of a column, finished by ``derived``."""
 
-    column: int
-    fn: int
-    derived: DerivedKey | None = None
+    __slots__ = ("column", "fn", "derived")
+    column: Final[int]
+    fn: Final[int]
+    derived: Final[DerivedKey | None]
+
+    def __init__(self, column: int, fn: int, derived: DerivedKey | None = None) -> None:
+        self.column, self.fn, self.derived = column, fn, derived
 
 
-@dataclass
-class FusedAggregate:
-    """A whole aggregation the scanner computes: keys and aggregates on raw bytes."""
+class FusedAggregate(Record):
+    """A whole aggregation the scanner computes: keys and aggregates on raw bytes.
 
-    slots: tuple[tuple[int, int], ...]
-    filters: tuple[tuple[int, int, str, Any], ...]
-    keys: tuple[tuple[int, int], ...]
-    aggs: tuple[tuple[int, int], ...]
-    #: per key: (column index, fn); per aggregate: (fn, column index or -1)
-    key_columns: list[tuple[int, int]]
-    agg_columns: list[tuple[int, int]]
-    #: per key: what computes it from the truncated key after the scan, or None when
-    #: the scanner's key is the answer
-    derived: list[DerivedKey | None]
+    Attributes:
+        key_columns, agg_columns: per key, (column index, fn); per aggregate, (fn,
+            column index or -1).
+        derived: per key, what computes it from the truncated key after the scan,
+            or None when the scanner's key is the answer.
+    """
+
+    __slots__ = ("slots", "filters", "keys", "aggs", "key_columns", "agg_columns", "derived")
+
+    def __init__(self, slots: tuple[tuple[int, int], ...],
+                 filters: tuple[tuple[int, int, str, Any], ...], keys: tuple[tuple[int, int], ...],
+                 aggs: tuple[tuple[int, int], ...], key_columns: list[tuple[int, int]],
+                 agg_columns: list[tuple[int, int]], derived: list[DerivedKey | None]) -> None:
+        self.slots, self.filters, self.keys, self.aggs = slots, filters, keys, aggs
+        self.key_columns, self.agg_columns, self.derived = key_columns, agg_columns, derived
 
 
 def native_column(layout: Layout, name: str) -> int | None:

@@ -16,10 +16,10 @@ import functools
 import io
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import ConfigError, QueryError
+from gateway.records import Record
 from gateway.startup import LazyPattern
 from gateway_csv import dialect
 
@@ -104,8 +104,7 @@ _OTHER_TIMESTAMP = LazyPattern(r"(?>[ \t]*+[0-9]{1,4}[-/.][0-9]{1,2}[-/.][0-9]{1
                               r"(?: [AaPp][Mm])?[ \t]*+)")
 
 
-@dataclass
-class Layout:
+class Layout(Record):
     """How to read one CSV file.
 
     Attributes:
@@ -128,28 +127,27 @@ class Layout:
             file is read through a copy cut at the comment character.
         padded_quotes: blanks sit around quoted fields (``1, "a" ,2``): the file is
             read through a copy without them.
+        lower_names: each name in lower case -> its column (worked out from ``names``).
     """
 
-    names: list[str]
-    kinds: list[int]
-    delimiter: str = ","
-    quote: str = '"'
-    escape: str = '"'
-    header: bool = True
-    data_start: int = 0
-    nulls: tuple[str, ...] = ("",)
-    skip_bad: bool = False
-    timestamp_format: str | None = None
-    formats: dict[int, str] = field(default_factory=dict)
-    skipped_lines: int = 0
-    comment: str = ""
-    trailing: bool = False
-    cut_comments: bool = False
-    padded_quotes: bool = False
-    lower_names: dict[str, int] = field(default_factory=dict)
+    __slots__ = ("names", "kinds", "delimiter", "quote", "escape", "header", "data_start", "nulls",
+                 "skip_bad", "timestamp_format", "formats", "skipped_lines", "comment", "trailing",
+                 "cut_comments", "padded_quotes", "lower_names")
 
-    def __post_init__(self) -> None:
-        self.lower_names = {n.lower(): i for i, n in enumerate(self.names)}
+    def __init__(self, names: list[str], kinds: list[int], delimiter: str = ",",
+                 quote: str = '"', escape: str = '"', header: bool = True, data_start: int = 0,
+                 nulls: tuple[str, ...] = ("",), skip_bad: bool = False,
+                 timestamp_format: str | None = None, formats: dict[int, str] | None = None,
+                 skipped_lines: int = 0, comment: str = "", trailing: bool = False,
+                 cut_comments: bool = False, padded_quotes: bool = False) -> None:
+        self.names, self.kinds, self.delimiter, self.quote, self.escape = \
+            names, kinds, delimiter, quote, escape
+        self.header, self.data_start, self.nulls, self.skip_bad = header, data_start, nulls, skip_bad
+        self.timestamp_format = timestamp_format
+        self.formats: dict[int, str] = {} if formats is None else formats
+        self.skipped_lines, self.comment, self.trailing = skipped_lines, comment, trailing
+        self.cut_comments, self.padded_quotes = cut_comments, padded_quotes
+        self.lower_names = {n.lower(): i for i, n in enumerate(names)}
 
     @property
     def ncols(self) -> int:
@@ -554,19 +552,19 @@ class _Column:
         return col.joined, col.cells()
 
 
-@dataclass
-class _Sample:
+class _Sample(Record):
     """The rows the sniffer types: the first (a header or not), how many rows there are
     (the first included), and the columns of the rows after it that have ``ncols``
-    fields (``body`` of them)."""
+    fields (``body`` of them); ``first_typed``: the C sample's (shapes, count,
+    not_int_row, blank_row) of each column with the first row before the others
+    (:func:`gateway_csv._scanner.sample_shapes`)."""
 
-    first: list[str | None]
-    rows: int
-    body: int
-    columns: list[_Column]
-    #: the C sample's (shapes, count, not_int_row, blank_row) of each column with the
-    #: first row before the others (:func:`gateway_csv._scanner.sample_shapes`)
-    first_typed: list[tuple[int, int, int, int]] | None = None
+    __slots__ = ("first", "rows", "body", "columns", "first_typed")
+
+    def __init__(self, first: list[str | None], rows: int, body: int, columns: list[_Column],
+                 first_typed: list[tuple[int, int, int, int]] | None = None) -> None:
+        self.first, self.rows, self.body, self.columns = first, rows, body, columns
+        self.first_typed = first_typed
 
     @classmethod
     def of_rows(cls, rows: list[list[str | None]], ncols: int,

@@ -18,8 +18,9 @@ holds as a double, so it may meet numbers but never be an answer.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import Final
 
+from gateway.records import FrozenRecord
 from gateway_csv.typenames import (
     BIGINT,
     BOOLEAN,
@@ -46,14 +47,18 @@ _ORDERED = (BOOLEAN, INTEGER, BIGINT, HUGEINT, DECIMAL, DOUBLE, VARCHAR, DATE, T
             TIMESTAMPTZ, TIME)
 
 
-@dataclass(frozen=True)
-class Native:
-    """One operation the engine evaluates: its SQL name, kind, argument and result types."""
+class Native(FrozenRecord):
+    """One operation the engine evaluates: its SQL name, kind (operator, function, cast,
+    aggregate), argument and result types."""
 
-    name: str
-    kind: str  # operator, function, cast, aggregate
-    args: tuple[str, ...]
-    result: str
+    __slots__ = ("name", "kind", "args", "result")
+    name: Final[str]
+    kind: Final[str]
+    args: Final[tuple[str, ...]]
+    result: Final[str]
+
+    def __init__(self, name: str, kind: str, args: tuple[str, ...], result: str) -> None:
+        self.name, self.kind, self.args, self.result = name, kind, args, result
 
     def __str__(self) -> str:
         args = ", ".join(self.args)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gateway.errors import Cancelled, QueryError, Unsupported
+from gateway.records import Record
 from gateway_csv import _scanner
 from gateway_csv.layout import KIND_NAMES, Layout
 
@@ -38,8 +38,7 @@ _ERRORS = {
 }
 
 
-@dataclass
-class Plan:
+class Plan(Record):
     """What one scan computes (see _scanner.scan).
 
     slots: ((column index, kind), ...) by increasing column.
@@ -48,16 +47,23 @@ class Plan:
         ((fn, slot), ...), or None for COLUMNS mode.
     """
 
-    slots: tuple[tuple[int, int], ...]
-    filters: tuple[tuple[int, int, str, Any], ...] = ()
-    keys: tuple[tuple[int, int], ...] | None = None
-    aggs: tuple[tuple[int, int], ...] | None = None
+    __slots__ = ("slots", "filters", "keys", "aggs")
+
+    def __init__(self, slots: tuple[tuple[int, int], ...],
+                 filters: tuple[tuple[int, int, str, Any], ...] = (),
+                 keys: tuple[tuple[int, int], ...] | None = None,
+                 aggs: tuple[tuple[int, int], ...] | None = None) -> None:
+        self.slots, self.filters, self.keys, self.aggs = slots, filters, keys, aggs
 
 
-@dataclass
-class Chunk:
-    start: int
-    boundary: int
+class Chunk(Record):
+    """A range a scan reads: rows starting from ``start`` (a guess but for the first
+    chunk) up to ``boundary``."""
+
+    __slots__ = ("start", "boundary")
+
+    def __init__(self, start: int, boundary: int) -> None:
+        self.start, self.boundary = start, boundary
 
 
 class ScanPool:

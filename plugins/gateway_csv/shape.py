@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import Final
 
 import pyarrow as pa
 
+from gateway.records import FrozenRecord
 from gateway_csv.columns import answer_table, limited, scanned
 from gateway_csv.scan import MAX_COLUMNS, Scanner
 
@@ -58,8 +59,7 @@ _ITEMS = re.compile(rf"(?P<name>{_NAME})(?:{SPACE}+AS{SPACE}+(?P<alias>{_NAME}))
                     re.IGNORECASE | re.ASCII)
 
 
-@dataclass(frozen=True)
-class Projection:
+class Projection(FrozenRecord):
     """A statement :func:`projection` read.
 
     table: the FROM name, as written.
@@ -68,10 +68,15 @@ class Projection:
         file does, whatever case the statement wrote it in, as DuckDB does).
     """
 
-    table: str
-    items: tuple[tuple[str | None, str], ...] | None
-    limit: int | None
-    offset: int
+    __slots__ = ("table", "items", "limit", "offset")
+    table: Final[str]
+    items: Final[tuple[tuple[str | None, str], ...] | None]
+    limit: Final[int | None]
+    offset: Final[int]
+
+    def __init__(self, table: str, items: tuple[tuple[str | None, str], ...] | None,
+                 limit: int | None, offset: int) -> None:
+        self.table, self.items, self.limit, self.offset = table, items, limit, offset
 
 
 def projection(sql: str) -> Projection | None:

@@ -20,10 +20,11 @@ the fused scan, :mod:`gateway_csv.temporal` and :mod:`gateway_csv.naming`):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import Final
 
 import pyarrow as pa
 
+from gateway.records import FrozenRecord, Record
 from gateway_csv import fused, native, temporal
 from gateway_csv.columns import answer_table, ordered, sliced
 from gateway_csv.fused import A_AVG, A_COUNT, A_MAX, A_MIN, A_SUM
@@ -48,8 +49,7 @@ _TOKEN = re.compile(rf"""{SPACE}*(?:(?P<word>[A-Za-z_][A-Za-z0-9_]*)|"(?P<quoted
                     re.VERBOSE)
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(FrozenRecord):
     """A select item of an aggregation: a column, or one function of one column.
 
     function: None (the column itself), an aggregate (count, sum, avg, min, max), "round"
@@ -58,9 +58,14 @@ class Term:
     format_first: strftime's format comes first (csvql's order, as in the statement).
     """
 
-    function: str | None
-    column: str | None
-    format_first: bool = False
+    __slots__ = ("function", "column", "format_first")
+    function: Final[str | None]
+    column: Final[str | None]
+    format_first: Final[bool]
+
+    def __init__(self, function: str | None, column: str | None,
+                 format_first: bool = False) -> None:
+        self.function, self.column, self.format_first = function, column, format_first
 
     @property
     def key(self) -> tuple[str | None, str | None, bool]:
@@ -70,8 +75,7 @@ class Term:
             self.format_first
 
 
-@dataclass(frozen=True)
-class Aggregation:
+class Aggregation(FrozenRecord):
     """A statement :func:`aggregation` read.
 
     items: (alias or None, term) of each select item.
@@ -79,12 +83,19 @@ class Aggregation:
     order: the ORDER BY names (as written) and whether each is DESC.
     """
 
-    table: str
-    items: tuple[tuple[str | None, Term], ...]
-    group: tuple[str, ...]
-    order: tuple[tuple[str, bool], ...]
-    limit: int | None
-    offset: int
+    __slots__ = ("table", "items", "group", "order", "limit", "offset")
+    table: Final[str]
+    items: Final[tuple[tuple[str | None, Term], ...]]
+    group: Final[tuple[str, ...]]
+    order: Final[tuple[tuple[str, bool], ...]]
+    limit: Final[int | None]
+    offset: Final[int]
+
+    def __init__(self, table: str, items: tuple[tuple[str | None, Term], ...],
+                 group: tuple[str, ...], order: tuple[tuple[str, bool], ...], limit: int | None,
+                 offset: int) -> None:
+        self.table, self.items, self.group, self.order = table, items, group, order
+        self.limit, self.offset = limit, offset
 
 
 def aggregation(sql: str) -> Aggregation | None:
@@ -275,8 +286,7 @@ def aggregated(scanners: list[Scanner], shape: Aggregation) -> pa.Table | None:
     return sliced(table, shape.offset, shape.limit)
 
 
-@dataclass
-class _Resolved:
+class _Resolved(Record):
     """An aggregation over one layout, as the planner analyses, binds and plans it
     (:func:`gateway_csv.query.analyse`, :func:`gateway_csv.binding.bind`,
     :func:`gateway_csv.query.fused_aggregate`).
@@ -285,12 +295,13 @@ class _Resolved:
     order: per ORDER BY name, (False, select item position) or (True, key position).
     """
 
-    names: list[str]
-    types: list[str]
-    keys: list[fused.Key]
-    aggregates: list[tuple[int, int]]
-    outputs: list[tuple[bool, int]]
-    order: list[tuple[bool, int]]
+    __slots__ = ("names", "types", "keys", "aggregates", "outputs", "order")
+
+    def __init__(self, names: list[str], types: list[str], keys: list[fused.Key],
+                 aggregates: list[tuple[int, int]], outputs: list[tuple[bool, int]],
+                 order: list[tuple[bool, int]]) -> None:
+        self.names, self.types, self.keys = names, types, keys
+        self.aggregates, self.outputs, self.order = aggregates, outputs, order
 
     @classmethod
     def of(cls, shape: Aggregation, layout: Layout) -> _Resolved | None:

@@ -22,11 +22,11 @@ import marshal
 import os
 import sys
 import threading
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from gateway.home import cache_dir, private_dir
+from gateway.records import fields
 from gateway_csv.layout import DIALECT_BYTES, KIND_NAMES, SAMPLE_BYTES, SAMPLE_ROWS, Layout, sniff
 
 #: bumped when an entry's form changes (what :func:`_fields` writes)
@@ -158,7 +158,7 @@ def _code() -> bytes:
 
 
 #: the fields an entry keeps (not lower_names, which Layout works out)
-_FIELDS = tuple(f.name for f in fields(Layout) if f.name != "lower_names")
+_FIELDS = tuple(name for name in fields(Layout) if name != "lower_names")
 
 
 def _fields(layout: Layout) -> dict[str, Any]:
