@@ -32,8 +32,9 @@ Timing comes from :mod:`gateway.bench` (answers checked first, engines
 alternating in rotated order, one warm-up, median of the rounds with the
 min-max spread, peak RSS per engine per query). The data is
 ``arrowgate data taxi`` output in bench/data/ (made when missing; a real
-NYC-taxi extract with the same header can be put there instead).
-Raw results go to bench/results/.
+NYC-taxi extract with the same header can be put there instead), evicted from
+the page cache and read back before the inprocess and process modes time it
+(``--page-cache``, bench/page_cache.py). Raw results go to bench/results/.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from page_cache import STATES, describe, settle
 from taxi import CSVQL_QUERIES, DATA, taxi_file
 from taxi import QUERIES as TAXI_QUERIES
 
@@ -411,6 +413,10 @@ def main() -> None:
     parser.add_argument("--install", choices=["runtime", "dev"], default="runtime",
                         help="whose arrowgate the process and startup modes run: a regular "
                              "install with runtime dependencies only, or this dev venv's")
+    parser.add_argument("--page-cache", choices=STATES, default="read-back",
+                        help="inprocess and process modes: each data file evicted from the page "
+                             "cache and read back first, as a file read from disk (the "
+                             "default), written again, or left as it is (bench/page_cache.py)")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     global ARROWGATE_BIN
@@ -434,6 +440,9 @@ def main() -> None:
           f"{base} peak MB (+above baseline) | {ours} peak MB (+above baseline) |")
     print("|---|---|---|---|---|---|")
     for rows in args.rows:
+        settle(taxi_file(rows), args.page_cache)
+        print(f"page cache ({args.page_cache}): {describe(taxi_file(rows))}", file=sys.stderr,
+              flush=True)
         print(run(rows, args.rounds), flush=True)
 
 

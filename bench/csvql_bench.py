@@ -40,6 +40,13 @@ issue measures a one-row query against.
 arrowgate keeps each file's sniffed layout between processes (gateway_csv.
 sniff_cache), as it does for users, so its timed runs read the layout the
 answers' check kept; ``--sniff-cache off`` times every run with its sniff.
+
+Each data file is first evicted from the page cache and read back, as a file
+read from disk is (``--page-cache read-back``, bench/page_cache.py): how the
+file came into the page cache changed a mapped scan of it threefold here.
+``--page-cache written`` writes it again first, as a file a program has just
+written is; ``as-is`` leaves it as it is. The share of each file in 2 MiB
+folios is printed above its table.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from page_cache import STATES, describe, settle
 from taxi import CSVQL_QUERIES, DATA, quoted_taxi_file, taxi_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -314,6 +322,10 @@ def main() -> None:
                         help="arrowgate's layouts kept between processes (gateway_csv."
                              "sniff_cache; on by default, as users run it: the answers' check "
                              "fills it), or off: every run sniffs its file's head")
+    parser.add_argument("--page-cache", choices=STATES, default="read-back",
+                        help="each data file evicted from the page cache and read back before "
+                             "its rounds, as a file read from disk (the default), written again, "
+                             "as a file just written, or left as it is (bench/page_cache.py)")
     parser.add_argument("--quoted", action="store_true",
                         help="the taxi file with one row in 500 holding a quoted value "
                              "(bench/taxi.py quoted_taxi_file) instead of the plain one")
@@ -333,6 +345,8 @@ def main() -> None:
     queries = [(q.name, q.sql) for q in CSVQL_QUERIES]
     for rows in args.rows:
         path = quoted_taxi_file(rows) if args.quoted else taxi_file(rows)
+        settle(path, args.page_cache)
+        print(f"page cache ({args.page_cache}): {describe(path)}", flush=True)
         group = contenders(path, toml(path), arrowgate_bin, csvql)
         figures, refused = measure(queries, group, args.rounds, reference="duckdb-cli")
         print(table(f"{rows:,} rows{' (quoted)' if args.quoted else ''}, {args.rounds} rounds",

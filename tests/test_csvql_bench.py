@@ -74,3 +74,21 @@ def test_a_library_asking_for_a_missing_symbol_version_loads_once_loosened(tmp_p
         ctypes.CDLL(str(tmp_path / "libuser.so"))
     assert loosen(tmp_path / "libuser.so", {"twice"}, "NEW_1") == (1, 1)
     assert ctypes.CDLL(str(tmp_path / "libuser.so")).quad(3) == 12
+
+
+@pytest.mark.parametrize("state", ["read-back", "written", "as-is"])
+def test_setting_a_files_page_cache_state_keeps_its_bytes(monkeypatch, tmp_path, state):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    page_cache = importlib.import_module("page_cache")
+    data = b"".join(b"%d,row %d\n" % (i, i) for i in range(100_000))  # ~1.3 MB, 16 KiB writes
+    path = tmp_path / "data.csv"
+    path.write_bytes(data)
+    inode = path.stat().st_ino
+    page_cache.settle(path, state)
+    assert path.read_bytes() == data
+    assert list(tmp_path.iterdir()) == [path]  # no copy left beside it
+    assert (path.stat().st_ino == inode) == (state != "written")
+    share = page_cache.huge_share(path)
+    assert share is None or 0 <= share <= 1
+    with pytest.raises(ValueError, match="no page-cache state"):
+        page_cache.settle(path, "cold")
