@@ -93,3 +93,43 @@ def test_the_windows_branch_compiles(tmp_path):
     assert compiler is not None
     exe = build(tmp_path, compiler, "mapfile_check.exe")
     assert exe.read_bytes()[:2] == b"MZ"
+
+
+def _mapped_bytes(path: Path) -> int:
+    """How much of ``path`` this process has mapped (its mappings' Rss in /proc/self/smaps)."""
+    total, mine = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5:  # a mapping's first line
+            mine = len(head) >= 6 and head[-1] == str(path)
+        elif mine and head[0] == "Rss:":
+            total += int(head[1]) * 1024
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux's /proc/self/smaps")
+def test_a_chunk_leaves_no_page_of_the_next_one_mapped(tmp_path):
+    """A chunk's scan mapped (MADV_POPULATE_READ) 8 MiB windows past its own end, into
+    the next chunk; when that chunk had been scanned and released first (two threads
+    race), those pages stayed mapped until the query ended: a 1.7 GB file read back
+    from disk peaked at 111-144 MB of mapped file against 58-72 MB for 339 MB. So did
+    the rest of a 2 MiB folio (one big write leaves the file in them, as read-ahead
+    does) that a chunk's first or last row shares with its neighbour. Chunks scanned
+    last to first, or first to last, leave each at its worst."""
+    from gateway_csv import _scanner
+
+    row = b"1," + b"x" * 125 + b"\n"  # 128 bytes: every MiB starts a row
+    path = tmp_path / "rows.csv"
+    path.write_bytes(row * (32 << 20 >> 7))
+    dialect = (ord(","), ord('"'), ord('"'), 2, False, (b"",), -1, False)
+    file = _scanner.File(str(path))
+    try:
+        for order in (reversed, list):
+            for start in order(range(0, file.size, 1 << 20)):
+                end, _seen, rows, _skipped, error, _state = _scanner.scan(
+                    file, start, start + (1 << 20), dialect, ((0, 1),), (), ((0, 0),),
+                    ((0, -1),), -1)
+                assert error is None and rows == 1 << 13 and end == start + (1 << 20)
+            assert _mapped_bytes(path) == 0, (order, _mapped_bytes(path))
+    finally:
+        file.close()

@@ -45,6 +45,10 @@ static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", 
                                     "wide"};
 
 #define RELEASE_EVERY (8u << 20)
+/* A file read in by read-ahead sits in 2 MiB folios, which a mapping maps whole
+ * (one page-table entry each, FilePmdMapped): touching the first byte of one
+ * maps all of it, and a release that covers part of it leaves the rest mapped. */
+#define HUGE_FOLIO ((int64_t)2 << 20)
 #define MAX_SLOTS 2048 /* columns one scan reads */
 #define MAX_KEYS 64    /* group keys, and aggregates, of one scan */
 
@@ -1829,10 +1833,14 @@ static void run_scan(Scan *sc) {
     const char *p = base + sc->start;
     const char *released = p;
     const char *populated = p; /* the window's pages are mapped up to here */
+    /* rows start before the boundary; only the last one reads past it */
+    const char *last = sc->boundary < sc->size ? base + sc->boundary : end;
     while (p < end && p - base < sc->boundary) {
         if (p >= populated) { /* map the next window in one call, not a fault per 64 KiB */
             const char *to = populated + RELEASE_EVERY;
-            if (to > end) to = end;
+            /* never the next chunk's pages: another thread may have read and
+             * released them already, and they would stay mapped to the end */
+            if (to > last) to = last;
             mapfile_populate(base, populated - base, to - base);
             populated = to;
         }
@@ -1878,7 +1886,12 @@ static void run_scan(Scan *sc) {
         }
     }
     sc->end = p - base;
-    mapfile_release(base, released - base, sc->end);
+    /* up to the end of the folio holding the last byte read (the vector loops read
+     * up to 63 bytes past a row): reading it mapped the whole folio, the next
+     * chunk's part too, which the next chunk may have released already (releasing
+     * what it still reads only makes it map that again) */
+    int64_t through = (sc->end + 64 + HUGE_FOLIO - 1) / HUGE_FOLIO * HUGE_FOLIO;
+    mapfile_release(base, released - base, through < sc->size ? through : sc->size);
     if (sc->agg && !sc->oom && aggregate_flush(sc)) sc->oom = 1;
 }
 
