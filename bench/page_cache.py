@@ -32,6 +32,9 @@ _POPULATE_READ = 22
 
 def read_back(path: Path) -> None:
     """Drop ``path``'s pages from the page cache, then read it through once."""
+    if not hasattr(os, "posix_fadvise"):
+        raise SystemExit("--page-cache read-back needs posix_fadvise, which this system lacks: "
+                         "use --page-cache written or as-is")
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)  # a page not yet written back is not dropped

@@ -80,10 +80,21 @@ def fields(record: type[Record] | Record) -> tuple[str, ...]:
 
 
 def replace(record: R, **changes: Any) -> R:
-    """A copy of ``record`` with ``changes``, through its ``__init__`` (which names every field)."""
+    """A copy of ``record`` with ``changes``, through its ``__init__``.
+
+    A field ``__init__`` does not take is one it works out (``Layout.lower_names``):
+    the copy works it out again, and changing it is refused, as ``dataclasses.replace``
+    refuses to change an ``init=False`` field.
+    """
+    name = type(record).__qualname__
     unknown = set(changes) - set(record._fields)
     if unknown:
-        raise TypeError(f"{type(record).__qualname__} has no field {sorted(unknown)[0]!r}")
-    values = {name: getattr(record, name) for name in record._fields}
+        raise TypeError(f"{name} has no field {sorted(unknown)[0]!r}")
+    code = type(record).__init__.__code__
+    takes = set(code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount])
+    derived = set(changes) - takes
+    if derived:
+        raise ValueError(f"{name}.{sorted(derived)[0]} is worked out by {name}(), not given")
+    values = {field: getattr(record, field) for field in record._fields if field in takes}
     values.update(changes)
     return type(record)(**values)

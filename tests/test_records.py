@@ -46,6 +46,14 @@ def test_fields_and_replace_stand_for_the_dataclass_functions():
         records.replace(Principal("ann"), reads=True)
 
 
+def test_replace_works_out_again_what_init_works_out():
+    layout = records.replace(Layout(["a", "b"], [0, 0]), names=["X", "y"])
+    assert layout.names == ["X", "y"] and layout.column_index("x") == 0
+    assert layout.column_index("a") is None
+    with pytest.raises(ValueError, match="lower_names is worked out"):
+        records.replace(layout, lower_names={})
+
+
 def test_a_field_left_out_of_repr():
     dialect = Dialect(",", '"', '"', "", rows=[("a", "b")] * 1000)
     assert "rows" not in repr(dialect) and "delimiter=','" in repr(dialect)
