@@ -21,8 +21,10 @@ class QueryEvent(Record):
         tags: free-form facts later layers attach (``role = "shadow"``, ...).
     """
 
+    # and "__dict__": a plugin may keep attributes of its own on the event between its
+    # hooks, as it could on the dataclass this was
     __slots__ = ("query_id", "sql", "engine", "engine_type", "parameters", "started",
-                 "original_sql", "tags")
+                 "original_sql", "tags", "__dict__")
 
     def __init__(self, query_id: int, sql: str, engine: str, engine_type: str,
                  parameters: list[Any] | None, started: float, original_sql: str,

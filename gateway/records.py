@@ -42,7 +42,8 @@ class Record:
         for klass in reversed(cls.__mro__):
             slots = klass.__dict__.get("__slots__", ())
             names.extend([slots] if isinstance(slots, str) else slots)
-        cls._fields = tuple(names)
+        # "__dict__" in the slots lets an instance take attributes besides its fields
+        cls._fields = tuple(name for name in names if not name.startswith("__"))
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self._fields)

@@ -10,6 +10,7 @@ import pytest
 from gateway import records
 from gateway.config import EngineConfig
 from gateway.engine import Option
+from gateway.events import QueryEvent
 from gateway.statement import LOCAL, Principal, Statement
 from gateway_csv.dialect import Dialect
 from gateway_csv.layout import Layout
@@ -76,3 +77,13 @@ def test_an_engine_configs_repr_masks_its_secrets():
     shown = repr(cfg)
     assert "hunter2" not in shown
     assert shown.startswith("EngineConfig(name='pg', type='adbc', options={") and "10" in shown
+
+
+def test_a_plugin_keeps_its_own_attributes_on_a_query_event():
+    """The hooks get the same event at the start and the end of a query; a plugin may
+    carry its own state on it, as it could on the dataclass it was."""
+    event = QueryEvent(1, "SELECT 1", "duck", "duckdb", None, 0.0, "SELECT 1")
+    event.my_timer = 42.0
+    assert event.my_timer == 42.0
+    assert records.fields(QueryEvent)[-1] == "tags" and "my_timer" not in repr(event)
+    assert event == QueryEvent(1, "SELECT 1", "duck", "duckdb", None, 0.0, "SELECT 1")
