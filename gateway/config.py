@@ -85,6 +85,11 @@ class GatewayConfig(Record):
         self.tui: dict[str, Any] = {} if tui is None else tui
         self.base_dir = Path.cwd() if base_dir is None else base_dir
 
+    def __repr__(self) -> str:
+        # names, not sections: [serve] holds users' password hashes and token digests
+        return (f"GatewayConfig(path={self.path!r}, engines={list(self.engines)!r}, "
+                f"sources={list(self.sources)!r}, default_engine={self.default_engine!r})")
+
 
 def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
     """The configuration file to use, or None for the in-memory default.

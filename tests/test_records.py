@@ -87,3 +87,16 @@ def test_a_plugin_keeps_its_own_attributes_on_a_query_event():
     assert event.my_timer == 42.0
     assert records.fields(QueryEvent)[-1] == "tags" and "my_timer" not in repr(event)
     assert event == QueryEvent(1, "SELECT 1", "duck", "duckdb", None, 0.0, "SELECT 1")
+
+
+def test_a_configurations_repr_names_its_parts_and_shows_no_section():
+    """[serve] holds users' password hashes and token digests; a dataclass's repr
+    printed them (in a traceback's locals, a log line)."""
+    import gateway
+
+    config = {"engines": {"duck": {"type": "duckdb"}},
+              "serve": {"users": {"ann": {"password_hash": "scrypt$abc$def"}}}}
+    with gateway.connect(config) as gw:
+        shown = repr(gw.config)
+    assert "scrypt" not in shown
+    assert shown.startswith("GatewayConfig(path='<dict>', engines=['duck'], sources=[],")
