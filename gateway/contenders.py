@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gateway.errors import GatewayError
@@ -113,7 +113,7 @@ class AdbcDriver(Contender):
 
     name: str
     driver: str = ""
-    uri: str = ""
+    uri: str = field(default="", repr=False)  # may hold a password
 
     def start(self) -> str:
         import importlib
