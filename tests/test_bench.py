@@ -204,3 +204,9 @@ def test_every_benchmark_rotates_and_summarises_alike():
     s = Spread([3.0, 1.0, 2.0])
     assert (s.median, s.low, s.high) == (2.0, 1.0, 3.0)
     assert s.ratio(Spread([1.0])) == 2.0 and s.ratio(None) is None and s.ratio(Spread([0.0])) is None
+
+
+def test_a_bench_contenders_repr_leaves_out_its_uri():
+    from gateway.contenders import AdbcDriver
+
+    assert "hunter2" not in repr(AdbcDriver("pg", "postgresql", "postgresql://u:hunter2@h/db"))

@@ -100,9 +100,3 @@ def test_a_configurations_repr_names_its_parts_and_shows_no_section():
         shown = repr(gw.config)
     assert "scrypt" not in shown
     assert shown.startswith("GatewayConfig(path='<dict>', engines=['duck'], sources=[],")
-
-
-def test_a_bench_contenders_repr_leaves_out_its_uri():
-    from gateway.contenders import AdbcDriver
-
-    assert "hunter2" not in repr(AdbcDriver("pg", "postgresql", "postgresql://u:hunter2@h/db"))
