@@ -2,14 +2,14 @@
 
 The same 339 MB file (the 1M-row taxi file), hot in the page cache each time, took
 a C loop 34-46 ms to map (``MADV_POPULATE_READ``) and read on 2 cores as
-``arrowgate data taxi`` (pyarrow's CSV writer) had written it, 35-42 ms when
-written again in 16 KiB writes, 20-23 ms in 1 MiB writes, and 11-13 ms once
-evicted and read back (2026-12-02,
-Linux 6.18, ext4). A whole ``arrowgate query`` of it (Q01) took 140-190 ms as
-written and 100-110 ms read back. The file system keeps a file in folios as large
-as the writes or the read-ahead that brought it in, and each folio is mapped
-and unmapped on its own: read-ahead brings 2 MiB ones, which a mapping takes
-whole (``FilePmdMapped``); a copy with ``cp`` had none. Every contender reads
+``arrowgate data taxi`` (pyarrow's CSV writer) had written it, 34-42 ms when
+written again in 16 KiB writes, 20-23 ms in 1 MiB writes, and 10.7-13.2 ms once
+evicted and read back (2026-12-02, Linux 6.18, ext4). A whole ``arrowgate query``
+of it (Q01) took a median of 155 ms (130-209, 41 runs) as written and 100-110 ms
+(6 runs) read back. The page cache holds a file in folios sized by the writes
+or the read-ahead that brought it in (what these runs suggest, not a reading of
+the kernel's code): read-ahead brought 2 MiB ones, which a mapping takes whole
+(``FilePmdMapped``); writes, 1 MiB ones included, and a copy with ``cp`` left none. Every contender reads
 the same pages, but not alike (csvql and arrowgate map the file, the DuckDB
 CLI copies it out), so the benches set the state and say which.
 

@@ -127,7 +127,6 @@ def test_arrows_libraries_are_preloaded_without_importing_pyarrow():
             "preload_arrow().join()\n"
             "maps = open('/proc/self/maps').read()\n"
             "print('pyarrow' in sys.modules, '/libarrow.so' in maps, '/libarrow_python' in maps)\n"
-
             "import pyarrow\n"
             "print(pyarrow.array([1, None], pyarrow.int64()).null_count)\n")
     assert python_says(code) == ["False", "True", "True", "1"]
