@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -40,6 +41,7 @@ class Result:
         on_finish: Callable[[int, float], None] | None = None,
         on_error: Callable[[GatewayError, float], None] | None = None,
         handle: QueryHandle | None = None,
+        owner: threading.RLock | None = None,
     ):
         self.engine = engine
         self.notes: dict[str, Any] = dict(inner.notes)
@@ -54,10 +56,15 @@ class Result:
         self._on_error = on_error
         self._consumed = False
         self._closed = False
+        self._released = False
         self._table: pa.Table | None = None
+        #: held while a batch is read and while the answer is closed: the session's
+        #: (gateway.session, one owner per connection), or the answer's own
+        self._owner = owner if owner is not None else threading.RLock()
         # an answer dropped unread releases its stream, its connection (the one-shot
         # session closes when the handle finishes) and its place in gw.running()
-        self._release = weakref.finalize(self, _release, [inner], handle)
+        self._held = [inner]
+        self._release = weakref.finalize(self, _release, self._held, handle)
 
     @property
     def handle(self) -> QueryHandle | None:
@@ -86,16 +93,18 @@ class Result:
     def _batches(self) -> Iterator[pa.RecordBatch]:
         reader = self._inner.reader
         handle = self._handle
+        batch = err = None
         try:
             while True:
                 if handle is not None:
                     handle.check()
-                if self._closed:
-                    raise self._closed_error()
-                try:
-                    batch = reader.read_next_batch()
-                except StopIteration:
-                    break
+                with self._owner:
+                    if self._closed:
+                        raise self._closed_error()
+                    try:
+                        batch = reader.read_next_batch()
+                    except StopIteration:
+                        break
                 self._rows += batch.num_rows
                 if handle is not None:
                     handle.rows = self._rows
@@ -112,6 +121,10 @@ class Result:
                 err = handle.translate(err)
             self._fail(err)
             raise err from exc
+        finally:
+            # the error's traceback keeps this frame: its locals must not keep the engine's
+            # stream, a batch or the error itself (a cycle the collector frees only late)
+            reader = batch = err = None
         self._finish()
 
     def _finish(self) -> None:
@@ -192,12 +205,38 @@ class Result:
         self._consumed = True
 
     def close(self) -> None:
-        """Stop reading and release the engine's stream; what is left unread cannot be read."""
+        """Stop reading and release the engine's stream; what is left unread cannot be read.
+
+        Safe from any thread: a batch being read in another thread is interrupted (the
+        query is cancelled) and the close waits for that read to leave the engine.
+        """
+        owner = self._owner
+        if not owner.acquire(blocking=False):
+            self.cancel()
+            owner.acquire()
+        try:
+            self._close()
+        finally:
+            owner.release()
+
+    def _close(self) -> None:
         if self._finished_at is None:
             self._closed = True
-        close = getattr(self._inner.reader, "close", None)
+        inner = self._inner
+        close = getattr(inner.reader, "close", None)
         if close is not None:
             close()
+        if not self._released:
+            # let go of the engine's stream: an answer kept after its close (a log, a
+            # list of finished queries) must not keep the engine's unread batches
+            import pyarrow as pa
+
+            from gateway.engine import EngineResult
+
+            self._released = True
+            self._held.clear()
+            self._inner = EngineResult(pa.RecordBatchReader.from_batches(inner.schema, []),
+                                       inner.notes)
         if self._finished_at is None:
             if self._consumed:
                 self._finish()
@@ -223,6 +262,10 @@ def _release(held: list[EngineResult], handle: QueryHandle | None) -> None:
     The stream is closed and let go of before the handle finishes (which closes a
     one-shot session): a driver's reader still alive holds its connection open.
     """
+    if not held:  # closed already
+        if handle is not None:
+            handle.finish()
+        return
     inner = held.pop()
     close = getattr(inner.reader, "close", None)
     try:

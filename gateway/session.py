@@ -11,6 +11,15 @@ threads, and each thread opens its own sessions. A :class:`Session` (and its
 prepared statements) is used by one thread at a time: a second statement
 started while the first is still executing fails with "the session is busy".
 ``session.cancel()`` and ``result.cancel()`` may be called from any thread.
+
+One owner per connection: the engine's connection, and the answer being read
+from it, are touched by one thread at a time. :attr:`Session.owner` is held
+while a statement starts, while each batch of its answer is read (in whatever
+thread reads it: the Flight service reads ahead in a thread of its own), and
+while the answer or the session is closed. A close from another thread first
+interrupts a read in progress, then waits for it to leave the engine, so no
+engine ever has a connection closed or reused under a reader (DuckDB crashes
+the process when that happens).
 """
 
 from __future__ import annotations
@@ -60,6 +69,9 @@ class Session:
                                                               read_only=principal.read_only)
         self._one_shot = one_shot
         self._busy = threading.Lock()
+        #: held by the one thread touching the engine's connection: a statement's start,
+        #: each batch read of its answer, closing (reentrant: a close inside a read's end)
+        self.owner = threading.RLock()
         #: the answer being read, held weakly: an answer its caller dropped is released
         #: (gateway.result), not kept alive by the session that made it
         self._current: weakref.ref[Result] | None = None
@@ -73,7 +85,6 @@ class Session:
         #: the SET and RESET statements this session ran, in order: what a replay of its
         #: statements runs first (gateway.capture)
         self.settings_sql: list[str] = []
-        self._use = _Use(self)
 
     # -- statements -------------------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] | None = None, *,
@@ -133,8 +144,9 @@ class Session:
             return
         self._closed = True
         self.cancel()
-        self.close_current()
-        self.engine_session.close()
+        with self.owner:  # a read in another thread leaves the engine first
+            self.close_current()
+            self.engine_session.close()
 
     @property
     def closed(self) -> bool:
@@ -147,7 +159,7 @@ class Session:
         Raises:
             gateway.errors.GatewayError: the session is closed, or busy.
         """
-        return self._use
+        return _Use(self)  # made per statement: kept here, it made a session a reference cycle
 
     def close_current(self) -> None:
         """Close the answer this session is still streaming, if any."""
@@ -314,7 +326,11 @@ class PreparedStatement:
 
 
 class _Use:
-    """:meth:`Session.using`'s block: one per session, made once (the per-statement path)."""
+    """:meth:`Session.using`'s block (a slotted object: the per-statement path).
+
+    A session held by nothing else is freed at once, its connection with it: one kept
+    in a reference cycle waited for the garbage collector with its engine's memory.
+    """
 
     __slots__ = ("session",)
 
@@ -330,6 +346,8 @@ class _Use:
                                engine=session.engine,
                                hint="a session runs one statement at a time; "
                                     "open a session per thread")
+        session.owner.acquire()  # a batch of the last answer being read finishes first
 
     def __exit__(self, *exc: object) -> None:
+        self.session.owner.release()
         self.session._busy.release()

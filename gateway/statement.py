@@ -347,6 +347,7 @@ class Pipeline:
             on_error=lambda error, elapsed: gw.notify(
                 "arrowgate_query_failed", event=event, error=error, elapsed=elapsed),
             handle=handle,
+            owner=session.owner,
         )
 
     def _admit(self, stmt: Statement, engine: str, session_id: int,

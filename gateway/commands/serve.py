@@ -43,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
             sys.stdin.readline().rstrip("\n")
         print(hash_password(password))
         return EXIT_OK
+    from gateway.startup import restore_collector
+
+    restore_collector()
     from gateway.flight.service import serve
 
     with open_gateway(args) as gw:

@@ -38,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--headless needs the SQL to run: -c \"SELECT ...\"")
     if args.sql and not args.headless:
         raise UsageError("-c runs only with --headless")
+    from gateway.startup import restore_collector
+
+    restore_collector()
     try:
         from gateway.tui.app import ArrowgateApp
     except ImportError as exc:

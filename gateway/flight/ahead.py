@@ -61,6 +61,7 @@ def read_ahead(batches: Iterator[Any], stop: Callable[[], object], depth: int = 
         return False
 
     def produce() -> None:
+        batch = None
         try:
             for batch in batches:
                 if not put(batch):
@@ -68,6 +69,8 @@ def read_ahead(batches: Iterator[Any], stop: Callable[[], object], depth: int = 
         except BaseException as exc:  # handed to the consumer, which raises it
             put(_Raised(exc))
             return
+        finally:
+            batch = None
         put(_END)
 
     reader = threading.Thread(target=produce, name="flight-read-ahead", daemon=True)
@@ -82,10 +85,24 @@ def read_ahead(batches: Iterator[Any], stop: Callable[[], object], depth: int = 
                 return
             if isinstance(item, _Raised):
                 finished = True
-                raise item.error
+                error, item = item.error, None
+                try:
+                    raise error
+                finally:  # the traceback holds this frame: no cycle through its locals
+                    del error
             yield item
     finally:
         leaving.set()
         if not finished and reader.is_alive():
             stop()
         reader.join(wait)
+        _drop(ready)
+
+
+def _drop(ready: queue.Queue[Any]) -> None:
+    """Let go of what was read ahead and never sent (two batches: megabytes)."""
+    while True:
+        try:
+            ready.get_nowait()
+        except queue.Empty:
+            return

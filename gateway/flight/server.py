@@ -380,6 +380,7 @@ class FlightSqlServer(flight.FlightServerBase):
         def batches() -> Iterator[pa.RecordBatch]:
             handle = query.first.handle
             watched = self.watch.handles(context, [handle] if handle is not None else [])
+            batch = None
             try:
                 watched.__enter__()
                 # read ahead: the engine makes the next batches while this one is sent
@@ -406,6 +407,7 @@ class FlightSqlServer(flight.FlightServerBase):
                     query.outcome = kind(exc)
                 raise
             finally:
+                batch = None  # an error's traceback keeps this frame, not the batch
                 watched.__exit__(None, None, None)
                 if not changes_nothing(query.sql):  # a query that writes wrote while it streamed
                     self.backend.schemas.invalidate()

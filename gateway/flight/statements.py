@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -74,7 +74,7 @@ class Queries:
         self.settings = settings
         self._by_handle: dict[bytes, Query] = {}
         self._lock = threading.Lock()
-        self._finished: dict[int, Query] = {}  # the last verdicts, by query id
+        self._finished: dict[int, FinishedQuery] = {}  # the last verdicts, by query id
 
     def add(self, query: Query) -> None:
         """Issue the query's ticket (its statement was admitted by the pipeline)."""
@@ -101,15 +101,20 @@ class Queries:
             return query if query is not None and query.user == user else None
 
     def finish(self, query: Query) -> None:
-        """Release the query's slot and close its answer (safe to call twice)."""
+        """Release the query's slot and close its answer (safe to call twice).
+
+        What is kept of it for the ``shadow-verdict`` action is its user and its shadow
+        record, never its answer: an answer kept there held the engine's unread batches
+        (2.6 MB for each answer a client stopped reading).
+        """
         with self._lock:
             self._by_handle.pop(query.handle, None)
-            self._finished[query.query_id] = query
+            self._finished[query.query_id] = FinishedQuery(query.user, query.shadow)
             while len(self._finished) > 1000:
                 del self._finished[next(iter(self._finished))]
         query.first.close()
 
-    def finished(self, query_id: int, user: str) -> Query | None:
+    def finished(self, query_id: int, user: str) -> FinishedQuery | None:
         with self._lock:
             query = self._finished.get(query_id)
         return query if query is not None and query.user == user else None
@@ -129,6 +134,13 @@ class Queries:
             query.outcome = "expired"
             self.finish(query)
         return stale
+
+
+class FinishedQuery(NamedTuple):
+    """What is remembered of a finished query: whose it was, and its shadow record."""
+
+    user: str
+    shadow: Any
 
 
 @dataclass

@@ -180,6 +180,9 @@ def _stream(reader: pa.RecordBatchReader, engine: str, done: Any) -> Iterator[pa
     except Exception as exc:
         raise translate(exc, engine) from None
     finally:
+        # DuckDB's stream, released now: an error's traceback keeps this frame
+        reader.close()
+        del reader
         if done is not None:
             done()
 
