@@ -163,8 +163,9 @@ def test_a_statement_without_a_session_runs_on_a_lent_connection_that_keeps_noth
                 cur.execute("SELECT current_connection_id() AS c")
                 ids.extend(row[0] for row in cur.fetchall())  # read to its end: nothing runs
         assert len(set(ids)) == 1, ids
-        with conn.cursor() as cur:
-            cur.execute("SET VARIABLE lent = 42")
+        with conn.cursor() as cur, pytest.raises(dbapi.ProgrammingError,
+                                                 match="needs a session"):
+            cur.execute("SET VARIABLE lent = 42")  # it would be forgotten: refused
         with conn.cursor() as cur:
             cur.execute("SELECT getvariable('lent') AS v")
             assert cur.fetchone()[0] is None

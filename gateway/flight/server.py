@@ -33,6 +33,7 @@ from gateway.flight.backend import Backend
 from gateway.flight.errors import kind, send_kind, sends_kind, to_flight
 from gateway.flight.schemas import changes_nothing
 from gateway.flight.sessions import (
+    COOKIE,
     OPTIONS,
     SessionMiddlewareFactory,
     SessionStore,
@@ -42,6 +43,7 @@ from gateway.flight.settings import ANONYMOUS, ServeSettings, User
 from gateway.flight.statements import PreparedStatements, Queries, Query
 from gateway.flight.transactions import Transactions
 from gateway.flight.watch import ClientWatch
+from gateway.sql.kinds import state_needed
 from gateway.statement import Limits
 
 if TYPE_CHECKING:
@@ -316,7 +318,16 @@ class FlightSqlServer(flight.FlightServerBase):
             transaction = self.transactions.get(request.transaction_id, user.name)
             return transaction.engine, transaction.session
         engine = self._engine(context, user)
-        return engine, self._core_session(context, engine)
+        core = self._core_session(context, engine)
+        needed = state_needed(request.query) if core is None else None
+        if needed is not None:
+            # run alone it would answer OK and be forgotten (a BEGIN ... ROLLBACK committed)
+            raise pa.ArrowInvalid(
+                f"{needed[1]} needs a session, and this call has none: return the "
+                f"{COOKIE} cookie the service sets (ADBC: "
+                "adbc.flight.sql.rpc.with_cookie_middleware=true; JDBC does by itself), "
+                "or use Flight SQL's BeginTransaction for a transaction")
+        return engine, core
 
     def _run(self, context: Any, user: User, command: Any) -> Query:
         sql = command.query

@@ -165,16 +165,27 @@ class SessionMiddlewareFactory(flight.ServerMiddlewareFactory):
 
 def session_for(store: SessionStore, middleware: SessionMiddleware | None, user: str,
                 create: bool) -> Session | None:
-    """The caller's session: by cookie, else by bearer token; made if ``create``."""
+    """The caller's session: by cookie, else by bearer token; made if ``create``.
+
+    A caller that returns a cookie always gets the session of its cookie (made
+    from the options of its token's session, if it chose some before it had a
+    cookie): a token's session keeps options only, and a cookie caller found by
+    its token ran every statement in a session of its own, so its SET, temp
+    tables and transactions were forgotten.
+    """
     if middleware is None:
         return store.create(user) if create else None
     token_key = None if middleware.token is None else "token:" + middleware.token
-    for key in (middleware.cookie, token_key):
-        session = store.find(key, user)
+    if middleware.cookie is not None:
+        session = store.find(middleware.cookie, user)
         if session is not None:
             return session
+    shared = store.find(token_key, user)
     if not create:
-        return None
-    if middleware.cookie is None and token_key is not None:
-        return store.create(user, token_key)
-    return store.create(user, middleware.key)
+        return shared
+    if middleware.cookie is None:
+        return shared or store.create(user, token_key or middleware.key)
+    session = store.create(user, middleware.cookie)
+    if shared is not None:
+        session.engine, session.reference = shared.engine, shared.reference
+    return session
