@@ -257,11 +257,15 @@ class Pipeline:
         show what the other users reach (gateway.sql.reach)."""
         from gateway.sql.reach import (
             database_wide,
+            hidden_reach,
             other_sessions,
             shared_catalog,
             sqlite_pragma,
         )
 
+        hidden = hidden_reach(sql) if dialect == "duckdb" else None
+        if hidden is not None:
+            raise GatewayError(hidden, engine=name, kind="permission")
         sessions = other_sessions(sql)
         if sessions is not None:
             raise GatewayError(

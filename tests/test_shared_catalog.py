@@ -267,7 +267,7 @@ def test_no_user_reads_or_cancels_anothers_statements_on_postgresql(postgres):
 def test_no_user_writes_the_lakes_own_catalog(lake, sql):
     """A shared writer deleted ducklake_snapshot through the metadata catalog DuckLake
     attaches, and the lake answered "No snapshot found" to everyone from then on."""
-    with pytest.raises(GatewayError, match="lake's own catalog") as caught:
+    with pytest.raises(GatewayError, match="lake's catalog database") as caught:
         lake.execute(sql, engine="lake", principal=ALICE).to_arrow()
     assert caught.value.kind == "permission"
     assert lake.execute("SELECT count(*) AS n FROM t", engine="lake",

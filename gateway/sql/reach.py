@@ -376,8 +376,8 @@ def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
 
     - a function of :data:`DATABASE_WIDE_FUNCTIONS` or :data:`SETTING_PRAGMAS`;
     - a change naming ``catalog``, where the configured sources are mounted as views
-      (``CREATE OR REPLACE VIEW _arrowgate.main.trips``, ``USE _arrowgate``), or a
-      lake's metadata catalog (``DELETE FROM __ducklake_metadata_lake.ducklake_snapshot``);
+      (``CREATE OR REPLACE VIEW _arrowgate.main.trips``, ``USE _arrowgate``) (a lake's
+      metadata catalog is refused to them whole, :func:`hidden_reach`);
     - a table or view (not TEMP) named as a source or as one of DuckDB's system views
       and table functions, in any schema, made or renamed to: ``main`` comes first on
       the search path, so it would stand for the source or the view;
@@ -397,7 +397,7 @@ def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
                     "where the setting allows it")
         return f"{word} changes or shows what every user of this server shares"
     names_catalog = re.search(rf"(?i)(?<![\w$]){re.escape(catalog)}(?![\w$])", sql)
-    if not (names_catalog or _CHANGE_WORD.search(sql) or _LAKE_METADATA.search(sql)):
+    if not (names_catalog or _CHANGE_WORD.search(sql)):
         return None  # nothing below can refuse it: a query is not parsed again here
     from gateway.sql.kinds import is_read
 
@@ -406,11 +406,6 @@ def shared_catalog(sql: str, dialect: str, sources: Iterable[str],
     if names_catalog:
         return (f"{catalog} is where the configuration mounts the sources; a statement "
                 "may only read it")
-    found = _LAKE_METADATA.search(sql)
-    if found is not None:
-        return (f"{found.group(0)} is the lake's own catalog, which DuckLake alone writes "
-                "(DELETE FROM its ducklake_snapshot destroyed the lake for every user); a "
-                "statement may only read it")
     names = {name.lower() for name in sources}
     try:
         statements = parse(sql, dialect)
@@ -518,6 +513,39 @@ def other_sessions(sql: str) -> str | None:
     if found is None:
         return None
     return (found.group(1) or found.group(2)).lower()
+
+
+# -- what only the engine itself may reach ---------------------------------------------------
+#: a string literal, or a list of them: what ``query()`` and ``query_table()`` may be given
+_LITERAL_ARGUMENT = r"\s*(?:'(?:[^']|'')*'|\[\s*'(?:[^']|'')*'(?:\s*,\s*'(?:[^']|'')*')*\s*\])\s*[,)]"
+_DYNAMIC_SQL = re.compile(rf"(?i)(?<![\w$])(query|query_table)\s*\((?!{_LITERAL_ARGUMENT})")
+
+
+def hidden_reach(sql: str) -> str | None:
+    """What in ``sql`` reaches past what the configuration exposes, or None.
+
+    - a lake's metadata catalog (``__ducklake_metadata_<lake>``): DuckLake attaches
+      the catalog's database through it, so every table the catalog role can read in
+      that database answered there (another application's tables, ``pg_shadow``'s
+      password hashes), reads included; and a write there (DELETE FROM its
+      ducklake_snapshot) destroyed the lake for every user;
+    - ``query()`` or ``query_table()`` of anything but string literals: SQL built at
+      run time (``'__duck' || 'lake_metadata_lake...'``, ``getvariable('q')``) would
+      reach what every check here reads in the statement's text.
+
+    Names are matched in the whole text, string literals included.
+    """
+    found = _LAKE_METADATA.search(sql)
+    if found is not None:
+        return (f"{found.group(0)} is the lake's catalog database, which only the lake "
+                "reads: query the lake's tables, or ducklake_snapshots() and the other "
+                "ducklake_ functions for its history")
+    found = _DYNAMIC_SQL.search(sql)
+    if found is not None:
+        return (f"{found.group(1).lower()}() of SQL built at run time is not allowed here: "
+                "the service checks what a statement reaches from its text; write the "
+                "statement itself, or give it a string literal")
+    return None
 
 
 # -- SQLite's pragmas ----------------------------------------------------------------------
