@@ -521,6 +521,14 @@ _LITERAL_ARGUMENT = r"\s*(?:'(?:[^']|'')*'|\[\s*'(?:[^']|'')*'(?:\s*,\s*'(?:[^']
 _DYNAMIC_SQL = re.compile(rf"(?i)(?<![\w$])(query|query_table)\s*\((?!{_LITERAL_ARGUMENT})")
 
 
+#: what shows the server's folders: the settings holding a path, the temporary files,
+#: every setting at once
+_SERVER_PATHS = re.compile(
+    r"(?i)(?<![\w$])(temp_directory|home_directory|secret_directory|extension_directory|"
+    r"extension_repository_directory|log_query_path|profiling_output|duckdb_temporary_files|"
+    r"duckdb_settings)(?![\w$])")
+
+
 def hidden_reach(sql: str) -> str | None:
     """What in ``sql`` reaches past what the configuration exposes, or None.
 
@@ -529,6 +537,9 @@ def hidden_reach(sql: str) -> str | None:
       that database answered there (another application's tables, ``pg_shadow``'s
       password hashes), reads included; and a write there (DELETE FROM its
       ducklake_snapshot) destroyed the lake for every user;
+    - the server's folders (``duckdb_settings()``, ``current_setting('temp_directory')``,
+      ``duckdb_temporary_files()``): DuckDB lets SQL read and write its temporary folder
+      whatever its file lockdown says, so its path is kept from users who share it;
     - ``query()`` or ``query_table()`` of anything but string literals: SQL built at
       run time (``'__duck' || 'lake_metadata_lake...'``, ``getvariable('q')``) would
       reach what every check here reads in the statement's text.
@@ -540,6 +551,11 @@ def hidden_reach(sql: str) -> str | None:
         return (f"{found.group(0)} is the lake's catalog database, which only the lake "
                 "reads: query the lake's tables, or ducklake_snapshots() and the other "
                 "ducklake_ functions for its history")
+    found = _SERVER_PATHS.search(sql)
+    if found is not None:
+        return (f"{found.group(1).lower()} shows the server's folders (where DuckDB spills "
+                "other users' intermediate answers, among them), which users of this "
+                "service do not reach")
     found = _DYNAMIC_SQL.search(sql)
     if found is not None:
         return (f"{found.group(1).lower()}() of SQL built at run time is not allowed here: "

@@ -157,6 +157,8 @@ class DuckDBEngine(Engine):
         self._eager: dict[str, Source] = {}
         self._mount_lock = threading.Lock()
         self._all_mounted = not self.sources
+        #: the folder DuckDB spills into, made at connect (_spill_sql)
+        self._spill: str | None = None
         for key in self.config["settings"]:
             if not _SETTING_NAME.match(key):
                 raise ConfigError("not a DuckDB setting name", key=f"engines.{name}.settings.{key}")
@@ -393,7 +395,8 @@ class DuckDBEngine(Engine):
             if self.config.get("cli") or self.config["isolation"] == "process" else {}
         while True:
             mounts = mount_statements(self._eager, self.unmounted)
-            setup = loads + secrets + settings + mounts + extra + self.lockdown_sql()
+            setup = loads + secrets + settings + mounts + extra + self._spill_sql() \
+                + self.lockdown_sql()
             try:
                 self._session = self._open(library, setup, [*settings, *self.connection_sql()])
                 return
@@ -403,6 +406,25 @@ class DuckDBEngine(Engine):
                     raise self._setup_error(exc, len(self.extensions), len(secrets), settings,
                                             mounts) from None
                 self.unmounted[source] = exc.message.splitlines()[0]
+
+    def _spill_sql(self) -> list[str]:
+        """Where DuckDB spills: a folder of this engine's own, mode 0700, removed at close.
+
+        DuckDB's default (``.tmp/`` in the working folder) was one folder for every
+        engine of the process, and SQL may read and write DuckDB's temporary folder
+        even with ``files = "sources"``: one user's spill file was read and overwritten
+        by a user of another engine. The setting is the whole database's (DuckDB has
+        no folder per connection), so users of one engine share it; the service keeps
+        its path from them (gateway.sql.reach.hidden_reach). A ``temp_directory`` in
+        the engine's ``settings`` is left as configured.
+        """
+        if "temp_directory" in {k.lower() for k in self.config["settings"]}:
+            return []
+        if self._spill is None:
+            import tempfile
+
+            self._spill = tempfile.mkdtemp(prefix=f"arrowgate-{self.name}-spill-")
+        return [f"SET temp_directory = {literal(self._spill)}"]
 
     def _mounting(self, index: int) -> str | None:
         """The source whose view setup statement ``index`` (counted from the mounts) creates."""
@@ -586,6 +608,11 @@ class DuckDBEngine(Engine):
         session, self._session = self._session, None
         if session is not None:
             session.close()
+        spill, self._spill = self._spill, None
+        if spill is not None:
+            import shutil
+
+            shutil.rmtree(spill, ignore_errors=True)
 
     def cancel(self) -> None:
         if self._session is not None:
