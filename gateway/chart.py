@@ -29,7 +29,7 @@ def latency_chart(report: BenchReport, stem: Path) -> list[Path]:
         from matplotlib.ticker import FuncFormatter
     except ImportError:
         raise GatewayError("drawing the chart needs matplotlib",
-                           hint="pip install matplotlib (the chart extra), or leave out --chart") from None
+                           hint="pip install 'arrowgate[chart]', or leave out --chart") from None
 
     timed = report.timed
     engines = report.engines

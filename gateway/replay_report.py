@@ -15,6 +15,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gateway.errors import GatewayError
+
 if TYPE_CHECKING:
     from gateway.corpus import Query
     from gateway.shadow import ShadowRecord
@@ -105,8 +107,16 @@ def markdown(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def chart(rows: list[dict[str, Any]], path: str) -> None:
-    """Latency ratio by shape, each point's area proportional to how often it was seen."""
-    import matplotlib
+    """Latency ratio by shape, each point's area proportional to how often it was seen.
+
+    Raises:
+        GatewayError: matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        raise GatewayError("drawing the chart needs matplotlib",
+                           hint="pip install 'arrowgate[chart]', or leave out --chart") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
