@@ -15,8 +15,6 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gateway.errors import GatewayError
-
 if TYPE_CHECKING:
     from gateway.corpus import Query
     from gateway.shadow import ShadowRecord
@@ -114,9 +112,10 @@ def chart(rows: list[dict[str, Any]], path: str) -> None:
     """
     try:
         import matplotlib
-    except ImportError:
-        raise GatewayError("drawing the chart needs matplotlib",
-                           hint="pip install 'arrowgate[chart]', or leave out --chart") from None
+    except ImportError:  # of pip install 'arrowgate[chart]'
+        from gateway.chart import no_matplotlib
+
+        raise no_matplotlib() from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
