@@ -2,8 +2,11 @@
 """Set up and run arrowgate from a fresh clone with nothing but Python 3.11+.
 
     python3 dev.py demo      # install into .venv, run the quickstart on the bundled data
-    python3 dev.py test      # install into .venv, run ruff, mypy, import-linter and pytest
+    python3 dev.py test      # install into .venv, run ruff, mypy, import-linter, the
+                             # wheel-check below and pytest
     python3 dev.py system    # install the system packages the tests need (CI runs this)
+    python3 dev.py wheel-check  # the wheel alone in a clean venv: demo, a shadowed query,
+                                # init of each example (what the suite's venv cannot show)
 
 The virtual environment is made once in .venv and refreshed when
 pyproject.toml changes. The system packages (SYSTEM_PACKAGES) are installed
@@ -174,12 +177,40 @@ def test(extra: list[str]) -> None:
     run(BIN / "ruff", "check", "gateway", "plugins", "tests", "examples", "bench", "dev.py")
     run(BIN / "mypy")
     run(BIN / "lint-imports")
+    wheel_check()  # ~35 s: the wheel alone, as a user installs it
     workers = ["-n", "2"] if not any(a.startswith("-n") for a in extra) else []
     run(PY, "-m", "pytest", *workers, *extra)
 
 
+def wheel_check() -> None:
+    """Build the wheel, install it with no extras into a clean venv (pip's own cache and
+    configuration), and run what a new user runs first."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="arrowgate-wheel-") as tmp:
+        out, env_dir, work = Path(tmp) / "dist", Path(tmp) / "venv", Path(tmp) / "work"
+        run(PY, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", out, ".")
+        venv.create(env_dir, with_pip=True)
+        bin_dir = env_dir / BIN.name
+        run(bin_dir / "python", "-m", "pip", "install", "-q", next(out.glob("*.whl")))
+        work.mkdir()
+        arrowgate = str(bin_dir / "arrowgate")
+        (work / "arrowgate.toml").write_text('default_engine = "duck"\n[engines.duck]\n'
+                                              'type = "duckdb"\n[engines.d2]\ntype = "duckdb"\n')
+        steps = [[arrowgate, "demo"],
+                 [arrowgate, "query", "-e", "duck", "--shadow", "d2", "SELECT 42 AS a"]]
+        examples = sorted(p.name for p in (ROOT / "examples").iterdir()
+                          if p.is_dir() and p.name != "data")
+        steps += [[arrowgate, "init", name] for name in examples]
+        for step in steps:
+            print("+", " ".join(step[1:]), flush=True)
+            if subprocess.run(step, cwd=work).returncode != 0:
+                sys.exit(f"wheel-check: `arrowgate {' '.join(step[1:])}` failed from the wheel")
+
+
 def main() -> None:
-    if len(sys.argv) < 2 or sys.argv[1] not in ("demo", "test", "install", "system"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("demo", "test", "install", "system",
+                                                "wheel-check"):
         sys.exit(__doc__)
     if sys.argv[1] == "system":
         sys.exit(1 if ensure_system_packages(list(BUILD_PACKAGES) + list(SYSTEM_PACKAGES),
@@ -190,6 +221,8 @@ def main() -> None:
         demo()
     elif sys.argv[1] == "test":
         test(sys.argv[2:])
+    elif sys.argv[1] == "wheel-check":
+        wheel_check()
 
 
 if __name__ == "__main__":

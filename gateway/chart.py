@@ -28,8 +28,7 @@ def latency_chart(report: BenchReport, stem: Path) -> list[Path]:
         from matplotlib.figure import Figure
         from matplotlib.ticker import FuncFormatter
     except ImportError:
-        raise GatewayError("drawing the chart needs matplotlib",
-                           hint="pip install matplotlib (the chart extra), or leave out --chart") from None
+        raise no_matplotlib() from None
 
     timed = report.timed
     engines = report.engines
@@ -64,3 +63,9 @@ def latency_chart(report: BenchReport, stem: Path) -> list[Path]:
     fig.savefig(paths[0], dpi=120)
     fig.savefig(paths[1])
     return paths
+
+
+def no_matplotlib() -> GatewayError:
+    """The error when matplotlib, of the chart extra, cannot be imported."""
+    return GatewayError("drawing the chart needs matplotlib",
+                        hint="pip install 'arrowgate[chart]', or leave out --chart")

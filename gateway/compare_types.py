@@ -253,7 +253,6 @@ def _plain_type(t: pa.DataType) -> pa.DataType:
 def _plain_array(column: Any) -> Any:
     """``column`` in :func:`_plain_type`'s type (pyarrow 26 casts a list view to a list
     wrongly: ``[[1, 2], [], [3]]`` became ``[[1, 2], [], []]``; it casts no union)."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -269,13 +268,16 @@ def _plain_array(column: Any) -> Any:
     if pa.types.is_run_end_encoded(t):
         return _plain_array(pc.run_end_decode(column))
     if _is_view(t):
-        sizes = np.where(column.is_valid().to_numpy(zero_copy_only=False),
-                         column.sizes.fill_null(0).to_numpy(), 0).astype(np.int64)
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        starts = column.offsets.fill_null(0).to_numpy().astype(np.int64)
-        at = np.repeat(starts - offsets[:-1], sizes) + np.arange(offsets[-1])
-        values = _plain_array(column.values.take(pa.array(at)))
-        return pa.LargeListArray.from_arrays(pa.array(offsets), values, mask=mask)
+        sizes = pc.if_else(column.is_valid(), column.sizes.fill_null(0).cast(pa.int64()), 0)
+        offsets = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(sizes)])
+        starts = column.offsets.fill_null(0).cast(pa.int64())
+        # the value at place j of list i is at starts[i] + (j - offsets[i]) in column.values
+        total = offsets[-1].as_py()
+        lists = pa.LargeListArray.from_arrays(offsets, pa.nulls(total))
+        shift = pc.subtract(starts, offsets.slice(0, len(column)))
+        at = pc.add(shift.take(pc.list_parent_indices(lists)), _counting(total))
+        values = _plain_array(column.values.take(at))
+        return pa.LargeListArray.from_arrays(offsets, values, mask=mask)
     if pa.types.is_union(t):
         # (UnionArray.type_codes and .offsets ignore a slice's offset)
         n, buffers = len(column), column.buffers()
@@ -297,40 +299,61 @@ def _plain_array(column: Any) -> Any:
     return pa.LargeListArray.from_arrays(flat.offsets, _plain_array(flat.values), mask=mask)
 
 
+def _counting(n: int) -> Any:
+    """0, 1, ... n - 1 as an int64 array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)
+
+
 def _interval_fields(column: Any, target: pa.DataType) -> Any:
     """A month_day_nano interval column as the struct ``target`` (see :func:`compared_type`)."""
-    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    raw = np.frombuffer(column.buffers()[1], np.uint8)
-    parts = raw[16 * column.offset:16 * (column.offset + len(column))].view(
-        np.dtype([("m", "<i4"), ("d", "<i4"), ("n", "<i8")]))
+    n, data = len(column), column.buffers()[1]
+    # each value is 16 bytes: months (int32), days (int32), nanoseconds (int64)
+    as_int32 = pa.FixedSizeListArray.from_arrays(
+        pa.Array.from_buffers(pa.int32(), 4 * n, [None, data], offset=4 * column.offset), 4)
+    as_int64 = pa.FixedSizeListArray.from_arrays(
+        pa.Array.from_buffers(pa.int64(), 2 * n, [None, data], offset=2 * column.offset), 2)
+    months, days = pc.list_element(as_int32, 0), pc.list_element(as_int32, 1)
+    nanos = pc.list_element(as_int64, 1)
     mask = column.is_null()
     if target.num_fields == 3:
-        arrays = [pa.array(parts["m"]), pa.array(parts["d"]), pa.array(parts["n"])]
+        arrays = [months, days, nanos]
     else:
-        days = parts["m"].astype(np.int64) * 30 + parts["d"] + parts["n"] // _DAY_NS
-        arrays = [pa.array(days), pa.array(parts["n"] % _DAY_NS)]
+        # nanoseconds as whole days and what is left, floored as Python's // and % are
+        quotient = pc.divide(nanos, _DAY_NS)
+        rest = pc.subtract(nanos, pc.multiply(quotient, _DAY_NS))
+        below = pc.less(rest, 0)
+        quotient = pc.if_else(below, pc.subtract(quotient, 1), quotient)
+        rest = pc.if_else(below, pc.add(rest, _DAY_NS), rest)
+        arrays = [pc.add(pc.add(pc.multiply(months.cast(pa.int64()), 30), days.cast(pa.int64())),
+                         quotient), rest]
     return pa.StructArray.from_arrays(arrays, fields=list(target), mask=mask)
+
+
+#: where a UUID's 32 hex digits are cut by DuckDB's dashes (8-4-4-4-12)
+_UUID_GROUPS = ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))
 
 
 def _uuid_text(column: Any) -> Any:
     """An ``arrow.uuid`` column as the 36-character lower-case text DuckDB writes for a UUID."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     storage = column.storage
     n = len(storage)
-    raw = np.frombuffer(storage.buffers()[1], np.uint8)[16 * storage.offset:16 * (storage.offset + n)]
-    nibbles = np.stack([raw >> 4, raw & 15], axis=1).reshape(n, 32)
-    text = np.full((n, 36), ord("-"), np.uint8)
-    text[:, [i for i in range(36) if i not in (8, 13, 18, 23)]] = \
-        np.frombuffer(b"0123456789abcdef", np.uint8)[nibbles]
-    strings = pa.Array.from_buffers(pa.large_string(), n, [
-        None, pa.py_buffer(np.arange(n + 1, dtype=np.int64) * 36), pa.py_buffer(text.tobytes())])
+    raw = memoryview(storage.buffers()[1])[16 * storage.offset:16 * (storage.offset + n)]
+    digits = pa.Array.from_buffers(pa.large_string(), n, [
+        None, pc.multiply(_counting(n + 1), 32).buffers()[1], pa.py_buffer(raw.hex().encode())])
+    strings = pc.binary_join_element_wise(
+        *(pc.utf8_slice_codeunits(digits, a, b) for a, b in _UUID_GROUPS),
+        pa.scalar("-", pa.large_string()))
     if not storage.null_count:
         return strings
     return pc.if_else(storage.is_null(), pa.scalar(None, pa.large_string()), strings)

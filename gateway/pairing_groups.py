@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from gateway.compare import CompareOptions, pairing_for
 from gateway.compare_types import _cast, compared_type, contains_float
 
 if TYPE_CHECKING:
-    import numpy as np
     import pyarrow as pa
 
     from gateway.nondeterminism import Nondeterminism
@@ -65,13 +65,12 @@ class Route:
         self._seed = f", {seed}" if seed else ""
         self._con: Any = None
 
-    def groups_of(self, table: pa.Table, groups: int) -> np.ndarray:
-        """Each row's group, of ``groups``."""
-        import numpy as np
+    def groups_of(self, table: pa.Table, groups: int) -> pa.Array:
+        """Each row's group, of ``groups`` (uint64)."""
         import pyarrow as pa
 
         if groups == 1 or not self.keys:
-            return np.zeros(table.num_rows, np.uint64)
+            return pa.repeat(pa.scalar(0, pa.uint64()), table.num_rows)
         if self._con is None:
             self._con = _cursor()
         keys = pa.table([_cast(table.column(i), t) for i, t in self.keys],
@@ -82,12 +81,26 @@ class Route:
                                    f"% {groups} FROM keys").to_arrow_table()
         finally:
             self._con.unregister("keys")
-        return np.asarray(hashed.column(0).to_numpy(), np.uint64)
+        return hashed.column(0).combine_chunks().cast(pa.uint64())
 
     def close(self) -> None:
         if self._con is not None:
             self._con.close()
             self._con = None
+
+
+def in_groups(table: pa.Table, group: pa.Array, groups: int) -> tuple[pa.Table, list[int]]:
+    """``table``'s rows ordered by ``group`` (each row's group, of ``groups``), keeping their
+    order within a group, and where each group starts: group ``g`` is rows
+    ``bounds[g]`` to ``bounds[g + 1]``."""
+    import pyarrow.compute as pc
+
+    counts = [0] * groups
+    found = pc.value_counts(group)
+    for g, n in zip(found.field("values").to_pylist(), found.field("counts").to_pylist(),
+                    strict=True):
+        counts[g] = n
+    return table.take(pc.sort_indices(group)), list(accumulate(counts, initial=0))
 
 
 def _cursor() -> Any:
@@ -102,7 +115,6 @@ def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Rou
                    groups: int, folder: str, prefix: str) -> list[list[str]]:
     """Each side's rows (read once, a table at a time) written to ``groups`` files by
     ``route``: the paths, by group then side. Closes the route."""
-    import numpy as np
     import pyarrow as pa
 
     paths = [[os.path.join(folder, f"{prefix}{g}-{n}.arrow") for n in range(len(sides))]
@@ -112,10 +124,7 @@ def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Rou
             writers = [pa.ipc.new_stream(paths[g][n], schema) for g in range(groups)]
             try:
                 for table in tables:
-                    group = route.groups_of(table, groups)
-                    order = np.argsort(group, kind="stable")
-                    bounds = np.searchsorted(group[order], np.arange(groups + 1, dtype=np.uint64))
-                    table = table.take(pa.array(order))
+                    table, bounds = in_groups(table, route.groups_of(table, groups), groups)
                     for g in range(groups):
                         if bounds[g + 1] > bounds[g]:
                             writers[g].write_table(table.slice(bounds[g],
@@ -211,9 +220,6 @@ def _leave(p: pa.Table, r: pa.Table, sql: str | None, opts: CompareOptions,
            route: Callable[[int], Route], seed: int,
            left: tuple[list[pa.Table], list[pa.Table]]) -> bool:
     """Add to ``left`` what of one part is not proven equal; False when nothing can be."""
-    import numpy as np
-    import pyarrow as pa
-
     verdict, pairing, _, _ = pairing_for(p, r, sql, opts, order=False)
     if verdict is not None or pairing is None or \
             pairing.p.schema.types != pairing.r.schema.types:
@@ -226,15 +232,12 @@ def _leave(p: pa.Table, r: pa.Table, sql: str | None, opts: CompareOptions,
         return True
     splitter = route(seed)
     try:
-        ordered = []
-        for table in (p, r):
-            group = splitter.groups_of(table, _SPLIT)
-            order = np.argsort(group, kind="stable")
-            bounds = np.searchsorted(group[order], np.arange(_SPLIT + 1, dtype=np.uint64))
-            ordered.append((table.take(pa.array(order)), bounds))
+        ordered = [in_groups(table, splitter.groups_of(table, _SPLIT), _SPLIT)
+                   for table in (p, r)]
     finally:
         splitter.close()
-    whole = [int(np.argmax(np.diff(b))) for _, b in ordered if np.diff(b).max() == b[-1]]
+    sizes = [[b[g + 1] - b[g] for g in range(_SPLIT)] for _, b in ordered]
+    whole = [s.index(max(s)) for s, (_, b) in zip(sizes, ordered, strict=True) if max(s) == b[-1]]
     if len(whole) == 2 and whole[0] == whole[1]:  # every row alike on the columns routed
         left[0].append(p)
         left[1].append(r)

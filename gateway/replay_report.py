@@ -105,8 +105,17 @@ def markdown(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def chart(rows: list[dict[str, Any]], path: str) -> None:
-    """Latency ratio by shape, each point's area proportional to how often it was seen."""
-    import matplotlib
+    """Latency ratio by shape, each point's area proportional to how often it was seen.
+
+    Raises:
+        GatewayError: matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+    except ImportError:  # of pip install 'arrowgate[chart]'
+        from gateway.chart import no_matplotlib
+
+        raise no_matplotlib() from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD
+
 SUPERUSER = "postgres"
 PREFIX = "arrowgate-pg-"
 #: A file in each cluster's folder holding the pid of the process that made it.
@@ -183,7 +185,7 @@ def reap_stale_clusters(bin_dir: Path) -> list[Path]:
 
 
 def _wait_ready(cluster: PostgresCluster) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_GUARD
     while True:
         try:
             cluster.psql("SELECT 1")

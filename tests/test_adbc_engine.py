@@ -10,6 +10,7 @@ import pytest
 
 import gateway
 from tests import sql_databases as db
+from tests.hang_guard import HANG_GUARD
 from tests.pg import find_bin_dir, free_port, start_cluster
 
 pytestmark = pytest.mark.adbc
@@ -66,7 +67,7 @@ def test_unreachable_host_fails_fast():
     with gateway.connect({"engines": {"a": section}}) as gw, \
             pytest.raises(gateway.EngineConnectionError, match="cannot connect"):
         gw.execute("SELECT 1")
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < HANG_GUARD
 
 
 @pytest.mark.postgres
@@ -120,7 +121,7 @@ def test_timeout_cancels_the_query(pg):
         started = time.monotonic()
         with pytest.raises(gateway.QueryTimeout):
             gw.execute("SELECT pg_sleep(30)").to_arrow()
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < HANG_GUARD
         assert _answer(gw, "SELECT 1 AS one") == [{"one": 1}]  # the connection still works
 
 
@@ -134,7 +135,7 @@ def test_cancel_from_another_thread(pg):
         started = time.monotonic()
         with pytest.raises(gateway.Cancelled):
             gw.execute("SELECT pg_sleep(30)").to_arrow()
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < HANG_GUARD
 
 
 @pytest.mark.postgres

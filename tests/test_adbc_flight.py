@@ -18,6 +18,7 @@ import pytest
 import gateway
 from tests import sql_databases as db
 from tests.flight_support import CONFIG, serving
+from tests.hang_guard import HANG_GUARD
 
 pytestmark = pytest.mark.adbc
 
@@ -103,7 +104,7 @@ def test_a_timeout_stops_the_query_on_the_server_too(server):
     with gateway.connect({"engines": {"front": section}}) as gw:
         with pytest.raises(gateway.QueryTimeout):
             gw.execute("SELECT count(*) FROM range(100000000000) t(i)").to_arrow()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG_GUARD
         while server.backend.gw.running() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert server.backend.gw.running() == []

@@ -11,6 +11,7 @@ import pyarrow.flight as flight
 import pytest
 
 from tests.flight_support import action, server_fixture, serving
+from tests.hang_guard import HANG_GUARD
 
 COOKIES = {"adbc.flight.sql.rpc.with_cookie_middleware": "true"}
 
@@ -107,7 +108,7 @@ def test_cancel_stops_the_stream_and_frees_the_query(server, conn):
             for _ in reader:
                 pass
     client = flight.connect(server.location)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_GUARD
     while action(client, "running-queries") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert action(client, "running-queries") == []

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from gateway.flight.ahead import read_ahead
+from tests.hang_guard import HANG_GUARD
 
 
 def test_batches_arrive_in_order_and_errors_pass_through():
@@ -35,7 +36,7 @@ def test_the_next_batch_is_made_while_this_one_is_sent():
     stream = read_ahead(engine(), stop=lambda: None, depth=2)
     assert next(stream) == 0
     assert next(stream) == 1
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG_GUARD
     while len(made) < 4 and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.1)

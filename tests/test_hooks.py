@@ -12,6 +12,7 @@ import pytest
 import gateway
 from gateway import hookspecs
 from gateway.engine import Engine, EngineResult
+from tests.hang_guard import HANG_GUARD
 
 TESTS = Path(__file__).parent
 
@@ -145,8 +146,8 @@ def test_arrowgate_shadow_finished(tmp_path):
     with gateway.connect(background, plugins=[Watcher()]) as gw:
         result = gw.execute("SELECT 42 AS x", engine="a")
         result.to_arrow()
-        assert result.shadow.wait(30)
-    deadline = time.monotonic() + 10
+        assert result.shadow.wait(HANG_GUARD)
+    deadline = time.monotonic() + HANG_GUARD
     while len(finished) < 3 and time.monotonic() < deadline:
         time.sleep(0.01)  # the hook runs after the record is marked done
     assert finished == [("compared", "match", True), ("skipped", None, True),

@@ -13,6 +13,7 @@ import pytest
 
 import gateway
 from tests import sql_databases as db
+from tests.hang_guard import HANG_GUARD
 from tests.pg import find_bin_dir, free_port, start_cluster
 
 pytestmark = pytest.mark.odbc
@@ -66,7 +67,7 @@ def test_unreachable_host_fails_fast():
     with gateway.connect({"engines": {"o": section}}) as gw, \
             pytest.raises(gateway.EngineConnectionError, match="cannot"):
         gw.execute("SELECT 1")
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < HANG_GUARD
 
 
 @pytest.mark.postgres
@@ -143,7 +144,7 @@ def test_timeout_cancels_the_query(pg, parameters):
         started = time.monotonic()
         with pytest.raises(gateway.QueryTimeout):
             gw.execute(f"SELECT pg_sleep(30){where}", parameters=parameters).to_arrow()
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < HANG_GUARD
         assert _answer(gw, "SELECT 1 AS one") == [{"one": 1}]
 
 
@@ -272,7 +273,7 @@ def test_cancel_a_typed_parameter_query_from_another_thread(pg):
         finally:
             done.set()
             canceller.join()  # not cancelling into the next test's statements
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < HANG_GUARD
 
 
 @pytest.mark.postgres
@@ -339,5 +340,5 @@ def test_cancel_stops_that_query_only(pg):
         started = time.monotonic()
         with pytest.raises(gateway.Cancelled):
             gw.execute("SELECT pg_sleep(30) WHERE 1 = ?", parameters=[1]).to_arrow()
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < HANG_GUARD
         assert other.to_arrow().column("a").to_pylist() == [1, 2]

@@ -24,7 +24,10 @@ def test_every_package_in_the_tree_is_listed_in_pyproject():
             rel = init.parent.relative_to(base)
             in_tree.add(".".join((top, *rel.parts)))
     assert in_tree - listed == set(), "add these to [tool.setuptools] packages"
-    assert listed - in_tree == set(), "these listed packages have no folder"
+    # the examples are data (package data under gateway/examples, a link to examples/)
+    data = {name for name in listed if name.startswith("gateway.examples")
+            and (ROOT / "examples" / "/".join(name.split(".")[2:])).is_dir()}
+    assert listed - in_tree - data == set(), "these listed packages have no folder"
 
 
 def _built(tmp_path: Path) -> tuple[set[str], set[str]]:
@@ -51,13 +54,24 @@ def _built(tmp_path: Path) -> tuple[set[str], set[str]]:
     return set(wheel), set(members)
 
 
-def test_the_wheel_and_the_sdist_carry_the_license_and_the_quickstart(tmp_path):
+def _example_files() -> list[str]:
+    """Every file of examples/ that git tracks (the quickstart's data/ is a link to ../data)."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "examples"], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.split()
+    return [name for name in listed if not (ROOT / name).is_symlink()]
+
+
+def test_the_wheel_and_the_sdist_carry_the_license_and_every_example(tmp_path):
     wheel, sdist = _built(tmp_path)
     assert "arrowgate-0.1.0.dist-info/licenses/LICENSE" in wheel
     assert "LICENSE" in sdist
-    for name in ("arrowgate.toml", "demo.sql", "queries.sql", "data/trips.csv", "data/zones.csv"):
-        assert f"gateway/quickstart/{name}" in wheel
-        assert f"gateway/quickstart/{name}" in sdist
+    examples = _example_files()
+    assert "examples/upgrade/app.py" in examples
+    for name in examples:
+        assert f"gateway/{name}" in wheel, name
+        assert f"gateway/{name}" in sdist, name
     # the tests need the repository (fixtures, conftest.py, dev.py): none half-shipped
     assert not any(name.startswith("tests/") for name in sdist)
     assert "plugins/gateway_csv/_mapfile.h" in sdist
@@ -71,13 +85,13 @@ def test_the_license_is_the_one_pyproject_names():
 
 def test_init_writes_a_quickstart_that_runs_outside_the_repository(cli, tmp_path):
     folder = tmp_path / "qs"
-    assert cli("init", str(folder)).code == 0
+    assert cli("init", "quickstart", str(folder)).code == 0
     assert "../" not in (folder / "arrowgate.toml").read_text()
     done = cli("--config", str(folder / "arrowgate.toml"), "query", "--format", "csv",
                "-f", str(folder / "demo.sql"))
     assert done.code == 0, done.err
     assert done.out.splitlines()[1] == '"yellow",254,13.61'
-    again = cli("init", str(folder))
+    again = cli("init", "quickstart", str(folder))
     assert again.code == 2
     assert again.err.startswith(f"arrowgate init: error: not overwriting {folder}")
 
@@ -87,3 +101,24 @@ def test_demo_runs_the_quickstart(cli):
     assert done.code == 0, done.err
     assert "shadow duck: match: 3 rows agree" in done.out
     assert "5 queries, scan vs duck: 5 match. OK" in done.out
+
+
+def test_init_writes_each_example_its_own_files(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli("init", "upgrade").code == 0  # into a folder named after it
+    written = sorted(str(p.relative_to(tmp_path / "upgrade"))
+                     for p in (tmp_path / "upgrade").rglob("*") if p.is_file())
+    assert written == ["app.py", "arrowgate.toml", "data/trips.csv"]
+    assert "duck201" in (tmp_path / "upgrade" / "arrowgate.toml").read_text()
+    for name in sorted({n.split("/")[1] for n in _example_files()} - {"data"}):
+        assert cli("init", name, str(tmp_path / "all" / name)).code == 0, name
+        for path in _example_files():
+            if path.startswith(f"examples/{name}/"):
+                assert (tmp_path / "all" / name / path.split("/", 2)[2]).is_file(), path
+
+
+def test_init_of_an_unknown_example_lists_them(cli, tmp_path):
+    done = cli("init", "nope", str(tmp_path / "x"))
+    assert done.code == 2
+    assert "no example named 'nope'" in done.err and "upgrade" in done.err
+    assert not (tmp_path / "x").exists()

@@ -15,6 +15,7 @@ import pytest
 import gateway
 from gateway.errors import Cancelled, EngineConnectionError, QueryError, QueryTimeout, Unsupported
 from tests.duckdb_support import V155, use_shared_home
+from tests.hang_guard import HANG_GUARD
 
 DATA = Path(__file__).resolve().parent.parent / "examples" / "data"
 SOURCES = {"trips": {"path": str(DATA / "trips.csv")}}
@@ -300,14 +301,13 @@ def test_a_hung_engine_start_times_out_and_holds_up_no_other_engine(tmp_path: Pa
         began = time.monotonic()
         thread.start()
         time.sleep(0.2)
-        quick = time.monotonic()
         assert gw.execute("SELECT 2 AS two", engine="duck").to_arrow().to_pylist() == \
             [{"two": 2}]
-        assert time.monotonic() - quick < 1.0  # not queued behind the hung start
-        thread.join(10)
+        assert thread.is_alive()  # not queued behind the hung start, which is still trying
+        thread.join(HANG_GUARD)
         assert isinstance(failure[0], EngineConnectionError)
         assert "connect_timeout of 1.5 s" in str(failure[0])
-        assert 1.4 < time.monotonic() - began < 5
+        assert 1.4 < time.monotonic() - began < HANG_GUARD  # its connect_timeout was waited
         with pytest.raises(EngineConnectionError, match="still trying"):
             gw.execute("SELECT 1", engine="hung")
         # release the hung open so the test leaves no thread behind
@@ -407,7 +407,9 @@ def test_a_shadowed_query_keeps_its_timeout_and_does_not_wait_for_the_reference(
     began = time.monotonic()
     with pytest.raises(QueryTimeout) as info:
         gw.execute(SLOW, engine="duck", shadow="worker", timeout=0.5).to_arrow()
-    assert time.monotonic() - began < 10  # the reference's 30 s shadow timeout is not waited
+    # not a speed bound: the reference's 30 s shadow timeout (60x the 0.5 s expected) was
+    # not waited
+    assert time.monotonic() - began < 30
     record = info.value.shadow  # type: ignore[attr-defined]
     assert record.status == "skipped" and "timeout" in record.skip_reason
 

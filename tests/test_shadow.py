@@ -11,6 +11,7 @@ from gateway.shadow import ShadowStore, summarize
 from gateway.sql.kinds import statement_kind
 from tests import planted_bugs
 from tests.conformance.corpus import SOURCES, all_cases
+from tests.hang_guard import HANG_GUARD
 
 #: bug -> a query on the bundled data that the bug changes
 BUG_QUERIES = {
@@ -292,7 +293,7 @@ def test_background_returns_the_primary_at_once_and_the_verdict_follows(tmp_path
         record = result.shadow
         assert waited < 2.5 and record.status == "pending" and "pending" in record.summary()
         assert result.to_arrow().column(0)[0].as_py() == 42
-        assert record.wait(30)
+        assert record.wait(HANG_GUARD)
     assert record.status == "compared" and record.category == "match"
     assert record.reference_ms >= 3000
     assert ShadowStore(tmp_path / "store").read().column("category").to_pylist() == ["match"]
@@ -328,7 +329,7 @@ def test_a_deferred_reference_starts_only_when_the_caller_asks(tmp_path, then):
             result.start_reference()
         else:
             result.cancel()
-        assert record.wait(30)
+        assert record.wait(HANG_GUARD)
     if then == "start":
         assert started.engines == ["a", "b"]
         assert record.status == "compared" and record.category == "match"

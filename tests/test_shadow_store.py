@@ -17,6 +17,7 @@ from gateway import shadow_store
 from gateway.errors import GatewayError
 from gateway.shadow import ShadowStore, summarize
 from gateway.shadow_record import ShadowRecord
+from tests.hang_guard import HANG_GUARD
 
 WRITER = textwrap.dedent("""
     import sys
@@ -125,7 +126,7 @@ def test_buffered_records_are_written_after_flush_seconds(tmp_path, monkeypatch)
     store = ShadowStore(tmp_path / "store")
     store.add(record("timer", 1))
     assert store.files() == []
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_GUARD
     while not store.files() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(store.files()) == 1

@@ -15,6 +15,7 @@ from gateway.compare import CompareOptions
 from gateway.shadow_answer import Answer, Budget, streamed_verdict
 from tests import planted_bugs
 from tests.conformance.corpus import SOURCES
+from tests.hang_guard import HANG_GUARD
 
 ROWS = 10_000_000
 BIG = f"SELECT range AS i, range * 2 AS j FROM range({ROWS})"
@@ -43,7 +44,7 @@ def connect(tmp_path, shadow=None, reference=None, plugins=(), **primary):
 
 def reference_stopped():
     """Wait until the shadow's reference thread has stopped (it was cancelled)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_GUARD
     while any(t.name == "shadow-reference" for t in threading.enumerate()):
         assert time.monotonic() < deadline
         time.sleep(0.01)
@@ -97,8 +98,8 @@ def test_the_done_callback_and_the_hook_fire_once(tmp_path):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result.to_arrow()
-            assert record.wait(30)
-            deadline = time.monotonic() + 10
+            assert record.wait(HANG_GUARD)
+            deadline = time.monotonic() + HANG_GUARD
             while not hooked and time.monotonic() < deadline:
                 time.sleep(0.01)
         record.add_done_callback(calls.append)  # already done: called at once
@@ -327,7 +328,7 @@ def test_closing_the_answer_early_skips_the_record_and_stops_the_reference(tmp_p
 def test_wait_reads_an_answer_nobody_reads(tmp_path):
     with connect(tmp_path, {"background": True}) as gw:
         result = gw.execute("SELECT 42 AS answer")
-        assert result.shadow.wait(30)
+        assert result.shadow.wait(HANG_GUARD)
         assert result.shadow.category == "match"
         assert result.to_arrow().to_pylist() == [{"answer": 42}]
 
@@ -354,7 +355,7 @@ def test_the_reference_timeout_cancels_only_the_references_query(tmp_path):
         other = threading.Thread(target=lambda: answers.append(
             gw.execute("SELECT h FROM slow", engine="reference", shadow=False).to_arrow()))
         other.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_GUARD
         while not any(q.engine == "reference" for q in gw.running()):
             assert time.monotonic() < deadline
             time.sleep(0.01)
@@ -397,8 +398,8 @@ def test_cancelling_a_shadowed_answer_read_whole_stops_the_reference_and_skips_t
         assert not record.done()  # the primary's answer is whole; the reference runs on
         started = time.monotonic()
         assert result.cancel()
-        assert record.wait(30)
-        assert time.monotonic() - started < 30  # not the 120 s shadow timeout
+        assert record.wait(HANG_GUARD)
+        assert time.monotonic() - started < HANG_GUARD  # not the 120 s shadow timeout
         assert record.status == "skipped"
         assert "cancelled the query before the reference answered" in record.skip_reason
         reference_stopped()

@@ -10,6 +10,7 @@ import pytest
 import gateway
 from gateway.errors import GatewayError
 from tests.conftest import QUICKSTART
+from tests.hang_guard import HANG_GUARD
 
 
 @pytest.fixture
@@ -104,4 +105,4 @@ def test_sources_are_mounted_on_every_engine_a_fallback_or_a_shadow_reaches(tmp_
         assert answer.to_arrow().to_pylist() == [{"a": 1, "r": 1}, {"a": 2, "r": 2}]
         shadowed = gw.execute("SELECT sum(a) AS s FROM t", engine="csv", shadow="duck")
         assert shadowed.to_arrow().to_pylist() == [{"s": 3}]
-        assert shadowed.shadow.wait(30) and shadowed.shadow.category == "match"
+        assert shadowed.shadow.wait(HANG_GUARD) and shadowed.shadow.category == "match"

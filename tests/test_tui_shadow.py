@@ -9,6 +9,7 @@ import pytest
 from textual.coordinate import Coordinate
 
 import gateway
+from tests.hang_guard import HANG_GUARD
 from tests.tui_support import divergent_config, settle, type_sql
 
 pytestmark = pytest.mark.asyncio
@@ -122,7 +123,7 @@ async def test_closing_a_tab_before_its_reference_started_ends_the_record():
         record = answer.shadow
         assert answer.table.to_pylist() == [{"x": 42}] and record.status == "pending"
         session.close()
-        assert record.wait(10)
+        assert record.wait(HANG_GUARD)
         assert record.status == "skipped"
     finally:
         core.close()

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         from gateway.tui.app import ArrowgateApp
     except ImportError as exc:
         raise UsageError(f"the console needs the tui extra ({exc.name} is missing): "
-                         "pip install textual textual-fastdatatable textual-textarea") from None
+                         "pip install 'arrowgate[tui]'") from None
     from gateway.tui.console import ConsoleCore
 
     core = ConsoleCore.open(args.config)

@@ -1,4 +1,4 @@
-"""``arrowgate tui``: a Textual SQL console on the core (installed with the ``tui`` extra).
+"""``arrowgate tui``: a Textual SQL console on the core (``pip install 'arrowgate[tui]'``).
 
 The app runs one statement on an engine, optionally shadowed on a reference, and
 shows the answer, the verdict and both latencies side by side. It is a front end:

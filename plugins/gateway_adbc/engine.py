@@ -60,6 +60,8 @@ DRIVER_DIALECTS: dict[str, tuple[str | None, Style]] = {
 
 #: The Flight SQL driver's option returning the server's session cookie (off by default).
 FLIGHT_COOKIES = "adbc.flight.sql.rpc.with_cookie_middleware"
+#: the drivers the adbc extra installs (pip install 'arrowgate[adbc]')
+EXTRA_DRIVERS = ("postgresql", "sqlite", "flightsql")
 
 
 class AdbcEngine(Engine):
@@ -141,10 +143,11 @@ class AdbcEngine(Engine):
             try:
                 module = importlib.import_module(f"adbc_driver_{driver}")
             except ImportError:
+                package = ("'arrowgate[adbc]'" if driver in EXTRA_DRIVERS
+                           else f"adbc-driver-{driver}")
                 raise ConfigError(f"the ADBC driver {driver!r} is not installed",
                                   key=f"engines.{self.name}.driver", engine=self.name,
-                                  hint=f"pip install adbc-driver-{driver}, or set driver_path"
-                                  ) from None
+                                  hint=f"pip install {package}, or set driver_path") from None
             return str(module._driver_path()), None
         return str(self.config["driver_path"]), self.config.get("entrypoint")
 

@@ -177,6 +177,7 @@ def fresh_lake(name: str, section: dict[str, Any], workdir: Path, token: str,
 
 def _drop_pg_schema(spec: CatalogSpec, schema: str) -> Callable[[], None]:
     def drop() -> None:
+        # installed: the health check connected through it (pip install 'arrowgate[ducklake]')
         import adbc_driver_postgresql.dbapi as pgdb
 
         with pgdb.connect(spec.target) as con, con.cursor() as cur:

@@ -203,7 +203,7 @@ def connect_catalog(spec: CatalogSpec, engine: str, *, odbc_driver: str | None =
             import adbc_driver_postgresql.dbapi as pgdb
         except ImportError:
             raise ConfigError("the ADBC PostgreSQL driver is not installed", engine=engine,
-                              hint="pip install adbc-driver-postgresql") from None
+                              hint="pip install 'arrowgate[ducklake]'") from None
         try:
             return pgdb.connect(spec.target)
         except Exception as exc:
@@ -216,7 +216,7 @@ def connect_catalog(spec: CatalogSpec, engine: str, *, odbc_driver: str | None =
             import pyodbc
         except ImportError as exc:
             raise ConfigError(f"pyodbc cannot be imported ({exc})", engine=engine,
-                              hint="pip install pyodbc, and apt-get install unixodbc plus "
+                              hint="pip install 'arrowgate[ducklake]', and apt-get install unixodbc plus "
                                    "Microsoft's ODBC Driver 18 for SQL Server") from None
         odbc = mssql_odbc_string(spec.target, *([odbc_driver] if odbc_driver else []))
         try:

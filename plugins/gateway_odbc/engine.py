@@ -411,7 +411,14 @@ class OdbcConnection:
     """
 
     def __init__(self, engine: OdbcEngine, read_only: bool = False):
-        import arrow_odbc
+        try:
+            import arrow_odbc
+            import pyodbc  # noqa: F401 - statements need it too: its absence is said here
+        except ImportError as exc:
+            raise ConfigError(f"the odbc engine needs {exc.name}, which cannot be imported "
+                              f"({exc})", engine=engine.name,
+                              hint="pip install 'arrowgate[odbc]' (and apt-get install "
+                                   "unixodbc)") from None
 
         from gateway_odbc.describe import Describer
 
@@ -643,6 +650,7 @@ def _quote(identifier: str) -> str:
 
 
 def _drivers() -> list[str]:
+    """The ODBC drivers installed (pyodbc, of ``pip install 'arrowgate[odbc]'``, lists them)."""
     try:
         import pyodbc
 
