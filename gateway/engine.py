@@ -460,5 +460,16 @@ class EnginePrepared:
         """Run the statement with one row of parameters (see :meth:`EngineSession.execute`)."""
         return self.session.execute(self.sql, parameters, handle)
 
+    def execute_many(self, parameters: pa.Table, handle: QueryHandle) -> EngineResult | None:
+        """Run the statement once for each row of ``parameters`` (one column per
+        placeholder, in order), in one engine call, where the engine can.
+
+        Returns:
+            The answers of every row, one after the other (for DML, its count), or
+            None when the engine cannot run this statement so: the gateway then runs
+            it row by row with :meth:`execute`. The base class returns None.
+        """
+        return None
+
     def close(self) -> None:
         """Forget the plan. Safe to call twice."""

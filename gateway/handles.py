@@ -166,10 +166,16 @@ class QueryHandle:
         if nudge + 1 < len(_NUDGES):
             _deadlines.add(time.monotonic() + _NUDGES[nudge + 1], self, nudge=nudge + 1)
 
-    def start_timer(self) -> None:
-        """Arm the timeout, if there is one (one shared thread watches every deadline)."""
+    def start_timer(self, since: float | None = None) -> None:
+        """Arm the timeout, if there is one (one shared thread watches every deadline),
+        counted from ``since`` (a ``time.monotonic()`` reading; default now)."""
         if self.timeout is not None:
-            _deadlines.add(time.monotonic() + self.timeout, self)
+            now = time.monotonic()
+            deadline = (now if since is None else since) + self.timeout
+            if deadline <= now:  # it spent its time before it was admitted
+                self._expire()
+            else:
+                _deadlines.add(deadline, self)
 
     def _expire(self) -> None:
         self.cancel(reason=QueryTimeout)

@@ -264,7 +264,8 @@ class PreparedStatement:
             if len(rows) != 1:
                 return session.gw.pipeline.run(Statement(
                     self.sql, session.engine, None, timeout, False, session=session,
-                    principal=session.principal, run=lambda handle: self._many(rows, handle)))
+                    principal=session.principal,
+                    run=lambda handle: self._many(parameters, rows, handle)))
             values = rows[0]
         else:
             values = None if parameters is None else list(parameters)
@@ -287,11 +288,15 @@ class PreparedStatement:
                              engine=self.session.engine,
                              hint="pass one value per placeholder, in order")
 
-    def _many(self, rows: list[list[Any]], handle: QueryHandle) -> EngineResult:
+    def _many(self, table: pa.RecordBatch | pa.Table, rows: list[list[Any]],
+              handle: QueryHandle) -> EngineResult:
         import pyarrow as pa
 
         if not rows:
             return EngineResult(pa.RecordBatchReader.from_batches(self._prepared.schema, []))
+        batch = self._prepared.execute_many(pa.table(table), handle)
+        if batch is not None:  # every row in one engine call
+            return batch
         first = self._prepared.execute(rows[0], handle)
         rest = rows[1:]
 

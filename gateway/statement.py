@@ -25,10 +25,12 @@ takes each through the same steps, in this order:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import GatewayError, Overloaded, QueryError, Unsupported
@@ -41,6 +43,22 @@ if TYPE_CHECKING:
     from gateway.core import Gateway
     from gateway.engine import EngineResult
     from gateway.session import Session
+
+
+#: when the request that sends the statements run in this context arrived
+#: (``time.monotonic()``), for a front end whose requests do work before their statement
+#: reaches the pipeline (the Flight service: the call's arrival); None: when it reaches it
+ARRIVED: contextvars.ContextVar[float | None] = contextvars.ContextVar("arrived", default=None)
+
+
+@contextlib.contextmanager
+def arriving(at: float) -> Iterator[None]:
+    """Statements run in the block count their timeout from ``at``."""
+    token = ARRIVED.set(at)
+    try:
+        yield
+    finally:
+        ARRIVED.reset(token)
 
 
 class Principal(FrozenRecord):
@@ -111,10 +129,13 @@ class Statement(Record):
         prelude: statements run first in the session it runs in (a replayed
             statement's ``SET``s).
         tried: engines tried already for this statement (a fallback chain never loops).
+        arrived: ``time.monotonic()`` when it reached the pipeline: its timeout counts
+            from here, so reading, checking and routing it count too (set by the
+            pipeline; a fallback keeps its statement's).
     """
 
     __slots__ = ("sql", "engine", "parameters", "timeout", "shadow", "session", "principal", "run",
-                 "part_of", "prelude", "tried")
+                 "part_of", "prelude", "tried", "arrived")
 
     def __init__(self, sql: str, engine: str | None = None,
                  parameters: Sequence[Any] | None = None, timeout: float | None = None,
@@ -122,10 +143,11 @@ class Statement(Record):
                  principal: Principal = LOCAL,
                  run: Callable[[QueryHandle], EngineResult] | None = None,
                  part_of: str | None = None, prelude: tuple[str, ...] = (),
-                 tried: tuple[str, ...] = ()) -> None:
+                 tried: tuple[str, ...] = (), arrived: float | None = None) -> None:
         self.sql, self.engine, self.parameters, self.timeout = sql, engine, parameters, timeout
         self.shadow, self.session, self.principal, self.run = shadow, session, principal, run
         self.part_of, self.prelude, self.tried = part_of, prelude, tried
+        self.arrived = arrived
 
 
 class Pipeline:
@@ -152,6 +174,8 @@ class Pipeline:
             gateway.errors.GatewayError: refused at a step (kind ``permission``,
                 ``unsupported``, ``resource``...), or failed in the engine.
         """
+        if stmt.arrived is None:
+            stmt.arrived = ARRIVED.get() or time.monotonic()
         stmt.engine = self.gw.engine_config(stmt.engine).name
         wanted = isinstance(stmt.shadow, str) or \
             (stmt.shadow is None and self.gw.shadow_settings is not None)
@@ -165,6 +189,8 @@ class Pipeline:
 
     def run_plain(self, stmt: Statement) -> Result:
         """Every step but the shadow: what the shadow layer runs on each engine."""
+        if stmt.arrived is None:
+            stmt.arrived = ARRIVED.get() or time.monotonic()
         run_sql = self.check(stmt)
         if stmt.session is not None:
             self.run_prelude(stmt, stmt.session)
@@ -381,7 +407,7 @@ class Pipeline:
             self._per_user[user] = self._per_user.get(user, 0) + 1
             self._per_engine[engine] = self._per_engine.get(engine, 0) + 1
         handle.when_done(self._forget)
-        handle.start_timer()
+        handle.start_timer(since=stmt.arrived)
         return handle
 
     def _forget(self, handle: QueryHandle) -> None:
@@ -410,7 +436,7 @@ class Pipeline:
                      f"to {fallback!r}")
         again = Statement(stmt.sql, engine=fallback, parameters=stmt.parameters,
                           timeout=stmt.timeout, principal=stmt.principal,
-                          part_of="fallback", tried=tried)
+                          part_of="fallback", tried=tried, arrived=stmt.arrived)
         result = self.run_plain(again)
         result.notes["answered_by"] = result.engine
         result.notes["fallback_reason"] = refused.message

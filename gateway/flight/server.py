@@ -44,7 +44,7 @@ from gateway.flight.statements import PreparedStatements, Queries, Query
 from gateway.flight.transactions import Transactions
 from gateway.flight.watch import ClientWatch
 from gateway.sql.kinds import state_needed
-from gateway.statement import Limits
+from gateway.statement import Limits, arriving
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -355,20 +355,22 @@ class FlightSqlServer(flight.FlightServerBase):
     def _start(self, context: Any, user: User, engine: str, sql: str,
                run: Callable[[], Result], parameters: pa.Table | None = None,
                settings: list[str] | None = None) -> Query:
-        started = time.monotonic()
+        started = _arrival(context)
         write = not _QUERY.match(sql)
         try:
             # a query is planned (and a blocking aggregate computed) here, and DDL and DML
             # run to their end now (clients often never fetch their answer); either is
             # cancelled if the client goes away meanwhile
-            with self.watch.statements_of(context), self._may_change_schemas(sql):
+            with self.watch.statements_of(context), self._may_change_schemas(sql), \
+                    arriving(started):
                 result = _ran(run()) if write else run()
         except GatewayError as exc:
             querylog.record(query_id=None, user=user.name, engine=engine, sql=sql, rows=0,
                             nbytes=0, started=started, outcome=exc.kind)
             raise to_flight(exc) from None
         query = Query(user.name, engine, sql, result, shadow=result.shadow,
-                      parameters=parameters, settings=settings or [], write=write)
+                      parameters=parameters, settings=settings or [], write=write,
+                      created=started)
         self.queries.add(query)
         return query
 
@@ -466,10 +468,11 @@ class FlightSqlServer(flight.FlightServerBase):
                 run: Callable[[], Result], parameters: pa.Table | None = None,
                 settings: list[str] | None = None) -> int:
         """Run a write; the rows it changed, or -1 when the engine does not say."""
-        total, started, outcome, query_id = -1, time.monotonic(), "ok", None
+        total, started, outcome, query_id = -1, _arrival(context), "ok", None
         wall = time.time()
         try:
-            with self.watch.statements_of(context), self._may_change_schemas(sql):
+            with self.watch.statements_of(context), self._may_change_schemas(sql), \
+                    arriving(started):
                 result = _ran(run())
             query_id = result.query_id
             total = self.backend.update_count(result)
@@ -755,6 +758,12 @@ def _check_limits(query: Query, settings: ServeSettings) -> None:
         query.outcome = "limit"
         raise pa.ArrowInvalid(f"the answer is larger than the service's limit of "
                               f"{settings.max_bytes} bytes (max_bytes): select less")
+
+
+def _arrival(context: Any) -> float:
+    """When the call arrived (``time.monotonic()``), as its session middleware noted it."""
+    middleware = context.get_middleware("session")
+    return middleware.arrived if middleware is not None else time.monotonic()
 
 
 def _optional(message: Any, name: str) -> str | None:

@@ -134,6 +134,8 @@ class SessionMiddleware(flight.ServerMiddleware):
     """
 
     def __init__(self, cookie: str | None, token: str | None):
+        #: when the call arrived: its statement's timeout and logged time count from here
+        self.arrived = time.monotonic()
         self.cookie = cookie
         self.token = token
         self.new_cookie = None if cookie else secrets.token_urlsafe(24)

@@ -247,6 +247,29 @@ class _CursorPrepared(EnginePrepared):
 
     session: CursorSession
 
+    def execute_many(self, parameters: pa.Table, handle: Any) -> EngineResult | None:
+        """An ``INSERT ... VALUES (row)`` over every row at once (gateway_duckdb.batch)."""
+        import duckdb
+
+        from gateway_duckdb.batch import RELATION, insert_select
+
+        sql = insert_select(self.sql, len(self.parameter_schema))
+        if sql is None:
+            return None
+        session = self.session
+        session._drop_answer()
+        handle.on_cancel(session._interrupt)
+        rows = parameters.rename_columns([f"p{i + 1}" for i in range(parameters.num_columns)])
+        cur = session._cur
+        cur.register(RELATION, rows)
+        try:
+            table = cur.sql(sql).to_arrow_table()  # runs once: DuckDB 1.4 to 2.x alike
+        except duckdb.Error as exc:
+            raise translate(exc, session._name) from None
+        finally:
+            cur.unregister(RELATION)
+        return EngineResult(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+
     def _probe_schema(self) -> pa.Schema:
         import duckdb
 
