@@ -46,7 +46,7 @@ def test_one_failing_row_fails_the_batch_whole(server):
     leaves none of the others behind (row by row, the rows before it stayed)."""
     with dbapi.connect(server.location, autocommit=True) as conn, conn.cursor() as cur:
         cur.execute("CREATE OR REPLACE TABLE keyed (a INTEGER PRIMARY KEY)")
-        with pytest.raises(dbapi.Error, match="(?i)constraint|duplicate"):
+        with pytest.raises(dbapi.Error, match=r"(?i)constraint|duplicate"):
             cur.executemany("INSERT INTO keyed VALUES (?)", [(1,), (2,), (2,)])
         cur.execute("SELECT count(*) FROM keyed")
         assert cur.fetchall() == [(0,)]

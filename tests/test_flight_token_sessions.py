@@ -122,5 +122,5 @@ def test_without_a_session_what_would_be_forgotten_is_refused(server, sql):
     with dbapi.connect(server.location, autocommit=True, db_kwargs={
             "adbc.flight.sql.authorization_header": f"Bearer {TOKEN}"}) as conn, \
             conn.cursor() as cur, pytest.raises(dbapi.ProgrammingError,
-                                                match="needs a session.*cookie"):
+                                                match=r"needs a session.*cookie"):
         cur.execute(sql)

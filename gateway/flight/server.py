@@ -40,7 +40,7 @@ from gateway.flight.sessions import (
     session_for,
 )
 from gateway.flight.settings import ANONYMOUS, ServeSettings, User
-from gateway.flight.statements import PreparedStatements, Queries, Query
+from gateway.flight.statements import FinishedQuery, PreparedStatements, Queries, Query
 from gateway.flight.transactions import Transactions
 from gateway.flight.watch import ClientWatch
 from gateway.sql.kinds import state_needed
@@ -695,7 +695,7 @@ class FlightSqlServer(flight.FlightServerBase):
             query_id = int(body.decode())
         except ValueError:
             raise pa.ArrowInvalid("the body must be a query id (a decimal number)") from None
-        query = self.queries.finished(query_id, user.name)
+        query: FinishedQuery | Query | None = self.queries.finished(query_id, user.name)
         if query is None:
             found = [q for q in self.queries.running()
                      if q.query_id == query_id and q.user == user.name]
