@@ -77,24 +77,24 @@ def test_prepared_parameters_and_session_settings_are_recorded(tmp_path):
         run(server, "dave", "SET default_order = 'DESC'",
             ("SELECT ?::INTEGER + 1 AS answer, ? AS label", (41, "x")))
         entries = captured(server, folder)
-    # the SET is no statement of its own in the capture: it travels with what follows it
-    assert [e.sql for e in entries] == ["SELECT ?::INTEGER + 1 AS answer, ? AS label"]
-    prepared = entries[0]
+    # the SET is recorded as what it is, and travels with what follows it
+    assert [(e.sql, e.kind) for e in entries] == [
+        ("SET default_order = 'DESC'", "settings"),
+        ("SELECT ?::INTEGER + 1 AS answer, ? AS label", "read")]
+    prepared = entries[1]
     assert prepared.parameters is not None
     assert [list(r.values()) for r in prepared.parameters.to_pylist()] == [[41, "x"]]
     assert prepared.settings == ["SET default_order = 'DESC'"]
 
 
 def test_writes_are_kept_only_when_asked(tmp_path):
-    for include, expected in ((False, ["SELECT count(*) AS n FROM t"]),
-                              (True, ["CREATE OR REPLACE TABLE t AS SELECT 1 AS x",
-                                      "INSERT INTO t VALUES (2)",
-                                      "SELECT count(*) AS n FROM t"])):
-        folder = tmp_path / f"w{include}"
-        with serving(_config(folder, include_writes=include)) as server:
-            run(server, "dave", "CREATE OR REPLACE TABLE t AS SELECT 1 AS x",
-                "INSERT INTO t VALUES (2)", "SELECT count(*) AS n FROM t")
-            assert [e.sql for e in captured(server, folder)] == expected
+    everything = [("CREATE OR REPLACE TABLE t AS SELECT 1 AS x", "ddl"),
+                  ("INSERT INTO t VALUES (2)", "write"), ("SELECT count(*) AS n FROM t", "read")]
+    for include, expected in (({"include_writes": False}, everything[2:]), ({}, everything)):
+        folder = tmp_path / f"w{len(include)}"
+        with serving(_config(folder, **include)) as server:
+            run(server, "dave", *(sql for sql, _ in everything))
+            assert [(e.sql, e.kind) for e in captured(server, folder)] == expected
 
 
 def test_the_folder_is_private_and_holds_no_credential(tmp_path):
