@@ -51,7 +51,8 @@ _lock = threading.Lock()
 
 _KEY = (r"[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|key|key_id|sig|signature"
         r"|credential|credentials)")
-_VALUE = (r"'(?:[^'\\]|\\.)*'?"          # libpq quoting, with \' and \\ escapes
+_VALUE = (r"''(?:[^']|'(?!'))*(?:'')?"    # libpq quoting inside a SQL literal: ''x y''
+          r"|'(?:[^'\\]|\\.)*'?"          # libpq quoting, with \' and \\ escapes
           r'|"(?:[^"\\]|\\.)*"?'         # JSON / double quotes
           r"|\{(?:[^}]|\}\})*\}?"        # ODBC braces, }} is a literal }
           # bare: up to whitespace, ';' or '&'; words after a space belong to the
@@ -61,18 +62,22 @@ _VALUE = (r"'(?:[^'\\]|\\.)*'?"          # libpq quoting, with \' and \\ escapes
 # compiled on first use (:func:`_compiled`): every module imports this one through
 # gateway.errors, and compiling them cost a one-row query 1-4 ms
 _SECRET_KEY = rf"(?i){_KEY}"
-_PAIR = rf"(?im)(?<![A-Za-z0-9])({_KEY})(\s*(?::=|=>|=)\s*)({_VALUE})"
+_PAIR = rf"(?im)(?<![A-Za-z0-9_.-])({_KEY})(\s*(?::=|=>|=)\s*)({_VALUE})"
 _QUOTED_PAIR = rf"(?i)([\"']{_KEY}[\"']\s*:\s*)(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')"
 # //user:password@ -- the password runs to the last '@' before whitespace or a quote
 _USERINFO = r"(//[^\s/:@'\"]*:)([^\s'\"]*)(@)"
+# the words a key naming a credential ends with: where none is, no pair can be
+_KEY_WORDS = ("pass", "pwd", "secret", "token", "key", "sig", "credential", "identified")
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_TOKEN_PREFIXES = ("AKIA", "ASIA", "gh", "github_pat_", "glpat-", "xox", "eyJ")
 # //TOKEN@host: a userinfo without a password, in a URL with a scheme
-_BARE_USERINFO = r"(?i)([a-z][a-z0-9+.-]*://)([^\s/:@'\"?#]+)(@)"
+_BARE_USERINFO = r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://)([^\s/:@'\"?#]+)(@)"
 # a key naming a credential, blanks, then a quoted literal: PASSWORD 'x', IDENTIFIED BY 'x'
-_KEYWORD_LITERAL = (rf"(?i)(?<![A-Za-z0-9_])({_KEY}|IDENTIFIED\s+BY)(\s+)"
+_KEYWORD_LITERAL = (rf"(?i)(?<![A-Za-z0-9_.-])({_KEY}|IDENTIFIED\s+BY)(\s+)"
                     r"('(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?)")
 _AUTHORIZATION = (r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:[a-z-]+\s+)?)"
                   r"([^\s\"',;]+)|(\bbearer\s+)([A-Za-z0-9._~+/=-]{6,})")
-_PEM = r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
+_PEM = r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
 _TOKEN_SHAPES = (r"\b(?:(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}"
                  r"|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
                  r"|xox[abposr]-[A-Za-z0-9-]{10,}"
@@ -153,11 +158,47 @@ def mask_text(text: str) -> str:
         text = _compiled(_BARE_USERINFO).sub(_mask_bare_userinfo, text)
     if "authorization" in lowered or "bearer" in lowered:
         text = _compiled(_AUTHORIZATION).sub(_mask_authorization, text)
-    text = _compiled(_TOKEN_SHAPES).sub(MASK, text)
-    text = _compiled(_KEYWORD_LITERAL).sub(_mask_keyword_literal, text)
-    text = _compiled(_QUOTED_PAIR).sub(
-        lambda m: m.group(1) + m.group(2)[0] + MASK + m.group(2)[0], text)
-    return _compiled(_PAIR).sub(_mask_pair, text)
+    if any(prefix in text for prefix in _TOKEN_PREFIXES):
+        text = _compiled(_TOKEN_SHAPES).sub(MASK, text)
+    return _mask_pairs(text)
+
+
+def _mask_pairs(text: str) -> str:
+    """The values after keys that name a credential masked. The keys are found by their
+    last word (:data:`_KEY_WORDS`, a plain substring search), and the patterns tried only
+    where a key starts: a regular expression tried at every place of a long statement
+    cost milliseconds."""
+    lowered = text.lower()
+    starts: set[int] = set()
+    for word in _KEY_WORDS:
+        at = lowered.find(word)
+        while at >= 0:
+            start = at
+            while start > 0 and text[start - 1] in _KEY_CHARS:
+                start -= 1
+            starts.add(start)
+            at = lowered.find(word, at + len(word))
+    if not starts:
+        return text
+    keyword, pair, quoted = (_compiled(_KEYWORD_LITERAL), _compiled(_PAIR),
+                             _compiled(_QUOTED_PAIR))
+    out, done = [], 0
+    for start in sorted(starts):
+        if start < done:
+            continue
+        if start > 0 and text[start - 1] in "\"'" and start - 1 >= done and \
+                (found := quoted.match(text, start - 1)) is not None:
+            value = found.group(2)
+            out += [text[done:start - 1], found.group(1), value[0], MASK, value[0]]
+        elif (found := keyword.match(text, start)) is not None:
+            out += [text[done:start], _mask_keyword_literal(found)]
+        elif (found := pair.match(text, start)) is not None:
+            out += [text[done:start], _mask_pair(found)]
+        else:
+            continue
+        done = found.end()
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _mask_bare_userinfo(match: re.Match[str]) -> str:
