@@ -402,14 +402,17 @@ def _table(text: str) -> pa.Table:
 
 
 def replay_queries(path: Path, *, since: str | None = None, until: str | None = None,
-                   dedupe: bool = False, include_writes: bool = False) -> list[Query]:
+                   dedupe: bool = False, include_writes: bool | None = None) -> list[Query]:
     """A capture as the corpus ``arrowgate shadow`` runs: one query per captured statement
     (one per parameter row of a prepared statement), named after its shape
     (:func:`gateway.sql.kinds.fingerprint`) and its place in the capture.
 
-    With ``dedupe`` each shape runs once, with the first values seen, weighted by
-    how often it was seen; its ``captured_ms`` holds every run's latency. Writes
-    are left out unless ``include_writes`` (a replay would change the data).
+    With ``dedupe`` each shape of query runs once, with the first values seen,
+    weighted by how often it was seen; its ``captured_ms`` holds every run's
+    latency. Every captured statement is there, writes, DDL, settings and
+    transactions too, each with its ``kind``: the replay decides what it runs and
+    counts what it does not (``include_writes`` is kept for callers that want
+    the queries alone).
     """
     from gateway.corpus import Query
     from gateway.sql.kinds import fingerprint
@@ -417,14 +420,14 @@ def replay_queries(path: Path, *, since: str | None = None, until: str | None = 
     queries: list[Query] = []
     shapes: dict[str, int] = {}
     for entry in read_capture(path, since, until):
-        if entry.write and not include_writes:
+        if entry.write and not include_writes and include_writes is not None:
             continue
         rows = entry.parameters.to_pylist() if entry.parameters is not None else [None]
         shape = fingerprint(entry.sql)
         for row in rows:
             values = None if row is None else tuple(row.values())
             ms = () if entry.ms is None else (float(entry.ms),)
-            if dedupe and shape in shapes:
+            if dedupe and not entry.write and shape in shapes:
                 at = shapes[shape]
                 seen = queries[at]
                 queries[at] = dataclasses.replace(seen, weight=seen.weight + 1,
@@ -434,5 +437,6 @@ def replay_queries(path: Path, *, since: str | None = None, until: str | None = 
             name = shape if dedupe else f"{shape}:{len(queries) + 1}"
             queries.append(Query(name=name, sql=entry.sql,
                                  file=str(path), parameters=values,
-                                 settings=tuple(entry.settings), captured_ms=ms))
+                                 settings=tuple(entry.settings), captured_ms=ms,
+                                 kind=entry.kind))
     return queries

@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 MASK = "***"
@@ -253,36 +254,21 @@ def _mask_option(item: str) -> str:
 
 def _closing(text: str, opening: int) -> int:
     """Where the bracket opened at ``opening`` closes (quotes skipped), or the text's end."""
-    depth, i, n = 0, opening, len(text)
-    while i < n:
-        c = text[i]
-        if c in "'\"":
-            end = text.find(c, i + 1)
-            while end >= 0 and end + 1 < n and text[end + 1] == c:  # '' inside a literal
-                end = text.find(c, end + 2)
-            i = n if end < 0 else end + 1
-            continue
+    depth = 0
+    for i, c in _unquoted(text, opening):
         if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
-    return n
+    return len(text)
 
 
 def _top_level(body: str) -> list[str]:
     """``body`` split at its commas outside quotes and brackets."""
-    items, depth, start, i, n = [], 0, 0, 0, len(body)
-    while i < n:
-        c = body[i]
-        if c in "'\"":
-            end = body.find(c, i + 1)
-            while end >= 0 and end + 1 < n and body[end + 1] == c:
-                end = body.find(c, end + 2)
-            i = n if end < 0 else end + 1
-            continue
+    items, depth, start = [], 0, 0
+    for i, c in _unquoted(body, 0):
         if c in "([{":
             depth += 1
         elif c in ")]}":
@@ -290,9 +276,24 @@ def _top_level(body: str) -> list[str]:
         elif c == "," and depth == 0:
             items.append(body[start:i])
             start = i + 1
-        i += 1
     items.append(body[start:])
     return items
+
+
+def _unquoted(text: str, start: int) -> Iterator[tuple[int, str]]:
+    """The places and characters of ``text`` from ``start`` on, quoted literals skipped
+    (``''`` inside one is a quote)."""
+    i, n = start, len(text)
+    while i < n:
+        c = text[i]
+        if c in "'\"":
+            end = text.find(c, i + 1)
+            while end >= 0 and end + 1 < n and text[end + 1] == c:
+                end = text.find(c, end + 2)
+            i = n if end < 0 else end + 1
+            continue
+        yield i, c
+        i += 1
 
 
 def _mask_pair(match: re.Match[str]) -> str:
