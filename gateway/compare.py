@@ -22,6 +22,10 @@ Categories, in the order they are decided:
     any order.
 ``error``
     one side failed, or both failed with different error kinds.
+``both_error``
+    both failed with the same kind of error but different messages: neither
+    answered, so nothing was compared (not a divergence, not a match). Both
+    failing with the same kind and message is ``match``.
 ``nondeterministic``
     the SQL leaves the answer undetermined (:mod:`gateway.nondeterminism`:
     volatile functions, a LIMIT no total order fixes, a sample) and nothing
@@ -53,7 +57,7 @@ if TYPE_CHECKING:
     from gateway.row_pairing import CutEdges, RowPairing
 
 CATEGORIES = ("match", "schema", "row_count", "missing_rows", "extra_rows", "values",
-              "order", "error", "nondeterministic")
+              "order", "error", "both_error", "nondeterministic")
 
 _OVERRIDE = re.compile(r"--\s*arrowgate:\s*(.*)$", re.MULTILINE)
 
@@ -291,9 +295,10 @@ def compare_outcomes(
 
     Both failing with the same error kind (``gateway.errors.KINDS``: syntax,
     unknown_object, type...; the class's own kind where the engine did not
-    classify it) is a match: the engines agree the query is wrong, and why.
-    One failing, or both with different kinds, is ``error``. Both messages
-    are kept in the evidence.
+    classify it) and the same message is a match: the engines agree the query
+    is wrong, and why. The same kind with other messages is ``both_error``
+    (nothing was compared); one failing, or both with different kinds, is
+    ``error``. Both messages are kept in the evidence.
     """
     p_err = isinstance(primary, BaseException)
     r_err = isinstance(reference, BaseException)
@@ -305,8 +310,12 @@ def compare_outcomes(
         if p_err and r_err:
             assert isinstance(primary, BaseException) and isinstance(reference, BaseException)
             kp, kr = error_kind(primary), error_kind(reference)
+            if kp == kr and _message(primary) == _message(reference):
+                return Verdict("match", f"both failed with the same {kp} error", evidence)
             if kp == kr:
-                return Verdict("match", f"both failed with a {kp} error", evidence)
+                return Verdict("both_error", f"both failed with a {kp} error: primary "
+                               f"{_message(primary)!r}, reference {_message(reference)!r}",
+                               evidence)
             return Verdict("error", f"both failed, differently: primary {kp} "
                            f"({error_class(primary)}), reference {kr} ({error_class(reference)})",
                            evidence)
@@ -440,6 +449,13 @@ def error_kind(exc: BaseException) -> str:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{error_class(exc)}: {text[0] if text else ''}"
+
+
+def _message(exc: BaseException) -> str:
+    """An error's first line without the engine's name in front (``[duck] ...``), which
+    differs between two engines saying the same thing."""
+    text = str(exc).strip().splitlines()
+    return re.sub(r"^\[[^\]]*\]\s*", "", text[0] if text else "")
 
 
 def _describe_error(exc: BaseException) -> dict[str, Any]:

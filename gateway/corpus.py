@@ -40,6 +40,8 @@ class Query:
     settings: tuple[str, ...] = ()
     weight: int = 1
     captured_ms: tuple[float, ...] = ()
+    #: a captured statement's kind (:func:`gateway.sql.kinds.capture_kind`); None in a corpus
+    kind: str | None = None
 
 
 def split_statements(text: str) -> list[str]:

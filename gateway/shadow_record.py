@@ -124,8 +124,9 @@ class ShadowRecord:
 
     @property
     def diverged(self) -> bool:
-        """The answers disagree (nondeterministic queries and skipped ones do not count)."""
-        return self.category not in (None, "match", "nondeterministic")
+        """The answers disagree (nondeterministic queries, skipped ones and ones that failed
+        on both sides alike do not count)."""
+        return self.category not in (None, "match", "nondeterministic", "both_error")
 
     @property
     def key(self) -> str:

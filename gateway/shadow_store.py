@@ -335,6 +335,8 @@ def _records_table(records: list[ShadowRecord]) -> pa.Table:
     for row in rows:
         row["evidence"] = mask(json.dumps(mask(row["evidence"]), default=str))
         row["message"] = mask(row["message"])
+        row["sql"] = mask(row["sql"])  # a statement may carry a credential (CREATE SECRET)
+        row["name"] = mask(row["name"])
     return pa.Table.from_pylist([{c: row[c] for c in _COLUMNS} for row in rows], schema=_schema())
 
 

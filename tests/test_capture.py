@@ -3,6 +3,8 @@ ADBC Flight SQL client."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -77,24 +79,24 @@ def test_prepared_parameters_and_session_settings_are_recorded(tmp_path):
         run(server, "dave", "SET default_order = 'DESC'",
             ("SELECT ?::INTEGER + 1 AS answer, ? AS label", (41, "x")))
         entries = captured(server, folder)
-    # the SET is no statement of its own in the capture: it travels with what follows it
-    assert [e.sql for e in entries] == ["SELECT ?::INTEGER + 1 AS answer, ? AS label"]
-    prepared = entries[0]
+    # the SET is recorded as what it is, and travels with what follows it
+    assert [(e.sql, e.kind) for e in entries] == [
+        ("SET default_order = 'DESC'", "settings"),
+        ("SELECT ?::INTEGER + 1 AS answer, ? AS label", "read")]
+    prepared = entries[1]
     assert prepared.parameters is not None
     assert [list(r.values()) for r in prepared.parameters.to_pylist()] == [[41, "x"]]
     assert prepared.settings == ["SET default_order = 'DESC'"]
 
 
 def test_writes_are_kept_only_when_asked(tmp_path):
-    for include, expected in ((False, ["SELECT count(*) AS n FROM t"]),
-                              (True, ["CREATE OR REPLACE TABLE t AS SELECT 1 AS x",
-                                      "INSERT INTO t VALUES (2)",
-                                      "SELECT count(*) AS n FROM t"])):
-        folder = tmp_path / f"w{include}"
-        with serving(_config(folder, include_writes=include)) as server:
-            run(server, "dave", "CREATE OR REPLACE TABLE t AS SELECT 1 AS x",
-                "INSERT INTO t VALUES (2)", "SELECT count(*) AS n FROM t")
-            assert [e.sql for e in captured(server, folder)] == expected
+    everything = [("CREATE OR REPLACE TABLE t AS SELECT 1 AS x", "ddl"),
+                  ("INSERT INTO t VALUES (2)", "write"), ("SELECT count(*) AS n FROM t", "read")]
+    for include, expected in (({"include_writes": False}, everything[2:]), ({}, everything)):
+        folder = tmp_path / f"w{len(include)}"
+        with serving(_config(folder, **include)) as server:
+            run(server, "dave", *(sql for sql, _ in everything))
+            assert [(e.sql, e.kind) for e in captured(server, folder)] == expected
 
 
 def test_the_folder_is_private_and_holds_no_credential(tmp_path):
@@ -189,7 +191,8 @@ def test_a_replay_gives_the_verdicts_of_the_same_statements_run_directly(cli, tm
     assert [q["category"] for q in replayed["queries"][:6]] == \
         [q["category"] for q in direct["queries"]] == ["values", "match", "match"] * 2
     # the prepared statement ran with its parameter, the last with its session's SET
-    half_of, ordered = replayed["queries"][6], replayed["queries"][7]
+    half_of, setting, ordered = replayed["queries"][6:9]
+    assert setting["status"] == "skipped" and "a setting" in setting["message"]
     assert half_of["sql"] == "SELECT ?::INTEGER / 2 AS half_of", half_of
     assert half_of["category"] == "values", (half_of["status"], half_of["message"])
     assert ordered["category"] == "match" and ordered["primary_rows"] == 3
@@ -201,7 +204,7 @@ def test_a_replay_gives_the_verdicts_of_the_same_statements_run_directly(cli, tm
 def test_a_replay_runs_each_shape_once_with_dedupe_and_keeps_a_time_window(cli, tmp_path):
     folder = _capture_workload(tmp_path)
     deduped = _shadow(cli, tmp_path, str(folder), "--dedupe")
-    assert len(deduped["queries"]) == 4  # three statements and the prepared one
+    assert len(deduped["queries"]) == 5  # three statements, the prepared one, the SET
     assert {row["sql"]: row["seen"] for row in deduped["shapes"]}["SELECT 1 AS one"] == 2
     later = _shadow(cli, tmp_path, str(folder), "--since", "2999-01-01")
     assert later["queries"] == []
@@ -216,3 +219,59 @@ def test_leaving_the_server_writes_what_was_captured(tmp_path):
         writer = server.capture
     assert not writer._thread.is_alive()
     assert len(list(read_capture(folder))) == 50
+
+
+def test_a_replay_accounts_for_every_statement_and_runs_writes_on_both_engines_or_neither(
+        cli, tmp_path):
+    """Writes that start like a query were skipped but run on the primary; writes dropped out
+    of the counts; statements failing on both engines counted as "match"."""
+    folder = tmp_path / "capture"
+    with serving({**REPLAYED, "serve": {"capture": {"folder": str(folder)}}}) as server:
+        with dbapi.connect(server.location, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute("CREATE TABLE IF NOT EXISTS kept (x INTEGER)")
+            cur.execute("WITH s AS (SELECT 1 AS x) INSERT INTO kept SELECT x FROM s")
+            cur.execute("SELECT 7 / 2 AS half")
+            cur.fetchall()
+            cur.execute("SELECT count(*) AS n FROM kept")
+            cur.fetchall()
+        server.capture.flush()
+    captured = len(list(read_capture(folder)))
+    database = tmp_path / "primary.duckdb"
+    config = tmp_path / "arrowgate.toml"
+    config.write_text(f'default_engine = "duck"\n[engines.duck]\ntype = "duckdb"\n'
+                      f'database = "{database}"\n'
+                      '[engines.floor]\ntype = "duckdb"\nsettings = { integer_division = true }\n')
+    out, markdown = tmp_path / "report.json", tmp_path / "report.md"
+    done = cli("--config", str(config), "shadow", "--primary", "duck", "--reference", "floor",
+               str(folder), "--json", str(out), "--markdown", str(markdown), "--no-store")
+    report = json.loads(out.read_text())
+    accounting = report["summary"]["accounting"]
+    assert accounting["statements"] == captured == 4
+    assert accounting["skipped"] == {"ddl": 1, "write": 1}
+    assert accounting["compared"] + sum(accounting["skipped"].values()) == captured
+    assert done.out.splitlines()[-2].startswith("NOT SAFE: 1 of 2 compared statements")
+    assert markdown.read_text().splitlines()[2].startswith("**NOT SAFE")
+    import duckdb
+
+    with duckdb.connect(str(database)) as con:  # the skipped DDL never ran on the primary
+        assert con.sql("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'kept'"
+                       ).fetchall() == [(0,)]
+    # with --shadow-writes, both engines run them; the count reads an empty table on neither
+    done = cli("--config", str(config), "shadow", "--primary", "duck", "--reference", "floor",
+               str(folder), "--shadow-writes", "--json", str(out), "--no-store")
+    report = json.loads(out.read_text())
+    assert report["summary"]["accounting"]["skipped"] == {}
+    assert [q["category"] for q in report["queries"]][-1] == "match"
+
+
+def test_statements_failing_on_both_engines_are_counted_apart(cli, tmp_path):
+    folder = tmp_path / "capture"
+    with serving({**REPLAYED, "serve": {"capture": {"folder": str(folder)}}}) as server:
+        with dbapi.connect(server.location, autocommit=True) as conn, conn.cursor() as cur:
+            for _ in range(2):
+                with contextlib.suppress(dbapi.Error):
+                    cur.execute("SELECT * FROM never_made")
+        server.capture.flush()
+    report = _shadow(cli, tmp_path, str(folder))
+    assert report["summary"]["accounting"]["failed_on_both_sides"] == 2
+    assert "2 failed on both engines" in report["summary"]["decision"]

@@ -209,7 +209,11 @@ def test_errors():
     boom = QueryError("boom", engine="p")
     assert compare_outcomes(boom, BASE).category == "error"
     assert compare_outcomes(BASE, boom).category == "error"
-    assert compare_outcomes(boom, QueryError("other words", engine="r")).ok
+    # the same kind: a match only with the same message (the engine's name aside)
+    assert compare_outcomes(boom, QueryError("boom", engine="r")).ok
+    both_failed = compare_outcomes(boom, QueryError("other words", engine="r"))
+    assert both_failed.category == "both_error" and not both_failed.ok
+    assert "'boom'" in both_failed.message and "'other words'" in both_failed.message
     both = compare_outcomes(boom, Unsupported("no", engine="r"))
     assert both.category == "error" and "QueryError" in both.message
     assert compare_outcomes(BASE, BASE).ok

@@ -68,20 +68,25 @@ def test_both_failing_match_only_on_the_same_kind():
     assert v.category == "error" and "syntax" in v.message and "unknown_object" in v.message
     assert v.evidence["primary_error"]["message"].endswith("near SELEC")
     assert v.evidence["reference_error"]["message"].endswith("file not found")
-    same = compare_outcomes(syntax, QueryError("other words", engine="r", kind="syntax"))
-    assert same.ok and same.evidence["reference_error"]["kind"] == "syntax"
-    assert "other words" in same.evidence["reference_error"]["message"]
+    # the same kind in other words: both failed, nothing compared (issue 37)
+    worded = compare_outcomes(syntax, QueryError("other words", engine="r", kind="syntax"))
+    assert worded.category == "both_error" and "other words" in worded.message
+    assert worded.evidence["reference_error"]["kind"] == "syntax"
+    same = compare_outcomes(syntax, QueryError("Parser Error: near SELEC", engine="r",
+                                               kind="syntax"))
+    assert same.ok
 
 
 def test_kinds_not_classes_decide():
     # different classes, one kind: the engines agree
-    assert compare_outcomes(Unsupported("no"), QueryError("nope", kind="unsupported")).ok
+    assert compare_outcomes(Unsupported("no"), QueryError("no", kind="unsupported")).ok
     # an unclassified error (class default) matches only another unclassified one
-    assert compare_outcomes(QueryError("a"), QueryError("b")).ok
+    assert compare_outcomes(QueryError("a"), QueryError("a")).ok
     assert compare_outcomes(QueryError("a"), QueryError("b", kind="syntax")).category == "error"
 
 
 def test_an_exception_without_a_kind_is_judged_by_its_class():
-    assert compare_outcomes(ValueError("a"), ValueError("b")).ok
+    assert compare_outcomes(ValueError("a"), ValueError("a")).ok
+    assert compare_outcomes(ValueError("a"), ValueError("b")).category == "both_error"
     assert compare_outcomes(ValueError("a"), KeyError("b")).category == "error"
     assert compare_outcomes(GatewayError("a"), pa.table({"x": [1]})).category == "error"

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if args.min_ms < 0:
         raise UsageError("--min-ms must not be negative")
     gate = RatioGate(args.max_ratio, args.min_ms)
-    from gateway.shadow import ShadowStore, run_shadowed, settings_from_mapping
+    from gateway.shadow import ShadowRecord, ShadowStore, run_shadowed, settings_from_mapping
 
     if args.warmup < 0:
         raise UsageError("--warmup must not be negative")
@@ -181,8 +181,13 @@ def run(args: argparse.Namespace) -> int:
         warmup = _warm_up(gw, queries[:args.warmup], (primary, reference))
         records = []
         for q in queries:
-            _, _, record = run_shadowed(gw.pipeline, _statement(q, primary), settings,
-                                        name=q.name, concurrent=False, store=False)
+            reason = _not_run(q, settings, gw.dialect(primary))
+            if reason is not None:  # never on one engine alone: not at all
+                record = ShadowRecord(sql=q.sql, primary=primary, reference=reference,
+                                      name=q.name, status="skipped", skip_reason=reason)
+            else:
+                _, _, record = run_shadowed(gw.pipeline, _statement(q, primary), settings,
+                                            name=q.name, concurrent=False, store=False)
             records.append(record)
             print(_line(record, gate), flush=True)
         if settings.store and not args.no_store:
@@ -196,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
                 shapes, lambda sql: _still_diverges(gw, sql, primary, settings),
                 gw.dialect(primary))
     report = build_report(records, primary, reference, gate,
-                          {q.name: q.file for q in queries})
+                          {q.name: q.file for q in queries}, queries)
     if warmup:
         report["warmup"] = warmup
     if shapes is not None:
@@ -205,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
             from gateway import replay_report
 
             replay_report.chart(shapes, args.chart)
+    print(report["summary"]["decision"])
     print(report["summary"]["line"])
     if args.json:
         _write(args.json, json.dumps(report, indent=2, default=str) + "\n")
@@ -226,13 +232,35 @@ def _corpus(args: argparse.Namespace) -> tuple[list[Query], bool]:
         if path != "-" and is_capture(Path(path)):
             replayed = True
             queries += replay_queries(Path(path), since=args.since, until=args.until,
-                                      dedupe=args.dedupe, include_writes=args.shadow_writes)
+                                      dedupe=args.dedupe)
         else:
             queries += read_queries([path])
     if not replayed and (args.since or args.until or args.dedupe or args.chart):
         raise UsageError("--since, --until, --dedupe and --chart apply to a capture folder "
                          "([serve.capture]), and no PATH is one")
     return queries, replayed
+
+
+#: why a captured statement of a kind is not replayed without --shadow-writes
+_NOT_REPLAYED = {
+    "settings": "a setting: replayed with each statement its session ran after it",
+    "transaction": "a transaction statement: a replay runs each statement on its own",
+    "write": "a write: replayed only with --shadow-writes, on both engines",
+    "ddl": "DDL: replayed only with --shadow-writes, on both engines",
+}
+
+
+def _not_run(q: Query, settings: Any, dialect: str) -> str | None:
+    """Why ``q`` is not run at all, or None: a statement that changes something runs on
+    both engines or on neither (run on the primary alone, it changed what later
+    statements read there, and only there)."""
+    from gateway.shadow import skip_reason
+
+    if q.kind in ("settings", "transaction"):
+        return _NOT_REPLAYED[q.kind]
+    if q.kind in ("write", "ddl") and not settings.shadow_writes:
+        return _NOT_REPLAYED[q.kind]
+    return skip_reason(q.sql, settings, dialect)
 
 
 def _statement(q: Query, engine: str) -> Statement:
@@ -302,8 +330,10 @@ def _line(record: ShadowRecord, gate: RatioGate) -> str:
 
 
 def build_report(records: list[ShadowRecord], primary: str, reference: str,
-                 gate: RatioGate, files: dict[str, str | None]) -> dict[str, Any]:
-    """The JSON report: one entry per query, and a summary."""
+                 gate: RatioGate, files: dict[str, str | None],
+                 queries_run: list[Query] | None = None) -> dict[str, Any]:
+    """The JSON report: one entry per query, and a summary that opens with the decision
+    and accounts for every statement (:func:`_accounting`)."""
     queries = []
     for r in records:
         entry: dict[str, Any] = {
@@ -327,13 +357,58 @@ def build_report(records: list[ShadowRecord], primary: str, reference: str,
     line = (f"{len(records)} queries, {primary} vs {reference}: " + ", ".join(parts)
             + (f"; {slow} over --max-ratio {gate.max_ratio:g}" if slow and gate.max_ratio else "")
             + (f". FAILED ({failed})" if failed else ". OK"))
+    accounting = _accounting(records, queries_run)
     return {
         "primary": primary, "reference": reference, "max_ratio": gate.max_ratio,
         "min_ms": gate.min_ms,
         "summary": {"queries": len(records), "by_category": counts, "diverged": diverged,
-                    "over_max_ratio": slow, "failed": failed, "line": line},
+                    "over_max_ratio": slow, "failed": failed, "line": line,
+                    "accounting": accounting,
+                    "decision": _decision(accounting, counts, slow, primary, reference)},
         "queries": queries,
     }
+
+
+def _accounting(records: list[ShadowRecord], queries: list[Query] | None) -> dict[str, Any]:
+    """Where every statement went: compared, skipped (by kind), failed on both sides."""
+    kinds = [q.kind for q in queries] if queries is not None else [None] * len(records)
+    skipped: dict[str, int] = {}
+    for record, kind in zip(records, kinds, strict=True):
+        if record.status == "skipped":
+            what = kind if kind not in (None, "read") else "other"
+            skipped[what] = skipped.get(what, 0) + 1
+    both = sum(1 for r in records if r.evidence.get("primary_error") is not None
+               and r.evidence.get("reference_error") is not None)
+    compared = sum(r.status == "compared" for r in records)
+    return {"statements": len(records), "compared": compared, "skipped": skipped,
+            "failed_on_both_sides": both, "diverged": sum(r.diverged for r in records)}
+
+
+def _decision(accounting: dict[str, Any], counts: dict[str, int], slow: int,
+              primary: str, reference: str) -> str:
+    """The report's first line: safe or not, and why, in words."""
+    total, compared = accounting["statements"], accounting["compared"]
+    diverged, both = accounting["diverged"], accounting["failed_on_both_sides"]
+    skipped = accounting["skipped"]
+    left = []
+    if skipped:
+        left.append(f"{sum(skipped.values())} not replayed ("
+                    + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())) + ")")
+    if both:
+        left.append(f"{both} failed on both engines, so their answers were not compared")
+    tail = ("; " + "; ".join(left)) if left else ""
+    if diverged:
+        why = ", ".join(f"{counts[c]} {c}" for c in sorted(counts)
+                        if c not in ("match", "nondeterministic", "both_error", "skipped"))
+        return (f"NOT SAFE: {diverged} of {compared} compared statements answered differently "
+                f"on {primary} than on {reference} ({why}){tail}.")
+    if slow:
+        return (f"NOT SAFE: answers agree, but {slow} statements are slower than --max-ratio "
+                f"allows on {primary}{tail}.")
+    if not compared:
+        return f"NOT VERIFIED: none of the {total} statements was compared{tail}."
+    return (f"SAFE: all {compared} compared statements answered alike on {primary} and "
+            f"{reference}{tail}.")
 
 
 def junit_xml(report: dict[str, Any]) -> str:
@@ -376,7 +451,7 @@ def markdown(report: dict[str, Any]) -> str:
     s = report["summary"]
     head = "❌" if s["failed"] else "✅"
     lines = [f"### {head} Shadow: `{report['primary']}` vs `{report['reference']}`", "",
-             s["line"], ""]
+             f"**{s['decision']}**", "", s["line"], ""]
     failed = [q for q in report["queries"] if q["failed"]]
     if failed:
         lines += ["**Failures**", ""]

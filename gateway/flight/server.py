@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-import re
 import sys
 import threading
 import time
@@ -43,7 +42,7 @@ from gateway.flight.settings import ANONYMOUS, ServeSettings, User
 from gateway.flight.statements import FinishedQuery, PreparedStatements, Queries, Query
 from gateway.flight.transactions import Transactions
 from gateway.flight.watch import ClientWatch
-from gateway.sql.kinds import state_needed
+from gateway.sql.kinds import capture_kind, state_needed
 from gateway.statement import Limits, arriving
 
 if TYPE_CHECKING:
@@ -356,7 +355,9 @@ class FlightSqlServer(flight.FlightServerBase):
                run: Callable[[], Result], parameters: pa.Table | None = None,
                settings: list[str] | None = None) -> Query:
         started = _arrival(context)
-        write = not _QUERY.match(sql)
+        wall = time.time() - (time.monotonic() - started)
+        statement = capture_kind(sql)
+        write = statement != "read"
         try:
             # a query is planned (and a blocking aggregate computed) here, and DDL and DML
             # run to their end now (clients often never fetch their answer); either is
@@ -367,10 +368,15 @@ class FlightSqlServer(flight.FlightServerBase):
         except GatewayError as exc:
             querylog.record(query_id=None, user=user.name, engine=engine, sql=sql, rows=0,
                             nbytes=0, started=started, outcome=exc.kind)
+            self._keep(sql, engine, user.name, statement, wall, started, 0, "error",
+                       parameters, settings or [], error=exc)
             raise to_flight(exc) from None
         query = Query(user.name, engine, sql, result, shadow=result.shadow,
                       parameters=parameters, settings=settings or [], write=write,
                       created=started)
+        if write:  # it ran to its end: recorded now, whether or not its answer is fetched
+            self._keep(sql, engine, user.name, statement, wall, started, None, "ok",
+                       parameters, settings or [])
         self.queries.add(query)
         return query
 
@@ -470,6 +476,7 @@ class FlightSqlServer(flight.FlightServerBase):
         """Run a write; the rows it changed, or -1 when the engine does not say."""
         total, started, outcome, query_id = -1, _arrival(context), "ok", None
         wall = time.time()
+        error: BaseException | None = None
         try:
             with self.watch.statements_of(context), self._may_change_schemas(sql), \
                     arriving(started):
@@ -477,28 +484,51 @@ class FlightSqlServer(flight.FlightServerBase):
             query_id = result.query_id
             total = self.backend.update_count(result)
         except GatewayError as exc:
-            outcome = exc.kind
+            outcome, error = exc.kind, exc
             raise to_flight(exc) from None
+        except BaseException as exc:
+            outcome, error = kind(exc), exc
+            raise
         finally:
             querylog.record(query_id=query_id, user=user.name, engine=engine, sql=sql,
                             rows=max(total, 0), nbytes=0, started=started, outcome=outcome)
-            self._keep(sql, engine, user.name, True, wall, started, max(total, 0), outcome,
-                       parameters, settings or [])
+            self._keep(sql, engine, user.name, capture_kind(sql), wall, started,
+                       None if total < 0 else total, "ok" if error is None else "error",
+                       parameters, settings or [], error=error)
         return total
 
-    def _keep(self, sql: str, engine: str, user: str, write: bool, wall: float,
-              started: float, rows: int, outcome: str, parameters: pa.Table | None,
-              settings: list[str]) -> None:
-        """Hand a finished statement to the capture, if it is on and wants it (never fails)."""
+    def _keep(self, sql: str, engine: str, user: str, write: bool | str, wall: float,
+              started: float, rows: int | None, outcome: str, parameters: pa.Table | None,
+              settings: list[str], error: BaseException | None = None) -> None:
+        """Hand a statement to the capture, if it is on and wants it (never fails).
+
+        ``write`` is the statement's capture kind (:func:`capture_kind`); a bool is a
+        query's at the end of its stream or its ticket, where only reads are recorded:
+        a statement that writes was recorded when it ran (:meth:`_start`).
+        """
         capture = self.capture
-        if capture is None or not capture.wanted(engine, user, write):
+        if capture is None:
             return
+        if isinstance(write, bool):
+            if write:
+                return
+            write = "read"
+        if not capture.wanted(engine, user, write):
+            return
+        error_kind = message = None
+        if error is None and outcome not in _OUTCOMES:  # a stream's error, by its kind
+            error_kind = outcome
+        if error is not None:
+            error_kind = getattr(error, "kind", None) or kind(error)
+            message = str(error)
+            outcome = "refused" if error_kind == "permission" else "error"
         at = datetime.datetime.fromtimestamp(wall, datetime.UTC)
         capture.offer(CapturedStatement(
             sql=sql, engine=engine, user=user, time=at.isoformat(timespec="milliseconds"),
             parameters=parameters, settings=list(settings),
-            ms=round((time.monotonic() - started) * 1000, 3), rows=rows, outcome=outcome,
-            write=write))
+            ms=round((time.monotonic() - started) * 1000, 3), rows=rows,
+            outcome=_OUTCOMES.get(outcome, "error"), kind=write,
+            error_kind=error_kind, error=message))
 
     def _parameters(self, reader: Any) -> pa.Table | None:
         """The parameter rows a DoPut uploads (None: no rows), refused past ``max_request_bytes``."""
@@ -540,12 +570,18 @@ class FlightSqlServer(flight.FlightServerBase):
         request = M.unpack(M.ActionCreatePreparedStatementRequest, body)
         engine, core = self._target(context, user, request)
         self._check_statement(request.query)
-        prepared = self._call(self.backend.prepare, request.query, engine, core, user.principal)
         try:
-            schema = self._call(getattr, prepared, "schema")
-        except BaseException:
-            prepared.close()
-            raise
+            prepared = self.backend.prepare(request.query, engine, core, user.principal)
+            try:
+                schema = prepared.schema
+            except BaseException:
+                prepared.close()
+                raise
+        except GatewayError as exc:  # a statement that fails here never reaches _start
+            self._keep(request.query, engine, user.name, capture_kind(request.query),
+                       time.time(), time.monotonic(), 0, "error",
+                       None, list(core.settings_sql) if core is not None else [], error=exc)
+            raise to_flight(exc) from None
         handle = self.prepared.add(user.name, prepared)
         return [M.pack(M.ActionCreatePreparedStatementResult(
             prepared_statement_handle=handle,
@@ -580,6 +616,9 @@ class FlightSqlServer(flight.FlightServerBase):
             query.outcome = "cancelled"
             self.queries.finish(query)
             querylog.log_query(query)
+            self._keep(query.sql, query.engine, query.user, query.write, query.started_at,
+                       query.created, query.rows, query.outcome, query.parameters,
+                       query.settings)
 
     def _action_CancelFlightInfo(self, context: Any, user: User, body: bytes) -> list[bytes]:
         request = M.parse(M.CancelFlightInfoRequest, body)
@@ -712,6 +751,9 @@ class FlightSqlServer(flight.FlightServerBase):
         while not self._stop.wait(interval):
             for query in self.queries.expire():
                 querylog.log_query(query)
+                self._keep(query.sql, query.engine, query.user, query.write, query.started_at,
+                           query.created, query.rows, query.outcome, query.parameters,
+                           query.settings)
             self.prepared.expire()
             self.transactions.expire()
             self.sessions.expire(self.settings.transaction_idle)
@@ -744,9 +786,8 @@ class FlightSqlServer(flight.FlightServerBase):
         self.wait()
 
 
-#: Statements that surely return rows; any other is run to its end before its ticket is issued.
-_QUERY = re.compile(r"\s*(\(|select\b|with\b|from\b|values\b|table\b|show\b|describe\b|"
-                    r"summarize\b|pragma\b|explain\b)", re.IGNORECASE)
+#: a statement's outcome as the capture records it: anything else is an error
+_OUTCOMES = {o: o for o in ("ok", "error", "refused", "cancelled", "expired", "disconnected")}
 
 
 def _check_limits(query: Query, settings: ServeSettings) -> None:

@@ -178,3 +178,63 @@ def _placeholder_count(sql: str, dialect: str) -> int:
             name = node.name if isinstance(node, exp.Placeholder) else node.this.name
             count = max(count, int(name)) if name.isdigit() else count + 1
     return count
+
+
+#: what a statement is to a capture and its replay (:func:`capture_kind`)
+CAPTURE_KINDS = ("read", "write", "ddl", "settings", "transaction")
+_DDL = frozenset({"CREATE", "DROP", "ALTER", "TRUNCATETABLE", "ATTACH", "DETACH", "COMMENT",
+                  "LOAD", "INSTALL", "UNINSTALL"})
+_SETTINGS = frozenset({"SET", "RESET", "USE", "PRAGMA"})
+_TRANSACTION = frozenset({"TRANSACTION", "BEGIN", "COMMIT", "ROLLBACK", "END", "ABORT", "START"})
+_ROWS_ONLY = frozenset({"SHOW", "SUMMARIZE", "DESCRIBE"})
+_ANALYZE = re.compile(r"(?is)\AEXPLAIN\b[^;]*?\bANALY[SZ]E\b")
+
+
+def capture_kind(sql: str, dialect: str = "duckdb") -> str:
+    """One of :data:`CAPTURE_KINDS`, read with :func:`statement_kind` over every statement of
+    ``sql``: ``WITH s AS (...) INSERT``, ``(SELECT 1); INSERT`` and ``EXPLAIN ANALYZE
+    INSERT`` are writes; a plain ``EXPLAIN`` runs nothing and is a read. What cannot be
+    read is a write: a replay only runs a write when asked to."""
+    if len(sql) <= _COUNT_KEPT_CHARS:
+        return _kept_capture_kind(sql, dialect)
+    return _capture_kind(sql, dialect)
+
+
+@functools.lru_cache(maxsize=512)
+def _kept_capture_kind(sql: str, dialect: str) -> str:
+    return _capture_kind(sql, dialect)
+
+
+#: of a statement's parts, the kind that names the whole: the one a replay is most careful with
+_WEIGHT = {"read": 0, "settings": 1, "transaction": 2, "ddl": 3, "write": 4}
+
+
+def _capture_kind(sql: str, dialect: str) -> str:
+    try:
+        parts = parse(sql, dialect)
+    except Unparsed:
+        parts = []
+    if len(parts) > 1:
+        kinds = [_one_kind(part.sql(dialect=dialect), dialect) for part in parts]
+        return max(kinds, key=_WEIGHT.__getitem__)
+    return _one_kind(sql, dialect)
+
+
+def _one_kind(sql: str, dialect: str) -> str:
+    inner = explained(sql)
+    if inner is not None:
+        return _capture_kind(inner, dialect) if _ANALYZE.match(head(sql)) else "read"
+    if transaction_change(sql) is not None:
+        return "transaction"
+    if is_read(sql, dialect):
+        return "read"
+    kind = statement_kind(sql, dialect)
+    if kind in _ROWS_ONLY:
+        return "read"
+    if kind in _DDL:
+        return "ddl"
+    if kind in _SETTINGS:
+        return "settings"
+    if kind in _TRANSACTION:
+        return "transaction"
+    return "write"
