@@ -183,30 +183,6 @@ def test_errors_sent_to_clients_carry_no_traceback_or_server_path(server):
     assert "/gateway/" not in message and ".py" not in message
 
 
-def test_failed_logins_back_off_before_the_password_hash(monkeypatch):
-    import hashlib
-
-    hashed = []
-    scrypt = hashlib.scrypt
-
-    def counted(*args, **kwargs):
-        hashed.append(1)
-        return scrypt(*args, **kwargs)
-
-    monkeypatch.setattr(hashlib, "scrypt", counted)
-    with serving(_config(login_failures=2)) as server:
-        client = flight.connect(server.location)
-        for _ in range(2):
-            with pytest.raises(flight.FlightUnauthenticatedError, match="wrong"):
-                client.authenticate_basic_token("dave", "guess")
-        before = len(hashed)
-        with pytest.raises(flight.FlightUnauthenticatedError, match="too many failed"):
-            client.authenticate_basic_token("dave", "dave-pw")  # even the right one waits
-        assert len(hashed) == before  # refused before scrypt (50 ms of a core) ran
-        time.sleep(1.1)
-        client.authenticate_basic_token("dave", "dave-pw")
-
-
 def test_a_dead_clients_transaction_is_rolled_back_after_transaction_idle():
     with serving(_config(transaction_idle=0.5)) as server:
         with connect(server, "dave") as conn, conn.cursor() as cur:

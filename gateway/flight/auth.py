@@ -8,18 +8,27 @@ Tokens issued at login expire after ``session_idle`` seconds without use.
 
 Neither passwords nor tokens are ever logged; only the user's name is.
 
-Failed logins are throttled per user: after ``login_failures`` failures in a
-row (default 3) each next attempt must wait, 1 s, then 2 s, doubling up to 5
-minutes, and is refused before the password hash runs; a success resets the
-count. At most two password hashes are checked at once, so a flood of logins
-cannot take every core from the users' queries. (pyarrow's server middleware
-is not told the client's address, so the throttle cannot be per address.)
+Failed logins never lock anyone out, and never tell who exists. Every login
+costs one password hash, whether its user exists, has a password hash, a
+password from the environment or only tokens, and every failure gets the same
+message: a known and an unknown user cannot be told apart by time or by words.
+The checks of one user name run one at a time (a password is guessed at most
+as fast as one hash runs, about 20 a second), and at most two hashes run at
+once, so a flood of logins cannot take every core from the users' queries;
+both wait their turn rather than refuse. After ``login_failures`` failures of
+a name in a row, each next *failed* attempt's answer waits (1 s, doubling up
+to 8 s) before it is sent; the right password is neither refused nor delayed,
+so an attacker who knows a user name cannot keep that user out. (pyarrow
+gives the login, which its middleware handles before any call handler runs,
+no client address: ``ServerCallContext.peer()`` exists only in handlers, so
+the slowing cannot be by address.)
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import secrets
 import threading
 import time
@@ -27,10 +36,13 @@ from typing import Any
 
 import pyarrow.flight as flight
 
-from gateway.flight.settings import ANONYMOUS, ServeSettings, User
+from gateway.flight.settings import ANONYMOUS, ServeSettings, User, hash_password
 
-#: the longest a user's next login waits after failures
-_LONGEST_BACKOFF = 300.0
+#: the longest a failed login's answer waits, after many failures of its user name
+_LONGEST_DELAY = 8.0
+#: locks that serialize the checks of one user name (a name maps to one of them: as many
+#: locks for any number of names, made-up ones included)
+_NAME_LOCKS = 64
 
 
 class Authenticator:
@@ -39,11 +51,18 @@ class Authenticator:
     def __init__(self, settings: ServeSettings):
         self.settings = settings
         self._issued: dict[str, tuple[User, float]] = {}  # token -> (user, last use)
-        #: user -> (failed logins in a row, monotonic time before which logins are refused)
-        self._failures: dict[str, tuple[int, float]] = {}
+        #: user name -> failed logins in a row (bounded: names beyond it are forgotten)
+        self._failures: dict[str, int] = {}
         #: password hashes checked at once: a flood of logins takes at most this many cores
         self._checking = threading.BoundedSemaphore(2)
+        self._names = [threading.Lock() for _ in range(_NAME_LOCKS)]
         self._lock = threading.Lock()
+
+    @functools.cached_property
+    def _decoy(self) -> User:
+        """What an unknown user's password is checked against, so it costs a known one's
+        time (made at the first login: a hash is 50 ms of a core)."""
+        return User("", password_hash=hash_password(secrets.token_urlsafe(16)))
 
     @property
     def required(self) -> bool:
@@ -54,44 +73,38 @@ class Authenticator:
 
         Raises:
             flight.FlightUnauthenticatedError: unknown user or wrong password
-                (the message does not say which).
+                (the message does not say which, nor does the time it takes).
         """
         user = self.settings.users.get(username)
-        if user is None:
-            raise flight.FlightUnauthenticatedError("wrong username or password")
-        self._throttle(username)
-        if not self._checking.acquire(blocking=False):
-            raise flight.FlightUnavailableError(
-                "too many logins are being checked at once: try again in a moment")
-        try:
-            good = user.check_password(password)
-        finally:
-            self._checking.release()
-        with self._lock:
-            if good:
-                self._failures.pop(username, None)
-            else:
-                count, _ = self._failures.get(username, (0, 0.0))
-                count += 1
-                over = count - self.settings.login_failures
-                wait = 0.0 if over < 0 else min(_LONGEST_BACKOFF, 2.0 ** over)
-                self._failures[username] = (count, time.monotonic() + wait)
+        name_lock = self._names[hash(username) % _NAME_LOCKS]
+        with name_lock, self._checking:
+            good = self._check(user, password)
         if not good:
+            with self._lock:
+                count = self._failures.pop(username, 0) + 1
+                self._failures[username] = count
+                while len(self._failures) > 10_000:
+                    del self._failures[next(iter(self._failures))]
+            over = count - self.settings.login_failures
+            if over >= 0:
+                time.sleep(min(_LONGEST_DELAY, 2.0 ** over))
             raise flight.FlightUnauthenticatedError("wrong username or password")
+        assert user is not None
+        with self._lock:
+            self._failures.pop(username, None)
         token = secrets.token_urlsafe(32)
         with self._lock:
             self._issued[token] = (user, time.monotonic())
         return user, token
 
-    def _throttle(self, username: str) -> None:
-        """Refuse a login of a user whose recent logins failed, before the password hash
-        (scrypt: 50 ms of a core each) runs, until their backoff has passed."""
-        with self._lock:
-            _, until = self._failures.get(username, (0, 0.0))
-        left = until - time.monotonic()
-        if left > 0:
-            raise flight.FlightUnauthenticatedError(
-                f"too many failed logins for this user: try again in {left:.0f} s")
+    def _check(self, user: User | None, password: str) -> bool:
+        """Whether ``password`` is ``user``'s, at the cost of one password hash whoever
+        the user is (none, a password from the environment, only tokens)."""
+        if user is not None and user.password_hash is not None:
+            return user.check_password(password)
+        self._decoy.check_password(password)
+        return user is not None and user.password_env is not None \
+            and user.check_password(password)
 
     def user_for_token(self, token: str) -> User:
         """The user a bearer token belongs to.

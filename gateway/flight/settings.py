@@ -20,7 +20,7 @@
     transactions = false        # Flight SQL transactions (true: BeginTransaction works)
     transaction_idle = 60       # seconds before a transaction left unused is rolled back
     ticket_idle = 60            # seconds before a ticket never redeemed frees its query
-    login_failures = 3          # failed logins of a user before the next ones must wait
+    login_failures = 3          # failed logins of a name before its next failures are slowed
 
     [serve.users.alice]
     password_hash = "scrypt$..."    # from `arrowgate serve --hash-password`
@@ -87,8 +87,9 @@ SERVE_OPTIONS: dict[str, Option] = {
                           help="seconds before a query whose ticket was never redeemed (DoGet) "
                                "is cancelled: it counts toward max_queries until then"),
     "login_failures": Option((int,), 3,
-                             help="failed logins of one user before each next attempt must "
-                                  "wait (1 s, doubling up to 5 minutes)"),
+                             help="failed logins of one user name in a row before each next "
+                                  "failed attempt's answer waits (1 s, doubling up to 8 s); "
+                                  "the right password is never refused or delayed"),
     "shutdown_grace": Option((int, float), 10,
                              help="seconds running streams get to finish on SIGTERM"),
     "any_file": Option((bool,), False,
