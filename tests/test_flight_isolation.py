@@ -260,3 +260,19 @@ def test_query_memory_on_a_duckdb_without_the_setting_is_a_configuration_error()
               "engines": {**CONFIG["engines"], "old": {"type": "duckdb", "version": "1.5.5"}}}
     with pytest.raises(ConfigError, match=r"DuckDB 2\.0"), serving(config):
         pass
+
+
+def test_an_engine_error_naming_a_server_file_keeps_only_its_name(tmp_path):
+    """DuckDB's CSV errors name the file they read (``file = /srv/.../bad.csv``): the
+    server's folders reached every client (issue 36)."""
+    folder = tmp_path / "server-only-folder"
+    folder.mkdir()
+    (folder / "bad.csv").write_text("a,b\n1,2\n3,x\n")
+    config = {"default_engine": "duck", "engines": {"duck": {"type": "duckdb"}},
+              "sources": {"bad": {"path": str(folder / "bad.csv"),
+                                  "columns": {"a": "INTEGER", "b": "INTEGER"}}}}
+    with serving(config) as server, \
+            dbapi.connect(server.location, autocommit=True) as conn, conn.cursor() as cur:
+        message = _fails(cur, "SELECT * FROM bad")
+    assert "Could not convert" in message and "bad.csv" in message
+    assert "server-only-folder" not in message and str(tmp_path) not in message

@@ -24,6 +24,7 @@ lists them among an error's details) can tell a typo from a missing table.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -43,16 +44,27 @@ from gateway.errors import (
 )
 
 
+#: an absolute path of at least one folder (not a URL's: no ``:`` or ``/`` before it)
+_SERVER_PATH = re.compile(r"(?<![\w.:/\\])/(?:[\w.@+~-]+/)+([\w.@+~-]*)")
+
+
+def without_server_paths(message: str) -> str:
+    """``message`` with every absolute path cut to its last part (``…/trips.csv``): an
+    engine's error names the server's folders (a source's file, a spill folder, an
+    extension's), which a client of the service has no business knowing."""
+    return _SERVER_PATH.sub(lambda m: "…/" + m.group(1), message)
+
+
 def to_flight(exc: GatewayError) -> Exception:
-    """The Flight error to raise for ``exc``, carrying its whole message and its kind
-    (which :func:`sends_kind` puts in a trailer)."""
+    """The Flight error to raise for ``exc``, carrying its message (without the server's
+    paths) and its kind (which :func:`sends_kind` puts in a trailer)."""
     error = _status_error(exc)
     error.gateway_kind = exc.kind  # type: ignore[attr-defined]
     return error
 
 
 def _status_error(exc: GatewayError) -> Exception:
-    message = str(exc)
+    message = without_server_paths(str(exc))
     if exc.kind == "permission":
         return flight.FlightUnauthorizedError(message)
     if isinstance(exc, Overloaded):
