@@ -43,7 +43,6 @@ from gateway.errors import (
     Unsupported,
 )
 
-
 #: an absolute path of at least one folder (not a URL's: no ``:`` or ``/`` before it)
 _SERVER_PATH = re.compile(r"(?<![\w.:/\\])/(?:[\w.@+~-]+/)+([\w.@+~-]*)")
 
