@@ -123,6 +123,7 @@ class Session:
         self._check_state(sql)
         run_sql = self.gw.pipeline.check(Statement(sql, self.engine, principal=self.principal))
         with self.using():
+            self.close_current()  # as a connection does: one answer at a time
             try:
                 prepared = self.engine_session.prepare(run_sql)
             except GatewayError:
@@ -230,6 +231,7 @@ class PreparedStatement:
     def schema(self) -> pa.Schema:
         """The result schema, found without running the query wherever the engine can."""
         with self.session.using():
+            self.session.close_current()  # planning it may run it: one answer at a time
             return self._prepared.schema
 
     @property

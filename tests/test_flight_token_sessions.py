@@ -124,3 +124,19 @@ def test_without_a_session_what_would_be_forgotten_is_refused(server, sql):
             conn.cursor() as cur, pytest.raises(dbapi.ProgrammingError,
                                                 match=r"needs a session.*cookie"):
         cur.execute(sql)
+
+
+def test_a_statement_prepared_while_the_last_answer_is_unread_closes_it(server):
+    """A session streams one answer at a time: preparing the next statement closes the
+    answer still being read, as running one does. The prepare planned on a cursor with
+    an open result and failed: "connection has an open result" (found by
+    bench/client_model.py)."""
+    with dbapi.connect(server.location, autocommit=True, db_kwargs={
+            **COOKIES, "username": "paul", "password": "paul-pw"}) as conn:
+        first = conn.cursor()
+        first.execute("SELECT range AS id FROM range(1000000)")
+        assert len(first.fetchmany(5)) == 5
+        with conn.cursor() as second:
+            second.execute("SELECT 41 + 1 AS answer")
+            assert second.fetchall() == [(42,)]
+        first.close()

@@ -277,6 +277,7 @@ class _CursorPrepared(EnginePrepared):
             return pa.schema([])
         n = len(self.parameter_schema)
         body = self.sql.strip().rstrip(";")
+        self.session._drop_answer()  # DuckDB refuses a statement while an answer is open
         cur = self.session._cur
         try:
             rel = cur.sql(f"SELECT * FROM ({body}) AS arrowgate_prepared LIMIT 0",
