@@ -87,7 +87,7 @@ def main() -> None:
                 assert tuple(got) == expected, (name, got)
     floor = statistics.median(times[names[-1]])
     print(f"{n} rows of 3 integers, {args.rounds} rounds after a warm-up (load: "
-          f"{open('/proc/loadavg').read().split()[0]})\n")
+          f"{Path('/proc/loadavg').read_text().split()[0]})\n")
     print("| contender | median s | min-max s | / floor |")
     print("|---|---|---|---|")
     for name in names:
