@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.errors import GatewayError
+from gateway.errors import GatewayError, install_extra
 
 if TYPE_CHECKING:
     from gateway.bench import BenchReport
@@ -68,4 +68,4 @@ def latency_chart(report: BenchReport, stem: Path) -> list[Path]:
 def no_matplotlib() -> GatewayError:
     """The error when matplotlib, of the chart extra, cannot be imported."""
     return GatewayError("drawing the chart needs matplotlib",
-                        hint="pip install 'arrowgate[chart]', or leave out --chart")
+                        hint=install_extra("chart") + ", or leave out --chart")

@@ -166,3 +166,21 @@ __all__ = [
     "QueryTimeout",
     "Unsupported",
 ]
+
+
+def install_extra(extra: str) -> str:
+    """How to install arrowgate's ``extra``: its packages by name, which pip finds on
+    any index (arrowgate itself is on none: ``pip install 'arrowgate[tui]'`` would find
+    nothing outside a clone), and the extra's name for those who build from a clone."""
+    import importlib.metadata
+    import re
+
+    try:
+        requires = importlib.metadata.metadata("arrowgate").get_all("Requires-Dist") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    packages = [re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0] for r in requires
+                if re.search(rf"""extra\s*==\s*["']{re.escape(extra)}["']""", r)]
+    names = " ".join(p for p in packages if p != "arrowgate")
+    return (f"pip install {names} (arrowgate's {extra} extra)" if names
+            else f"install arrowgate's {extra} extra")

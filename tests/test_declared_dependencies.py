@@ -72,6 +72,12 @@ def _third_party_imports() -> dict[str, set[Path]]:
     return found
 
 
+def _names_extra(text: str, extra: str) -> bool:
+    """Whether ``text`` tells how to install ``extra`` (gateway.errors.install_extra)."""
+    return any(said in text for said in (f"arrowgate[{extra}]", f'install_extra("{extra}")',
+                                         f"arrowgate's {extra} extra"))
+
+
 def test_every_import_of_the_package_is_a_declared_dependency() -> None:
     distributions = md.packages_distributions()
     wrong = []
@@ -88,7 +94,7 @@ def test_every_import_of_the_package_is_a_declared_dependency() -> None:
         # brings it
         for path in files:
             said = [path, *(p / "__init__.py" for p in path.parents if ROOT in p.parents)]
-            if not any(f"arrowgate[{extra}]" in f.read_text() for f in said if f.exists()
+            if not any(_names_extra(f.read_text(), extra) for f in said if f.exists()
                        for extra in extras):
                 wrong.append(f"{path.relative_to(ROOT)} imports {module} (extra "
                              f"{' or '.join(extras)}) without naming the extra to install")

@@ -114,7 +114,7 @@ def test_mssql_check_without_pyodbc_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyodbc", None)
     with pytest.raises(gateway.ConfigError) as info:
         connect_catalog(CatalogSpec.parse("mssql:Server=h;Database=d"), "lake")
-    assert "pip install pyodbc" in (info.value.hint or "")
+    assert "pyodbc" in (info.value.hint or "") and "ducklake extra" in (info.value.hint or "")
 
 
 # -- lake check, for real --------------------------------------------------------------

@@ -182,7 +182,8 @@ def test_importing_the_errors_compiles_no_masking_pattern():
             "print(masking._compiled.cache_info().currsize)\n"
             "masking.mask_text('postgresql://u:secret@h')\n"
             "print(masking._compiled.cache_info().currsize)\n")
-    assert python_says(code) == ["0", "3"]
+    before, after = python_says(code)
+    assert before == "0" and int(after) > 0  # compiled when first needed
 
 
 def test_sqlglots_logger_is_raised_when_sqlglot_is_imported_after_the_sql_package():

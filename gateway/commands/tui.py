@@ -44,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         from gateway.tui.app import ArrowgateApp
     except ImportError as exc:
+        from gateway.errors import install_extra
+
         raise UsageError(f"the console needs the tui extra ({exc.name} is missing): "
-                         "pip install 'arrowgate[tui]'") from None
+                         + install_extra("tui")) from None
     from gateway.tui.console import ConsoleCore
 
     core = ConsoleCore.open(args.config)

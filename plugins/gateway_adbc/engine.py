@@ -143,8 +143,9 @@ class AdbcEngine(Engine):
             try:
                 module = importlib.import_module(f"adbc_driver_{driver}")
             except ImportError:
-                package = ("'arrowgate[adbc]'" if driver in EXTRA_DRIVERS
-                           else f"adbc-driver-{driver}")
+                package = f"adbc-driver-{driver}"
+                if driver in EXTRA_DRIVERS:
+                    package += " (of arrowgate's adbc extra)"
                 raise ConfigError(f"the ADBC driver {driver!r} is not installed",
                                   key=f"engines.{self.name}.driver", engine=self.name,
                                   hint=f"pip install {package}, or set driver_path") from None

@@ -19,7 +19,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gateway.drivers.odbc import mssql_odbc_string
-from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
+from gateway.errors import (
+    ConfigError,
+    EngineConnectionError,
+    GatewayError,
+    QueryError,
+    install_extra,
+)
 from gateway.masking import mask_text
 from gateway_ducklake.catalog import CatalogSpec
 
@@ -203,7 +209,7 @@ def connect_catalog(spec: CatalogSpec, engine: str, *, odbc_driver: str | None =
             import adbc_driver_postgresql.dbapi as pgdb
         except ImportError:
             raise ConfigError("the ADBC PostgreSQL driver is not installed", engine=engine,
-                              hint="pip install 'arrowgate[ducklake]'") from None
+                              hint=install_extra("ducklake")) from None
         try:
             return pgdb.connect(spec.target)
         except Exception as exc:
@@ -216,7 +222,7 @@ def connect_catalog(spec: CatalogSpec, engine: str, *, odbc_driver: str | None =
             import pyodbc
         except ImportError as exc:
             raise ConfigError(f"pyodbc cannot be imported ({exc})", engine=engine,
-                              hint="pip install 'arrowgate[ducklake]', and apt-get install unixodbc plus "
+                              hint=install_extra("ducklake") + ", and apt-get install unixodbc plus "
                                    "Microsoft's ODBC Driver 18 for SQL Server") from None
         odbc = mssql_odbc_string(spec.target, *([odbc_driver] if odbc_driver else []))
         try:

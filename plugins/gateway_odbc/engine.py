@@ -58,6 +58,7 @@ from gateway.errors import (
     GatewayError,
     QueryError,
     QueryTimeout,
+    install_extra,
 )
 from gateway.masking import mask
 
@@ -417,8 +418,8 @@ class OdbcConnection:
         except ImportError as exc:
             raise ConfigError(f"the odbc engine needs {exc.name}, which cannot be imported "
                               f"({exc})", engine=engine.name,
-                              hint="pip install 'arrowgate[odbc]' (and apt-get install "
-                                   "unixodbc)") from None
+                              hint=install_extra("odbc") + " and apt-get install "
+                                   "unixodbc") from None
 
         from gateway_odbc.describe import Describer
 

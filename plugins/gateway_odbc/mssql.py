@@ -39,7 +39,7 @@ def find_driver(package_dir: Path | None = None) -> Path:
         except ImportError:
             raise ConfigError("driver = \"mssql\" needs Microsoft's ODBC Driver 18, from the "
                               "mssql-python-odbc package, which is not installed",
-                              hint="pip install 'arrowgate[odbc]' (or mssql-python-odbc)"
+                              hint="pip install mssql-python-odbc (of arrowgate's odbc extra)"
                               ) from None
         package_dir = Path(mssql_python_odbc.__file__).parent
     arch = platform.machine().replace("aarch64", "arm64").replace("amd64", "x86_64")
