@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from gateway.row_pairing import CutEdges, RowPairing
 
 CATEGORIES = ("match", "schema", "row_count", "missing_rows", "extra_rows", "values",
-              "order", "error", "both_error", "nondeterministic")
+              "order", "error", "both_error", "nondeterministic", "order_unchecked")
 
 _OVERRIDE = re.compile(r"--\s*arrowgate:\s*(.*)$", re.MULTILINE)
 
@@ -347,7 +347,8 @@ def compare_with_noise(
     the evidence.
     """
     verdict = compare_outcomes(primary, reference, sql=sql, options=options)
-    if reference_again is None or verdict.category in ("match", "nondeterministic"):
+    if reference_again is None or verdict.category in ("match", "nondeterministic",
+                                                        "order_unchecked"):
         return verdict
     noise = compare_outcomes(reference_again, reference, sql=sql, options=options)
     if noise.ok:

@@ -14,10 +14,17 @@ from typing import Any
 
 @dataclass
 class OrderTerm:
-    """One ORDER BY term and the output column it sorts by."""
+    """One ORDER BY term and the output column it sorts by.
+
+    ``expression``: for a term that is no output column but an expression over
+    output columns only (``-x``, ``lower(s)``, ``s COLLATE NOCASE``), its DuckDB SQL
+    with each output column written ``__out_<index>__``, so the comparator can
+    compute the key on both answers; else None.
+    """
 
     column: int | None  # output column index, or None when not in the output
     text: str
+    expression: str | None = None
 
 
 @dataclass
@@ -65,7 +72,13 @@ class QueryShape:
         shape.has_limit = select.args.get("limit") is not None or select.args.get("fetch") is not None
         order = select.args.get("order")
         if order is not None:
-            shape.order = [shape._map_order(o, exp) for o in order.expressions]
+            for o in order.expressions:
+                if isinstance(o.this, exp.Var) and o.this.name.upper() == "ALL":
+                    # ORDER BY ALL: every output column, left to right
+                    shape.order += [OrderTerm(i, f"ALL ({i + 1})")
+                                    for i in range(len(shape.projections))]
+                else:
+                    shape.order.append(shape._map_order(o, exp))
         return shape
 
     def _read_projections(self, select: Any, exp: Any) -> None:
@@ -100,4 +113,26 @@ class QueryShape:
                 return OrderTerm(i, text)
         if isinstance(term, exp.Column) and self.has_star:
             return OrderTerm(-1, term.name)  # resolved by name against the answer
-        return OrderTerm(None, text)
+        return OrderTerm(None, text, self._over_outputs(term, exp))
+
+    def _over_outputs(self, term: Any, exp: Any) -> str | None:
+        """``term`` as an expression over the output columns (OrderTerm.expression), or None
+        when it names anything else, aggregates, windows or reads a subquery."""
+        if self.has_star or term.find(exp.AggFunc, exp.Window, exp.Select) is not None:
+            return None
+        missing = []
+
+        def output(node: Any) -> Any:
+            if not isinstance(node, exp.Column):
+                return node
+            for i, proj in enumerate(self.projections):
+                bare = proj.this if isinstance(proj, exp.Alias) else proj
+                if bare == node or (not node.table and proj.alias_or_name == node.name):
+                    return exp.column(f"__out_{i}__")
+            missing.append(node)
+            return node
+
+        rewritten = term.copy().transform(output)
+        if missing or rewritten.find(exp.Column) is None:
+            return None
+        return rewritten.sql(dialect="duckdb")

@@ -400,20 +400,23 @@ class RowPairing:
         else:
             checked = []
             for term in shape.order:
-                col = self._resolve(term)
-                if col is None:
+                key = self._order_key(term)
+                if key is None:
                     break
-                checked.append(col)
+                checked.append(key)
             self.evidence["order_keys"] = [t.text for t in shape.order]
             if not same_positions:
                 checked = self._keys_floats_leave_decidable(checked)
             if up_to_a_float:
-                first = next((i for i, c in enumerate(checked) if self.floats[int(c[1:])]), None)
+                first = next((i for i, c in enumerate(checked) if self._float_key(c)), None)
                 checked = checked if first is None else checked[:first + 1]
+            if not checked and same_positions:
+                return Verdict("match", f"{rows_agree(n)}, in the same order", self.evidence)
             if not checked:
                 self.evidence["order_checked"] = False
-                return Verdict("match", f"{rows_agree(n)} (order not checked: the ORDER BY keys "
-                               "are not in the answer)", self.evidence)
+                return Verdict("order_unchecked", f"{rows_agree(n)}, but their order is not "
+                               "checked: the ORDER BY keys are not in the answer, nor "
+                               "computable from it", self.evidence)
         if n < 2:
             return Verdict("match", rows_agree(n), self.evidence)
         pos = None if same_positions else self._first_position_differing(checked)
@@ -438,12 +441,14 @@ class RowPairing:
         repeat. A float key whose values agree exactly keeps its tie-breakers.
         """
         for index, col in enumerate(keys):
-            if not self.floats[int(col[1:])]:
+            if not self._float_key(col):
                 continue
             inexact = self.con.sql(f"SELECT bool_or(p.{col} IS DISTINCT FROM r.{col}) "
                                    "FROM p_in p POSITIONAL JOIN r_in r").fetchall()[0][0]
             if inexact and index + 1 < len(keys):
-                self.evidence["order_checked_keys"] = [self._name(c) for c in keys[:index + 1]]
+                self.evidence["order_checked_keys"] = [
+                    self._name(c) if _is_column(c) else c.format(t="answer")
+                    for c in keys[:index + 1]]
                 return keys[:index + 1]
         return keys
 
@@ -451,7 +456,9 @@ class RowPairing:
         """The first row position where the two answers' ``cols`` disagree."""
         import pyarrow.compute as pc
 
-        differs = " OR ".join(f"NOT {self._same(c, 'p', 'r')}" for c in cols)
+        differs = " OR ".join(
+            f"NOT {self._same(c, 'p', 'r')}" if _is_column(c) else
+            f"({c.format(t='p')}) IS DISTINCT FROM ({c.format(t='r')})" for c in cols)
         bad = self.con.sql(f"SELECT {differs} AS bad FROM p_in p POSITIONAL JOIN r_in r"
                                ).to_arrow_table().column(0)
         index = pc.index(bad, True).as_py()
@@ -460,6 +467,26 @@ class RowPairing:
     def _row(self, row: dict[str, Any]) -> dict[str, Any]:
         return {self._name(c): _jsonable(row[c]) for c in self.cols}
 
+    def _order_key(self, term: OrderTerm) -> str | None:
+        """What ``term`` sorts by: an answer column's name, or the SQL computing it from the
+        answer's columns (``-{t}.c0``, ``{t}.c2 COLLATE NOCASE``: ``{t}`` is the answer's
+        alias); None when neither can be had, or when the key is computed from a float,
+        whose last bits would decide an order the other engine need not repeat."""
+        col = self._resolve(term)
+        if col is not None or term.expression is None:
+            return col
+        sql = term.expression
+        for i, name in enumerate(self.cols):
+            token = f"__out_{i}__"
+            if token in sql:
+                if self.floats[i]:
+                    return None
+                sql = sql.replace(token, "{t}." + name)
+        return None if "__out_" in sql else sql
+
+    def _float_key(self, key: str) -> bool:
+        return _is_column(key) and self.floats[int(key[1:])]
+
     def _resolve(self, term: OrderTerm) -> str | None:
         if term.column is None:
             return None
@@ -467,6 +494,11 @@ class RowPairing:
             return self.cols[term.column] if term.column < len(self.cols) else None
         matches = [i for i, name in enumerate(self.names) if name.lower() == term.text.lower()]
         return self.cols[matches[0]] if len(matches) == 1 else None
+
+
+def _is_column(key: str) -> bool:
+    """Whether an ORDER BY key (``_order_key``) is an answer column, not computed SQL."""
+    return "{t}" not in key
 
 
 _database: Any = None

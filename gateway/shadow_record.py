@@ -126,7 +126,8 @@ class ShadowRecord:
     def diverged(self) -> bool:
         """The answers disagree (nondeterministic queries, skipped ones and ones that failed
         on both sides alike do not count)."""
-        return self.category not in (None, "match", "nondeterministic", "both_error")
+        return self.category not in (None, "match", "nondeterministic", "both_error",
+                                     "order_unchecked")
 
     @property
     def key(self) -> str:

@@ -128,10 +128,38 @@ def test_order_by_mapped_through_ordinal_alias_and_expression():
         assert verdict(primary, reference, sql=sql).category == "order", sql
 
 
-def test_order_by_a_hidden_key_is_not_judged():
+def test_order_by_a_hidden_key_is_its_own_outcome_never_a_match():
+    """Issue 37: an order that cannot be checked was "match" with "order not checked" in
+    its details: the user was told the answers agree."""
     reference = pa.table({"k": ["a", "b"]})
     v = verdict(reference.take([1, 0]), reference, sql="SELECT k FROM t ORDER BY other_col")
-    assert v.ok and v.evidence["order_checked"] is False
+    assert v.category == "order_unchecked" and not v.ok
+    assert v.evidence["order_checked"] is False and "not checked" in v.message
+    # answers equal row for row are in the same order, whatever the keys
+    assert verdict(reference, reference, sql="SELECT k FROM t ORDER BY other_col").ok
+
+
+@pytest.mark.parametrize("sql, right, wrong", [
+    ("SELECT x FROM t ORDER BY -x", [3, 2, 1], [1, 2, 3]),
+    ("SELECT x FROM t ORDER BY x + 0", [1, 2, 3], [3, 1, 2]),
+    ("SELECT x FROM t ORDER BY ALL DESC", [3, 2, 1], [1, 3, 2]),
+    ("SELECT x AS y FROM t ORDER BY abs(y - 2), y", [2, 1, 3], [1, 2, 3]),
+])
+def test_order_by_an_expression_of_the_answer_is_checked(sql, right, wrong):
+    """Issue 37: ``ORDER BY -x``, ``x + 0``, ``ALL`` answered in another order were
+    "match"; their keys are computed on both answers now."""
+    name = "y" if " AS y" in sql else "x"
+    reference = pa.table({name: right})
+    assert verdict(pa.table({name: wrong}), reference, sql=sql).category == "order"
+    assert verdict(pa.table({name: right}), reference, sql=sql).ok
+
+
+@pytest.mark.parametrize("key", ["lower(s)", "s COLLATE NOCASE"])
+def test_order_by_a_case_blind_key_allows_ties_and_finds_disorder(key):
+    sql = f"SELECT s FROM t ORDER BY {key}"
+    reference = pa.table({"s": ["A", "a", "b"]})
+    assert verdict(pa.table({"s": ["a", "A", "b"]}), reference, sql=sql).ok  # tied keys
+    assert verdict(pa.table({"s": ["b", "A", "a"]}), reference, sql=sql).category == "order"
 
 
 def test_tolerance_per_run_and_per_query():

@@ -399,7 +399,8 @@ def _decision(accounting: dict[str, Any], counts: dict[str, int], slow: int,
     tail = ("; " + "; ".join(left)) if left else ""
     if diverged:
         why = ", ".join(f"{counts[c]} {c}" for c in sorted(counts)
-                        if c not in ("match", "nondeterministic", "both_error", "skipped"))
+                        if c not in ("match", "nondeterministic", "both_error", "skipped",
+                                     "order_unchecked"))
         return (f"NOT SAFE: {diverged} of {compared} compared statements answered differently "
                 f"on {primary} than on {reference} ({why}){tail}.")
     if slow:
@@ -431,7 +432,7 @@ def junit_xml(report: dict[str, Any]) -> str:
         if q["status"] == "skipped":
             ET.SubElement(case, "skipped", message=q["message"] or "")
             continue
-        if q["category"] not in ("match", "nondeterministic"):
+        if q["category"] not in ("match", "nondeterministic", "order_unchecked"):
             failure = ET.SubElement(case, "failure", message=q["message"] or "",
                                     type=q["category"] or "")
             failure.text = json.dumps(q["evidence"], indent=2, default=str)
@@ -456,7 +457,8 @@ def markdown(report: dict[str, Any]) -> str:
     if failed:
         lines += ["**Failures**", ""]
         for q in failed:
-            why = q["message"] if q["category"] not in ("match", "nondeterministic") else \
+            why = q["message"] if q["category"] not in ("match", "nondeterministic",
+                                                        "order_unchecked") else \
                 f"latency ratio {q['ratio']} over {report['max_ratio']}"
             lines.append(f"- `{q['name']}`: **{q['category']}**: {why}")
             sample = _evidence_line(q["evidence"])

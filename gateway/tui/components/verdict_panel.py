@@ -168,8 +168,10 @@ def verdict_renderable(record: ShadowRecord, position: str = "") -> RenderableTy
         head.append(visible(failure))
         return Group(head, latency_bars(record))
     ok = record.category in ("match", "nondeterministic")
-    head.append("✓ " if ok else "✗ ", style="green" if ok else "bold red")
-    head.append(f"{record.category}", style="bold green" if ok else "bold red")
+    unchecked = record.category == "order_unchecked"  # no divergence, no match either
+    mark, style = ("✓ ", "green") if ok else ("? ", "yellow") if unchecked else ("✗ ", "bold red")
+    head.append(mark, style=style)
+    head.append(f"{record.category}", style="bold " + style if ok or unchecked else style)
     head.append(": ")
     head.append(visible(record.message))
     if record.answered_by:
