@@ -402,8 +402,8 @@ def _cast_to(column: Any, target: pa.DataType) -> Any:
             and (column.type.tz is None) != (target.tz is None):
         # a naive timestamp read as UTC: same stored value, zone attached
         column = column.cast(pa.timestamp(column.type.unit, tz=target.tz))
-    if pa.types.is_map(column.type):
-        column = _entries_in_key_order(column)
+    if _holds_map(column.type):
+        column = _maps_in_key_order(column)
     if _holds_interval(column.type) and not _holds_interval(target):
         return _with_interval_fields(column, target)
     if _kind(column.type) == "uuid" and pa.types.is_large_string(target):
@@ -422,6 +422,49 @@ def _cast_to(column: Any, target: pa.DataType) -> Any:
         if contains_float(target) and _holds_int_or_decimal(column.type):
             return pc.cast(column, target, safe=False)
         raise
+
+
+def _holds_map(t: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _holds_map(t.value_type)
+    if pa.types.is_struct(t):
+        return any(_holds_map(t.field(i).type) for i in range(t.num_fields))
+    return False
+
+
+def _maps_in_key_order(column: Any) -> Any:
+    """``column`` with the entries of every map in it sorted by key, at any depth: a map
+    in a list or a struct was compared in entry order, so equal answers differed."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    t = array.type
+    if not _holds_map(t):
+        return array
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([_maps_in_key_order(array.field(i))
+                                           for i in range(t.num_fields)],
+                                          fields=list(t), mask=mask)
+    if pa.types.is_fixed_size_list(t):
+        values = array.values.slice(array.offset * t.list_size, len(array) * t.list_size)
+        return pa.FixedSizeListArray.from_arrays(_maps_in_key_order(values),
+                                                 type=t, mask=mask)
+    first, last = array.offsets[0].as_py(), array.offsets[-1].as_py()
+    offsets = pc.subtract(array.offsets, first)
+    if pa.types.is_map(t):
+        items = _maps_in_key_order(array.items.slice(first, last - first))
+        keys = _maps_in_key_order(array.keys.slice(first, last - first))
+        rebuilt = pa.MapArray.from_arrays(offsets, keys, items, mask=mask)
+        return _entries_in_key_order(rebuilt.cast(t) if rebuilt.type != t else rebuilt)
+    values = _maps_in_key_order(array.values.slice(first, last - first))
+    build = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+    return build.from_arrays(offsets, values, type=t, mask=mask)
 
 
 def _entries_in_key_order(column: Any) -> Any:

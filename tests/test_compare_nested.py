@@ -183,3 +183,26 @@ def test_one_planted_nested_difference_is_values(rows, data):
     v = compare_tables(nested(changed, narrow=True), nested(rows, narrow=False),
                        sql="SELECT id, ints, s FROM t")
     assert v.category in ("values", "row_count"), v.message
+
+
+def _maps(entries: list) -> pa.Array:
+    return pa.array(entries, pa.map_(pa.string(), pa.int64()))
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda m: pa.ListArray.from_arrays(pa.array([0, 2, 3], pa.int32()), m),
+    lambda m: pa.LargeListArray.from_arrays(pa.array([0, 1, 3], pa.int64()), m),
+    lambda m: pa.StructArray.from_arrays([m, pa.array([1, 2, 3])], ["m", "x"]),
+    lambda m: pa.MapArray.from_arrays(pa.array([0, 1, 3], pa.int32()),
+                                      pa.array(["k1", "k2", "k3"]), m),
+], ids=["list", "large_list", "struct", "map_of_maps"])
+def test_maps_nested_at_any_depth_are_compared_as_maps(wrap):
+    """Issue 37: a MAP in a LIST or a STRUCT was compared in entry order (top-level maps
+    were not), so two equal answers were "values"."""
+    ordered = _maps([[("a", 1), ("b", 2)], None, [("c", 3), ("d", 4)]])
+    shuffled = _maps([[("b", 2), ("a", 1)], None, [("d", 4), ("c", 3)]])
+    changed = _maps([[("b", 2), ("a", 9)], None, [("d", 4), ("c", 3)]])
+    tables = [pa.table({"id": [0, 1, 2][:len(wrap(m))], "v": wrap(m)})
+              for m in (ordered, shuffled, changed)]
+    assert compare_tables(tables[0], tables[1]).ok
+    assert compare_tables(tables[0], tables[2]).category == "values"
