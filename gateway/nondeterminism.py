@@ -20,8 +20,11 @@ them:
   (:mod:`gateway.tied_rows`); otherwise the whole column, as for a volatile
   function. ``rank`` and ``dense_rank`` give tied rows one value: determined;
 - **an undetermined row set**: ``USING SAMPLE``/``TABLESAMPLE``, a cut inside
-  a subquery, or a volatile function in a filter, join, grouping or ordering:
-  only the schema can be checked.
+  a subquery, a volatile function in a filter, join, grouping or ordering, or a
+  filter on a window function ties decide (``QUALIFY row_number() OVER (...) = 1``,
+  ``WHERE rn = 1`` over a subquery): only the schema can be checked;
+- **DISTINCT ON** whose ORDER BY does not order every output column: the
+  columns outside its keys are each engine's pick among tied rows.
 
 Statements whose SELECT changes state (``nextval``, ``setval``) are found
 here too (:func:`side_effects`): the shadow runner does not run them twice.
@@ -191,9 +194,12 @@ class Nondeterminism:
                     "a subquery keeps rows with LIMIT/OFFSET/FETCH that no total order fixes")
         if found.functions and found.rows_undetermined is None:
             found.rows_undetermined = _volatile_outside_projections(tree, exp)
+        found.rows_undetermined = found.rows_undetermined or _kept_by_ties(tree, outer, exp)
         found.cut = _cut_of(outer, exp)
         if found.cut is not None and found.cut.total:
             found.cut = None
+        if isinstance(outer, exp.Select):
+            _distinct_on(outer, found, exp)
         if isinstance(outer, exp.Select):
             _find_ties(outer, found, exp)
         if isinstance(outer, exp.Select) and found.functions:
@@ -275,6 +281,57 @@ def _find_ties(select: Any, found: Nondeterminism, exp: Any) -> None:
                                            partition, name in TIED_ROW_FUNCTIONS))
         else:  # the tie's keys are not in the answer: the whole column is undetermined
             found.functions.append(name)
+            found.column_positions.append(i)
+            found.column_names.append(proj.alias_or_name)
+
+
+def _tie_window(node: Any, exp: Any) -> bool:
+    """Whether ``node`` holds a window function whose value rows tied on its keys decide."""
+    return any(isinstance(w.this, exp.Func)
+               and _name(w.this) in TIED_ROW_FUNCTIONS | TIED_PARTITION_FUNCTIONS
+               for w in node.find_all(exp.Window))
+
+
+def _kept_by_ties(tree: Any, outer: Any, exp: Any) -> str | None:
+    """Why the rows kept depend on how ties fell, or None: a filter on a window function
+    ties decide (``QUALIFY row_number() OVER (PARTITION BY g ORDER BY k) = 1``), or on a
+    column a subquery made with one (``WHERE rn = 1``): rows tied on ``k`` may each be
+    the one kept, and each engine keeps its own."""
+    for select in tree.find_all(exp.Select):
+        qualify = select.args.get("qualify")
+        if qualify is not None and _tie_window(qualify, exp):
+            return "QUALIFY keeps rows by a window function its ORDER BY may leave tied"
+        if select is outer:
+            continue
+        made = {p.alias_or_name.lower() for p in select.expressions
+                if isinstance(p, exp.Alias) and _tie_window(p, exp)}
+        if not made:
+            continue
+        for where in tree.find_all(exp.Where, exp.Qualify):
+            if select in list(where.find_all(exp.Select)):
+                continue  # the filter is inside the subquery that makes the column
+            if any(c.name.lower() in made for c in where.find_all(exp.Column)):
+                return ("a filter keeps rows by a window function (row_number() and the "
+                        "like) its ORDER BY may leave tied")
+    return None
+
+
+def _distinct_on(select: Any, found: Nondeterminism, exp: Any) -> None:
+    """``DISTINCT ON (keys)``: which row of each key stands for it is the ORDER BY's to
+    fix; where it does not order every output column, the columns outside the keys are
+    each engine's pick (rows tied on the ORDER BY)."""
+    distinct = select.args.get("distinct")
+    on = distinct.args.get("on") if distinct is not None else None
+    if on is None:
+        return
+    order = select.args.get("order")
+    if order is not None and _orders_every_column(select, order, exp):
+        return
+    keys = list(on.expressions) if isinstance(on, exp.Tuple) else [on]
+    positions = {_output_position(select, key, exp) for key in keys}
+    found.functions.append("DISTINCT ON (its pick among rows tied on the ORDER BY)")
+    for i, proj in enumerate(select.expressions):
+        if i not in positions:
             found.column_positions.append(i)
             found.column_names.append(proj.alias_or_name)
 

@@ -357,3 +357,24 @@ def test_comparisons_in_threads_at_once_keep_their_own_tables():
     with ThreadPoolExecutor(8) as pool:
         verdicts = list(pool.map(one, range(32)))
     assert [v.category for v in verdicts] == ["values" if i % 2 else "match" for i in range(32)]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT DISTINCT ON (g) g, v FROM t ORDER BY g",
+    "SELECT g, v FROM t QUALIFY row_number() OVER (PARTITION BY g ORDER BY k) = 1",
+    "SELECT g, v FROM (SELECT g, v, row_number() OVER (PARTITION BY g ORDER BY k) AS rn "
+    "FROM t) WHERE rn = 1",
+])
+def test_rows_picked_among_ties_are_undetermined_not_values(sql):
+    """Issue 37: DISTINCT ON keeping another row of a group, and QUALIFY or rn = 1 over
+    rows tied on the window's ORDER BY, were "values" where the SQL leaves them open."""
+    one, other = pa.table({"g": [1, 2], "v": [10, 20]}), pa.table({"g": [1, 2], "v": [11, 20]})
+    assert verdict(one, other, sql=sql).category == "nondeterministic"
+
+
+def test_distinct_on_ordered_by_every_column_is_determined():
+    sql = "SELECT DISTINCT ON (g) g, v FROM t ORDER BY g, v"
+    one, other = pa.table({"g": [1, 2], "v": [10, 20]}), pa.table({"g": [1, 2], "v": [11, 20]})
+    assert verdict(one, other, sql=sql).category == "values"
+    assert verdict(one, pa.table({"g": [1, 3], "v": [10, 20]}),
+                   sql="SELECT DISTINCT ON (g) g, v FROM t ORDER BY g").category == "values"
