@@ -247,8 +247,18 @@ def _shape_without(shape: QueryShape, keep: list[int]) -> QueryShape:
     from gateway.query_shape import OrderTerm
 
     position = {old: new for new, old in enumerate(keep)}
+
+    def expression(sql: str | None) -> str | None:
+        """An ORDER BY expression over the kept columns, renumbered; None if it read another."""
+        if sql is None:
+            return None
+        used = [int(i) for i in re.findall(r"__out_(\d+)__", sql)]
+        if any(i not in position for i in used):
+            return None
+        return re.sub(r"__out_(\d+)__", lambda m: f"__out_{position[int(m.group(1))]}__", sql)
+
     order = [OrderTerm(position.get(t.column) if t.column is not None and t.column >= 0
-                       else t.column, t.text) for t in shape.order]
+                       else t.column, t.text, expression(t.expression)) for t in shape.order]
     groups = [shape.group_keys[i] for i in keep] if shape.group_keys else []
     return dataclasses.replace(shape, order=order, group_keys=groups)
 

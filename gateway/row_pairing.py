@@ -108,7 +108,20 @@ class RowPairing:
             if not self.shape.order and self.opts.ignore_order_without_order_by:
                 return self._order_or_match()
             return self._with_connection(lambda con: self._order_or_match())
-        return self._with_connection(self._judge)
+        return self._tolerance_named(self._with_connection(self._judge))
+
+    def _tolerance_named(self, verdict: Verdict) -> Verdict:
+        """A match of answers not equal bit for bit, with float columns: the verdict says
+        the float tolerance it was judged with (the answers agree only within it)."""
+        opts = self.opts
+        if not verdict.ok or not any(self.floats) or not (opts.rel_tol or opts.abs_tol):
+            return verdict
+        floats = [self._name(c) for c, f in zip(self.cols, self.floats, strict=True) if f]
+        verdict.evidence["float_tolerance"] = {"rel_tol": opts.rel_tol, "abs_tol": opts.abs_tol,
+                                               "columns": floats}
+        return Verdict("match", f"{verdict.message}; not equal bit for bit: {', '.join(floats)} "
+                       f"compared within rel_tol={opts.rel_tol:g}, abs_tol={opts.abs_tol:g}",
+                       verdict.evidence)
 
     def _equal_once_sorted(self) -> bool:
         """True when both answers, each sorted on every column in Arrow, are equal row for row.

@@ -378,3 +378,20 @@ def test_distinct_on_ordered_by_every_column_is_determined():
     assert verdict(one, other, sql=sql).category == "values"
     assert verdict(one, pa.table({"g": [1, 3], "v": [10, 20]}),
                    sql="SELECT DISTINCT ON (g) g, v FROM t ORDER BY g").category == "values"
+
+
+def test_a_match_within_the_float_tolerance_says_so():
+    """Issue 37: no verdict said that a float tolerance was applied, or which."""
+    primary = pa.table({"k": [1, 2], "v": [0.1 + 0.2, 1.0]})
+    reference = pa.table({"k": [1, 2], "v": [0.3, 1.0]})
+    v = verdict(primary, reference)
+    assert v.ok and "rel_tol=1e-09" in v.message
+    assert v.evidence["float_tolerance"] == {"rel_tol": 1e-9, "abs_tol": 1e-12, "columns": ["v"]}
+    assert "float_tolerance" not in verdict(reference, reference).evidence  # equal: none used
+
+
+def test_an_order_by_expression_is_checked_beside_a_volatile_column():
+    sql = "SELECT x, random() AS r FROM t ORDER BY -x"
+    wrong = pa.table({"x": [1, 2, 3], "r": [0.5, 0.1, 0.9]})
+    right = pa.table({"x": [3, 2, 1], "r": [0.2, 0.3, 0.4]})
+    assert verdict(wrong, right, sql=sql).category == "order"
