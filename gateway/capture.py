@@ -404,8 +404,9 @@ def _table(text: str) -> pa.Table:
 def replay_queries(path: Path, *, since: str | None = None, until: str | None = None,
                    dedupe: bool = False, include_writes: bool | None = None) -> list[Query]:
     """A capture as the corpus ``arrowgate shadow`` runs: one query per captured statement
-    (one per parameter row of a prepared statement), named after its shape
-    (:func:`gateway.sql.kinds.fingerprint`) and its place in the capture.
+    (one per parameter row of a prepared statement), named by its text (cut to 60
+    characters), the start of its shape's hash (:func:`gateway.sql.kinds.fingerprint`)
+    and its place in the capture.
 
     With ``dedupe`` each shape of query runs once, with the first values seen,
     weighted by how often it was seen; its ``captured_ms`` holds every run's
@@ -434,7 +435,12 @@ def replay_queries(path: Path, *, since: str | None = None, until: str | None = 
                                                   captured_ms=seen.captured_ms + ms)
                 continue
             shapes.setdefault(shape, len(queries))
-            name = shape if dedupe else f"{shape}:{len(queries) + 1}"
+            # named by its text, which a person reads; the shape's hash tells apart two
+            # shapes whose text starts alike
+            readable = " ".join(entry.sql.split())
+            readable = readable if len(readable) <= 60 else readable[:59] + "…"
+            name = f"{readable} [{shape[:6]}]" if dedupe else \
+                f"{readable} [{shape[:6]}:{len(queries) + 1}]"
             queries.append(Query(name=name, sql=entry.sql,
                                  file=str(path), parameters=values,
                                  settings=tuple(entry.settings), captured_ms=ms,

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 #: divergent shapes shrunk per report (each shrink reruns candidates on both engines)
 SHRINK_SHAPES = 10
+#: distinct diverging parameter sets shown per shape
+DIVERGING_SETS = 10
 
 
 def shapes(queries: Sequence[Query], records: Sequence[ShadowRecord]) -> list[dict[str, Any]]:
@@ -32,7 +34,8 @@ def shapes(queries: Sequence[Query], records: Sequence[ShadowRecord]) -> list[di
         shape = fingerprint(query.sql)
         row = rows.setdefault(shape, {"shape": shape, "sql": " ".join(query.sql.split())[:100],
                                       "seen": 0, "runs": 0, "diverged": 0, "categories": {},
-                                      "primary_ms": [], "reference_ms": [], "example": None})
+                                      "primary_ms": [], "reference_ms": [], "example": None,
+                                      "diverging": []})
         row["seen"] += query.weight
         row["runs"] += 1
         if record.status == "compared":
@@ -42,9 +45,14 @@ def shapes(queries: Sequence[Query], records: Sequence[ShadowRecord]) -> list[di
                 row["reference_ms"].append(record.reference_ms)
         if record.diverged:
             row["diverged"] += 1
+            example = {"sql": query.sql, "parameters": query.parameters,
+                       "category": record.category, "message": record.message}
             if row["example"] is None:
-                row["example"] = {"sql": query.sql, "parameters": query.parameters,
-                                  "category": record.category, "message": record.message}
+                row["example"] = example
+                row["diverging"] = [example]
+            elif len(row["diverging"]) < DIVERGING_SETS and query.parameters is not None \
+                    and all(e["parameters"] != query.parameters for e in row["diverging"]):
+                row["diverging"].append(example)
     out = []
     for row in rows.values():
         p, r = row.pop("primary_ms"), row.pop("reference_ms")
@@ -97,8 +105,10 @@ def markdown(rows: list[dict[str, Any]]) -> list[str]:
             ex = row["example"]
             lines.append(f"- seen {row['seen']} times: `{row['sql']}`: **{ex['category']}**: "
                          f"{ex['message']}")
-            if ex.get("parameters") is not None:
-                lines.append(f"  - with parameters `{list(ex['parameters'])!r}`")
+            for other in row.get("diverging") or [ex]:
+                if other.get("parameters") is not None:
+                    lines.append(f"  - with parameters `{list(other['parameters'])!r}`: "
+                                 f"{other['category']}: {other['message']}")
             if ex.get("shrunk") and ex["shrunk"] != ex["sql"]:
                 lines.append(f"  - smallest statement that still diverges: `{ex['shrunk']}`")
     return lines
@@ -128,12 +138,19 @@ def chart(rows: list[dict[str, Any]], path: str) -> None:
                s=[40 + 600 * row["seen"] / top for row in shown],
                c=["tab:red" if row["diverged"] else "tab:blue" for row in shown], alpha=0.6)
     ax.axvline(1.0, color="grey", linewidth=1)
-    ax.set_yticks(list(ys), [row["sql"][:50] for row in shown], fontsize=7)
+    # numbered, so two shapes whose text starts alike keep labels of their own
+    ax.set_yticks(list(ys), [f"{i + 1}. {_label(row['sql'])}" for i, row in enumerate(shown)],
+                  fontsize=7)
     ax.set_xlabel("latency ratio, primary / reference (p50)")
-    ax.set_title("Replayed workload by statement shape (area: how often seen; red: diverged)")
+    ax.set_title("Replayed workload by statement shape\n(area: how often seen; red: diverged)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _label(sql: str) -> str:
+    return sql if len(sql) <= 48 else sql[:47] + "…"
 
 
 def _q(values: list[float], q: float) -> float | None:
