@@ -75,7 +75,7 @@ async def test_an_error_shows_inline_with_the_engine_and_the_app_goes_on():
         tab.picker.pick(engine="duck")
         await run_sql(pilot, tab, "SELECT * FROM no_such_table")
         shown = str(tab.grid.query_one(".error").render())
-        assert "unknown object error on duck" in shown and "no_such_table" in shown
+        assert "Catalog Error on duck: Table with name no_such_table" in shown
         await run_sql(pilot, tab, "SELECT '[bold]not markup[/' AS x")
         assert tab.grid.table.get_cell_at(Coordinate(0, 0)) == "[bold]not markup[/"
 
