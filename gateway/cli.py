@@ -37,7 +37,7 @@ from gateway.commands import (
     Parser,
     UsageError,
 )
-from gateway.errors import ConfigError, GatewayError
+from gateway.errors import ConfigError, GatewayError, error_label
 from gateway.handles import cancel_all
 from gateway.startup import exit_now, interrupted, tune_collector
 
@@ -185,9 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except GatewayError as exc:
             if received:  # an engine turned the signal into its own error
                 return _stopped_by(received[0])
-            label = "error" if exc.kind == GatewayError.kind else \
-                f"{exc.kind.replace('_', ' ')} error"
-            print(f"{label}: {exc}", file=sys.stderr)
+            label, said = error_label(exc)
+            print(f"{label}: {str(exc).replace(said, '', 1) if said else exc}", file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
             return _stopped_by(received[0] if received else signal.SIGINT)

@@ -9,7 +9,13 @@ masked (:func:`gateway.masking.mask`).
 
 from __future__ import annotations
 
+import re
+
 from gateway.masking import mask_text
+
+#: How an engine names its own error kind at the start of its message ("Binder Error: ...",
+#: as DuckDB does): a few capitalised words, then "Error:".
+_NATIVE_KIND = re.compile(r"\A((?:[A-Z][A-Za-z]*\s)+Error):\s*")
 
 #: What went wrong, as an engine classifies its native error (``GatewayError.kind``). The
 #: shadow comparator counts two failures as agreeing only when their kinds are the same.
@@ -146,6 +152,23 @@ class QueryTimeout(GatewayError):
     kind = "timeout"
 
 
+def error_label(error: GatewayError) -> tuple[str, str]:
+    """The label a front end shows ``error`` under, and the start of its message the
+    label replaces ("" when none).
+
+    The label is the engine's own name for the error when its message starts with one
+    (DuckDB's "Binder Error", "Catalog Error", "Parser Error"), so a user meets the
+    words the engine's own tools print; otherwise the gateway's kind ("unknown object
+    error"), or "error".
+    """
+    native = _NATIVE_KIND.match(error.message)
+    if native is not None:
+        return native.group(1), native.group(0)
+    if error.kind == GatewayError.kind:
+        return "error", ""
+    return f"{error.kind.replace('_', ' ')} error", ""
+
+
 def not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
     """Where a file's bytes stop being UTF-8, for a message: ``not UTF-8: byte 0xe9 at line 3,
     column 12 (save the file as UTF-8)``."""
@@ -165,6 +188,7 @@ __all__ = [
     "QueryError",
     "QueryTimeout",
     "Unsupported",
+    "error_label",
 ]
 
 

@@ -32,18 +32,32 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-FORMATS = ("table", "csv", "json", "ndjson", "arrow", "parquet")
-BINARY_FORMATS = ("arrow", "parquet")
+#: ``arrow`` is the Arrow IPC file format (what ``.arrow`` and ``.feather`` mean, read by
+#: ``pyarrow.ipc.open_file``), ``arrows`` the IPC stream format (``pyarrow.ipc.open_stream``).
+FORMATS = ("table", "csv", "json", "ndjson", "arrow", "arrows", "parquet")
+BINARY_FORMATS = ("arrow", "arrows", "parquet")
+#: An output file's extension -> the format it means (as DuckDB's CLI reads them).
+EXTENSIONS = {".parquet": "parquet", ".arrow": "arrow", ".feather": "arrow", ".arrows": "arrows",
+              ".csv": "csv", ".json": "json", ".ndjson": "ndjson"}
 
 
-def write(reader: pa.RecordBatchReader, fmt: str, out: IO[bytes], *, max_rows: int = 40) -> int:
-    """Write the whole stream to ``out`` in ``fmt``; return the number of rows."""
+def format_of(path: str | os.PathLike[str]) -> str | None:
+    """The format an output file's extension names (:data:`EXTENSIONS`), or None."""
+    return EXTENSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
+
+
+def write(reader: pa.RecordBatchReader, fmt: str, out: IO[bytes], *, max_rows: int = 40,
+          null_text: str = "") -> int:
+    """Write the whole stream to ``out`` in ``fmt``; return the number of rows.
+
+    ``null_text`` is what CSV writes for NULL (DuckDB's CLI ``.nullvalue``).
+    """
     if fmt == "csv":
-        return _write_csv(reader, out)
+        return _write_csv(reader, out, null_text=null_text)
     if fmt in ("json", "ndjson"):
         return _write_json(reader, out, lines=fmt == "ndjson")
-    if fmt == "arrow":
-        return _write_arrow(reader, out)
+    if fmt in ("arrow", "arrows"):
+        return _write_arrow(reader, out, stream=fmt == "arrows")
     if fmt == "parquet":
         return _write_parquet(reader, out)
     if fmt == "table":
@@ -118,22 +132,48 @@ def _why(exc: OSError, path: Path) -> str:
     return f"cannot write {path}: {exc.strerror or exc}"
 
 
-def _write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+def _write_csv(reader: pa.RecordBatchReader, out: IO[bytes], *, null_text: str) -> int:
     import csv
-
-    import pyarrow.csv as pacsv
 
     header = io.StringIO()
     csv.writer(header, lineterminator="\n").writerow(reader.schema.names)
     out.write(header.getvalue().encode())
-    options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
     rows = 0
     for batch in reader:
-        if batch.num_rows:
+        if batch.num_rows and batch.num_columns:
             text = {i for i, f in enumerate(batch.schema) if not _csv_writes(f.type)}
-            pacsv.write_csv(_as_text(batch, text), out, options)
+            out.write(_csv_lines(_as_text(batch, text), null_text))
             rows += batch.num_rows
     return rows
+
+
+def _csv_lines(batch: pa.RecordBatch, null_text: str) -> bytes:
+    """The batch's rows as CSV lines, a value quoted only when it must be (it holds a comma,
+    a quote or a line break, or reads as the null text: an empty string is ``""``), as
+    DuckDB's CLI writes them. Arrow's writer formats the values (its ``needed`` quoting
+    quotes every string, whatever it holds)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from gateway import arrow_values
+
+    def text(value: str) -> pa.Scalar:  # (pa.scalar imports pandas: gateway.arrow_values)
+        return arrow_values.scalar(value, pa.string())
+
+    quote, comma, newline, empty, null = text('"'), text(","), text("\n"), text(""), text(null_text)
+    cells = []
+    for column in batch.columns:
+        value = pc.cast(column, pa.string())
+        must = pc.or_(pc.match_substring_regex(value, '[,"\r\n]'), pc.equal(value, null))
+        quoted = pc.binary_join_element_wise(quote, pc.replace_substring(value, '"', '""'),
+                                             quote, empty)
+        cells.append(pc.fill_null(pc.if_else(must, quoted, value), null))
+    lines = pc.binary_join_element_wise(pc.binary_join_element_wise(*cells, comma), newline,
+                                        empty)
+    offsets = memoryview(lines.buffers()[1]).cast("i")
+    data = lines.buffers()[2]
+    start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
+    return b"" if data is None else data.to_pybytes()[start:end]
 
 
 def _csv_writes(t: pa.DataType) -> bool:
@@ -278,11 +318,12 @@ def _write_json(reader: pa.RecordBatchReader, out: IO[bytes], *, lines: bool) ->
     return rows
 
 
-def _write_arrow(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+def _write_arrow(reader: pa.RecordBatchReader, out: IO[bytes], *, stream: bool) -> int:
     import pyarrow as pa
 
     rows = 0
-    with pa.ipc.new_stream(out, reader.schema) as writer:
+    new = pa.ipc.new_stream if stream else pa.ipc.new_file
+    with new(out, reader.schema) as writer:
         for batch in reader:
             writer.write_batch(batch)
             rows += batch.num_rows

@@ -210,3 +210,21 @@ def test_a_bench_contenders_repr_leaves_out_its_uri():
     from gateway.contenders import AdbcDriver
 
     assert "hunter2" not in repr(AdbcDriver("pg", "postgresql", "postgresql://u:hunter2@h/db"))
+
+
+def test_bench_with_no_arguments_runs_the_quickstart(cli):
+    # from an empty folder: the quickstart's queries on its configuration's engines
+    r = cli("bench", "--rounds", "1", "--warmup", "0", "--no-progress")
+    assert r.code == 0, r.err
+    assert "the quickstart's queries" in r.err and "its own configuration" in r.err
+    assert "trips_per_cab" in r.out
+    assert "scan" in r.out and "duck" in r.out
+
+
+def test_bench_without_engines_takes_the_configurations(cli, tmp_path):
+    (tmp_path / "arrowgate.toml").write_text(
+        '[engines.one]\ntype = "duckdb"\n[engines.two]\ntype = "duckdb"\n')
+    (tmp_path / "q.sql").write_text("SELECT 42 AS answer;")
+    r = cli("bench", "--rounds", "1", "--warmup", "0", "--no-progress", "q.sql")
+    assert r.code == 0, r.err
+    assert "one" in r.out and "two" in r.out

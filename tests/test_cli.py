@@ -52,7 +52,7 @@ def test_query_arrow_stream_to_stdout(capsysbinary, monkeypatch, tmp_path):
     from gateway.cli import main
 
     monkeypatch.chdir(tmp_path)
-    assert main(["query", "--format", "arrow", "SELECT range AS x FROM range(5)"]) == 0
+    assert main(["query", "--format", "arrows", "SELECT range AS x FROM range(5)"]) == 0
     table = pa.ipc.open_stream(io.BytesIO(capsysbinary.readouterr().out)).read_all()
     assert table.column("x").to_pylist() == [0, 1, 2, 3, 4]
 

@@ -116,7 +116,7 @@ def test_the_configuration_from_the_environment(tmp_path):
 
 @pytest.mark.parametrize("command", [
     "query", "query --format nope 'SELECT 1'", "query --max-rows x 'SELECT 1'",
-    "shadow", "shadow report --top x", "bench", "data", "data taxi", "data taxi --rows x",
+    "shadow", "shadow report --top x", "bench --rounds 0", "data", "data taxi", "data taxi --rows x",
     "tui -c 'SELECT 1'", "tui --headless", "nosuchcommand", "engines --nope",
     "query -p n:blob=1 'SELECT ?'",
 ])

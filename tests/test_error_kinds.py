@@ -55,9 +55,9 @@ def test_a_kind_must_be_known():
     assert "timeout" in KINDS and "unsupported" in KINDS
 
 
-def test_the_cli_names_the_kind(capsys):
+def test_the_cli_names_the_engines_own_kind(capsys):
     assert main(["query", "SELEC 1"]) == 1
-    assert capsys.readouterr().err.startswith("syntax error:")
+    assert capsys.readouterr().err.startswith("Parser Error: [duckdb] syntax error")
 
 
 # -- the comparator ------------------------------------------------------------------------

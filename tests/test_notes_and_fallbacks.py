@@ -9,7 +9,7 @@ import pytest
 
 from gateway.bench import GatewayEngine, run_benchmark
 from gateway.corpus import Query
-from gateway.output import FORMATS
+from gateway.output import BINARY_FORMATS, FORMATS
 from tests.conftest import QUICKSTART
 
 JOIN = "SELECT z.borough, count(*) AS n FROM trips t JOIN zones z ON t.pickup_zone = z.zone " \
@@ -26,14 +26,14 @@ def skipping(tmp_path: Path) -> Path:
     return config
 
 
-@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in ("arrow", "parquet")])
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in BINARY_FORMATS])
 def test_skipped_rows_are_noted_on_stderr_in_every_format(cli, skipping, fmt):
     done = cli("--config", str(skipping), "query", "--format", fmt, "SELECT a, b FROM t")
     assert done.code == 0, done.err
     assert "1 malformed row skipped" in done.err
 
 
-@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in ("arrow", "parquet")])
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in BINARY_FORMATS])
 def test_a_fallback_answer_is_noted_on_stderr_in_every_format(cli, fmt):
     done = cli("--config", str(QUICKSTART), "query", "--format", fmt, JOIN)
     assert done.code == 0, done.err

@@ -90,7 +90,7 @@ def test_init_writes_a_quickstart_that_runs_outside_the_repository(cli, tmp_path
     done = cli("--config", str(folder / "arrowgate.toml"), "query", "--format", "csv",
                "-f", str(folder / "demo.sql"))
     assert done.code == 0, done.err
-    assert done.out.splitlines()[1] == '"yellow",254,13.61'
+    assert done.out.splitlines()[1] == 'yellow,254,13.61'
     again = cli("init", "quickstart", str(folder))
     assert again.code == 2
     assert again.err.startswith(f"arrowgate init: error: not overwriting {folder}")

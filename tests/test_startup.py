@@ -91,7 +91,7 @@ def one_row_query(tmp_path_factory):
                       f'[sources.trips]\npath = "{folder / "one.csv"}"\n')
     done = subprocess.run([sys.executable, "-c", ONE_ROW_QUERY, str(config)],
                           capture_output=True, text=True, check=True, cwd=folder)
-    assert done.stdout.splitlines() == ["a,b", '1,"x"']
+    assert done.stdout.splitlines() == ["a,b", "1,x"]
     code, modules, threads, managers = done.stderr.splitlines()[-4:]
     assert code == "0"
     return set(modules.split()), threads.split(), int(managers)

@@ -55,7 +55,7 @@ def test_headless_shows_an_error_and_exits_1(cli, tmp_path, monkeypatch):
     run = cli("--config", write_config(tmp_path), "tui", "--headless", "--engine", "duck",
               "-c", "SELECT * FROM nowhere")
     assert run.code == 1
-    assert "unknown object error on duck" in run.out and "nowhere" in run.out
+    assert "Catalog Error on duck: Table with name nowhere" in run.out
 
 
 def test_usage_errors(cli, tmp_path):

@@ -10,7 +10,7 @@ from textual.coordinate import Coordinate
 
 import gateway
 from tests.hang_guard import HANG_GUARD
-from tests.tui_support import divergent_config, settle, type_sql
+from tests.tui_support import divergent_config, make_app, settle, type_sql
 
 pytestmark = pytest.mark.asyncio
 
@@ -136,3 +136,33 @@ async def test_a_shadowing_console_imports_the_shadow_machinery_before_the_first
 
     assert imported_while_idle(tmp_path, 'make_app(divergent_config(), reference="old", '
                                'persist=False)', ("gateway.shadow_run", "gateway.sql.kinds"))
+
+
+async def test_the_configurations_shadow_reference_is_the_tabs():
+    config = divergent_config() | {"shadow": {"reference": "old"}}
+    app = make_app(config)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.active_tab.picker.reference == "old"
+    # --engine and --reference still win
+    app = make_app(config, engine="old", reference="new")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert app.active_tab.picker.reference == "new"
+
+
+async def test_an_engine_cannot_shadow_itself():
+    app = make_app(divergent_config(), reference="old")
+    async with app.run_test(size=(140, 40)) as pilot:
+        picker = app.active_tab.picker
+        picker.pick(engine="old")  # the reference picked as the engine
+        await pilot.pause()
+        await pilot.pause()
+        assert picker.engine == "old" and picker.reference is None
+        picker.pick(reference="old")  # the engine picked as the reference
+        await pilot.pause()
+        await pilot.pause()
+        assert picker.reference is None
+        picker.pick(reference="new")
+        await pilot.pause()
+        assert picker.reference == "new"

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from gateway.commands import EXIT_OK, EXIT_QUERY, UsageError, add_command
@@ -19,16 +20,21 @@ def register(sub: Any) -> None:
         "queries whose answers agree:\none warm-up and the median of --rounds rounds, engines "
         "alternating in rotated order, each in\nits own process (peak memory per query). "
         "Prints a Markdown table of medians, spreads and ratios;\nexits 1 when any answer "
-        "differs.",
+        "differs.\n\nWithout --engines, every engine of the configuration, in its order; "
+        "without PATH, the quickstart's\nqueries, and without a configuration too, the "
+        "quickstart's (arrowgate init quickstart).",
         examples=[
+            "arrowgate bench",
             "arrowgate bench --engines duck,csv queries/",
             "arrowgate bench --engines csv,duck --baseline duck --rounds 7 "
             "--json bench.json --chart bench q.sql",
         ],
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help=".sql files or folders of them")
-    p.add_argument("--engines", required=True, metavar="A,B,...",
-                   help="configured engines; the first one's answers are the reference")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help=".sql files or folders of them (default: the quickstart's queries)")
+    p.add_argument("--engines", metavar="A,B,...",
+                   help="configured engines; the first one's answers are the reference "
+                   "(default: every engine of the configuration)")
     p.add_argument("--baseline", metavar="ENGINE",
                    help="the engine ratios are computed against (default: the first)")
     p.add_argument("--rounds", type=int, default=5, metavar="N",
@@ -74,20 +80,30 @@ def run(args: argparse.Namespace) -> int:
     from gateway.config import find_config_path
     from gateway.corpus import read_queries
 
-    names = [n.strip() for n in args.engines.split(",") if n.strip()]
-    if not names:
-        raise UsageError("--engines needs at least one engine name")
-    if len(set(names)) != len(names):
-        raise UsageError(f"--engines names an engine twice: {args.engines}")
-    if args.baseline is not None and args.baseline not in names:
-        raise UsageError(f"--baseline {args.baseline} is not one of --engines {args.engines}")
     if args.rounds < 1 or args.warmup < 0:
         raise UsageError("--rounds must be at least 1 and --warmup at least 0")
+    path = find_config_path(args.config)
+    if not args.paths:
+        quickstart = _quickstart()
+        args.paths = [str(quickstart / "queries.sql")]
+        on = f"the engines of {path}"
+        if path is None:  # the quickstart's queries read its sample data
+            path = quickstart / "arrowgate.toml"
+            args.config, on = str(path), "its own configuration"
+        print(f"bench: the quickstart's queries ({args.paths[0]}), on {on}", file=sys.stderr)
     queries = read_queries(args.paths)
     with open_gateway(args) as gw:  # checks the configuration and the names before spawning
+        names = ([n.strip() for n in args.engines.split(",") if n.strip()]
+                 if args.engines is not None else list(gw.config.engines))
+        if not names:
+            raise UsageError("--engines needs at least one engine name")
+        if len(set(names)) != len(names):
+            raise UsageError(f"--engines names an engine twice: {args.engines}")
+        if args.baseline is not None and args.baseline not in names:
+            raise UsageError(f"--baseline {args.baseline} is not one of the engines: "
+                             + ",".join(names))
         for name in names:
             gw.engine_config(name)
-    path = find_config_path(args.config)
     config = str(path.resolve()) if path is not None else None
     bar = ProgressBar(not args.no_progress)
     try:
@@ -106,3 +122,10 @@ def run(args: argparse.Namespace) -> int:
         for p in report.write_chart(args.chart):
             print(f"chart: {p}", file=sys.stderr)
     return EXIT_QUERY if report.diverged else EXIT_OK
+
+
+def _quickstart() -> Path:
+    """The quickstart example's folder, as installed with the package."""
+    from importlib.resources import files
+
+    return Path(str(files("gateway") / "examples" / "quickstart"))

@@ -72,7 +72,10 @@ class ArrowgateApp(App[None]):
         self.core = core
         self.store = ConsoleStore(core.state_dir)
         self.engine = engine
+        #: the reference every tab shadows on: --reference, else the [shadow] section's
         self.reference = reference
+        if reference is None and core.gw.shadow_settings is not None:
+            self.reference = core.gw.shadow_settings.reference or None
         #: vim-style editing in every tab: ``[tui] vim`` in the config, f9 toggles it
         self.vim = core.settings.vim
         self._tab_ids = itertools.count(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label, Select
@@ -35,6 +36,15 @@ class EnginePicker(Horizontal):
     def reference(self) -> str | None:
         value = self.query_one("#reference", Select).value
         return None if value == NO_REFERENCE else str(value)
+
+    @on(Select.Changed)
+    def _not_itself(self, event: Select.Changed) -> None:
+        """An engine shadowed on itself compares an answer with itself: the reference goes
+        back to none when it is picked as the engine, or the engine as the reference."""
+        if self.reference is not None and self.reference == self.engine:
+            self.query_one("#reference", Select).value = NO_REFERENCE
+            self.notify(f"{self.engine} cannot shadow itself: pick another engine as the "
+                        "reference", severity="warning")
 
     def open(self) -> None:
         """Focus the engine select with its list open (ctrl+t)."""

@@ -17,9 +17,10 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
+from gateway import output
+
 #: extension -> gateway.output format
-EXTENSIONS = {".csv": "csv", ".parquet": "parquet", ".json": "json", ".ndjson": "ndjson",
-              ".jsonl": "ndjson", ".arrow": "arrow", ".arrows": "arrow"}
+EXTENSIONS = {**output.EXTENSIONS, ".jsonl": "ndjson"}
 CLIPBOARD = "clipboard"
 
 
@@ -52,8 +53,9 @@ class ExportScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export"):
-            yield Label("Export the answer to (.csv .parquet .json .ndjson .arrow, or "
-                        "'clipboard' for CSV):")
+            # two lines: one was wider than the dialog, which cut it ("...or 'clip")
+            yield Label("Export the answer to a file; its extension picks the format:\n"
+                        + " ".join(EXTENSIONS) + "\nor 'clipboard' (CSV)", id="export-prompt")
             yield Input(placeholder="answer.parquet", id="export-path")
             yield Label("", id="export-error", classes="error")
 

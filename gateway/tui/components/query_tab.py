@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.widgets import Select
 from textual_fastdatatable import DataTable
 
-from gateway.errors import Cancelled, GatewayError, QueryError
+from gateway.errors import Cancelled, GatewayError, QueryError, error_label
 from gateway.tui.components.editor import SqlEditor
 from gateway.tui.components.engine_picker import EnginePicker
 from gateway.tui.components.results_grid import (
@@ -282,9 +282,10 @@ class QueryTab(Vertical):
             return
         error = event.error
         text = Text()
-        text.append(f"{error.kind.replace('_', ' ')} error", style="bold red")
+        label, said = error_label(error)
+        text.append(label, style="bold red")
         text.append(f" on {error.engine or event.engine}: ", style="red")
-        text.append(error_text(error.message))
+        text.append(error_text(error.message.removeprefix(said)))
         if error.hint:
             text.append("\nhint: ", style="bold")
             text.append(error_text(error.hint))
