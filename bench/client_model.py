@@ -393,8 +393,18 @@ def run_model(folder: Path, seconds: float, threads: int, seed: int, lake: str |
         workers = [threading.Thread(target=client, args=(n,)) for n in range(threads)]
         for worker in workers:
             worker.start()
+        # the RSS along the run, so a slow leak can be told from caches filling up
+        samples: list[float] = []
+        while any(w.is_alive() for w in workers):
+            for worker in workers:
+                worker.join(max(1.0, min(60.0, seconds / 10)))
+                break
+            if service.alive:
+                samples.append(round(service.rss_mb()))
         for worker in workers:
             worker.join()
+        print(f"RSS along the run (MB): {samples}", file=out, flush=True)
+        report.samples = samples  # type: ignore[attr-defined]
         after = rest_figures(service) if service.alive else {}
         print(f"at rest: {after}", file=out, flush=True)
         report.before, report.after = before, after  # type: ignore[attr-defined]
