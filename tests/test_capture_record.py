@@ -26,6 +26,7 @@ from gateway.capture import FLUSH_SECONDS, CapturedStatement, read_capture
 from gateway.flight.settings import hash_password
 from tests.conftest import ROOT
 from tests.flight_support import CONFIG, serving
+from tests.hang_guard import HANG_GUARD
 
 USERS = {"dave": {"password_hash": hash_password("dave-pw")},
          "reader": {"password_hash": hash_password("reader-pw"), "read_only": True}}
@@ -195,7 +196,10 @@ def test_sigkill_loses_at_most_the_flush_window(tmp_path):
 
         thread = threading.Thread(target=client, daemon=True)
         thread.start()
-        time.sleep(3)
+        waited = time.monotonic()
+        while len(answered) < 80 and time.monotonic() - waited < HANG_GUARD:
+            time.sleep(0.05)
+        time.sleep(1.5)  # so that those statements are past the window below
         killed_at = time.monotonic()
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)

@@ -251,7 +251,7 @@ def test_a_one_row_query_through_the_cli_imports_neither_sqlglot_nor_duckdb(tmp_
             "file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=Path(tmp_path))
-    assert done.stdout.splitlines() == ["a,b", '1,"x"']
+    assert done.stdout.splitlines() == ["a,b", '1,x']
     assert done.stderr.split("\n")[-2] == "0 []", done.stderr
 
 
@@ -282,7 +282,7 @@ def test_a_query_command_run_in_process_leaves_no_one_statement_mark(cli, tmp_pa
         f'[sources.trips]\npath = "{data}"\n')
     run = cli("--config", str(tmp_path / "arrowgate.toml"), "query", "--format", "csv",
               "SELECT a, b FROM trips")
-    assert run.code == 0 and run.out.splitlines() == ["a,b", '1,"x"']
+    assert run.code == 0 and run.out.splitlines() == ["a,b", '1,x']
     assert not runs_one_statement()
 
 
