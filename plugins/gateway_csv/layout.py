@@ -125,8 +125,8 @@ class Layout(Record):
         trailing: every data row ends in one more, empty, field, which is not a column.
         cut_comments: comments follow values on some lines (``1;3 # note``): the
             file is read through a copy cut at the comment character.
-        padded_quotes: blanks sit around quoted fields (``1, "a" ,2``): the file is
-            read through a copy without them.
+        padded_quotes: blanks sit around quoted fields (``1, "a" ,2``): the scanner
+            skips them (the types are sniffed on a head without them).
         lower_names: each name in lower case -> its column (worked out from ``names``).
     """
 
@@ -161,7 +161,7 @@ class Layout(Record):
         return (ord(self.delimiter), ord(self.quote) if self.quote else -1,
                 ord(self.escape) if self.escape else -1, self.ncols + self.trailing,
                 self.skip_bad, tuple(n.encode() for n in self.nulls),
-                ord(self.comment) if self.comment else -1, self.trailing)
+                ord(self.comment) if self.comment else -1, self.trailing, self.padded_quotes)
 
     def scan_kind(self, index: int) -> int:
         """The kind the scanner reads a column as (text when a custom format converts it later)."""
