@@ -2874,6 +2874,24 @@ static PyObject *uncomment(PyObject *mod, PyObject *args) {
     return Py_BuildValue("(NO)", out, in_quote ? Py_True : Py_False);
 }
 
+/* quoted_cr(block, in_quote) -> (found, in_quote): whether a CR sits inside a
+ * double-quoted field of block (every " toggles), given whether one was open
+ * before it, and whether one is open after it (opening.py's lone-CR copy) */
+static PyObject *quoted_cr(PyObject *mod, PyObject *args) {
+    Py_buffer in;
+    int in_quote, found = 0;
+    if (!PyArg_ParseTuple(args, "y*p", &in, &in_quote)) return NULL;
+    const char *p = in.buf, *end = p + in.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (; p < end; p++) {
+        if (*p == '"') in_quote = !in_quote;
+        else if (*p == '\r' && in_quote) { found = 1; break; }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    return Py_BuildValue("(OO)", found ? Py_True : Py_False, in_quote ? Py_True : Py_False);
+}
+
 static PyMethodDef module_methods[] = {
     {"simd", simd, METH_VARARGS, "simd(on=None) -> the vector code in use; False forces the baseline"},
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
@@ -2882,6 +2900,7 @@ static PyMethodDef module_methods[] = {
     {"sample_columns", sample_columns, METH_VARARGS, "the sniffer's sample of a text without quotes, as columns"},
     {"sample_shapes", sample_shapes, METH_VARARGS, "the sniffer's sample of a text without quotes, typed"},
     {"unpad", unpad, METH_VARARGS, "unpad(block, delim, quote, escape, in_quote): blanks around quotes dropped"},
+    {"quoted_cr", quoted_cr, METH_VARARGS, "quoted_cr(block, in_quote): a CR inside double quotes?"},
     {"uncomment", uncomment, METH_VARARGS, "uncomment(block, mark, quote, in_quote): lines cut at comments"},
     {NULL},
 };

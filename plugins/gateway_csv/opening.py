@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +33,6 @@ COMPRESSIONS = ("auto", "none", "gzip", "zstd")
 _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
 _BLOCK = 1 << 20
 _CR = 1  # dialect.newline_kind of rows ending in a lone CR
-_QUOTE_OR_CR = re.compile(rb'["\r]')
 
 
 def open_csv(path: str, options: dict[str, Any]) -> Any:
@@ -136,14 +134,12 @@ def _check_quoted_cr(data: bytes, in_quote: bool, path: str) -> bool:
             rewriting the row ends to LF would change it (and which quote the file
             uses is not known yet).
     """
-    for mark in _QUOTE_OR_CR.finditer(data):
-        if mark.group() == b'"':
-            in_quote = not in_quote
-        elif in_quote:
-            raise Unsupported(f"{path}: the file ends its rows with a lone carriage return "
-                              "(CR) and also holds one inside a quoted field, which DuckDB "
-                              "keeps in the value; the csv engine cannot tell them apart. "
-                              "The duckdb engine reads it", engines=("duckdb",))
+    found, in_quote = _scanner.quoted_cr(data, in_quote)
+    if found:
+        raise Unsupported(f"{path}: the file ends its rows with a lone carriage return "
+                          "(CR) and also holds one inside a quoted field, which DuckDB "
+                          "keeps in the value; the csv engine cannot tell them apart. "
+                          "The duckdb engine reads it", engines=("duckdb",))
     return in_quote
 
 
