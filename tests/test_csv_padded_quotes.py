@@ -87,7 +87,7 @@ def test_padded_file_is_scanned_in_place():
         _end, _seen, out, _skipped, error, payload = _scanner.scan(
             f, 0, len(data), dialect, ((1, 0),), None, None, None, -1)
         assert error is None and out == 1
-        _validity, offsets, chars, _nulls = payload[0]
+        _validity, _offsets, chars, _nulls = payload[0]
         assert bytes(chars) == b"a, b"
     finally:
         f.close()
@@ -136,9 +136,27 @@ def test_a_cr_inside_quotes_of_a_lone_cr_file_is_refused_and_one_outside_is_read
     assert _scanner.quoted_cr(b'1,"a\rb"\r', False) == (True, True)
     assert _scanner.quoted_cr(b'1,"a\r', True) == (False, False)
     path = write(tmp_path, "cr.csv", 'a,b\r1,"x"\r2,"y\rz"\r')
-    with gateway_for(path, format="csv") as gw:
-        with pytest.raises(gateway.Unsupported, match="lone carriage return"):
-            gw.execute("SELECT * FROM t", engine="csv").to_arrow()
+    with gateway_for(path, format="csv") as gw, \
+            pytest.raises(gateway.Unsupported, match="lone carriage return"):
+        gw.execute("SELECT * FROM t", engine="csv").to_arrow()
     path = write(tmp_path, "ok.csv", 'a,b\r1,"x, y"\r2,"z"\r')
     with gateway_for(path, format="csv") as gw:
         assert_same(gw, "SELECT * FROM t")
+
+
+def test_a_padded_files_layout_is_kept_by_the_sniff_cache(tmp_path, monkeypatch):
+    """The layout kept on disk is the one typed on the unpadded head, so the next
+    process sniffs neither head."""
+    from gateway_csv import sniff_cache
+
+    monkeypatch.setenv("ARROWGATE_SNIFF_CACHE", str(tmp_path / "cache"))
+    path = write(tmp_path, "padded.csv", PADDED * 2000)
+    assert path.stat().st_size >= sniff_cache.MIN_BYTES
+    with gateway_for(path, format="csv") as gw:
+        first = assert_same(gw, "SELECT * FROM t")
+    entries = list((tmp_path / "cache").iterdir())
+    assert len(entries) == 1
+    kept = sniff_cache._read(entries[0])
+    assert kept is not None and kept.padded_quotes and kept.data_start == len(PADDED.split("\n")[0]) + 1
+    with gateway_for(path, format="csv") as gw:
+        assert gw.execute("SELECT * FROM t", engine="csv").to_arrow().equals(first)

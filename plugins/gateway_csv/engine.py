@@ -214,11 +214,11 @@ class CsvEngine(Engine):
                     hint="query it on a duckdb engine, or set fallback on the csv engine "
                          "to one")
             n = min(n * 2, SAMPLE_BYTES, size)
-        layout = sniffed(file, n, options, path=path, options_key=options_key)
-        if layout.padded_quotes and not layout.cut_comments:
-            from gateway_csv.opening import unpadded_layout
+        from gateway_csv.opening import unpadded_layout
 
-            layout = unpadded_layout(file, n, layout, options, path)
+        layout = sniffed(file, n, options, path=path, options_key=options_key,
+                         then=lambda head, found: unpadded_layout(head, n >= size, found,
+                                                                  options, path))
         if not keep:
             return layout
         with self._lock:

@@ -165,20 +165,23 @@ def without_comments(file: Any, comment: str, quote: str, delimiter: str, escape
     return _rewritten(file, fix)
 
 
-def unpadded_layout(file: Any, n: int, layout: Any, options: dict[str, Any], path: str) -> Any:
-    """The layout of a file whose quoted fields have blanks around them (``1, "a" ,2``),
-    sniffed on its first ``n`` bytes without those blanks, for the scanner to read
-    the file in place, skipping them (``padded_quotes``), with ``data_start`` an
-    offset in the file itself."""
+def unpadded_layout(head: bytes, complete: bool, layout: Any, options: dict[str, Any],
+                    path: str) -> Any:
+    """``layout``, sniffed on ``head``, as is, unless the file's quoted fields have
+    blanks around them (``1, "a" ,2``) and no comment follows values: then sniffed
+    again on the head without those blanks, for the scanner to read the file in
+    place, skipping them (``padded_quotes``), with ``data_start`` an offset in the
+    file itself. ``complete``: the head is the whole file."""
     from gateway_csv.layout import sniff
 
-    head = file.pread(0, n)
+    if not layout.padded_quotes or layout.cut_comments:
+        return layout
     d, q = ord(layout.delimiter), ord(layout.quote)
     e = ord(layout.escape) if layout.escape else -1
     unpadded, _ = _scanner.unpad(head, d, q, e, False)
     given = {**options, "delimiter": layout.delimiter, "quote": layout.quote,
              "escape": layout.escape, "comment": layout.comment}
-    found = sniff(unpadded, given, path=path, complete=n >= file.size)
+    found = sniff(unpadded, given, path=path, complete=complete)
     # unpadding keeps every line end: data_start is the same line's start in the file
     start = found.data_start
     if start and unpadded[start - 1:start] != b"\n":
