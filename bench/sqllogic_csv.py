@@ -117,7 +117,7 @@ def run_file(path: str, folder: str) -> dict[str, Any]:
                 try:
                     con.execute(sql)
                     dirty = True
-                except Exception:  # noqa: BLE001 - a statement the file expects to fail
+                except Exception:
                     pass
                 continue
             if dirty:
@@ -153,14 +153,14 @@ def classify(gw: Any, sql: str, compare: Any) -> str:
     try:
         expected = gw.execute(sql, engine="duck").to_arrow()
         duck_error = None
-    except Exception as exc:  # noqa: BLE001 - DuckDB's refusal is an outcome
+    except Exception as exc:
         expected, duck_error = None, exc
     try:
         result = gw.execute(sql, engine="csv")
         got = result.to_arrow()
         answered_by = result.notes.get("answered_by", result.engine)
         csv_error = None
-    except Exception as exc:  # noqa: BLE001 - the csv engine's refusal is an outcome
+    except Exception as exc:
         got, answered_by, csv_error = None, None, exc
     native = answered_by == "csv"
     if duck_error is not None:
@@ -183,7 +183,7 @@ def _worker(path: str, out: Any) -> None:
     with tempfile.TemporaryDirectory(prefix="sqllogic-") as folder:
         try:
             out.put(run_file(path, folder))
-        except BaseException as exc:  # noqa: BLE001 - reported as the file's crash
+        except BaseException as exc:
             out.put({"error": f"{type(exc).__name__}: {exc}"[:300]})
 
 
@@ -194,7 +194,7 @@ def run_isolated(path: str, timeout: float) -> dict[str, Any]:
     proc.start()
     try:
         return out.get(timeout=timeout)
-    except Exception:  # noqa: BLE001 - queue.Empty: a hang
+    except Exception:
         return {"hang": True}
     finally:
         proc.join(5)
