@@ -48,8 +48,10 @@ print(json.dumps(rows, default=float))
 """,
     "duckdb": r"""
 import json, sys, duckdb
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")  # it prints to stdout past 2 s
 t = "read_csv('" + sys.argv[1] + "')"
-print(json.dumps(duckdb.sql(sys.argv[2].format(t=t)).to_arrow_table().to_pylist(), default=float))
+print(json.dumps(con.sql(sys.argv[2].format(t=t)).to_arrow_table().to_pylist(), default=float))
 """,
 }
 
