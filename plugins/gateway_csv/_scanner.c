@@ -828,6 +828,7 @@ typedef struct {
     int comment; /* a line starting with it is skipped; -1 for none */
     int ncols;
     int trailing; /* every row ends in a delimiter: its last field, not a column, must be empty */
+    int pad; /* blanks may sit around quoted fields (1, "a" ,2): skipped, as DuckDB's state machine does */
     int skip_bad;
     int nnull;
     char **nulls;
@@ -866,7 +867,7 @@ static int bytes_dup(PyObject *o, char **out, size_t *n) {
     return 0;
 }
 
-/* dialect = (delim, quote, escape, ncols, skip_bad, nulls[, comment, trailing]); slots = ((col, kind), ...);
+/* dialect = (delim, quote, escape, ncols, skip_bad, nulls[, comment, trailing, pad]); slots = ((col, kind), ...);
  * filters = ((slot, op, ctype, value), ...); keys = ((slot, fn), ...); aggs = ((fn, slot), ...) */
 static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *filters, PyObject *keys,
                       PyObject *aggs) {
@@ -874,8 +875,8 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
     int delim;
     PyObject *nulls;
     p->comment = -1;
-    if (!PyArg_ParseTuple(dialect, "iiiipO!|ip", &delim, &p->quote, &p->escape, &p->ncols, &p->skip_bad,
-                          &PyTuple_Type, &nulls, &p->comment, &p->trailing))
+    if (!PyArg_ParseTuple(dialect, "iiiipO!|ipp", &delim, &p->quote, &p->escape, &p->ncols, &p->skip_bad,
+                          &PyTuple_Type, &nulls, &p->comment, &p->trailing, &p->pad))
         return -1;
     p->delim = (char)delim;
     p->nnull = (int)PyTuple_GET_SIZE(nulls);
@@ -1366,6 +1367,21 @@ static int quoted_field(const Plan *pl, const char **pp, const char *end, const 
     }
 }
 
+/* With pad: the field starting at p, moved past a blank when a quote follows it
+ * (DuckDB's state machine skips one blank before an opening quote, EMPTY_SPACE;
+ * a second blank, or one before anything else, is text) */
+static inline const char *quote_start(const Plan *pl, const char *p, const char *end) {
+    if (!pl->pad || pl->quote < 0) return p;
+    return end - p >= 2 && p[0] == ' ' && p[1] == (char)pl->quote ? p + 1 : p;
+}
+
+/* With pad: past the blanks after a closing quote */
+static inline const char *after_quote(const Plan *pl, const char *p, const char *end) {
+    if (pl->pad)
+        while (p < end && *p == ' ') p++;
+    return p;
+}
+
 static void unescape(const Plan *pl, const char *s, size_t n, Buf *b) {
     b->len = 0;
     if (buf_reserve(b, n + 1)) return;
@@ -1411,12 +1427,14 @@ static int count_row(const Plan *pl, const char *p, const char *end, int fields,
     while (p < end && *p == pl->delim) {
         p++;
         fields++;
+        p = quote_start(pl, p, end);
         if (p < end && *p == (char)pl->quote) {
             const char *s;
             size_t n;
             int esc;
             int e = quoted_field(pl, &p, end, &s, &n, &esc);
             if (e) return *next = end, e;
+            p = after_quote(pl, p, end);
         } else {
             while (p < end && *p != pl->delim && *p != '\n') p++;
         }
@@ -1477,13 +1495,14 @@ static int convert(Scan *sc, int si, const char *s, size_t n, int quoted, int es
 /* Skip field c (starting at *pp, possibly quoted) and the delimiter after it.
  * Returns E_NONE, an error, or -1 when the row ended instead. */
 static int skip_one_field(const Plan *pl, const char **pp, const char *end) {
-    const char *p = *pp;
+    const char *p = quote_start(pl, *pp, end);
     if (p < end && pl->quote >= 0 && *p == (char)pl->quote) {
         const char *s;
         size_t n;
         int esc;
         int e = quoted_field(pl, &p, end, &s, &n, &esc);
         if (e) return *pp = end, e;
+        p = after_quote(pl, p, end);
         if (p < end && *p == '\r' && (p + 1 == end || p[1] == '\n')) p++;
     } else {
         p = field_end(p, end, pl->delim);
@@ -1545,6 +1564,7 @@ static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
         const char *s;
         size_t n;
         int quoted = 0, esc = 0;
+        p = quote_start(pl, p, end);
         if (p < end && pl->quote >= 0 && *p == (char)pl->quote) {
             int e = quoted_field(pl, &p, end, &s, &n, &esc);
             if (e) {
@@ -1553,6 +1573,7 @@ static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
                 return e;
             }
             quoted = 1;
+            p = after_quote(pl, p, end);
             if (p < end && *p == '\r' && (p + 1 == end || p[1] == '\n')) p++;
             if (p < end && *p != pl->delim && *p != '\n') {
                 *pp = next_line(p, end);
@@ -2724,6 +2745,153 @@ static PyObject *simd(PyObject *mod, PyObject *args) {
 #endif
 }
 
+/* The byte after the line starting at p: past its \n, \r\n or lone \r (as
+ * bytes.splitlines ends lines), and in *body the end of its text before them. */
+static const char *line_after(const char *p, const char *end, const char **body) {
+    const char *q = p;
+    while (q < end && *q != '\n' && *q != '\r') q++;
+    const char *after = q;
+    if (after < end && *after == '\r') after++;
+    if (after < end && after[-1] == '\r' && *after == '\n') after++;
+    else if (after < end && *after == '\n') after++;
+    *body = q;
+    return after;
+}
+
+/* unpad(block, delim, quote, escape, in_quote) -> (block, in_quote): the lines of
+ * block without the blanks between a field's start and its opening quote and
+ * between its closing quote and the field's end (DuckDB's state machine skips
+ * them); dialect.unpad_quotes is the reference, line by line. */
+static PyObject *unpad(PyObject *mod, PyObject *args) {
+    Py_buffer in;
+    int delim, quote, escape, in_quote;
+    if (!PyArg_ParseTuple(args, "y*iiip", &in, &delim, &quote, &escape, &in_quote)) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, in.len);
+    if (!out) return PyBuffer_Release(&in), NULL;
+    const char *p = in.buf, *end = p + in.len;
+    char *o = PyBytes_AS_STRING(out);
+    char d = (char)delim, q = (char)quote, e = (char)escape;
+    int has_escape = escape >= 0 && escape != quote;
+    Py_BEGIN_ALLOW_THREADS
+    while (p < end) {
+        const char *n;
+        const char *next = line_after(p, end, &n);
+        int at_start = !in_quote;
+        while (p < n) {
+            if (in_quote) {
+                char c = *p;
+                if (has_escape && c == e && p + 1 < n) {
+                    *o++ = p[0];
+                    *o++ = p[1];
+                    p += 2;
+                    continue;
+                }
+                *o++ = c;
+                p++;
+                if (c == q) {
+                    if (p < n && *p == q) { /* a doubled quote */
+                        *o++ = q;
+                        p++;
+                        continue;
+                    }
+                    in_quote = 0;
+                    const char *j = p;
+                    while (j < n && *j == ' ') j++;
+                    if (j == n || *j == d) p = j; /* blanks after the closing quote */
+                }
+                continue;
+            }
+            if (at_start) {
+                const char *j = p;
+                if (j < n && *j == ' ') j++;
+                if (j < n && *j == q) { /* a blank before the opening quote */
+                    *o++ = q;
+                    p = j + 1;
+                    in_quote = 1;
+                    at_start = 0;
+                    continue;
+                }
+            }
+            char c = *p++;
+            *o++ = c;
+            at_start = c == d;
+        }
+        while (p < next) *o++ = *p++;
+    }
+    Py_END_ALLOW_THREADS
+    Py_ssize_t len = o - PyBytes_AS_STRING(out);
+    PyBuffer_Release(&in);
+    if (_PyBytes_Resize(&out, len) < 0) return NULL;
+    return Py_BuildValue("(NO)", out, in_quote ? Py_True : Py_False);
+}
+
+static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* uncomment(block, mark, quote, in_quote) -> (block, in_quote): the lines of block
+ * cut at their comment mark outside quotes (every quote character toggles), a line
+ * blank before it kept as a bare mark; dialect.cut_comment is the reference. */
+static PyObject *uncomment(PyObject *mod, PyObject *args) {
+    Py_buffer in;
+    int mark, quote, in_quote;
+    if (!PyArg_ParseTuple(args, "y*iip", &in, &mark, &quote, &in_quote)) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, in.len);
+    if (!out) return PyBuffer_Release(&in), NULL;
+    const char *p = in.buf, *end = p + in.len;
+    char *o = PyBytes_AS_STRING(out);
+    char m = (char)mark, q = (char)quote;
+    Py_BEGIN_ALLOW_THREADS
+    while (p < end) {
+        const char *n;
+        const char *next = line_after(p, end, &n);
+        const char *body = n;
+        while (body > p && (body[-1] == '\r' || body[-1] == '\n')) body--; /* rstrip("\r\n") */
+        const char *cut = NULL;
+        for (const char *c = p; c < body; c++) {
+            if (quote >= 0 && *c == q) in_quote = !in_quote;
+            else if (*c == m && !in_quote) { cut = c; break; }
+        }
+        if (!cut) {
+            memcpy(o, p, (size_t)(next - p));
+            o += next - p;
+        } else {
+            const char *c = p;
+            while (c < cut && is_space(*c)) c++;
+            if (c == cut) {
+                *o++ = m;
+            } else {
+                memcpy(o, p, (size_t)(cut - p));
+                o += cut - p;
+            }
+            memcpy(o, body, (size_t)(next - body));
+            o += next - body;
+        }
+        p = next;
+    }
+    Py_END_ALLOW_THREADS
+    Py_ssize_t len = o - PyBytes_AS_STRING(out);
+    PyBuffer_Release(&in);
+    if (_PyBytes_Resize(&out, len) < 0) return NULL;
+    return Py_BuildValue("(NO)", out, in_quote ? Py_True : Py_False);
+}
+
+/* quoted_cr(block, in_quote) -> (found, in_quote): whether a CR sits inside a
+ * double-quoted field of block (every " toggles), given whether one was open
+ * before it, and whether one is open after it (opening.py's lone-CR copy) */
+static PyObject *quoted_cr(PyObject *mod, PyObject *args) {
+    Py_buffer in;
+    int in_quote, found = 0;
+    if (!PyArg_ParseTuple(args, "y*p", &in, &in_quote)) return NULL;
+    const char *p = in.buf, *end = p + in.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (; p < end; p++) {
+        if (*p == '"') in_quote = !in_quote;
+        else if (*p == '\r' && in_quote) { found = 1; break; }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    return Py_BuildValue("(OO)", found ? Py_True : Py_False, in_quote ? Py_True : Py_False);
+}
+
 static PyMethodDef module_methods[] = {
     {"simd", simd, METH_VARARGS, "simd(on=None) -> the vector code in use; False forces the baseline"},
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
@@ -2731,6 +2899,9 @@ static PyMethodDef module_methods[] = {
     {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
     {"sample_columns", sample_columns, METH_VARARGS, "the sniffer's sample of a text without quotes, as columns"},
     {"sample_shapes", sample_shapes, METH_VARARGS, "the sniffer's sample of a text without quotes, typed"},
+    {"unpad", unpad, METH_VARARGS, "unpad(block, delim, quote, escape, in_quote): blanks around quotes dropped"},
+    {"quoted_cr", quoted_cr, METH_VARARGS, "quoted_cr(block, in_quote): a CR inside double quotes?"},
+    {"uncomment", uncomment, METH_VARARGS, "uncomment(block, mark, quote, in_quote): lines cut at comments"},
     {NULL},
 };
 

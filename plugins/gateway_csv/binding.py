@@ -400,6 +400,10 @@ def _raw_text(b: Binder, node: exp.Expression, t: str) -> None:
 
 def _concat(b: Binder, node: exp.Expression) -> str:
     left, right = b.type_of(node.this), b.type_of(node.expression)
+    if NULL in (left, right):
+        # DuckDB types `'x' || NULL` as NULL (an Arrow null column), not VARCHAR
+        raise Unsupported("the csv engine does not run || with a NULL constant",
+                          engines=ENGINES_FOR_MORE)
     _raw_text(b, node.this, left)
     _raw_text(b, node.expression, right)
     args = [VARCHAR if t in (TEXT, NULL) else BIGINT if t == INTEGER else t

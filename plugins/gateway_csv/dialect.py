@@ -181,9 +181,10 @@ def _beaten(chosen: _Choice, absent: set[str], delimiter: str, quote: str) -> bo
 
 def unpad_quotes(line: bytes, delimiter: bytes, quote: bytes, escape: bytes,
                  in_quote: bool) -> tuple[bytes, bool]:
-    """``line`` without the blanks between a field's start and its opening quote and
-    between its closing quote and the field's end, which DuckDB's state machine
-    skips (EMPTY_SPACE, and blanks after UNQUOTED); blanks anywhere else stay.
+    """``line`` without the blank between a field's start and its opening quote and
+    the blanks between its closing quote and the field's end, which DuckDB's state
+    machine skips (EMPTY_SPACE, one blank; blanks after UNQUOTED); blanks anywhere
+    else stay (two blanks before a quote make the field unquoted text, as in DuckDB).
     Returns the line and whether a quoted field is still open after it."""
     body = line.rstrip(b"\r\n")
     out = bytearray()
@@ -211,9 +212,7 @@ def unpad_quotes(line: bytes, delimiter: bytes, quote: bytes, escape: bytes,
                     i = j  # blanks after the closing quote
             continue
         if at_start:
-            j = i
-            while j < n and body[j:j + 1] == b" ":
-                j += 1
+            j = i + 1 if body[i:i + 1] == b" " else i
             if j < n and body[j:j + 1] == quote:
                 i = j  # blanks before the opening quote
                 out += quote

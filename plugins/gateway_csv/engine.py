@@ -214,7 +214,11 @@ class CsvEngine(Engine):
                     hint="query it on a duckdb engine, or set fallback on the csv engine "
                          "to one")
             n = min(n * 2, SAMPLE_BYTES, size)
-        layout = sniffed(file, n, options, path=path, options_key=options_key)
+        from gateway_csv.opening import unpadded_layout
+
+        layout = sniffed(file, n, options, path=path, options_key=options_key,
+                         then=lambda head, found: unpadded_layout(head, n >= size, found,
+                                                                  options, path))
         if not keep:
             return layout
         with self._lock:
@@ -225,24 +229,13 @@ class CsvEngine(Engine):
 
     def _rewritten(self, path: str, file: Any, layout: Layout,
                    options: dict[str, Any]) -> tuple[Any, Layout]:
-        """The file cut at its comments and without blanks around its quoted fields,
+        """The file cut at its comments (and without blanks around its quoted fields),
         and its layout, sniffed again in the dialect found."""
-        from gateway_csv.opening import without_comments, without_quote_padding
+        from gateway_csv.opening import without_comments
 
-        copy = file
         try:
-            if layout.cut_comments:
-                copy = without_comments(file, layout.comment, layout.quote)
-            if layout.padded_quotes:
-                unpadded = without_quote_padding(copy, layout.delimiter, layout.quote,
-                                                 layout.escape)
-                if copy is not file:
-                    copy.close()
-                copy = unpadded
-        except BaseException:
-            if copy is not file:
-                copy.close()
-            raise
+            copy = without_comments(file, layout.comment, layout.quote, layout.delimiter,
+                                    layout.escape, layout.padded_quotes)
         finally:
             file.close()
         given = {**options, "delimiter": layout.delimiter, "quote": layout.quote,
@@ -279,7 +272,7 @@ class CsvEngine(Engine):
                 except OSError as exc:
                     raise QueryError(f"cannot open {path}: {exc.strerror}", kind="resource") from None
                 layout = self.layout(path, file, options)
-                if layout.cut_comments or layout.padded_quotes:
+                if layout.cut_comments:
                     file, layout = self._rewritten(path, file, layout, options)
                 scanners.append(Scanner(path, file, layout, self._pool,
                                         self.config["chunk_bytes"], self.name, stop))

@@ -125,8 +125,8 @@ class Layout(Record):
         trailing: every data row ends in one more, empty, field, which is not a column.
         cut_comments: comments follow values on some lines (``1;3 # note``): the
             file is read through a copy cut at the comment character.
-        padded_quotes: blanks sit around quoted fields (``1, "a" ,2``): the file is
-            read through a copy without them.
+        padded_quotes: blanks sit around quoted fields (``1, "a" ,2``): the scanner
+            skips them (the types are sniffed on a head without them).
         lower_names: each name in lower case -> its column (worked out from ``names``).
     """
 
@@ -161,7 +161,7 @@ class Layout(Record):
         return (ord(self.delimiter), ord(self.quote) if self.quote else -1,
                 ord(self.escape) if self.escape else -1, self.ncols + self.trailing,
                 self.skip_bad, tuple(n.encode() for n in self.nulls),
-                ord(self.comment) if self.comment else -1, self.trailing)
+                ord(self.comment) if self.comment else -1, self.trailing, self.padded_quotes)
 
     def scan_kind(self, index: int) -> int:
         """The kind the scanner reads a column as (text when a custom format converts it later)."""
@@ -1076,6 +1076,7 @@ def _kinds(columns: list[_Column], null_set: tuple[str, ...]) \
         if kind == FLOAT:
             _refuse_blanks_of(col, null_set)
         if kind == STR:
+            _refuse_dates_past_the_scanner(col, null_set)
             shapes = col.shapes()
             if (shapes & SH_RADIX if shapes is not None else
                     _RADIX_START.search(col.joined) is not None):
@@ -1086,6 +1087,34 @@ def _kinds(columns: list[_Column], null_set: tuple[str, ...]) \
         if fmt is not None:
             formats[i] = fmt
     return kinds, formats
+
+
+#: the start of an ISO date, whatever its year's digits
+_DATE_START = LazyPattern(r"[ \t]*[0-9]{4,}-[0-9]{1,2}-[0-9]{1,2}", re.ASCII)
+#: a date DuckDB reads and the scanner does not: a year of five digits or more
+_LONG_YEAR = LazyPattern(r"[ \t]*[0-9]{5,}-", re.ASCII)
+
+
+def _refuse_dates_past_the_scanner(col: _Column, null_set: tuple[str, ...]) -> None:
+    """Refuse a text column of dates DuckDB reads as DATE or TIMESTAMP: its own BC form
+    (``0020-01-01 (BC)``) or a year past 9999 (``10000-01-01``), which the scanner's
+    parsers refuse, so that min/max, ORDER BY and comparisons would work on text."""
+    shapes = col.shapes()
+    if not col.count or (shapes is not None and not shapes & SH_DIGIT_FIRST):
+        return  # (the usual text column: its values are not read for this)
+    joined = col.joined
+    if not _DATE_START.match(joined):
+        return  # DuckDB types a column DATE only when every value is one, the first too
+    values = [v for v in col.values() if v not in null_set]
+    if not all(_DATE_START.match(v) for v in values):
+        return
+    odd = next((v for v in values if "(BC)" in v or _LONG_YEAR.match(v)), None)
+    if odd is not None:
+        from gateway.errors import Unsupported
+
+        raise Unsupported(f"the csv engine does not read dates such as {odd.strip()[:40]!r} "
+                          "(before year 1, or after 9999), which DuckDB types DATE or "
+                          "TIMESTAMP", engines=("duckdb",))
 
 
 #: a value DuckDB's integer cast reads in base 16 or 2 (``0x1F``, ``0b11``)

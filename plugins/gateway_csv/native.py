@@ -90,6 +90,7 @@ def _table() -> Iterator[Native]:
     for op in ("+", "-", "*", "/"):
         yield Native(op, "operator", (DOUBLE, DOUBLE), DOUBLE)
     yield Native("/", "operator", (BIGINT, BIGINT), DOUBLE)
+    yield Native("/", "operator", (INTEGER, INTEGER), DOUBLE)
     for t in (INTEGER, BIGINT, DOUBLE):
         yield Native("-", "operator", (t,), t)
         yield Native("abs", "function", (t,), t)

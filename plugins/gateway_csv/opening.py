@@ -10,27 +10,29 @@ bounded, and everything downstream (chunking, sniffing, errors) is unchanged.
 Byte offsets and line numbers in errors then refer to that decoded text.
 So is a file with comments after values (``1;3 # note``), which the scanner,
 skipping only whole comment lines, would read as part of the row: the copy
-cuts each line at its comment character. Blanks around quoted fields
-(``1, "a" ,2``) are dropped the same way.
+cuts each line at its comment character, a block at a time in C
+(``_scanner.uncomment``). Blanks around quoted fields (``1, "a" ,2``) are
+skipped by the scanner itself as it reads (the layout's ``padded_quotes``);
+only the sniffer's head is read through a copy without them
+(:func:`unpadded_layout`), and a file that needs a comment copy drops them
+in that copy (``_scanner.unpad``).
 """
 
 from __future__ import annotations
 
 import codecs
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
 from gateway.errors import ConfigError, QueryError, Unsupported
 from gateway_csv import _scanner
-from gateway_csv.dialect import cut_comment, newline_kind, unpad_quotes
+from gateway_csv.dialect import newline_kind
 
 COMPRESSIONS = ("auto", "none", "gzip", "zstd")
 _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
 _BLOCK = 1 << 20
 _CR = 1  # dialect.newline_kind of rows ending in a lone CR
-_QUOTE_OR_CR = re.compile(rb'["\r]')
 
 
 def open_csv(path: str, options: dict[str, Any]) -> Any:
@@ -132,45 +134,74 @@ def _check_quoted_cr(data: bytes, in_quote: bool, path: str) -> bool:
             rewriting the row ends to LF would change it (and which quote the file
             uses is not known yet).
     """
-    for mark in _QUOTE_OR_CR.finditer(data):
-        if mark.group() == b'"':
-            in_quote = not in_quote
-        elif in_quote:
-            raise Unsupported(f"{path}: the file ends its rows with a lone carriage return "
-                              "(CR) and also holds one inside a quoted field, which DuckDB "
-                              "keeps in the value; the csv engine cannot tell them apart. "
-                              "The duckdb engine reads it", engines=("duckdb",))
+    found, in_quote = _scanner.quoted_cr(data, in_quote)
+    if found:
+        raise Unsupported(f"{path}: the file ends its rows with a lone carriage return "
+                          "(CR) and also holds one inside a quoted field, which DuckDB "
+                          "keeps in the value; the csv engine cannot tell them apart. "
+                          "The duckdb engine reads it", engines=("duckdb",))
     return in_quote
 
 
-def without_comments(file: Any, comment: str, quote: str) -> Any:
-    """A copy of a mapped ``file`` whose lines end before their comment character.
+def without_comments(file: Any, comment: str, quote: str, delimiter: str, escape: str,
+                     padded: bool) -> Any:
+    """A copy of a mapped ``file`` whose lines end before their comment character,
+    and, when ``padded``, without the blanks around its quoted fields.
 
     As in DuckDB's state machine, the character starts a comment outside quoted
     fields only; a line that is blank before it becomes a bare comment line,
     which the scanner skips. The caller keeps ``file`` open (and closes it).
     """
-    mark, q = comment.encode(), quote.encode()
-    return _rewritten(file, lambda line, in_quote: cut_comment(line, mark, q, in_quote))
+    mark, q = ord(comment), ord(quote) if quote else -1
+    d, e = ord(delimiter), ord(escape) if escape else -1
+    states = [False, False]
+
+    def fix(block: bytes) -> bytes:
+        block, states[0] = _scanner.uncomment(block, mark, q, states[0])
+        if padded and q >= 0:
+            block, states[1] = _scanner.unpad(block, d, q, e, states[1])
+        return block
+
+    return _rewritten(file, fix)
 
 
-def without_quote_padding(file: Any, delimiter: str, quote: str, escape: str) -> Any:
-    """A copy of a mapped ``file`` without the blanks around its quoted fields
-    (``1, "a" ,2``), which DuckDB's state machine skips and the scanner would
-    read as text. The caller keeps ``file`` open (and closes it)."""
-    d, q, e = delimiter.encode(), quote.encode(), escape.encode()
-    return _rewritten(file, lambda line, in_quote: unpad_quotes(line, d, q, e, in_quote))
+def unpadded_layout(head: bytes, complete: bool, layout: Any, options: dict[str, Any],
+                    path: str) -> Any:
+    """``layout``, sniffed on ``head``, as is, unless the file's quoted fields have
+    blanks around them (``1, "a" ,2``) and no comment follows values: then sniffed
+    again on the head without those blanks, for the scanner to read the file in
+    place, skipping them (``padded_quotes``), with ``data_start`` an offset in the
+    file itself. ``complete``: the head is the whole file."""
+    from gateway_csv.layout import sniff
+
+    if not layout.padded_quotes or layout.cut_comments:
+        return layout
+    d, q = ord(layout.delimiter), ord(layout.quote)
+    e = ord(layout.escape) if layout.escape else -1
+    unpadded, _ = _scanner.unpad(head, d, q, e, False)
+    given = {**options, "delimiter": layout.delimiter, "quote": layout.quote,
+             "escape": layout.escape, "comment": layout.comment}
+    found = sniff(unpadded, given, path=path, complete=complete)
+    # unpadding keeps every line end: data_start is the same line's start in the file
+    start = found.data_start
+    if start and unpadded[start - 1:start] != b"\n":
+        raise Unsupported(f"{path}: its rows start after blanks around quoted fields the "
+                          "csv engine cannot place", engines=("duckdb",))
+    lines, at = unpadded.count(b"\n", 0, start), 0
+    for _ in range(lines):
+        at = head.index(b"\n", at) + 1
+    found.data_start, found.padded_quotes = at, True
+    return found
 
 
-def _rewritten(file: Any, fix: Callable[[bytes, bool], tuple[bytes, bool]]) -> Any:
-    """A mapped copy of ``file`` with each line passed through ``fix`` (which also
-    carries whether a quoted field is open from one line to the next)."""
+def _rewritten(file: Any, fix: Callable[[bytes], bytes]) -> Any:
+    """A mapped copy of ``file`` with each block of whole lines passed through ``fix``."""
     import tempfile
 
     fd, name = tempfile.mkstemp(prefix="arrowgate-csv-", suffix=".csv")
     try:
         with os.fdopen(fd, "wb") as copy:
-            in_quote, offset, held = False, 0, b""
+            offset, held = 0, b""
             while offset < file.size:
                 read = file.pread(offset, _BLOCK)
                 if not read:
@@ -181,13 +212,9 @@ def _rewritten(file: Any, fix: Callable[[bytes, bool], tuple[bytes, bool]]) -> A
                 block = held + read
                 offset += len(read)
                 cut = block.rfind(b"\n") + 1 if offset < file.size else len(block)
-                block, held = block[:cut], block[cut:]
-                lines = []
-                for line in block.splitlines(keepends=True):
-                    line, in_quote = fix(line, in_quote)
-                    lines.append(line)
-                copy.write(b"".join(lines))
-            copy.write(held)
+                copy.write(fix(block[:cut]))
+                held = block[cut:]
+            copy.write(fix(held) if held else held)
         copy_file = _scanner.File(name)
     finally:
         _remove(name)

@@ -56,6 +56,7 @@ _REFUSED = {
     exp.Join: "JOIN", exp.Subquery: "a subquery", exp.Window: "a window function",
     exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT", exp.With: "WITH",
     exp.Lateral: "LATERAL", exp.Pivot: "PIVOT", exp.Placeholder: "query parameters",
+    exp.Comprehension: "a list comprehension", exp.Lambda: "a lambda",
 }
 
 
@@ -141,12 +142,30 @@ def parse(sql: str) -> exp.Select:
         Unsupported: not a single SELECT, or a construct the engine refuses.
     """
     try:
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
-    except sqlglot.errors.ParseError as exc:
+        # a trailing `; -- note` is a Semicolon statement holding the comment
+        statements = [s for s in sqlglot.parse(sql, read="duckdb")
+                      if s is not None and not isinstance(s, exp.Semicolon)]
+    except sqlglot.errors.SqlglotError as exc:
+        # sqlglot's parser is not DuckDB's: it refuses SQL DuckDB reads (`SELECT 3!`,
+        # `ESCAPE chr(92)`), which is the fallback's; what DuckDB's parser refuses
+        # too is a syntax error
+        import duckdb
+
         first = str(exc).splitlines()[0]
-        raise QueryError(f"cannot parse the SQL: {first}", kind="syntax") from None
+        try:
+            duckdb.extract_statements(sql)
+        except duckdb.ParserException as duck:
+            raise QueryError(f"cannot parse the SQL: {str(duck).splitlines()[0]}",
+                             kind="syntax") from None
+        except duckdb.Error:
+            pass
+        raise Unsupported(f"the csv engine cannot parse the SQL: {first}",
+                          engines=ENGINES_FOR_MORE) from None
     if len(statements) != 1:
         raise QueryError(f"expected one statement, got {len(statements)}", kind="syntax")
+    if "+" in sql and _unary_plus(sql):
+        # sqlglot drops it (`SELECT +i` is `SELECT i`), and DuckDB names the column `(+(i))`
+        raise Unsupported("the csv engine does not run a unary +", engines=ENGINES_FOR_MORE)
     stmt = statements[0]
     for node_type, name in _REFUSED.items():
         if stmt.find(node_type) is not None:
@@ -231,6 +250,47 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
+#: the words after which a `+` is a sign, not an addition
+_BEFORE_OPERAND = frozenset({"SELECT", "WHERE", "AND", "OR", "NOT", "WHEN", "THEN", "ELSE", "CASE",
+                             "HAVING", "BY", "IN", "BETWEEN", "LIKE", "ILIKE", "IS", "ON",
+                             "DISTINCT", "ALL", "LIMIT", "OFFSET", "AS"})
+
+
+def _unary_plus(sql: str) -> bool:
+    from sqlglot.tokens import TokenType
+
+    operand_end = {TokenType.NUMBER, TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER,
+                   TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.STAR}
+    prev = None
+    for token in sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql):
+        if token.token_type == TokenType.PLUS and (prev is None or (
+                prev.token_type not in operand_end
+                and (not prev.text.replace("_", "").isalnum()
+                     or prev.text.upper() in _BEFORE_OPERAND))):
+            return True
+        prev = token
+    return False
+
+
+def _is_integer(node: exp.Literal) -> bool:
+    return not node.is_string and node.this.isdigit()
+
+
+def _table_names(select: exp.Select, table: tuple[str, bool] | None) -> set[str]:
+    """The names a column's qualifier may give the one table read: its alias, else its
+    name (a file's name without folder and extensions, as DuckDB names it)."""
+    source = select.args.get("from") or select.args.get("from_")
+    alias = source.this.alias if source is not None and source.this is not None else ""
+    if alias:
+        return {alias.lower()}
+    if table is None:
+        return set()
+    name = table[0]
+    if table[1]:
+        name = name.replace("\\", "/").rsplit("/", 1)[-1].split(".", 1)[0]
+    return {name.lower()}
+
+
 def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] | None) -> Query:
     """The query over ``layout``'s columns (None: a SELECT without FROM)."""
     if select.args.get("joins"):
@@ -247,8 +307,13 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
         _only(o, ("this", "desc", "nulls_first"), "ORDER BY")
     if select.args.get("distinct") is not None and select.args["distinct"].args.get("on"):
         raise unsupported(select, "DISTINCT ON")
+    tables = _table_names(select, table)
     for col in select.find_all(exp.Column):
-        # one table: qualifiers are noise, and identifiers are case-insensitive
+        # one table: a qualifier names it (DuckDB refuses another: `SELECT zzz.* FROM u`),
+        # and identifiers are case-insensitive
+        if col.table and (col.args.get("db") or col.table.lower() not in tables):
+            raise unsupported(col, f"the qualified column {col.sql(dialect='duckdb')[:60]} "
+                                   "(a table the query does not read by that name)")
         col.set("table", None)
         if isinstance(col.this, exp.Identifier):
             col.this.set("quoted", False)
@@ -280,13 +345,17 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
         items.append((name, item.this if isinstance(item, exp.Alias) else item))
 
     where = _conjuncts(select.args.get("where").this if select.args.get("where") else None)
+    column_names = {n.lower() for n in names}
+    item_aliases = {n.lower() for n, e in items} - column_names
     for cond in where:
+        if any(c.name.lower() in item_aliases for c in cond.find_all(exp.Column)):
+            # DuckDB reads a select alias in WHERE (`SELECT i % 2 AS k ... WHERE k <> 0`)
+            raise unsupported(cond, "a select alias in WHERE")
         if cond.find(exp.AggFunc) is not None:
             raise QueryError("aggregates are not allowed in WHERE",
                              hint="filter on aggregates with HAVING", kind="syntax")
 
     aliases = {name.lower(): expr for i, (name, expr) in enumerate(items) if i not in generated}
-    column_names = {n.lower() for n in names}
     group: list[exp.Expression] = []
     group_node = select.args.get("group")
     if group_node is not None:
@@ -319,7 +388,15 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
     order: list[tuple[exp.Expression, bool, bool]] = []
     order_node = select.args.get("order")
     if order_node is not None:
+        item_names = [n.lower() for n, _ in items]
         for o in order_node.expressions:
+            if isinstance(o.this, (exp.Boolean, exp.Null)) or (
+                    isinstance(o.this, exp.Literal) and not _is_integer(o.this)):
+                # DuckDB's binder refuses it ("ORDER BY non-integer literal has no effect")
+                raise unsupported(o, "ORDER BY a constant other than a position")
+            if isinstance(o.this, exp.Column) and item_names.count(o.this.name.lower()) > 1:
+                # `SELECT a, b AS a ... ORDER BY a`: DuckDB sorts by the alias
+                raise unsupported(o, f"ORDER BY {o.this.name}, a name two select items have")
             desc = bool(o.args.get("desc"))
             nulls_first = bool(o.args.get("nulls_first"))
             order.append((o.this, desc, nulls_first))
@@ -327,6 +404,8 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
     aggregates: dict[str, exp.Expression] = {}
     for node in [e for _, e in items] + ([having] if having else []) + [o[0] for o in order]:
         for agg in node.find_all(exp.AggFunc):
+            if isinstance(agg, exp.Count) and agg.this is None:
+                raise unsupported(agg, "COUNT() without an argument")
             if not isinstance(agg, _AGGREGATES):
                 raise unsupported(agg, f"the aggregate {agg.sql(dialect='duckdb')[:50]}")
             if agg.find(exp.AggFunc) is not agg or any(a.find(exp.AggFunc) for a in agg.args.values()

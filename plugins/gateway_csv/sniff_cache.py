@@ -22,6 +22,7 @@ import marshal
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ def folder() -> Path | None:
 
 
 def sniffed(file: Any, n: int, options: dict[str, Any], *, path: str,
-            options_key: str) -> Layout:
+            options_key: str, then: Callable[[bytes, Layout], Layout] | None = None) -> Layout:
     """:func:`gateway_csv.layout.sniff` of the first ``n`` bytes of ``file`` (a
     ``_scanner.File``), or the layout an earlier sniff of the same bytes, options
     (``options_key``: their canonical text) and code found.
@@ -64,6 +65,9 @@ def sniffed(file: Any, n: int, options: dict[str, Any], *, path: str,
     there, outside the scan's guard) and without the head's copy (an 8 MiB head
     is 2,048 pages of new memory, 5 ms here). A miss reads the head, sniffs it,
     and keeps the layout under the hash of the bytes it sniffed.
+
+    ``then``: called with the head and the sniffed layout, its answer is the layout
+    kept (a file with blanks around its quotes is typed on its head without them).
 
     Raises what :func:`sniff` raises (a failed sniff is not kept)."""
     complete = n >= file.size
@@ -75,6 +79,8 @@ def sniffed(file: Any, n: int, options: dict[str, Any], *, path: str,
             return found
     head = file.pread(0, n)
     layout = sniff(head, options, path=path, complete=complete)
+    if then is not None:
+        layout = then(head, layout)
     if where is not None:
         # keyed by the bytes sniffed, which a file written to meanwhile may not share
         # with the bytes hashed above
