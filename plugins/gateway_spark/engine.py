@@ -237,6 +237,9 @@ class SparkEngineSession(EngineSession):
 
     def execute(self, sql: str, parameters: Sequence[Any] | None,
                 handle: QueryHandle) -> EngineResult:
+        import pyarrow as pa
+        from pyspark.sql.types import StructType
+
         engine = self.engine
         text, values = engine.rewriter.rewrite(sql, parameters)
         self.mount([n for n in engine.sources if re.search(rf"\b{re.escape(n)}\b", text, re.I)])
@@ -248,17 +251,16 @@ class SparkEngineSession(EngineSession):
         self.spark.addTag(tag)
         try:
             frame = self.spark.sql(text, args=values) if values else self.spark.sql(text)
-            schema = _arrow_schema(frame.schema)
             client = self.spark.client
             chunks = client.to_table_as_iterator(frame._plan.to_proto(client),
                                                  frame._plan.observations)
             first = next(chunks, None)
+            # the server sends the schema first; asking for it would cost an analysis more
+            schema = _arrow_schema(first if isinstance(first, StructType) else frame.schema)
         except Exception as exc:
             raise self._error(exc, handle, text) from None
         finally:
             self.spark.removeTag(tag)
-        import pyarrow as pa
-
         batches = _stream(itertools.chain([first], chunks), chunks, schema,
                           lambda exc: self._error(exc, handle, text), lambda: _quietly(stop))
         # a reader closed before its first batch never runs the generator's ``finally``
