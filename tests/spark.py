@@ -88,9 +88,13 @@ def start_server(home: Path, folder: Path) -> SparkServer:
            "--conf", "spark.sql.catalogImplementation=in-memory",
            "--conf", f"spark.sql.warehouse.dir={folder / 'warehouse'}",
            "--conf", f"spark.local.dir={folder / 'scratch'}",
-           # 200 shuffle partitions (the default) cost seconds per query on 2 cores
+           # the tests' data is small and each query runs once: 200 shuffle partitions (the
+           # default) cost seconds per query on 2 cores, and so does compiling each plan to
+           # Java (whole-stage code generation) and the JIT's top tier, on a JVM this short-lived
            "--conf", "spark.sql.shuffle.partitions=2",
-           "--conf", f"spark.driver.extraJavaOptions=-Djava.io.tmpdir={folder}"]
+           "--conf", "spark.sql.codegen.wholeStage=false",
+           "--conf", f"spark.driver.extraJavaOptions=-Djava.io.tmpdir={folder} "
+                     "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"]
     started = time.monotonic()
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, cwd=folder, env=env, stdout=out,
