@@ -96,3 +96,35 @@ def test_missing_server_is_a_connection_error():
                                     "connect_timeout": 2}}}
     with gateway.connect(config) as gw, pytest.raises(gateway.EngineConnectionError):
         gw.execute("SELECT 1").to_arrow()
+
+
+def test_timeout_interrupts_the_spark_job(spark):
+    slow = "SELECT count(*) AS n FROM range(1000000000) a CROSS JOIN range(1000) b"
+    with gateway.connect(spark_config(spark, timeout=3)) as gw:
+        started = time.monotonic()
+        with pytest.raises(gateway.QueryTimeout):
+            gw.execute(slow).to_arrow()
+        assert time.monotonic() - started < 60
+
+
+def test_shadow_duckdb_with_spark_as_reference(spark, tmp_path, monkeypatch):
+    """Both engines read the same Parquet files; DuckDB's SQL runs on Spark transpiled."""
+    monkeypatch.chdir(tmp_path)  # shadow records go to ./.arrowgate
+    with gateway.connect({"engines": {"duck": {"type": "duckdb"}}, "sources": SOURCES}) as gw:
+        for name in SOURCES:
+            gw.execute(f"COPY (SELECT * FROM {name}) TO '{tmp_path / name}.parquet' "
+                       "(FORMAT parquet)").to_arrow()
+    sources = {name: {"path": str(tmp_path / f"{name}.parquet")} for name in SOURCES}
+    engines = {"duck": {"type": "duckdb"},
+               "spark": {"type": "spark", "remote": spark.remote, "transpile_from": "duckdb"}}
+    sql = ("SELECT z.borough, year(t.pickup_datetime) AS y, count(*) AS n, "
+           "round(avg(t.trip_distance), 3) AS dist, count(DISTINCT t.cab_type) AS cab_kinds "
+           "FROM trips t JOIN zones z ON t.pickup_zone = z.zone "
+           "GROUP BY z.borough, y ORDER BY n DESC, z.borough, y")
+    with gateway.connect({"engines": engines, "sources": sources}) as gw:
+        result = gw.execute(sql, engine="duck", shadow="spark")
+        answer = result.to_arrow()
+        record = result.shadow
+        record.wait(60)
+    assert answer.num_rows > 1
+    assert record.category == "match", record.message
