@@ -128,3 +128,13 @@ def test_shadow_duckdb_with_spark_as_reference(spark, tmp_path, monkeypatch):
         record.wait(60)
     assert answer.num_rows > 1
     assert record.category == "match", record.message
+
+
+def test_missing_pyspark_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # what an install without it sees
+    config = {"engines": {"spark": {"type": "spark", "remote": "sc://127.0.0.1:9"}}}
+    with gateway.connect(config) as gw, pytest.raises(gateway.ConfigError) as info:
+        gw.execute("SELECT 1").to_arrow()
+    assert "spark extra" in str(info.value.hint) and "pyspark" in str(info.value.hint)
