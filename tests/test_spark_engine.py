@@ -138,3 +138,21 @@ def test_missing_pyspark_names_the_extra(monkeypatch):
     with gateway.connect(config) as gw, pytest.raises(gateway.ConfigError) as info:
         gw.execute("SELECT 1").to_arrow()
     assert "spark extra" in str(info.value.hint) and "pyspark" in str(info.value.hint)
+
+
+def test_served_through_flight_sql(spark):
+    """``arrowgate serve`` with the spark engine as its default: the ADBC Flight SQL driver
+    reads Spark's answer, parameters included, like any engine's."""
+    import adbc_driver_flightsql.dbapi as dbapi
+
+    from tests.flight_support import serving
+
+    config = {"default_engine": "spark", **spark_config(spark)}
+    with serving(config) as server, dbapi.connect(server.location, autocommit=True) as conn, \
+            conn.cursor() as cur:
+        cur.execute("SELECT cab_type, count(*) AS n FROM trips GROUP BY cab_type "
+                    "ORDER BY cab_type")
+        table = cur.fetch_arrow_table()
+        assert table.column("cab_type").to_pylist() == ["fhv", "green", "yellow"]
+        cur.execute("SELECT count(*) AS n FROM trips WHERE cab_type = ?", parameters=["green"])
+        assert cur.fetch_arrow_table().column(0).to_pylist() == [113]
