@@ -51,6 +51,8 @@ SYSTEM_PACKAGES: dict[str, tuple[str, str]] = {
     "tdsodbc": ("odbc", "the odbc engine's SQL Server driver (FreeTDS)"),
     "gcc-mingw-w64-x86-64": ("mingw", "compile-checks the csv scanner's Windows file code"),
     "tmux": ("tmux", "the console's real-terminal tests (a hostile answer, quitting mid-query)"),
+    "default-jre-headless": ("spark", "Java for the local Spark Connect server of the spark "
+                             "engine's tests (tests/spark.py)"),
 }
 #: What building the csv engine's C scanner needs: a compiler and Python's headers.
 BUILD_PACKAGES = ("gcc", "python3-dev")
@@ -70,6 +72,8 @@ def _installed(package: str) -> bool:
         return shutil.which("x86_64-w64-mingw32-gcc") is not None
     if package == "tmux":
         return shutil.which("tmux") is not None
+    if package == "default-jre-headless":  # any Java will do (openjdk-17-jre-headless here)
+        return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
     if package == "gcc":
         compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
         return shutil.which(compiler.split()[0]) is not None

@@ -21,8 +21,9 @@ QUICKSTART = ROOT / "examples" / "quickstart" / "arrowgate.toml"
 # must not read layouts an earlier test kept. tests/test_csv_sniff_cache.py turns it on.
 os.environ["ARROWGATE_SNIFF_CACHE"] = "off"
 
-#: The throwaway PostgreSQL cluster (the ``postgres`` fixture) for any test that needs one.
-pytest_plugins = ["tests.pg"]
+#: The throwaway PostgreSQL cluster (``postgres``) and the local Spark Connect server
+#: (``spark``) for any test that needs one.
+pytest_plugins = ["tests.pg", "tests.spark"]
 
 
 def _dev_module():

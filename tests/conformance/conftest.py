@@ -40,7 +40,8 @@ def engine_under_test(request: pytest.FixtureRequest) -> Iterator[tuple[EngineUn
     eut: EngineUnderTest = request.param
     section = eut.engine_section(request)
     try:
-        gw = gateway.connect({"engines": {eut.name: section}, "sources": SOURCES})
+        gw = gateway.connect({"engines": {eut.name: section},
+                              "sources": eut.engine_sources(request)})
     except gateway.ConfigError as exc:
         pytest.fail(f"engine {eut.name!r} cannot be configured here: {exc}")
     with gw:

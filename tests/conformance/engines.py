@@ -55,6 +55,13 @@ class EngineUnderTest:
         """The section to configure; override to start what the engine needs first."""
         return self.section
 
+    def engine_sources(self, request: pytest.FixtureRequest) -> dict[str, Any]:
+        """The ``[sources]`` the engine mounts: the corpus' own, unless it needs them in
+        another form."""
+        from tests.conformance.corpus import SOURCES
+
+        return SOURCES
+
     def param(self) -> Any:
         return pytest.param(self, id=self.name, marks=self.marks)
 
@@ -161,6 +168,27 @@ class FlightSqlUnderTest(EngineUnderTest):
                               **self.section)
 
 
+@dataclass
+class SparkUnderTest(EngineUnderTest):
+    """The spark engine on the suite's local Spark Connect server (tests/spark.py), the
+    corpus transpiled from DuckDB's dialect; its sources are the corpus' files written as
+    Parquet by the reference DuckDB, so that both engines read the same types (Spark's
+    CSV inference types them otherwise)."""
+
+    def engine_section(self, request: pytest.FixtureRequest) -> dict[str, Any]:
+        return {**self.section, "remote": request.getfixturevalue("spark").remote}
+
+    def engine_sources(self, request: pytest.FixtureRequest) -> dict[str, Any]:
+        from tests.conformance.corpus import SOURCES
+
+        folder = request.getfixturevalue("tmp_path_factory").mktemp("spark-sources")
+        reference = request.getfixturevalue("reference")
+        for name in SOURCES:
+            reference.execute(f"COPY (SELECT * FROM {name}) TO '{folder / name}.parquet' "
+                              "(FORMAT parquet)").to_arrow()
+        return {name: {"path": str(folder / f"{name}.parquet")} for name in SOURCES}
+
+
 _SQLITE_NO_DATE_FUNCS = Gap("never", "SQLite has no year()/month()/date_trunc()",
                             raises=QueryError)
 
@@ -201,6 +229,15 @@ _ODBC_SQLITE_GAPS = {
                                      "column of no rows as text (schema divergence)"),
     "numeric_functions": Gap("never", "SQLite's ODBC driver hands round(19.45, 1) over as "
                              "19.5; DuckDB rounds the double 19.4499... to 19.4"),
+}
+
+#: Where Spark SQL (4.x, ANSI mode) answers the DuckDB-dialect corpus otherwise.
+_SPARK_GAPS: dict[str, Gap] = {
+    "case_coalesce_cast": Gap("never", "Spark's CAST(4.9 AS INT) truncates to 4; DuckDB rounds "
+                              "to 5 (values divergence)"),
+    "numeric_functions": Gap("never", "Spark's round(double, 1) rounds the double's shortest "
+                             "decimal text half up (19.45 -> 19.5); DuckDB rounds the double "
+                             "19.4499... to 19.4 (values divergence)"),
 }
 
 ENGINES: list[EngineUnderTest] = [
@@ -275,4 +312,6 @@ ENGINES: list[EngineUnderTest] = [
                          marks=(pytest.mark.postgres, pytest.mark.odbc)),
     SqlDatabaseUnderTest("odbc_sqlite", {"type": "odbc"}, database="sqlite",
                          gaps=_ODBC_SQLITE_GAPS, marks=(pytest.mark.odbc,)),
+    SparkUnderTest("spark", {"type": "spark", "transpile_from": "duckdb"},
+                   gaps=_SPARK_GAPS, marks=(pytest.mark.spark,)),
 ]
