@@ -44,6 +44,9 @@ CLASSES = [
     # types and names
     "SELECT 'x' || NULL FROM t",
     "SELECT +i FROM t",
+    # found on DuckDB's own test/sql files (aggregate/distinct, function/date)
+    "SELECT DISTINCT a FROM t ORDER BY a, b",
+    "SELECT DISTINCT i % 2 FROM t WHERE i < 3 ORDER BY i",
 ]
 
 
@@ -89,3 +92,15 @@ def test_a_text_column_of_dates_and_words_stays_native(tmp_path):
     path = write(tmp_path, "d.csv", "d\n10000-01-01\nhello\n")
     with gateway_for(path) as gw:
         assert_same(gw, "SELECT max(d) AS m FROM t")
+
+
+def test_date_trunc_by_a_column_goes_to_the_fallback(tmp_path):
+    """DuckDB's test_date_trunc.test: ``date_trunc(s, d)`` with the unit in a column was
+    answered natively, wrong: sqlglot reads the column s as the unit 's' (seconds)."""
+    path = write(tmp_path, "t.csv", "s,d\nyear,1992-12-02\nmonth,1993-03-04\nday,1994-05-06\n")
+    with gateway_for(path) as gw, pytest.raises(gateway.Unsupported):
+        gw.execute("SELECT date_trunc(s, d) FROM t", engine="csv").to_arrow()
+    with gateway_for(path, fallback="duck") as gw:
+        _same_outcome(gw, "SELECT date_trunc(s, d) AS t FROM t")
+        answer = gw.execute("SELECT date_trunc('month', d) AS m FROM t", engine="csv")
+        assert answer.notes.get("answered_by", "csv") == "csv"

@@ -419,6 +419,9 @@ def _temporal_arg(b: Binder, node: exp.Expression) -> str:
 
 
 def _date_trunc(b: Binder, node: exp.Expression) -> str:
+    if not isinstance(node.args.get("unit"), exp.Var | exp.Literal):
+        raise Unsupported("the csv engine runs date_trunc with a constant unit only",
+                          engines=ENGINES_FOR_MORE)
     return b.use("date_trunc", (VARCHAR, _temporal_arg(b, node.this)), node)
 
 
