@@ -34,7 +34,8 @@ from gateway.errors import ConfigError
 
 ENTRY_POINT_GROUP = "arrowgate"
 #: The built-in engine plugins: entry-point name (the engine type) and module.
-BUILT_IN = {name: f"gateway_{name}" for name in ("csv", "duckdb", "ducklake", "adbc", "odbc")}
+BUILT_IN = {name: f"gateway_{name}" for name in ("csv", "duckdb", "ducklake", "adbc", "odbc",
+                                                   "spark")}
 #: The commands each built-in plugin's ``arrowgate_register_commands`` adds or extends
 #: (tests/test_plugin_commands.py holds them to what it does): a core command's parser
 #: alone (:func:`gateway.cli.build_parser`) asks only those that extend that command.

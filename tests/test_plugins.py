@@ -134,7 +134,7 @@ def test_each_built_in_plugin_registers_the_type_of_its_own_name():
     from gateway.plugins import build_plugin_manager
 
     pm = build_plugin_manager()
-    assert pm.on_demand == {"adbc", "csv", "duckdb", "ducklake", "odbc"}
+    assert pm.on_demand == {"adbc", "csv", "duckdb", "ducklake", "odbc", "spark"}
     for name in pm.on_demand:
         assert [cls.type_name for cls in pm.subset_hook_caller(
             "arrowgate_engine_types", remove_plugins=[p for n, p in pm.list_name_plugin()

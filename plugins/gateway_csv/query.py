@@ -404,8 +404,10 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
                     isinstance(o.this, exp.Literal) and not _is_integer(o.this)):
                 # DuckDB's binder refuses it ("ORDER BY non-integer literal has no effect")
                 raise unsupported(o, "ORDER BY a constant other than a position")
-            if isinstance(o.this, exp.Column) and item_names.count(o.this.name.lower()) > 1:
-                # `SELECT a, b AS a ... ORDER BY a`: DuckDB sorts by the alias
+            if isinstance(o.this, exp.Column) and len({
+                    e.sql().lower() for n, e in items if n.lower() == o.this.name.lower()}) > 1:
+                # `SELECT a, b AS a ... ORDER BY a`: DuckDB sorts by the alias (two items of
+                # one name and one expression, `SELECT k, k ... ORDER BY k`, are one key)
                 raise unsupported(o, f"ORDER BY {o.this.name}, a name two select items have")
             if select.args.get("distinct") is not None and any(
                     c.name.lower() not in item_names for c in o.this.find_all(exp.Column)):

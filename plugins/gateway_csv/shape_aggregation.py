@@ -354,6 +354,9 @@ class _Resolved(Record):
             out_types.append(found)
         order = []
         for name, _ in shape.order:
+            named = [i for i, r in enumerate(referable) if r == name.lower()]
+            if len({outputs[i] for i in named if i < len(outputs)}) > 1:
+                return None  # two items of one name, each its own value: the planner's to judge
             if name.lower() in referable:
                 order.append((False, referable.index(name.lower())))
             elif Term(None, name).key in key_of and layout.column_index(name) is not None:
