@@ -47,6 +47,7 @@ CLASSES = [
     # found on DuckDB's own test/sql files (aggregate/distinct, function/date)
     "SELECT DISTINCT a FROM t ORDER BY a, b",
     "SELECT DISTINCT i % 2 FROM t WHERE i < 3 ORDER BY i",
+    "SELECT 'j': 42",
 ]
 
 
@@ -104,3 +105,11 @@ def test_date_trunc_by_a_column_goes_to_the_fallback(tmp_path):
         _same_outcome(gw, "SELECT date_trunc(s, d) AS t FROM t")
         answer = gw.execute("SELECT date_trunc('month', d) AS m FROM t", engine="csv")
         assert answer.notes.get("answered_by", "csv") == "csv"
+
+
+def test_a_bare_select_is_a_syntax_error_as_in_duckdb(tmp_path):
+    """DuckDB's test_scalar_projection.test: ``SELECT`` alone was answered natively (no
+    columns, no rows) where DuckDB refuses it."""
+    path = write(tmp_path, "t.csv", U)
+    with gateway_for(path) as gw, pytest.raises(gateway.QueryError, match="selection list"):
+        gw.execute("SELECT", engine="csv").to_arrow()
