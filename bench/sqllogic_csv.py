@@ -112,7 +112,7 @@ def run_file(path: str, folder: str) -> dict[str, Any]:
     gw = None
     dirty = True
     try:
-        for kind, sql in recs:
+        for _kind, sql in recs:
             # a write is run, not compared, whether a ``statement`` or a ``query`` record
             # (``query I`` over a CREATE TABLE AS checks its row count)
             if not _is_query(sql):

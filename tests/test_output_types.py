@@ -45,6 +45,8 @@ TYPES = {
     "struct_of_bit_and_union": "{'b': '1'::BIT, 'u': union_value(num := 2)::UNION(num INT, str VARCHAR)}",
     "map_of_intervals": "MAP {'k': INTERVAL 2 DAY}",
     "list_of_varints": "[1::VARINT, NULL]",
+    "map_keyed_by_lists": "MAP {[1, 2]: 3}",  # histogram() of a list column
+    "empty_maps_in_a_list": "[MAP {}]",  # typed MAP(NULL, NULL)
     "null": "NULL",
 }
 SQL = "SELECT " + ", ".join(f"{sql} AS {name}" for name, sql in TYPES.items())
@@ -83,6 +85,8 @@ def test_the_documented_text_forms(cli):
     assert row["list_of_intervals"] == ["P1D", None]
     assert row["map_of_intervals"] == {"k": "P2D"}
     assert row["list_of_varints"] == [1, None]
+    assert row["map_keyed_by_lists"] == {"[1, 2]": 3}
+    assert row["empty_maps_in_a_list"] == [{}]
 
     done = cli("query", "--format", "csv",
                "SELECT INTERVAL 90 MINUTE AS i, (-5)::VARINT AS v, '\\xFF'::BLOB AS b")
