@@ -21,6 +21,7 @@ import pytest
 
 from gateway.output import FORMATS
 from tests.conftest import ROOT
+from tests.hang_guard import HANG_GUARD
 
 #: One column of each type DuckDB hands to Arrow, and nested combinations among them.
 TYPES = {
@@ -110,7 +111,7 @@ def test_a_terminated_write_leaves_no_partial_file(tmp_path, signum):
         [sys.executable, "-m", "gateway.cli", "query", "--format", "csv", "--output", str(out),
          "SELECT i, repeat('x', 100) AS pad FROM range(100000000) t(i)"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_GUARD
     while not any(p.name.endswith(".partial") and p.stat().st_size > 0
                   for p in tmp_path.iterdir()):
         assert time.monotonic() < deadline and proc.poll() is None
