@@ -237,6 +237,33 @@ def test_a_conflict_that_exhausts_retries_is_a_clear_error(postgres, tmp_path):
     assert total == 50 * sum(succeeded)  # a failed commit left nothing behind
 
 
+@pytest.mark.postgres
+def test_a_transaction_that_loses_a_commit_race_is_a_conflict_to_run_again(postgres, tmp_path):
+    """Two gateways' transactions update one row; the second COMMIT conflicts. DuckDB calls
+    it a TransactionContext error, which had no kind: a client could not tell it from a
+    bug. It is ``constraint`` (as a conflict whose retries ran out), says nothing of the
+    transaction was committed and what to do, and keeps DuckLake's reason."""
+    section = pg_lake(postgres, tmp_path)
+    with gateway.connect({"engines": {"lake": section}}) as one, \
+            gateway.connect({"engines": {"lake": section}}) as two:
+        rows(one, "CREATE TABLE acct AS SELECT 1 AS id, 100 AS balance")
+        with one.session("lake") as a, two.session("lake") as b:
+            for session in (a, b):
+                session.execute("BEGIN").to_arrow()
+            a.execute("UPDATE acct SET balance = balance - 1 WHERE id = 1").to_arrow()
+            b.execute("UPDATE acct SET balance = balance + 5 WHERE id = 1").to_arrow()
+            a.execute("COMMIT").to_arrow()
+            with pytest.raises(gateway.QueryError) as info:
+                b.execute("COMMIT").to_arrow()
+        assert info.value.kind == "constraint"
+        message = str(info.value)
+        assert "conflicted with another writer" in message, message
+        assert "nothing of the transaction was committed" in message
+        assert "Transaction conflict" in message  # DuckLake's own reason
+        assert "again" in (info.value.hint or "")
+        assert scalar(two, "SELECT balance FROM acct") == 99
+
+
 def test_listing_engines_does_not_start_duckdb(cli, tmp_path):
     config = tmp_path / "arrowgate.toml"
     config.write_text(f'[engines.lake]\ntype = "ducklake"\ncatalog = "sqlite:{tmp_path}/c.sqlite"\n'

@@ -372,6 +372,17 @@ class DuckLakeEngine(DuckDBEngine):
                 " ran out; nothing of this statement was committed", engine=self.name,
                 kind="constraint",
                 hint="run the statement again; raise max_retry_count if writers often collide")
+        if "transaction conflict" in lower:
+            # DuckLake retries only commits it can merge; one that touched rows another
+            # writer changed fails at once, as DuckDB's "TransactionContext Error"
+            reason = next((line for line in message.splitlines()
+                           if "transaction conflict" in line.lower()), message)
+            return QueryError(
+                f"the commit conflicted with another writer of the lake ({reason.strip()}); "
+                "nothing of the transaction was committed", engine=self.name,
+                kind="constraint",
+                hint="run the transaction again from its start (its BEGIN, or the statement "
+                     "alone in autocommit)")
         exc.message = message
         exc.args = (str(exc),)
         return exc
