@@ -50,6 +50,7 @@ ENGINES = ("duck", "spark")
 #: half a unit of the 6th decimal (and a float's rounding of it): Spark's AVG of a DECIMAL
 #: and its decimal quotients have scale 6 where DuckDB answers a DOUBLE
 SCALE_6 = 5.000001e-7
+DIRECTIONS = {"duck_vs_spark": ("duck", "spark"), "spark_vs_duck": ("spark", "duck")}
 
 
 def config(data: Path, remote: str, threads: int) -> dict[str, Any]:
@@ -143,16 +144,19 @@ def main() -> None:
                 row["duck_vs_spark"] = verdict(gw, query.sql, "duck", "spark")
                 if args.both:
                     row["spark_vs_duck"] = verdict(gw, query.sql, "spark", "duck")
-                if row["duck_vs_spark"]["category"] == "values":
-                    # Spark's decimal average and quotient keep 6 decimals where DuckDB's are
-                    # doubles: within half a unit of the 6th decimal, is that all?
-                    row["within_scale_6"] = verdict(gw, f"-- arrowgate: abs_tol={SCALE_6}\n"
-                                                    f"{query.sql}", "duck", "spark")
+                for key, (primary, reference) in DIRECTIONS.items():
+                    if row.get(key, {}).get("category") == "values":
+                        # Spark's decimal average and quotient keep 6 decimals where DuckDB's
+                        # are doubles: within half a unit of the 6th decimal, is that all?
+                        row[f"{key}_within_scale_6"] = verdict(
+                            gw, f"-- arrowgate: abs_tol={SCALE_6}\n{query.sql}", primary,
+                            reference)
                 print(f"{query.name}: {row['duck_vs_spark']['category']}", file=sys.stderr)
                 rows.append(row)
             for query, row in zip(queries, rows, strict=True):
-                agreed = row.get("within_scale_6", row["duck_vs_spark"])["category"]
-                if agreed not in ("match", "nondeterministic"):
+                agreed = [row.get(f"{key}_within_scale_6", row[key])["category"]
+                          for key in DIRECTIONS if key in row]
+                if any(v not in ("match", "nondeterministic") for v in agreed):
                     continue  # answers first: a query that diverges gets no speed figure
                 times: dict[str, list[float]] = {e: [] for e in ENGINES}
                 for engine in ENGINES:
@@ -182,13 +186,12 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, load: tuple[flo
     print("|" + "---|" * (head.count("|") - 1))
     ratios = []
     for row in rows:
-        cells = [row["query"], row["duck_vs_spark"]["category"]]
-        if both:
-            cells.append(row["spark_vs_duck"]["category"])
-        if "within_scale_6" in row:
-            cells = [c if c != "values" else
-                     f"values; {row['within_scale_6']['category']} within {SCALE_6:.1e}"
-                     for c in cells]
+        cells = [row["query"]]
+        for key in DIRECTIONS if both else ["duck_vs_spark"]:
+            cell = row[key]["category"]
+            if f"{key}_within_scale_6" in row:
+                cell += f"; {row[f'{key}_within_scale_6']['category']} within {SCALE_6:.1e}"
+            cells.append(cell)
         if "ms" in row:
             duck, spark = row["ms"]["duck"], row["ms"]["spark"]
             ratio = statistics.median(spark) / statistics.median(duck)
@@ -204,7 +207,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, load: tuple[flo
           f"peak RSS: gateway process (DuckDB) {peaks['gateway_process_mb']:.0f} MB, "
           f"Spark JVM {peaks['spark_jvm_mb'] or 0:.0f} MB; {args.rounds} rounds")
     for row in rows:
-        for key in ("duck_vs_spark", "spark_vs_duck", "within_scale_6"):
+        for key in [*DIRECTIONS, *(f"{k}_within_scale_6" for k in DIRECTIONS)]:
             v = row.get(key)
             if v and v["category"] not in ("match",):
                 print(f"\n{row['query']} ({key}): {v['category']}: {v['message']}")
