@@ -27,6 +27,7 @@ from gateway.capture import CapturedStatement, CaptureWriter
 from gateway.errors import GatewayError
 from gateway.flight import catalog, messages, querylog, sqlinfo
 from gateway.flight.ahead import read_ahead
+from gateway.flight.allocator import AtRest
 from gateway.flight.auth import Authenticator, AuthMiddlewareFactory, NoopAuthHandler
 from gateway.flight.backend import Backend
 from gateway.flight.errors import kind, send_kind, sends_kind, to_flight
@@ -100,6 +101,8 @@ class FlightSqlServer(flight.FlightServerBase):
         self.settings = settings
         self.auth = Authenticator(settings)
         self.sessions = SessionStore(settings.session_idle)
+        self.at_rest = AtRest()  # the allocator's free memory given back once nothing runs
+        self._statements = 0
         self.queries = Queries(settings)
         self.prepared = PreparedStatements(settings.session_idle)
         self.transactions = Transactions(settings.transaction_idle)
@@ -359,6 +362,7 @@ class FlightSqlServer(flight.FlightServerBase):
         query log's) starts at the call's arrival, ``earlier`` seconds before that for
         a prepared statement's first execution (the time its prepare took)."""
         started = _arrival(context) - earlier
+        self._statements += 1  # (not exact across threads: it only has to change)
         wall = time.time() - (time.monotonic() - started)
         statement = capture_kind(sql)
         write = statement != "read"
@@ -763,6 +767,7 @@ class FlightSqlServer(flight.FlightServerBase):
             self.transactions.expire()
             self.sessions.expire(self.settings.transaction_idle)
             self.auth.expire()
+            self.at_rest.seen(self._statements, len(self.queries.running()), time.monotonic())
 
     def drain(self, grace: float) -> None:
         """Refuse new queries, give running streams ``grace`` seconds, then cancel the rest."""
