@@ -43,6 +43,7 @@ import adbc_driver_flightsql.dbapi as dbapi  # noqa: E402
 import pyarrow.flight as flight  # noqa: E402
 
 from gateway.flight import messages as M  # noqa: E402
+from gateway.flight.allocator import AtRest  # noqa: E402
 from gateway.flight.settings import hash_password  # noqa: E402
 from tests.serve_process import Served, served  # noqa: E402
 
@@ -336,7 +337,7 @@ def rest_figures(service: Served) -> dict[str, float]:
             time.sleep(0.1)
         else:
             raise ModelFailure(f"still running at rest: {running}")
-    time.sleep(0.5)
+    time.sleep(AtRest().quiet + 2)  # the service gives free memory back once at rest
     return {"rss_mb": round(service.rss_mb(), 1), "fds": service.fds(),
             "threads": service.threads()}
 
