@@ -11,13 +11,15 @@
 3. The floor: two plain DuckDB interpreters (2.0.1, then 1.5.5 from arrowgate's
    managed install), one after the other, each a Python process of its own that
    mounts the same CSV file as a view and runs every captured statement with its
-   parameters, reading each answer whole (``fetch_arrow_table``); the sum of
+   parameters, reading each answer whole (``to_arrow_table``); the sum of
    their wall times, start-up included. The replay should stay within 1.2x of it.
-4. The ratios: per statement shape, the replay's duck201/duck155 p50 ratio
-   (from its JSON report) beside ``arrowgate bench``'s
-   (:func:`gateway.bench.run_benchmark`, each engine in a process of its own,
-   median of ``--rounds`` rounds) on one statement of the shape whose answers
-   agree, its parameters written in as literals. They should agree within 15%.
+4. The ratios on the same statements: per shape, one statement whose answers
+   agreed, its parameters written in as literals (``arrowgate bench`` takes
+   none), ``--rounds`` times: ``arrowgate shadow``'s duck201/duck155 ratio
+   (median over median) beside ``arrowgate bench``'s
+   (:func:`gateway.bench.run_benchmark`, each engine in a process of its own).
+   They should agree within 15%. The replay's own per-shape p50 ratios (with
+   the captured parameters bound) are printed after them.
 
 Each step runs ``--repeat`` times, alternating replay and floor; the median and
 min-max are printed, with the load average (this is a 2-core machine others share).
@@ -51,7 +53,7 @@ con.execute(f"CREATE VIEW trips AS FROM read_csv('{sys.argv[2]}')")
 failed = 0
 for sql, parameters in statements:
     try:
-        con.execute(sql, parameters).fetch_arrow_table()
+        con.sql(sql, params=parameters).to_arrow_table()
     except duckdb.Error:
         failed += 1
 print(duckdb.__version__, len(statements), failed)
@@ -77,8 +79,10 @@ def capture(folder: Path, statements: int) -> None:
 
 
 def replay(folder: Path, out: Path) -> float:
+    """``arrowgate shadow`` on a capture folder (or a corpus) in a process of its own: its
+    wall time."""
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "gateway.startup", "--config", str(CONFIG),
+    done = subprocess.run([sys.executable, "-m", "gateway.cli", "--config", str(CONFIG),
                            "shadow", "--primary", "duck201", "--reference", "duck155",
                            str(folder), "--no-store", "--json", str(out)],
                           capture_output=True, text=True, timeout=1800, cwd=ROOT)
@@ -117,23 +121,46 @@ def inlined(sql: str, parameters: tuple[Any, ...] | None) -> str:
     return "".join(a + b for a, b in zip(parts, [*map(literal, parameters), ""], strict=True))
 
 
-def bench_ratios(queries: list[Any], report: dict[str, Any], rounds: int
-                 ) -> dict[str, float | None]:
-    """``arrowgate bench``'s duck201/duck155 ratio on one agreeing statement per shape."""
+def same_statements(queries: list[Any], report: dict[str, Any], rounds: int, where: Path
+                    ) -> list[tuple[str, int, float | None, float | None]]:
+    """Per shape, one statement whose answers agreed in the replay, its parameters written
+    in as literals (``arrowgate bench`` takes none): ``arrowgate shadow``'s ratio on it
+    (median primary ms over median reference ms of ``rounds`` runs, one after the other
+    in one corpus) beside ``arrowgate bench``'s (``rounds`` rounds, each engine in a
+    process of its own)."""
     from gateway.bench import GatewayEngine, run_benchmark
     from gateway.corpus import Query
     from gateway.sql.kinds import fingerprint
 
     chosen: dict[str, str] = {}
+    seen: dict[str, int] = {}
     for q, entry in zip(queries, report["queries"], strict=True):
+        shape = fingerprint(q.sql)
+        seen[shape] = seen.get(shape, 0) + 1
         if entry["category"] == "match":
-            chosen.setdefault(fingerprint(q.sql), inlined(q.sql, q.parameters))
-    corpus = [Query(name=shape[:12], sql=sql, file="capture") for shape, sql in chosen.items()]
+            chosen.setdefault(shape, inlined(q.sql, q.parameters))
+    corpus = where / "same.sql"
+    corpus.write_text("".join(f"-- name: s{i}_{n}\n{sql};\n" for i, sql in
+                              enumerate(chosen.values()) for n in range(rounds)))
+    out = where / "same.json"
+    replay(corpus, out)
+    timed: dict[str, tuple[list[float], list[float]]] = {}
+    for entry in json.loads(out.read_text())["queries"]:
+        if entry["primary_ms"] is not None and entry["reference_ms"] is not None:
+            p, r = timed.setdefault(entry["name"].split("_")[0], ([], []))
+            p.append(entry["primary_ms"])
+            r.append(entry["reference_ms"])
     result = run_benchmark([GatewayEngine("duck201", str(CONFIG)),
-                            GatewayEngine("duck155", str(CONFIG))], corpus, rounds=rounds,
-                           baseline="duck155")
-    return {shape: result.queries[i].ratio("duck201", "duck155")
-            for i, shape in enumerate(chosen)}
+                            GatewayEngine("duck155", str(CONFIG))],
+                           [Query(name=f"s{i}", sql=sql, file="capture")
+                            for i, sql in enumerate(chosen.values())],
+                           rounds=rounds, baseline="duck155")
+    rows = []
+    for i, (shape, sql) in enumerate(chosen.items()):
+        p, r = timed.get(f"s{i}", ([], []))
+        mine = statistics.median(p) / statistics.median(r) if p and r else None
+        rows.append((sql, seen[shape], mine, result.queries[i].ratio("duck201", "duck155")))
+    return rows
 
 
 def main() -> None:
@@ -175,14 +202,19 @@ def main() -> None:
               f"{spread(floors)}; replay / interpreters: "
               f"{spread([r / f for r, f in zip(replays, floors, strict=True)])}x")
         print(report["summary"]["line"])
-        ratios = bench_ratios(queries, report, args.rounds)
-        print("\n| shape | seen | replay ratio (p50) | bench ratio (median) | replay / bench |\n"
+        rows = same_statements(queries, report, args.rounds, Path(where))
+        print("\nThe same statements (one per shape, parameters as literals), "
+              f"{args.rounds} runs each:\n\n"
+              "| statement | seen | shadow ratio | bench ratio | shadow / bench |\n"
               "|---|---:|---:|---:|---:|")
-        for row in report["shapes"]:
-            mine, theirs = row["ratio"], ratios.get(row["shape"])
+        for sql, seen, mine, theirs in rows:
             agree = f"{mine / theirs:.2f}" if mine and theirs else "-"
-            print(f"| `{row['sql'][:70]}` | {row['seen']} | {mine or '-'} | "
+            print(f"| `{sql[:70]}` | {seen} | {'-' if mine is None else f'{mine:.3f}'} | "
                   f"{'-' if theirs is None else f'{theirs:.3f}'} | {agree} |")
+        print("\nThe replay's own ratios by shape (p50 over the captured runs, parameters "
+              "bound):\n\n| shape | seen | replay ratio (p50) |\n|---|---:|---:|")
+        for row in report["shapes"]:
+            print(f"| `{row['sql'][:70]}` | {row['seen']} | {row['ratio'] or '-'} |")
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

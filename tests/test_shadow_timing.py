@@ -65,3 +65,26 @@ def test_the_reference_starting_is_not_the_primarys_time(gw, monkeypatch):
     finally:
         sys.setswitchinterval(interval)
     assert record.primary_ms < 150, record.primary_ms
+
+
+def test_a_statement_text_is_read_once_for_its_kind(monkeypatch):
+    """A replay asks a statement's kind twice (whether to run it, then the shadow's own
+    check), and a prepared text comes back with every parameter set: sqlglot read it
+    each time (a sixth of a replay's work besides the engines')."""
+    from gateway.sql import kinds
+
+    parsed = []
+    parse = kinds.parse
+
+    def counted(sql, dialect):
+        parsed.append(sql)
+        return parse(sql, dialect)
+
+    monkeypatch.setattr(kinds, "parse", counted)
+    sql = "SELECT count(*) AS n FROM trips WHERE passenger_count = ? -- read once"
+    assert kinds.is_read(sql, "duckdb") and kinds.is_read(sql, "duckdb")
+    assert kinds.statement_kind(sql, "duckdb") == "read"
+    assert parsed == [sql]
+    long = "SELECT 1 AS a" + " " * kinds._COUNT_KEPT_CHARS
+    assert kinds.statement_kind(long, "duckdb") == kinds.statement_kind(long, "duckdb")
+    assert parsed == [sql, long, long]  # long texts are not kept
