@@ -88,3 +88,20 @@ def test_a_statement_text_is_read_once_for_its_kind(monkeypatch):
     long = "SELECT 1 AS a" + " " * kinds._COUNT_KEPT_CHARS
     assert kinds.statement_kind(long, "duckdb") == kinds.statement_kind(long, "duckdb")
     assert parsed == [sql, long, long]  # long texts are not kept
+
+
+def test_both_engines_are_timed_from_opening_their_session(gw, monkeypatch):
+    """The primary's statement opens its session inside its time (as `arrowgate bench`'s
+    does); the reference's session was opened before its clock started, so a 1 ms
+    statement's ratio was twice bench's."""
+    engine_type = type(gw.engine("a"))
+    opened = engine_type.open_session
+
+    def slow_open(self, *args, **kwargs):
+        time.sleep(0.2)
+        return opened(self, *args, **kwargs)
+
+    monkeypatch.setattr(engine_type, "open_session", slow_open)
+    record = _shadowed(gw)
+    assert record.primary_ms >= 200 and record.reference_ms >= 200, \
+        (record.primary_ms, record.reference_ms)
