@@ -57,9 +57,14 @@ def equal_as_multisets(p: pa.Table, r: pa.Table,
 
     if p.num_rows != r.num_rows or p.schema != r.schema:
         return False
+    import duckdb
+
     keys = [("__hash", "ascending")]
     if hashes is None:
-        hashes = (row_hashes(p), row_hashes(r))
+        try:
+            hashes = (row_hashes(p), row_hashes(r))
+        except (duckdb.Error, pa.ArrowException):
+            return False  # a type DuckDB does not read from Arrow: the pairing decides
     else:
         keys += [(f.name, "ascending") for f in p.schema if not pa.types.is_nested(f.type)]
     ordered = []
