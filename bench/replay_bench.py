@@ -22,7 +22,9 @@
    the captured parameters bound) are printed after them.
 
 Each step runs ``--repeat`` times, alternating replay and floor; the median and
-min-max are printed, with the load average (this is a 2-core machine others share).
+min-max are printed, of wall seconds and of the CPU seconds of the step's
+processes (less sensitive to other work on the machine), with the load average
+(this is a 2-core machine others share).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import argparse
 import dataclasses
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -76,6 +79,11 @@ def capture(folder: Path, statements: int) -> None:
                                     capture_output=True, text=True, timeout=600, check=True)
             print(played.stdout.strip())
             server.capture.flush()
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def replay(folder: Path, out: Path) -> float:
@@ -183,14 +191,16 @@ def main() -> None:
         queries = replay_queries(folder)
         listed.write_text(json.dumps([[q.sql, None if q.parameters is None else
                                        list(q.parameters)] for q in queries]))
-        replays, floors = [], []
+        replays, floors, cpu = [], [], {"replay": [], "floor": []}
         for i in range(args.repeat):
             for step in (("replay", "floor") if i % 2 == 0 else ("floor", "replay")):
+                before = _children_cpu()
                 if step == "replay":
                     replays.append(replay(folder, out))
                 else:
                     seconds, lines = floor(listed, duck155.root)
                     floors.append(seconds)
+                cpu[step].append(_children_cpu() - before)
         report = json.loads(out.read_text())
 
         def spread(xs: list[float]) -> str:
@@ -201,6 +211,9 @@ def main() -> None:
         print(f"replay s: {spread(replays)}; two interpreters one after the other s: "
               f"{spread(floors)}; replay / interpreters: "
               f"{spread([r / f for r, f in zip(replays, floors, strict=True)])}x")
+        print(f"CPU s (the processes' own, less sensitive to the load): replay "
+              f"{spread(cpu['replay'])}; interpreters {spread(cpu['floor'])}; replay / "
+              f"interpreters: {spread([r / f for r, f in zip(cpu['replay'], cpu['floor'], strict=True)])}x")
         print(report["summary"]["line"])
         rows = same_statements(queries, report, args.rounds, Path(where))
         print("\nThe same statements (one per shape, parameters as literals), "
