@@ -208,3 +208,27 @@ def test_a_text_is_read_once_and_each_caller_gets_its_own_reading(monkeypatch):
     long = "SELECT random() AS r" + " " * nondeterminism._KEPT_CHARS
     assert Nondeterminism.of(long).functions == Nondeterminism.of(long).functions == ["rand"]
     assert read == [sql, long, long]  # long texts are not kept
+
+
+def test_a_query_shape_is_read_once_and_each_caller_gets_its_own(monkeypatch):
+    """As for nondeterminism: a replay compares the answers to one prepared text with every
+    parameter set, and sqlglot read its shape each time (issue 37)."""
+    import sqlglot
+
+    from gateway.query_shape import QueryShape
+
+    read = []
+    parse = sqlglot.parse
+
+    def counted(sql, *args, **kwargs):
+        read.append(sql)
+        return parse(sql, *args, **kwargs)
+
+    monkeypatch.setattr(sqlglot, "parse", counted)
+    sql = "SELECT g, count(*) FROM t GROUP BY g ORDER BY g -- shape read once"
+    first = QueryShape.of(sql, "duckdb")
+    first.order.clear()
+    first.group_keys.append(True)
+    second = QueryShape.of(sql, "duckdb")
+    assert read == [sql]
+    assert [t.column for t in second.order] == [0] and second.group_keys == [True, False]
