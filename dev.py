@@ -6,7 +6,9 @@
                              # wheel-check below and pytest
     python3 dev.py system    # install the system packages the tests need (CI runs this)
     python3 dev.py wheel-check  # the wheel alone in a clean venv: demo, a shadowed query,
-                                # init of each example (what the suite's venv cannot show)
+                                # each example's commands (its README.md), then again with
+                                # [all]: what the suite's venv cannot show (--network: also
+                                # the commands that download, e.g. DuckDB releases)
 
 The virtual environment is made once in .venv and refreshed when
 pyproject.toml changes. The system packages (SYSTEM_PACKAGES) are installed
@@ -29,6 +31,7 @@ import sys
 import sysconfig
 import venv
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -181,35 +184,201 @@ def test(extra: list[str]) -> None:
     run(BIN / "ruff", "check", "gateway", "plugins", "tests", "examples", "bench", "dev.py")
     run(BIN / "mypy")
     run(BIN / "lint-imports")
-    wheel_check()  # ~35 s: the wheel alone, as a user installs it
+    wheel_check()  # the wheel alone, as a user installs it, then with [all]
     workers = ["-n", "2"] if not any(a.startswith("-n") for a in extra) else []
     run(PY, "-m", "pytest", *workers, *extra)
 
 
-def wheel_check() -> None:
-    """Build the wheel, install it with no extras into a clean venv (pip's own cache and
-    configuration), and run what a new user runs first."""
+def wheel_check(network: bool = False) -> None:
+    """Build the wheel and install it alone into a clean venv (pip's own cache and
+    configuration, an empty arrowgate cache): run what a new user runs first, then, in the
+    folder `arrowgate init NAME` writes, the commands each example's README.md lists.
+    A second clean venv with every extra ([all]) runs a shadowed query and the examples
+    with a command that needs an extra. Commands that need the network run only with
+    --network; each skipped command is printed with why."""
     import tempfile
+    import time
+    import tomllib
 
+    commands = _example_commands_module()
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="arrowgate-wheel-") as tmp:
-        out, env_dir, work = Path(tmp) / "dist", Path(tmp) / "venv", Path(tmp) / "work"
+        out = Path(tmp) / "dist"
         run(PY, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", out, ".")
-        venv.create(env_dir, with_pip=True)
-        bin_dir = env_dir / BIN.name
-        run(bin_dir / "python", "-m", "pip", "install", "-q", next(out.glob("*.whl")))
-        work.mkdir()
-        arrowgate = str(bin_dir / "arrowgate")
-        (work / "arrowgate.toml").write_text('default_engine = "duck"\n[engines.duck]\n'
-                                              'type = "duckdb"\n[engines.d2]\ntype = "duckdb"\n')
-        steps = [[arrowgate, "demo"],
-                 [arrowgate, "query", "-e", "duck", "--shadow", "d2", "SELECT 42 AS a"]]
-        examples = sorted(p.name for p in (ROOT / "examples").iterdir()
-                          if p.is_dir() and p.name != "data")
-        steps += [[arrowgate, "init", name] for name in examples]
-        for step in steps:
-            print("+", " ".join(step[1:]), flush=True)
-            if subprocess.run(step, cwd=work).returncode != 0:
-                sys.exit(f"wheel-check: `arrowgate {' '.join(step[1:])}` failed from the wheel")
+        wheel = next(out.glob("*.whl"))
+        network_needs = {"network"} if network else set()
+        bare = _WheelVenv(Path(tmp), "base", str(wheel))
+        bare.step(["arrowgate", "demo"])
+        bare.step(["arrowgate", "query", "-e", "duck", "--shadow", "d2", "SELECT 42 AS a"])
+        for name in bare.example_names():
+            bare.run_example(name, commands, network_needs)
+        full = _WheelVenv(Path(tmp), "all", f"{wheel}[all]")
+        full.step(["arrowgate", "query", "-e", "duck", "--shadow", "d2", "SELECT 42 AS a"])
+        extras = {f"extra:{name}" for name in tomllib.loads(
+            (ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]}
+        for name in full.example_names():  # those with a command that needs an extra
+            if any(n.startswith("extra:") for c in bare.commands_of(name, commands)
+                   for n in c.needs):
+                full.run_example(name, commands, network_needs | extras, only_extras=True)
+    skipped = bare.skipped + full.skipped
+    print(f"wheel-check: passed in {time.monotonic() - began:.0f} s; ran "
+          f"{bare.ran + full.ran} example commands, skipped {skipped}"
+          + ("" if network else " (--network runs those that need the network)"), flush=True)
+
+
+def _example_commands_module() -> Any:
+    """gateway/example_commands.py (standard library only), loaded without gateway's imports."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("arrowgate_example_commands",
+                                                  ROOT / "gateway" / "example_commands.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look the module up
+    spec.loader.exec_module(module)
+    return module
+
+
+class _WheelVenv:
+    """A clean venv holding the wheel (and the extras in ``requirement``), with a folder to
+    work in and an empty arrowgate cache."""
+
+    def __init__(self, tmp: Path, name: str, requirement: str) -> None:
+        import time
+
+        self.began = time.monotonic()
+        self.dir, self.work = tmp / f"venv-{name}", tmp / f"work-{name}"
+        self.name, self.ran, self.skipped = name, 0, 0
+        print(f"wheel-check: a clean venv with {Path(requirement).name}", flush=True)
+        venv.create(self.dir, with_pip=True)
+        self.bin = self.dir / BIN.name
+        # --no-compile: byte-compiling every module of [all] (pyspark's thousands) took most
+        # of its install; Python compiles what it imports anyway
+        run(self.bin / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+            "--no-compile", requirement)
+        self.work.mkdir()
+        (self.work / "arrowgate.toml").write_text(
+            'default_engine = "duck"\n[engines.duck]\ntype = "duckdb"\n'
+            '[engines.d2]\ntype = "duckdb"\n')
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "ARROWGATE_CONFIG", "PYTHONHOME")}
+        self.env = {**env, "PATH": f"{self.bin}{os.pathsep}{env.get('PATH', '')}",
+                    "VIRTUAL_ENV": str(self.dir), "ARROWGATE_HOME": str(tmp / "home")}
+
+    def clock(self) -> str:
+        """Seconds since this venv was begun (its install included)."""
+        import time
+
+        return f"{time.monotonic() - self.began:.0f}s"
+
+    def step(self, argv: list[str], cwd: Path | None = None) -> None:
+        print(f"+ [{self.name} {self.clock()}] " + " ".join(argv), flush=True)
+        done = subprocess.run([str(self.bin / argv[0]), *argv[1:]], cwd=cwd or self.work,
+                              env=self.env)
+        if done.returncode != 0:
+            sys.exit(f"wheel-check: `{' '.join(argv)}` failed from the wheel "
+                     f"(exit {done.returncode})")
+
+    def example_names(self) -> list[str]:
+        listed = subprocess.run([str(self.bin / "python"), "-c",
+                                 "from gateway.commands.init import example_names;"
+                                 "print(*example_names())"],
+                                env=self.env, capture_output=True, text=True, check=True)
+        return listed.stdout.split()
+
+    def commands_of(self, name: str, commands: Any) -> list[Any]:
+        folder = self.work / name
+        if not folder.exists():
+            self.step(["arrowgate", "init", name])
+        readme = folder / "README.md"
+        if not readme.is_file():
+            sys.exit(f"wheel-check: the example {name} has no README.md listing its commands")
+        listed: list[Any] = commands.read_commands(readme.read_text())
+        return listed
+
+    def run_example(self, name: str, commands: Any, at_hand: set[str],
+                    only_extras: bool = False) -> None:
+        """Run the example's commands whose needs are ``at_hand`` in the folder `init`
+        wrote; ``only_extras``: only those that need an extra, and the services (background
+        commands) they talk to, as the base venv ran the rest."""
+        folder = self.work / name
+        listed = self.commands_of(name, commands)
+        if not listed:
+            sys.exit(f"wheel-check: {name}/README.md lists no commands under "
+                     f"{commands.HEADING!r}")
+        jobs: list[subprocess.Popen[bytes] | None] = []
+        try:
+            for command in listed:
+                if only_extras and not command.background and command.stops_job is None \
+                        and not any(n.startswith("extra:") for n in command.needs):
+                    continue
+                missing = command.missing(at_hand)
+                job = command.stops_job
+                if job is not None and (job > len(jobs) or jobs[job - 1] is None):
+                    missing = [f"background command %{job} (it was skipped)"]
+                if missing:
+                    self.skipped += 1
+                    words = [f"the {m[6:]} extra" if m.startswith("extra:") else m
+                             for m in missing]
+                    print(f"- [{self.name} {self.clock()}] {name}: skipped `{command.text}`: "
+                          f"needs {' and '.join(words)}: {command.why or 'see README.md'}",
+                          flush=True)
+                    if command.background:
+                        jobs.append(None)
+                    continue
+                self.ran += 1
+                print(f"+ [{self.name} {self.clock()}] {name}: {command.text}", flush=True)
+                if command.background:
+                    jobs.append(_start_service(command.text[:-1].strip(), folder, self.env))
+                elif job is not None:
+                    _stop_service(jobs[job - 1])
+                    jobs[job - 1] = None
+                else:
+                    done = subprocess.run(command.text, shell=True, cwd=folder, env=self.env)
+                    if done.returncode != command.exit_code:
+                        sys.exit(f"wheel-check: the example {name}'s `{command.text}` exited "
+                                 f"{done.returncode} (README.md says {command.exit_code})")
+        finally:
+            for proc in jobs:
+                _stop_service(proc)
+
+
+def _start_service(text: str, folder: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start a background command and wait for its first line on stderr (a service's
+    "listening on ..."), which is echoed with the rest of its output."""
+    import threading
+
+    proc = subprocess.Popen(text, shell=True, cwd=folder, env=env, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    ready = threading.Event()
+
+    def echo() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            sys.stderr.write("  | " + line.decode(errors="replace"))
+            sys.stderr.flush()
+            ready.set()
+        ready.set()
+
+    threading.Thread(target=echo, daemon=True).start()
+    ready.wait(120)
+    if proc.poll() is not None:
+        sys.exit(f"wheel-check: `{text}` exited {proc.returncode} before it served")
+    return proc
+
+
+def _stop_service(proc: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM to the background command's process group, as `kill %N` would send."""
+    import signal
+
+    if proc is None or proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def main() -> None:
@@ -226,7 +395,7 @@ def main() -> None:
     elif sys.argv[1] == "test":
         test(sys.argv[2:])
     elif sys.argv[1] == "wheel-check":
-        wheel_check()
+        wheel_check(network="--network" in sys.argv[2:])
 
 
 if __name__ == "__main__":

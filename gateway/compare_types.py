@@ -152,8 +152,20 @@ def _common_type(a: pa.DataType, b: pa.DataType, opts: CompareOptions) -> pa.Dat
     if ka == "map":
         key, item = _common_type(a.key_type, b.key_type, opts), \
             _common_type(a.item_type, b.item_type, opts)
-        return None if key is None or item is None else pa.map_(key, item)
+        if key is None or item is None:
+            return None
+        return map_of(a, key, item)
     return a if a == b else None
+
+
+def map_of(like: Any, key: Any, item: Any) -> Any:
+    """The map type of ``like`` with ``key`` and ``item`` types, its fields otherwise kept:
+    ``pa.map_(key, item)`` makes a non-nullable key field, which a null key type (the
+    empty maps DuckDB types ``MAP(NULL, NULL)``) may not have."""
+    import pyarrow as pa
+
+    return pa.map_(like.key_field.with_type(key), like.item_field.with_type(item),
+                   keys_sorted=like.keys_sorted)
 
 
 #: the fields a month_day_nano interval is compared as: each apart, or with 30-day months
@@ -187,7 +199,7 @@ def _intervals_as_fields(t: pa.DataType, opts: CompareOptions) -> pa.DataType:
     if pa.types.is_large_list(t):
         return pa.large_list(_intervals_as_fields(t.value_type, opts))
     if pa.types.is_map(t):
-        return pa.map_(t.key_type, _intervals_as_fields(t.item_type, opts))
+        return map_of(t, t.key_type, _intervals_as_fields(t.item_type, opts))
     return t
 
 
@@ -295,8 +307,10 @@ def _plain_array(column: Any) -> Any:
         return pa.StructArray.from_arrays([_plain_array(column.field(i))
                                            for i in range(t.num_fields)],
                                           fields=list(_plain_type(t)), mask=mask)
-    flat = column.cast(pa.large_list(t.value_type)) if pa.types.is_list(t) else column
-    return pa.LargeListArray.from_arrays(flat.offsets, _plain_array(flat.values), mask=mask)
+    # offsets widened by hand: a cast to a large list aborted the process (an Arrow C++
+    # check, not a Status) for DuckDB's empty maps, whose key field is ``null not null``
+    return pa.LargeListArray.from_arrays(column.offsets.cast(pa.int64()),
+                                         _plain_array(column.values), mask=mask)
 
 
 def _counting(n: int) -> Any:
@@ -385,7 +399,7 @@ def _decimal256_as_text(t: pa.DataType) -> pa.DataType:
         return pa.struct([t.field(i).with_type(_decimal256_as_text(t.field(i).type))
                           for i in range(t.num_fields)])
     if pa.types.is_map(t):
-        return pa.map_(_decimal256_as_text(t.key_type), _decimal256_as_text(t.item_type))
+        return map_of(t, _decimal256_as_text(t.key_type), _decimal256_as_text(t.item_type))
     if pa.types.is_large_list(t):
         return pa.large_list(_decimal256_as_text(t.value_type))
     return t
@@ -414,14 +428,58 @@ def _cast_to(column: Any, target: pa.DataType) -> Any:
         return pa.nulls(len(column), target)
     if pa.types.is_floating(target) and pa.types.is_decimal(column.type):
         return pc.cast(column, target, safe=False)
+    cast = _cast_holding_maps if _holds_map(column.type) else _cast_plainly
     try:
-        return column.cast(target)
+        return cast(column, target, True)
     except pa.ArrowInvalid:
         # integers past 2**53 inside a nested value: rounded to the nearest float (the
         # one known limit of the equivalences; at the top level they are kept exact)
         if contains_float(target) and _holds_int_or_decimal(column.type):
-            return pc.cast(column, target, safe=False)
+            return cast(column, target, False)
         raise
+
+
+def _cast_plainly(column: Any, target: Any, safe: bool) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.cast(column, target, safe=safe)
+
+
+def _cast_holding_maps(column: Any, target: Any, safe: bool) -> Any:
+    """``column`` (which holds a map) cast to ``target`` part by part: Arrow's own cast
+    of a map aborted the process (a C++ check, not a Status) when it held DuckDB's
+    empty maps, whose key field is ``null not null`` (``MAP {[1]: MAP {}}``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    t = array.type
+    if t == target:
+        return array
+    if not _holds_map(t):
+        return pc.cast(array, target, safe=safe)
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_struct(t) and pa.types.is_struct(target):
+        return pa.StructArray.from_arrays(
+            [_cast_holding_maps(array.field(i), target.field(i).type, safe)
+             for i in range(t.num_fields)], fields=list(target), mask=mask)
+    if pa.types.is_map(t) and pa.types.is_map(target):
+        first, last = array.offsets[0].as_py(), array.offsets[-1].as_py()
+        keys = _cast_holding_maps(array.keys.slice(first, last - first), target.key_type, safe)
+        items = _cast_holding_maps(array.items.slice(first, last - first), target.item_type,
+                                   safe)
+        return pa.MapArray.from_arrays(pc.subtract(array.offsets, first), keys, items,
+                                       type=target, mask=mask)
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and \
+            (pa.types.is_list(target) or pa.types.is_large_list(target)):
+        first, last = array.offsets[0].as_py(), array.offsets[-1].as_py()
+        values = _cast_holding_maps(array.values.slice(first, last - first),
+                                    target.value_type, safe)
+        offsets = pc.subtract(array.offsets, first).cast(
+            pa.int64() if pa.types.is_large_list(target) else pa.int32())
+        build = pa.LargeListArray if pa.types.is_large_list(target) else pa.ListArray
+        return build.from_arrays(offsets, values, type=target, mask=mask)
+    return pc.cast(array, target, safe=safe)
 
 
 def _holds_map(t: Any) -> bool:
@@ -455,6 +513,10 @@ def _maps_in_key_order(column: Any) -> Any:
         values = array.values.slice(array.offset * t.list_size, len(array) * t.list_size)
         return pa.FixedSizeListArray.from_arrays(_maps_in_key_order(values),
                                                  type=t, mask=mask)
+    if pa.types.is_map(t) and pa.types.is_null(t.key_type):
+        # DuckDB's empty maps (MAP(NULL, NULL)): no entry to sort, and rebuilding one
+        # aborts the process in Arrow's C++ (its null keys fail a check, not a Status)
+        return array
     first, last = array.offsets[0].as_py(), array.offsets[-1].as_py()
     offsets = pc.subtract(array.offsets, first)
     if pa.types.is_map(t):
@@ -491,11 +553,28 @@ def _entries_in_key_order(column: Any) -> Any:
         if pc.all(ordered, skip_nulls=False).as_py():
             return maps
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        pass  # keys Arrow does not compare (structs): sorted below
-    order = pc.sort_indices(pa.table({"o": owner, "k": keys}),
-                            sort_keys=[("o", "ascending"), ("k", "ascending")])
+        pass  # keys Arrow does not compare (lists, structs): sorted below
+    by = pa.table({"o": owner, "k": keys})
+    try:
+        order = pc.sort_indices(by, sort_keys=[("o", "ascending"), ("k", "ascending")])
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # keys Arrow cannot sort
+        order = _sorted_by_duckdb(by)
     return pa.MapArray.from_arrays(offsets, keys.take(order), items.take(order), type=maps.type,
                                    mask=maps.is_null() if maps.null_count else None)
+
+
+def _sorted_by_duckdb(by: Any) -> Any:
+    """The indices that sort ``by`` on its columns ``o`` then ``k``, by DuckDB: map keys
+    that are lists or structs (``histogram`` over lists), which Arrow's sort refuses.
+    Any total order will do, as long as both answers' maps are sorted the same way."""
+    import duckdb
+    import pyarrow as pa
+
+    rows = by.append_column("i", pa.array(range(by.num_rows), pa.int64()))
+    with duckdb.connect() as con:
+        con.register("entries", rows)
+        return con.sql("SELECT i FROM entries ORDER BY o, k").to_arrow_table().column(0) \
+            .combine_chunks()
 
 
 def _exact_side_fits_float(column: Any) -> bool:

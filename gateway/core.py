@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.config import EngineConfig, GatewayConfig, load_config
 from gateway.engine import Engine
-from gateway.errors import ConfigError, EngineConnectionError, GatewayError, QueryError
+from gateway.errors import (
+    ConfigError,
+    EngineConnectionError,
+    GatewayError,
+    QueryError,
+    Unsupported,
+)
 from gateway.handles import RunningQuery
 from gateway.plugins import PluginManager, build_plugin_manager, engine_types
 from gateway.result import Result
@@ -260,6 +266,28 @@ class Gateway:
         """The configured engines whose type declares ``capability``."""
         return tuple(name for name, cfg in self.config.engines.items()
                      if capability in self.engine_types[cfg.type].capabilities(cfg.options))
+
+    def name_engines(self, error: Unsupported) -> Unsupported:
+        """``error`` with the engine types it lists as the configured engines of those types.
+
+        An engine plugin knows types, not the configuration's names: the csv engine's
+        "engines that can run it: duckdb" is "duck" where the DuckDB engine is called
+        that. A type no engine is configured with stays, said to be unconfigured; a hint
+        of the plugin's own words is kept as it is.
+        """
+        names: list[str] = []
+        for entry in error.engines:
+            of_type = [name for name, cfg in self.config.engines.items() if cfg.type == entry]
+            if entry in self.config.engines or entry not in self.engine_types:
+                names.append(entry)
+            else:
+                names += of_type or [f"a {entry} engine (none is configured)"]
+        names = list(dict.fromkeys(names))
+        if tuple(names) != error.engines:
+            if error.hint == "engines that can run it: " + ", ".join(error.engines):
+                error.hint = "engines that can run it: " + ", ".join(names)
+            error.engines = tuple(names)
+        return error
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
         """Call a query hook; a plugin's failure is a warning, never the statement's."""

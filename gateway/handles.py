@@ -93,6 +93,7 @@ class QueryHandle:
         self._reason: type[GatewayError] | None = None
         self._on_done: list[Callable[[QueryHandle], None]] = []
         self._done = False
+        self._timed = False  # a deadline of its own waits in _deadlines
         _live.add(self)
         started_here = getattr(_started, "handles", None)
         if started_here is not None:
@@ -175,6 +176,7 @@ class QueryHandle:
             if deadline <= now:  # it spent its time before it was admitted
                 self._expire()
             else:
+                self._timed = True
                 _deadlines.add(deadline, self)
 
     def _expire(self) -> None:
@@ -196,6 +198,8 @@ class QueryHandle:
             self._done = True
             self._stoppers, self._repeated = [], []
             callbacks, self._on_done = self._on_done, []
+        if self._timed:
+            _deadlines.forget()
         for fn in callbacks:
             fn(self)
 
@@ -227,13 +231,37 @@ class _Deadlines:
 
     A ``threading.Timer`` per query started a thread per query: 0.3 ms of a
     1 ms ``SELECT 1`` over Flight. The heap holds handles weakly, so a
-    finished query is not kept alive until its deadline comes up.
+    finished query is not kept alive until its deadline comes up, and the
+    entries of finished queries are swept out once they are half the heap: left
+    until their deadline, a service with the default 300 s timeout held every
+    query of the last five minutes (an entry and a weak reference each, about
+    200 bytes; an hour's timeout, an hour of them).
     """
+
+    #: finished entries tolerated before a sweep, whatever the heap's size
+    SWEEP_AFTER = 256
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, int, weakref.ref[QueryHandle]]] = []
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._finished = 0  # entries whose query has finished since the last sweep
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def forget(self) -> None:
+        """A query with an entry finished; sweep the finished ones out once they are
+        at least half the heap (amortized O(1) a query)."""
+        with self._wake:
+            self._finished += 1
+            if self._finished < max(self.SWEEP_AFTER, len(self._heap) // 2):
+                return
+            self._heap = [entry for entry in self._heap
+                          if (handle := entry[3]()) is not None and not handle.finished]
+            heapq.heapify(self._heap)
+            self._finished = 0
+            self._wake.notify()  # the earliest deadline may be another one now
 
     def add(self, when: float, handle: QueryHandle, nudge: int = -1) -> None:
         """At ``when``, time ``handle`` out, or with ``nudge`` >= 0 nudge it.

@@ -218,7 +218,10 @@ def _is_nested(t: pa.DataType) -> bool:
 
 
 def _pylist(column: pa.Array) -> list[Any]:
-    return column.to_pylist(maps_as_pydicts="lossy")
+    try:
+        return column.to_pylist(maps_as_pydicts="lossy")
+    except TypeError:  # a map keyed by lists or maps (histogram of a list): no dict holds it
+        return column.to_pylist()  # maps as (key, value) pairs: plain_value takes both
 
 
 def plain_value(value: Any, t: pa.DataType) -> Any:
@@ -244,10 +247,20 @@ def plain_value(value: Any, t: pa.DataType) -> Any:
     if pa.types.is_struct(t):
         return {f.name: plain_value(value.get(f.name), f.type) for f in t}
     if pa.types.is_map(t):
-        return {str(k): plain_value(v, t.item_type) for k, v in value.items()}
+        pairs = value.items() if isinstance(value, dict) else value
+        return {_map_key(plain_value(k, t.key_type)): plain_value(v, t.item_type)
+                for k, v in pairs}
     if pa.types.is_union(t):  # the member's value; a nested member is converted by its value
         return _json_value(value) if not isinstance(value, (dict, list)) else value
     return value
+
+
+def _map_key(key: Any) -> str:
+    """A map's key as the text a JSON object's key must be: a nested key as its JSON."""
+    import json
+
+    return json.dumps(_json_value(key), default=str, ensure_ascii=False) \
+        if isinstance(key, (list, dict)) else str(key)
 
 
 def _bignum(data: bytes) -> int:

@@ -353,8 +353,10 @@ class Pipeline:
         except GatewayError as exc:
             error = handle.translate(eng.explain_failure(run_sql, exc))
             handle.finish()
-            if isinstance(error, Unsupported) and cfg.options.get("fallback"):
-                return self._fall_back(stmt, eng.name, error)
+            if isinstance(error, Unsupported):
+                if cfg.options.get("fallback"):
+                    return self._fall_back(stmt, eng.name, error)
+                error = gw.name_engines(error)
             gw.notify("arrowgate_query_failed", event=event, error=error,
                       elapsed=time.perf_counter() - started)
             if error is exc:

@@ -6,7 +6,9 @@ kind shadow mode exists to catch; the engine otherwise answers exactly like
 DuckDB (it *is* DuckDB), so any divergence the comparator reports comes from
 the bug alone.
 
-``delay`` (seconds) makes every query slow, to test the shadow timeout.
+``delay`` (seconds) makes every query slow, to test the shadow timeout; ``gate = "NAME"``
+makes every query wait until the test opens ``GATES["NAME"]`` (a threading.Event), so a
+test shows an answer came without waiting for this engine by its order, not by a clock.
 ``limit_from_end = true`` answers a LIMIT without ORDER BY with the last rows
 instead of the first ones: no bug (any rows are allowed), but not the rows
 DuckDB keeps.
@@ -14,6 +16,7 @@ DuckDB keeps.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -27,6 +30,7 @@ from gateway import hookimpl
 from gateway.engine import EngineResult, Option
 from gateway.errors import QueryError
 from gateway_duckdb.engine import DuckDBEngine
+from tests.hang_guard import HANG_GUARD
 
 #: bug name -> the category the comparator must give it
 BUGS = {
@@ -62,6 +66,10 @@ _SQL_BUGS = ("order_by_ignored", "round_half_even", "limit_off_by_one",
              "order_by_ignored_under_limit", "round_group_key", "null_groups_dropped")
 
 
+#: name -> the event a ``gate = "name"`` engine waits for before each query
+GATES: dict[str, threading.Event] = {}
+
+
 class PlantedBugEngine(DuckDBEngine):
     """DuckDB with one planted bug (``bug``), or none."""
 
@@ -72,6 +80,7 @@ class PlantedBugEngine(DuckDBEngine):
         **DuckDBEngine.options,
         "bug": Option((str,), default="none", choices=("none", *BUGS)),
         "delay": Option((float,), default=0.0, help="seconds every query sleeps first"),
+        "gate": Option((str,), default="", help="every query waits for GATES[gate] first"),
         "limit_from_end": Option((bool,), default=False,
                                  help="a LIMIT without ORDER BY keeps the last rows"),
         "every_other": Option((bool,), default=False,
@@ -83,6 +92,8 @@ class PlantedBugEngine(DuckDBEngine):
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
         if self.config["delay"]:
             time.sleep(self.config["delay"])
+        if self.config["gate"]:
+            GATES[self.config["gate"]].wait(HANG_GUARD)
         bug = self.config["bug"]
         self._answers += 1
         if self.config["every_other"] and self._answers % 2 == 0:

@@ -55,6 +55,10 @@ class SparkServer:
     pid: int
     seconds: float
 
+    def stop(self) -> None:
+        """Stop the server (its JVM and the script before it)."""
+        _stop(self.pid)
+
 
 def find_pyspark() -> Path | None:
     """pyspark's installed folder (holding ``bin/`` and ``jars/``), or None."""
@@ -68,8 +72,15 @@ def find_pyspark() -> Path | None:
         else None
 
 
-def start_server(home: Path, folder: Path) -> SparkServer:
+def start_server(home: Path, folder: Path, *, for_tests: bool = True,
+                 driver_memory: str = "1g", conf: dict[str, str] | None = None) -> SparkServer:
     """Launch a server in ``folder`` on a free port and wait until it listens.
+
+    Args:
+        for_tests: set the JVM and Spark for small data and a short life (below); False
+            keeps Spark's and the JVM's defaults, as a benchmark wants.
+        driver_memory: the JVM's heap (``local[2]`` runs everything in the driver).
+        conf: more ``--conf`` settings, after the others.
 
     Raises:
         RuntimeError: the JVM exited or did not listen in time (its log's tail is the message).
@@ -81,20 +92,24 @@ def start_server(home: Path, folder: Path) -> SparkServer:
     env.pop("PYSPARK_PYTHON", None)
     (folder / "conf").mkdir(exist_ok=True)
     cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS,
-           "--name", "arrowgate tests", "--master", "local[2]", "--driver-memory", "1g",
+           "--name", "arrowgate tests", "--master", "local[2]", "--driver-memory", driver_memory,
            "--conf", f"spark.connect.grpc.binding.port={port}",
            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
            "--conf", "spark.ui.enabled=false",
            "--conf", "spark.sql.catalogImplementation=in-memory",
            "--conf", f"spark.sql.warehouse.dir={folder / 'warehouse'}",
-           "--conf", f"spark.local.dir={folder / 'scratch'}",
-           # the tests' data is small and each query runs once: 200 shuffle partitions (the
-           # default) cost seconds per query on 2 cores, and so does compiling each plan to
-           # Java (whole-stage code generation) and the JIT's top tier, on a JVM this short-lived
-           "--conf", "spark.sql.shuffle.partitions=2",
-           "--conf", "spark.sql.codegen.wholeStage=false",
-           "--conf", f"spark.driver.extraJavaOptions=-Djava.io.tmpdir={folder} "
-                     "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"]
+           "--conf", f"spark.local.dir={folder / 'scratch'}"]
+    java = f"-Djava.io.tmpdir={folder}"
+    if for_tests:
+        # the tests' data is small and each query runs once: 200 shuffle partitions (the
+        # default) cost seconds per query on 2 cores, and so does compiling each plan to
+        # Java (whole-stage code generation) and the JIT's top tier, on a JVM this short-lived
+        cmd += ["--conf", "spark.sql.shuffle.partitions=2",
+                "--conf", "spark.sql.codegen.wholeStage=false"]
+        java += " -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    cmd += ["--conf", f"spark.driver.extraJavaOptions={java}"]
+    for key, value in (conf or {}).items():
+        cmd += ["--conf", f"{key}={value}"]
     started = time.monotonic()
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, cwd=folder, env=env, stdout=out,

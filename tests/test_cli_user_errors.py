@@ -13,6 +13,7 @@ import time
 import pytest
 
 from tests.conftest import ROOT
+from tests.hang_guard import HANG_GUARD
 from tests.lakes import DUCKDB
 
 CONFIG = f'''
@@ -160,7 +161,7 @@ def test_ctrl_c_while_duckdb_runs_stops_it_every_time(after, tmp_path):
          "SELECT count(*) FROM range(100000000000) a"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_GUARD
         while _threads(proc.pid) < 3 and time.monotonic() < deadline:  # DuckDB's pool is up
             time.sleep(0.02)
         time.sleep(after)

@@ -36,4 +36,6 @@ def test_the_sample_has_no_query_in_the_bad_classes(tmp_path, capsys):
     assert totals.get("native agrees", 0) >= 5, out  # the share is printed, and not nil
     assert totals.get("fallback agrees", 0) >= 5, out
     assert totals.get("both refuse", 0) == 3, out
+    assert totals.get("undetermined", 0) == 1, out  # first(): its own class
+    assert totals.get("fallback differs", 0) == 0, out
     assert "native share:" in out

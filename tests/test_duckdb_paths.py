@@ -308,6 +308,46 @@ def test_a_version_equal_to_the_installed_module_runs_on_the_module():
         engine.close()
 
 
+@pytest.mark.parametrize("isolation", ["in_process", "process"])
+def test_a_version_engine_at_the_running_release_downloads_no_second_copy(
+        tmp_path, monkeypatch, isolation):
+    # issue 38: version = "2.0.1" downloaded 67 MB of DuckDB 2.0.1 though the venv had it
+    from importlib.metadata import version
+
+    from gateway_duckdb import install
+
+    def no_pip(requirement, *args):
+        raise AssertionError(f"pip ran for {requirement}")
+
+    monkeypatch.setattr(install, "_pip_install_atomically", no_pip)
+    monkeypatch.setenv("ARROWGATE_HOME", str(tmp_path))
+    engine = open_engine({"version": version("duckdb"), "isolation": isolation})
+    try:
+        assert rows(engine, "SELECT version() AS v") == [{"v": "v" + version("duckdb")}]
+    finally:
+        engine.close()
+    assert not (tmp_path / "duckdb").exists()
+    where = DuckDBEngine.describe_location({"version": version("duckdb"),
+                                            "isolation": isolation})
+    assert where["where"] == str(Path(__import__("duckdb").__file__).parent)
+
+
+def test_extensions_for_a_duckdb_at_hand_install_without_a_second_copy_of_it(
+        tmp_path, monkeypatch):
+    from gateway_duckdb import install
+
+    inst = ensure_installed(V155)  # the shared cache's, as a custom build's path
+    monkeypatch.setenv("ARROWGATE_HOME", str(tmp_path / "fresh"))
+    engine = open_engine({"path": str(inst.library), "extensions": ["sqlite"]})
+    try:
+        assert rows(engine, "SELECT loaded FROM duckdb_extensions() "
+                    "WHERE extension_name = 'sqlite_scanner'") == [{"loaded": True}]
+    finally:
+        engine.close()
+    assert sorted(p.name for p in (tmp_path / "fresh" / "duckdb" / V155).iterdir()) == ["ext"]
+    assert install.installed(V155) is None
+
+
 def test_a_release_pip_does_not_offer_is_a_configuration_error_on_the_version_key():
     with pytest.raises(ConfigError) as info:
         open_engine({"version": "1.9.9"})

@@ -237,6 +237,65 @@ def test_a_conflict_that_exhausts_retries_is_a_clear_error(postgres, tmp_path):
     assert total == 50 * sum(succeeded)  # a failed commit left nothing behind
 
 
+@pytest.mark.postgres
+def test_a_transaction_that_loses_a_commit_race_is_a_conflict_to_run_again(postgres, tmp_path):
+    """Two gateways' transactions update one row; the second COMMIT conflicts. DuckDB calls
+    it a TransactionContext error, which had no kind: a client could not tell it from a
+    bug. It is ``constraint`` (as a conflict whose retries ran out), says nothing of the
+    transaction was committed and what to do, and keeps DuckLake's reason."""
+    section = pg_lake(postgres, tmp_path)
+    with gateway.connect({"engines": {"lake": section}}) as one, \
+            gateway.connect({"engines": {"lake": section}}) as two:
+        rows(one, "CREATE TABLE acct AS SELECT 1 AS id, 100 AS balance")
+        with one.session("lake") as a, two.session("lake") as b:
+            for session in (a, b):
+                session.execute("BEGIN").to_arrow()
+            a.execute("UPDATE acct SET balance = balance - 1 WHERE id = 1").to_arrow()
+            b.execute("UPDATE acct SET balance = balance + 5 WHERE id = 1").to_arrow()
+            a.execute("COMMIT").to_arrow()
+            with pytest.raises(gateway.QueryError) as info:
+                b.execute("COMMIT").to_arrow()
+        assert info.value.kind == "constraint"
+        message = str(info.value)
+        assert "conflicted with another writer" in message, message
+        assert "nothing of the transaction was committed" in message
+        assert "Transaction conflict" in message  # DuckLake's own reason
+        assert "again" in (info.value.hint or "")
+        assert scalar(two, "SELECT balance FROM acct") == 99
+
+
+@pytest.mark.postgres
+def test_a_commit_race_lost_through_flight_reaches_the_client_as_a_conflict(postgres, tmp_path):
+    """The same race through ``arrowgate serve``: the ADBC driver prepares every statement,
+    and the prepared statement's errors were not explained (kind missing from the trailer)."""
+    import adbc_driver_flightsql.dbapi as dbapi
+    import adbc_driver_manager
+
+    from gateway.drivers.error_kinds import trailer_kind
+    from tests.serve_process import served
+
+    section = pg_lake(postgres, tmp_path)
+    toml = 'default_engine = "lake"\n[engines.lake]\n' + "\n".join(
+        f"{k} = {json.dumps(v)}" for k, v in section.items())
+    with gateway.connect({"engines": {"lake": section}}) as gw:
+        rows(gw, "CREATE TABLE acct AS SELECT 1 AS id, 100 AS balance")
+        with served(tmp_path, toml) as service, gw.session("lake") as winner, \
+                dbapi.connect(service.location, autocommit=True, db_kwargs={
+                    "adbc.flight.sql.rpc.with_cookie_middleware": "true"}) as conn, \
+                conn.cursor() as cur:
+            cur.execute("BEGIN")
+            cur.execute("UPDATE acct SET balance = balance + 5 WHERE id = 1")
+            winner.execute("BEGIN").to_arrow()
+            winner.execute("UPDATE acct SET balance = balance - 1 WHERE id = 1").to_arrow()
+            winner.execute("COMMIT").to_arrow()
+            with pytest.raises(adbc_driver_manager.Error) as info:
+                cur.execute("COMMIT")
+            assert trailer_kind(info.value.details or []) == "constraint"
+            assert "nothing of the transaction was committed" in str(info.value)
+            cur.execute("SELECT balance FROM acct")
+            assert cur.fetchall() == [(99,)]
+
+
 def test_listing_engines_does_not_start_duckdb(cli, tmp_path):
     config = tmp_path / "arrowgate.toml"
     config.write_text(f'[engines.lake]\ntype = "ducklake"\ncatalog = "sqlite:{tmp_path}/c.sqlite"\n'

@@ -231,9 +231,10 @@ def test_a_statement_slow_to_plan_is_logged_with_its_real_time(caplog):
     logged = [json.loads(r.getMessage()) for r in caplog.records
               if r.name == "arrowgate.flight.query" and '"rows": 3' in r.getMessage()]
     assert logged
-    # the prepare (a planning of its own) comes before the call the line times; the
-    # execution's planning is inside it: at least a third of what the client waited
-    assert logged[-1]["ms"] >= waited / 3, (logged[-1]["ms"], waited)
+    # the ADBC driver prepares, then executes: DuckDB plans the statement in each, and the
+    # line counts both (the prepare's time is charged to the first execution); without
+    # the prepare it said about half of what the client waited
+    assert logged[-1]["ms"] >= waited * 0.8, (logged[-1]["ms"], waited)
 
 
 def test_the_timeout_counts_from_the_statements_arrival():

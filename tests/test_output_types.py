@@ -21,6 +21,7 @@ import pytest
 
 from gateway.output import FORMATS
 from tests.conftest import ROOT
+from tests.hang_guard import HANG_GUARD
 
 #: One column of each type DuckDB hands to Arrow, and nested combinations among them.
 TYPES = {
@@ -45,6 +46,8 @@ TYPES = {
     "struct_of_bit_and_union": "{'b': '1'::BIT, 'u': union_value(num := 2)::UNION(num INT, str VARCHAR)}",
     "map_of_intervals": "MAP {'k': INTERVAL 2 DAY}",
     "list_of_varints": "[1::VARINT, NULL]",
+    "map_keyed_by_lists": "MAP {[1, 2]: 3}",  # histogram() of a list column
+    "empty_maps_in_a_list": "[MAP {}]",  # typed MAP(NULL, NULL)
     "null": "NULL",
 }
 SQL = "SELECT " + ", ".join(f"{sql} AS {name}" for name, sql in TYPES.items())
@@ -83,6 +86,8 @@ def test_the_documented_text_forms(cli):
     assert row["list_of_intervals"] == ["P1D", None]
     assert row["map_of_intervals"] == {"k": "P2D"}
     assert row["list_of_varints"] == [1, None]
+    assert row["map_keyed_by_lists"] == {"[1, 2]": 3}
+    assert row["empty_maps_in_a_list"] == [{}]
 
     done = cli("query", "--format", "csv",
                "SELECT INTERVAL 90 MINUTE AS i, (-5)::VARINT AS v, '\\xFF'::BLOB AS b")
@@ -106,7 +111,7 @@ def test_a_terminated_write_leaves_no_partial_file(tmp_path, signum):
         [sys.executable, "-m", "gateway.cli", "query", "--format", "csv", "--output", str(out),
          "SELECT i, repeat('x', 100) AS pad FROM range(100000000) t(i)"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_GUARD
     while not any(p.name.endswith(".partial") and p.stat().st_size > 0
                   for p in tmp_path.iterdir()):
         assert time.monotonic() < deadline and proc.poll() is None

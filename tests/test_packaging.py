@@ -108,7 +108,7 @@ def test_init_writes_each_example_its_own_files(cli, tmp_path, monkeypatch):
     assert cli("init", "upgrade").code == 0  # into a folder named after it
     written = sorted(str(p.relative_to(tmp_path / "upgrade"))
                      for p in (tmp_path / "upgrade").rglob("*") if p.is_file())
-    assert written == ["app.py", "arrowgate.toml", "data/trips.csv"]
+    assert written == ["README.md", "app.py", "arrowgate.toml", "data/trips.csv"]
     assert "duck201" in (tmp_path / "upgrade" / "arrowgate.toml").read_text()
     for name in sorted({n.split("/")[1] for n in _example_files()} - {"data"}):
         assert cli("init", name, str(tmp_path / "all" / name)).code == 0, name

@@ -6,6 +6,7 @@ import threading
 import time
 
 from gateway.handles import QueryHandle, cancel_all
+from tests.hang_guard import HANG_GUARD
 
 
 def _wait_for(condition, seconds: float = 10.0) -> bool:
@@ -85,3 +86,30 @@ def test_started_in_block_collects_this_threads_handles_only():
     assert elsewhere[0] not in outer and after not in outer
     for handle in (first, second, elsewhere[0], after):
         handle.finish()
+
+
+def test_finished_queries_leave_the_deadline_heap():
+    """Each timed query's entry stayed in the shared deadline heap until its deadline:
+    a service with the default 300 s timeout kept every query of the last five minutes
+    (found by bench/client_model.py's slow growth, ~4,000 entries a minute)."""
+    from gateway.handles import _deadlines
+
+    before = len(_deadlines)
+    for _ in range(5000):
+        handle = QueryHandle("duck", 0, "SELECT 1", timeout=300)
+        handle.start_timer()
+        handle.finish()
+    assert len(_deadlines) - before <= 2 * _deadlines.SWEEP_AFTER
+
+
+def test_a_sweep_keeps_the_deadlines_of_running_queries():
+    running = QueryHandle("duck", 0, "SELECT 1", timeout=0.2)
+    stopped = threading.Event()
+    running.on_cancel(stopped.set)
+    running.start_timer()
+    for _ in range(3000):  # sweeps happen while it runs
+        handle = QueryHandle("duck", 0, "SELECT 1", timeout=300)
+        handle.start_timer()
+        handle.finish()
+    assert stopped.wait(HANG_GUARD), "the running query's timeout was swept away"
+    running.finish()

@@ -84,7 +84,7 @@ def test_a_killed_writer_leaves_the_store_readable(tmp_path):
             i += 1
     """)
     proc = subprocess.Popen([sys.executable, "-c", big, str(path)])
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_GUARD
     while len(ShadowStore(path).files()) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)

@@ -53,15 +53,20 @@ def reference_stopped():
 def test_a_shadowed_10m_row_answer_streams_within_the_memory_cap(tmp_path):
     cap = 16 * 2**20
     clock = Clock()
-    # the reference answers the same rows after a 2 s stall: deliberately slower
-    slow = {"type": "planted", "delay": 2.0}
-    with connect(tmp_path, {"max_compare_bytes": cap}, slow, plugins=[clock]) as gw:
+    # the reference answers the same rows only once the primary's first rows are read (a
+    # gate, not a stall of so many seconds, which a loaded machine could outlast)
+    planted_bugs.GATES[gate := f"stream-{os.getpid()}"] = threading.Event()
+    held = {"type": "planted", "gate": gate}
+    with connect(tmp_path, {"max_compare_bytes": cap}, held, plugins=[clock]) as gw:
         gw.engine("primary")
         gw.engine("reference")
-        result = gw.execute(BIG)
-        reader = result.reader()
-        first = reader.read_next_batch()
-        first_at = time.perf_counter()
+        try:
+            result = gw.execute(BIG)
+            reader = result.reader()
+            first = reader.read_next_batch()
+            first_at = time.perf_counter()
+        finally:
+            planted_bugs.GATES.pop(gate).set()
         record = result.shadow
         assert not record.done() and record.status == "pending"
         rows, biggest = first.num_rows, first.nbytes

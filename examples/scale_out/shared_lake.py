@@ -9,6 +9,9 @@ the same catalog and data folder. Each commits ``--commits`` single-row inserts
 and reads the table's count after each; a commit that loses a race with
 another process is retried (DuckLake reports the conflict). At the end the
 table must hold every row exactly once. Prints what each process saw.
+
+The same under load, through the Flight service, with updates, deletes and
+reads racing the inserts, is bench/shared_lake_bench.py (docs/scale-out.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The wheel carries every folder of the repository's ``examples/`` (``gateway/examples``
 is a link to it, shipped as package data); ``init`` writes one of them into a folder
-of the user's, with the sample data its configuration names, and ``demo`` writes the
+of the user's, with the sample data its configuration names, and prints the commands its
+README.md lists (gateway.example_commands); ``demo`` writes the
 quickstart into a temporary one, where it runs the README's quickstart: one query on
 the csv scanner shadowed by DuckDB, then the corpus as a pipeline would run it.
 """
@@ -103,18 +104,19 @@ def write_example(name: str, folder: Path) -> list[Path]:
 
 
 def run_init(args: argparse.Namespace) -> int:
+    from gateway.example_commands import describe_needs, read_commands
+
     folder = Path(args.dir if args.dir is not None else args.name)
     try:
         write_example(args.name, folder)
     except OSError as exc:
         raise UsageError(f"cannot write {exc.filename or folder}: {exc.strerror}") from None
     print(f"wrote the example {args.name} into {folder}; try:\n  cd {folder}", file=sys.stderr)
-    if args.name == "quickstart":
-        print("  arrowgate query -f demo.sql --shadow duck\n"
-              "  arrowgate shadow --primary scan --reference duck queries.sql", file=sys.stderr)
-    elif (folder / "arrowgate.toml").exists():
-        print("  arrowgate engines   (arrowgate.toml's comments say what to run)",
-              file=sys.stderr)
+    readme = folder / "README.md"
+    for command in read_commands(readme.read_text()) if readme.is_file() else []:
+        if command.needs:
+            print(f"  # needs {describe_needs(command)}", file=sys.stderr)
+        print(f"  {command.text}", file=sys.stderr)
     return EXIT_OK
 
 

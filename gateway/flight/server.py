@@ -349,12 +349,16 @@ class FlightSqlServer(flight.FlightServerBase):
         reference = session.reference if session is not None else None
         return self._start(context, user, prepared.engine, prepared.sql, lambda: prepared.execute(
             entry.parameters, self.settings.query_timeout, shadow=reference),
-            parameters=entry.parameters, settings=prepared.settings_sql)
+            parameters=entry.parameters, settings=prepared.settings_sql,
+            earlier=entry.charge())
 
     def _start(self, context: Any, user: User, engine: str, sql: str,
                run: Callable[[], Result], parameters: pa.Table | None = None,
-               settings: list[str] | None = None) -> Query:
-        started = _arrival(context)
+               settings: list[str] | None = None, earlier: float = 0.0) -> Query:
+        """Run a statement for the call of ``context``; its clock (the timeout's and the
+        query log's) starts at the call's arrival, ``earlier`` seconds before that for
+        a prepared statement's first execution (the time its prepare took)."""
+        started = _arrival(context) - earlier
         wall = time.time() - (time.monotonic() - started)
         statement = capture_kind(sql)
         write = statement != "read"
@@ -582,7 +586,8 @@ class FlightSqlServer(flight.FlightServerBase):
                        time.time(), time.monotonic(), 0, "error",
                        None, list(core.settings_sql) if core is not None else [], error=exc)
             raise to_flight(exc) from None
-        handle = self.prepared.add(user.name, prepared)
+        handle = self.prepared.add(user.name, prepared,
+                                   took=time.monotonic() - _arrival(context))
         return [M.pack(M.ActionCreatePreparedStatementResult(
             prepared_statement_handle=handle,
             dataset_schema=_schema_bytes(schema),

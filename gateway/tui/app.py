@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from textual import events, on, work
@@ -255,15 +255,28 @@ class ArrowgateApp(App[None]):
         if tab is not None and tab.grid.table is not None:
             tab.grid.table.focus()
 
+    def open_popup(self, screen: Screen[Any], then: Callable[[Any], None] | None = None) -> None:
+        """Push ``screen``; once it closes (its result handed to ``then``), the editor has
+        the focus, whatever had it before: the next key is SQL again."""
+
+        def closed(result: Any) -> None:
+            tab = self.active_tab
+            if tab is not None:  # first: what ``then`` starts sees the focus where it goes
+                tab.editor.focus_now()
+            if then is not None:
+                then(result)
+
+        self.push_screen(screen, closed)
+
     def action_help(self) -> None:
         from gateway.tui.components.help_screen import HelpScreen
 
-        self.push_screen(HelpScreen())
+        self.open_popup(HelpScreen())
 
     def action_history(self) -> None:
         from gateway.tui.components.history_screen import HistoryScreen
 
-        self.push_screen(HistoryScreen(self.store), self._rerun)
+        self.open_popup(HistoryScreen(self.store), self._rerun)
 
     def _rerun(self, entry: HistoryEntry | None) -> None:
         tab = self.active_tab
@@ -297,7 +310,7 @@ class ArrowgateApp(App[None]):
             if target:
                 self._export(table, target, partial)
 
-        self.push_screen(ExportScreen(), export)
+        self.open_popup(ExportScreen(), export)
 
     @work(thread=True, group="export")
     def _export(self, table: Any, target: str, partial: tuple[int, int] | None) -> None:

@@ -338,10 +338,7 @@ class DuckDBEngine(Engine):
             return str(options["version"])
         if options.get("path") or options.get("cli"):
             return "custom"
-        try:
-            return version("duckdb")
-        except PackageNotFoundError:
-            return None
+        return running_release()
 
     @classmethod
     def describe_location(cls, options: Any) -> dict[str, str]:
@@ -360,8 +357,13 @@ class DuckDBEngine(Engine):
         if options.get("path"):
             return {"runs": mode, "where": str(options["path"]), "extensions": ""}
         if options.get("version"):
-            if isolation == "in_process" and options["version"] == cls.describe_version({}):
-                mode = "in process (the installed module is this release)"
+            if str(options["version"]).strip().removeprefix("v") == running_release():
+                spec = find_spec("duckdb")
+                where = str(Path(spec.origin).parent) if spec and spec.origin else "not installed"
+                if isolation == "in_process":
+                    mode = "in process (the installed module is this release)"
+                return {"runs": mode, "where": where, "extensions": ", ".join(
+                    install.available_extensions(str(options["version"])))}
             found = install.installed(str(options["version"]))
             if found is None:
                 return {"runs": mode, "where": "not installed yet (installs on first use)",
@@ -495,22 +497,28 @@ class DuckDBEngine(Engine):
 
     def _resolve(self) -> tuple[Path | None, dict[str, Path]]:
         """The library to load (None: the installed module or a CLI) and extension files."""
-        from gateway_duckdb.install import ensure_installed
+        from gateway_duckdb.install import ensure_extensions, ensure_installed
 
         progress = sys.stderr.isatty()
         if self.config.get("version"):
             release = self.config["version"].strip().removeprefix("v")
             self._checked_extensions(release)
+            if release == running_release():
+                # the running interpreter's duckdb is this very release: no second copy is
+                # downloaded, and in process its Arrow export is faster than its ADBC
+                # driver's (docs/duckdb-versions.md)
+                self.resolved_version = release
+                exts = ensure_extensions(release, self.extensions, progress=progress) \
+                    if self.extensions else {}
+                if self.config["isolation"] == "in_process":
+                    return None, exts
+                return _installed_library(self.name), exts
             try:
                 inst = ensure_installed(release, self.extensions, progress=progress)
             except ConfigError as exc:
                 raise ConfigError(exc.message, key=f"engines.{self.name}.version",
                                   engine=self.name, hint=exc.hint) from None
             self.resolved_version = inst.version
-            if self.config["isolation"] == "in_process" and release == self.describe_version({}):
-                # the installed module is this very release, and its Arrow export is faster
-                # than its ADBC driver's (docs/duckdb-versions.md)
-                return None, inst.extensions
             return inst.library, inst.extensions
         library: Path | None = None
         if self.config.get("path"):
@@ -522,7 +530,7 @@ class DuckDBEngine(Engine):
 
             self.resolved_version = cli_version(self.config["cli"], self.name)
         else:
-            self.resolved_version = self.describe_version({})
+            self.resolved_version = running_release()
             if self.config["isolation"] == "process":
                 library = _installed_library(self.name)
         if not self.extensions:
@@ -530,8 +538,9 @@ class DuckDBEngine(Engine):
         if self.resolved_version is None or (library is not None and self.config.get("path")):
             self.resolved_version = _library_version(library, self.name)
         self._checked_extensions(self.resolved_version)
-        inst = ensure_installed(self.resolved_version, self.extensions, progress=progress)
-        return library, inst.extensions
+        # the DuckDB itself is at hand: only the extension packages are installed
+        return library, ensure_extensions(self.resolved_version, self.extensions,
+                                          progress=progress)
 
     def _checked_extensions(self, release: str) -> None:
         from gateway_duckdb.install import check_extensions
@@ -738,6 +747,14 @@ def _filters(*conditions: tuple[str, str | None, bool]) -> str:
         out += (f" AND {column} LIKE {literal(value)} ESCAPE '\\'" if is_pattern
                 else f" AND {column} = {literal(value)}")
     return out
+
+
+def running_release() -> str | None:
+    """The release of the running interpreter's ``duckdb`` (without importing it), or None."""
+    try:
+        return version("duckdb")
+    except PackageNotFoundError:
+        return None
 
 
 def _installed_library(engine: str) -> Path:

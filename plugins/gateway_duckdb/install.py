@@ -167,19 +167,24 @@ def _find_extension_file(folder: Path, name: str) -> Path | None:
 
 def installed(version: str) -> Installation | None:
     """The finished install of ``version`` (with whichever extensions it has), or None."""
-    base = cache_dir() / "duckdb" / version
-    core = base / "core"
+    core = cache_dir() / "duckdb" / version / "core"
     if not (core / MARKER).is_file():
         return None
     library = find_library(core)
     if library is None:
         return None
+    return Installation(version, core, library, installed_extensions(version))
+
+
+def installed_extensions(version: str) -> dict[str, Path]:
+    """The extensions installed for ``version`` (name -> file), with or without its core."""
+    base = cache_dir() / "duckdb" / version
     exts: dict[str, Path] = {}
     for name in EXTENSIONS:
         folder = base / "ext" / name
         if (folder / MARKER).is_file() and (f := _find_extension_file(folder, name)):
             exts[name] = f
-    return Installation(version, core, library, exts)
+    return exts
 
 
 def installed_versions() -> list[str]:
@@ -189,6 +194,14 @@ def installed_versions() -> list[str]:
         return []
     found = [p.name for p in top.iterdir() if (p / "core" / MARKER).is_file()]
     return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def _checked_version(version: str) -> str:
+    version = version.strip().removeprefix("v")
+    if not _VERSION.match(version):
+        raise ConfigError(f"{version!r} is not a DuckDB version",
+                          hint='write an exact release such as version = "1.5.5"')
+    return version
 
 
 def ensure_installed(version: str, extensions: Sequence[str] = (), *,
@@ -208,19 +221,54 @@ def ensure_installed(version: str, extensions: Sequence[str] = (), *,
         ConfigError: the version is not a release pip offers, or an extension
             does not exist for it (the message names the versions that have it).
     """
-    version = version.strip().removeprefix("v")
-    if not _VERSION.match(version):
-        raise ConfigError(f"{version!r} is not a DuckDB version",
-                          hint='write an exact release such as version = "1.5.5"')
+    version = _checked_version(version)
     wanted = [canonical_extension(e) for e in extensions]
-    requirements = {name: _requirement(name, version) for name in wanted}
     have = installed(version)
     if have is not None and all(n in have.extensions for n in wanted):
         return have
+    _install(version, wanted, core=True, progress=progress)
+    done = installed(version)
+    if done is None or any(n not in done.extensions for n in wanted):
+        base = cache_dir() / "duckdb" / version
+        raise ConfigError(f"the install of DuckDB {version} in {base} is incomplete",
+                          hint=f"delete {base} and try again")
+    return done
+
+
+def ensure_extensions(version: str, extensions: Sequence[str], *,
+                      progress: bool = False) -> dict[str, Path]:
+    """Install only the extension packages built for ``version`` into the cache, for a
+    DuckDB that is already at hand (the running interpreter's module, a custom build):
+    no second copy of DuckDB itself is downloaded.
+
+    Returns:
+        extension name -> loadable file, for at least the extensions asked for.
+
+    Raises:
+        ConfigError: as :func:`ensure_installed`.
+    """
+    version = _checked_version(version)
+    wanted = [canonical_extension(e) for e in extensions]
+    have = installed_extensions(version)
+    if all(n in have for n in wanted):
+        return have
+    _install(version, wanted, core=False, progress=progress)
+    done = installed_extensions(version)
+    missing = [n for n in wanted if n not in done]
+    if missing:
+        base = cache_dir() / "duckdb" / version / "ext"
+        raise ConfigError(f"the install of {', '.join(missing)} for DuckDB {version} in "
+                          f"{base} is incomplete", hint=f"delete {base} and try again")
+    return done
+
+
+def _install(version: str, wanted: list[str], *, core: bool, progress: bool) -> None:
+    requirements = {name: _requirement(name, version) for name in wanted}
     base = cache_dir() / "duckdb" / version
     base.parent.mkdir(parents=True, exist_ok=True)
     with _locked(base.parent / f"{version}.lock"):
-        steps = [("core", f"duckdb=={version}")] + [(f"ext/{n}", r) for n, r in requirements.items()]
+        steps = [("core", f"duckdb=={version}")] if core else []
+        steps += [(f"ext/{n}", r) for n, r in requirements.items()]
         try:
             for i, (sub, requirement) in enumerate(steps, 1):
                 target = base / sub
@@ -232,11 +280,6 @@ def ensure_installed(version: str, extensions: Sequence[str] = (), *,
                 _pip_install_atomically(requirement, target, version)
         finally:
             _remove_empty(base)
-    done = installed(version)
-    if done is None or any(n not in done.extensions for n in wanted):
-        raise ConfigError(f"the install of DuckDB {version} in {base} is incomplete",
-                          hint=f"delete {base} and try again")
-    return done
 
 
 def _remove_empty(base: Path) -> None:

@@ -22,6 +22,8 @@ from gateway_duckdb.mount import literal, quote_ident
 from gateway_ducklake.catalog import CatalogSpec, parse_libpq
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from gateway.handles import QueryHandle
 
 #: DuckDB releases whose extensions exist offline, newest first (docs/ducklake.md,
@@ -372,6 +374,17 @@ class DuckLakeEngine(DuckDBEngine):
                 " ran out; nothing of this statement was committed", engine=self.name,
                 kind="constraint",
                 hint="run the statement again; raise max_retry_count if writers often collide")
+        if "transaction conflict" in lower:
+            # DuckLake retries only commits it can merge; one that touched rows another
+            # writer changed fails at once, as DuckDB's "TransactionContext Error"
+            reason = next((line for line in message.splitlines()
+                           if "transaction conflict" in line.lower()), message)
+            return QueryError(
+                f"the commit conflicted with another writer of the lake ({reason.strip()}); "
+                "nothing of the transaction was committed", engine=self.name,
+                kind="constraint",
+                hint="run the transaction again from its start (its BEGIN, or the statement "
+                     "alone in autocommit)")
         exc.message = message
         exc.args = (str(exc),)
         return exc
@@ -395,9 +408,44 @@ class _ExplainedSession(EngineSession):
 
     def prepare(self, sql: str) -> EnginePrepared:
         try:
-            return self._inner.prepare(sql)
+            return _ExplainedPrepared(self, self._inner.prepare(sql))
         except GatewayError as exc:
             raise self.engine._explain(exc) from None
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _ExplainedPrepared(EnginePrepared):
+    """A prepared statement of the lake (what the Flight service runs), its errors
+    explained as the lake explains them."""
+
+    session: _ExplainedSession
+
+    def __init__(self, session: _ExplainedSession, inner: EnginePrepared):
+        self.session = session
+        self.sql = inner.sql
+        self.parameter_schema = inner.parameter_schema
+        self._inner = inner
+
+    @property
+    def schema(self) -> pa.Schema:
+        try:
+            return self._inner.schema
+        except GatewayError as exc:
+            raise self.session.engine._explain(exc) from None
+
+    def execute(self, parameters: Sequence[Any] | None, handle: QueryHandle) -> EngineResult:
+        try:
+            return self._inner.execute(parameters, handle)
+        except GatewayError as exc:
+            raise self.session.engine._explain(exc) from None
+
+    def execute_many(self, parameters: pa.Table, handle: QueryHandle) -> EngineResult | None:
+        try:
+            return self._inner.execute_many(parameters, handle)
+        except GatewayError as exc:
+            raise self.session.engine._explain(exc) from None
 
     def close(self) -> None:
         self._inner.close()

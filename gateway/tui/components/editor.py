@@ -77,6 +77,11 @@ class SqlEditor(TextEditor):
         assert isinstance(self.text_input, SqlTextArea)
         return self.text_input
 
+    def focus_now(self) -> None:
+        """Focus the text area at once, not with the next message: a grid replacing its
+        answer in between still saw the focus as its own and took it back."""
+        self.screen.set_focus(self.area)
+
     @property
     def vim(self) -> bool:
         return self.area.mode != ""

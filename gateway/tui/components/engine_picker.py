@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.widgets import Label, Select
 
 NO_REFERENCE = "(none)"
@@ -12,6 +13,9 @@ NO_REFERENCE = "(none)"
 
 class EnginePicker(Horizontal):
     """Two selects: the engine that answers, and the one that shadows it (or none)."""
+
+    class Closed(Message):
+        """A select's list closed, with a pick or without: the editor takes the focus back."""
 
     def __init__(self, engines: list[str], engine: str, reference: str | None) -> None:
         super().__init__()
@@ -27,6 +31,14 @@ class EnginePicker(Horizontal):
         yield Select([(NO_REFERENCE, NO_REFERENCE)] + [(e, e) for e in self.engines],
                      value=self._reference or NO_REFERENCE, allow_blank=False, id="reference",
                      compact=True)
+
+    def on_mount(self) -> None:
+        for select in self.query(Select):
+            self.watch(select, "expanded", self._expanded, init=False)
+
+    def _expanded(self, expanded: bool) -> None:
+        if not expanded:
+            self.post_message(self.Closed())
 
     @property
     def engine(self) -> str:

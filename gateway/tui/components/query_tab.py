@@ -142,6 +142,11 @@ class QueryTab(Vertical):
         event.stop()
         self.status.mode = event.mode
 
+    @on(EnginePicker.Closed)
+    def _picker_closed(self, event: EnginePicker.Closed) -> None:
+        event.stop()
+        self.editor.focus()
+
     @on(Select.Changed)
     def _engine_changed(self, event: Select.Changed) -> None:
         self.buffer = self.snapshot()
