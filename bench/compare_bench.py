@@ -4,6 +4,20 @@
     .venv/bin/python bench/compare_bench.py --rows 10000000
     .venv/bin/python bench/compare_bench.py --stream --rows 10000000
     .venv/bin/python bench/compare_bench.py --stream --columns mixed10 --rows 10000000
+    .venv/bin/python bench/compare_bench.py --nested --rows 10000000
+
+``--nested``: two answers with nested columns (a LIST, a STRUCT, a MAP, besides an
+integer, a string and a double) holding the same rows in different orders (no
+ORDER BY: paired as multisets), the primary's maps with their entries in another
+order; then the same with one nested value changed. Both are written to Arrow IPC
+files first (not timed), then compared by the streaming comparison, read batch by
+batch from those files, within ``--memory`` bytes (``shadow.max_compare_bytes``'
+default). The rate is gross: the rows of both answers over the CPU seconds of
+the whole process while it compared (wall seconds times the cores it used),
+reading included. Memory: the most the process's anonymous RSS (what it holds,
+not the page cache of files) and its whole RSS grew above the start of a round
+(the warm-up's growth, held by the allocators, is not counted again), and the
+most anonymous RSS the process held (Python, pyarrow and DuckDB included).
 
 ``--stream``: the streaming comparison (:mod:`gateway.compare_stream`) on two
 answers DuckDB generates batch by batch from ``range()`` (so 100M rows never
@@ -199,12 +213,109 @@ def stream_cases(rows: int, rounds: int, memory: int, skip: list[str], warmups: 
               f"{spread(ratios)} | {spread(join_ratios)} |", flush=True)
 
 
+def _anon() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) << 10
+    raise RuntimeError("no RssAnon in /proc/self/status")
+
+
+def nested_answer_sql(rows: int, shuffled: bool, changed: bool = False) -> str:
+    """An answer of ``rows`` rows with a LIST, a STRUCT and a MAP among its columns.
+
+    ``shuffled``: the rows in another order (``i * P % rows`` for a prime P that does not
+    divide ``rows``: every row once) and each map's entries in another order;
+    ``changed``: one row's list holds another value."""
+    prime = next(p for p in (7919, 7907, 7901) if rows % p)
+    j = f"(i * {prime}) % {rows}" if shuffled else "i"
+    third = f"CASE WHEN j = {rows // 2 + 1} THEN -1 ELSE j END" if changed else "j"
+    entries = ["'k' || (j % 3): j % 11", "'z': j % 5"]
+    if shuffled:
+        entries.reverse()
+    return (f"SELECT j AS id, (j % 1000)::VARCHAR AS s, (j * 1.5)::DOUBLE AS f, "
+            f"CASE WHEN j % 10 = 0 THEN NULL ELSE [j % 100, j % 7, {third}] END AS l, "
+            f"{{'a': j % 13, 'b': 'x' || (j % 17)}} AS st, MAP {{{', '.join(entries)}}} AS m "
+            f"FROM (SELECT {j} AS j FROM range({rows}) t(i))")
+
+
+def nested_cases(rows: int, rounds: int, memory: int, warmups: int, folder: str | None) -> None:
+    """Shuffled answers with nested columns, streamed from Arrow IPC files within the cap."""
+    import pyarrow as pa
+
+    from gateway.compare_stream import compare_streams
+
+    with tempfile.TemporaryDirectory(prefix="arrowgate-nested-", dir=folder) as where:
+        con = duckdb.connect(config={"threads": 2})
+        files = {}
+        for name, sql in (("reference", nested_answer_sql(rows, False)),
+                          ("primary", nested_answer_sql(rows, True)),
+                          ("changed", nested_answer_sql(rows, True, changed=True))):
+            files[name] = os.path.join(where, f"{name}.arrow")
+            reader = con.sql(sql).to_arrow_reader(1 << 16)
+            with pa.OSFile(files[name], "wb") as f, pa.ipc.new_stream(f, reader.schema) as w:
+                for batch in reader:
+                    w.write_batch(batch)
+        con.close()
+        size = os.path.getsize(files["reference"]) / 2**20
+        print(f"{rows} rows per answer ({size:.0f} MiB as Arrow IPC), columns id BIGINT, "
+              "s VARCHAR, f DOUBLE, l BIGINT[] (NULL every tenth row), st STRUCT(a BIGINT, "
+              "b VARCHAR), m MAP(VARCHAR, BIGINT); the primary in another row order and its "
+              f"maps' entries in another order; memory cap {memory >> 20} MiB; median of "
+              f"{rounds} rounds (min-max) after {warmups} warm-up(s); the verdict checked "
+              "before timing\n")
+        print("| case | verdict | wall s | CPU s | cores used | gross rows/s per core "
+              "(both answers) | peak RssAnon growth MiB | peak RSS growth MiB | peak RssAnon "
+              "MiB | cap MiB |\n|---|---|---|---|---|---|---|---|---|---|")
+        for name, primary, expected in (("same rows, shuffled, no ORDER BY", "primary", "match"),
+                                        ("one nested value differs, shuffled", "changed",
+                                         "values")):
+            def judge(a: str = files[primary], b: str = files["reference"]) -> Any:
+                with pa.OSFile(a) as fa, pa.OSFile(b) as fb:
+                    pr, rr = pa.ipc.open_stream(fa), pa.ipc.open_stream(fb)
+                    return compare_streams(pr, rr, pr.schema, rr.schema, memory_bytes=memory)
+
+            runs = []
+            for i in range(rounds + warmups):
+                start_anon, start_rss, peak = _anon(), _rss(), [0, 0]
+                done = threading.Event()
+
+                def sample(p: list[int] = peak, d: threading.Event = done) -> None:
+                    while not d.wait(0.005):
+                        p[0], p[1] = max(p[0], _anon()), max(p[1], _rss())
+
+                sampler = threading.Thread(target=sample, daemon=True)
+                sampler.start()
+                cpu, began = _cpu(), time.perf_counter()
+                verdict = judge()
+                wall, used = time.perf_counter() - began, _cpu() - cpu
+                done.set()
+                sampler.join()
+                if i == 0:  # answers first: a wrong verdict gets no timing
+                    assert verdict.category == expected, (name, verdict.message)
+                if i >= warmups:
+                    runs.append((wall, used, (max(peak[0], _anon()) - start_anon) / 2**20,
+                                 (max(peak[1], _rss()) - start_rss) / 2**20,
+                                 max(peak[0], _anon()) / 2**20))
+            walls, cpus = [r[0] for r in runs], [r[1] for r in runs]
+            per_core = [2 * rows / c / 1e6 for c in cpus]
+            cores = [c / w for w, c in zip(walls, cpus, strict=True)]
+            print(f"| {name} | {verdict.category} | {spread(walls)} | {spread(cpus)} | "
+                  f"{spread(cores)} | {spread(per_core)}M | {max(r[2] for r in runs):.0f} | "
+                  f"{max(r[3] for r in runs):.0f} | {max(r[4] for r in runs):.0f} | "
+                  f"{memory >> 20} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--stream", action="store_true",
                         help="the streaming comparison on answers generated batch by batch")
+    parser.add_argument("--nested", action="store_true",
+                        help="shuffled answers with LIST, STRUCT and MAP columns, streamed")
+    parser.add_argument("--folder", default=None,
+                        help="--nested: where the answers' files go (the system's temp folder)")
     parser.add_argument("--memory", type=int, default=256 << 20,
                         help="the streaming comparison's memory cap in bytes")
     parser.add_argument("--anchor", action=argparse.BooleanOptionalAction, default=True,
@@ -217,6 +328,13 @@ def main() -> None:
     parser.add_argument("--skip", action="append", default=[],
                         help="leave out the streamed cases whose name holds this word")
     args = parser.parse_args()
+    if args.nested:
+        print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        nested_cases(args.rows, args.rounds, args.memory, args.warmups, args.folder)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+        print(f"\npeak RSS of the whole process: {peak:.0f} MiB")
+        print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     if args.stream:
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         stream_cases(args.rows, args.rounds, args.memory, args.skip, args.warmups, args.anchor,

@@ -203,7 +203,8 @@ def compare_tables(
 
 
 def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: CompareOptions,
-                *, order: bool = True, edges: CutEdges | None = None
+                *, order: bool = True, edges: CutEdges | None = None,
+                hashes: tuple[Any, Any] | None = None
                 ) -> tuple[Verdict | None, RowPairing | None, Nondeterminism, list[str]]:
     """The two answers aligned, ready to pair: a ``schema`` verdict, or the pairing.
 
@@ -212,7 +213,8 @@ def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: C
     the rows as a multiset (no order check, no LIMIT cut): the streaming
     comparison (:mod:`gateway.compare_stream`) pairs one part of two answers
     at a time and checks their order on its own; ``edges`` (the whole
-    reference's first and last rows) then lets it judge a LIMIT's cut.
+    reference's first and last rows) then lets it judge a LIMIT's cut; ``hashes``
+    (each side's rows' hashes, from routing them) only order rows.
     """
     from gateway.nondeterminism import Nondeterminism
     from gateway.row_pairing import RowPairing
@@ -234,7 +236,7 @@ def pairing_for(primary: pa.Table, reference: pa.Table, sql: str | None, opts: C
         opts = dataclasses.replace(opts, ignore_order_without_order_by=True)
     pairing = RowPairing(p, r, shape, opts, names, rules,
                          cut=found.cut if order or edges is not None else None, edges=edges,
-                         cut_order=cut_order)
+                         cut_order=cut_order, hashes=hashes)
     return None, pairing, found, [primary.column_names[i] for i in volatile]
 
 

@@ -52,7 +52,13 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.compare import CompareOptions, Verdict, allow_for, pairing_for
 from gateway.compare_types import _cast, compared_type, contains_float
-from gateway.pairing_groups import Route, left_in_parts, read_and_remove, route_to_files
+from gateway.pairing_groups import (
+    Route,
+    left_in_parts,
+    read_and_remove,
+    route_to_files,
+    without_row_hash,
+)
 from gateway.query_shape import QueryShape
 from gateway.spilled_answer import _MAX_RUNS, _MIN_RUN, _PROOF_ROWS, SpilledAnswer, _differing_runs
 
@@ -306,7 +312,6 @@ class StreamingComparison:
 
         sides = (primary, reference)
         if groups == 1:
-            route.close()
             tables = []
             for side in sides:
                 assert side.stored_schema is not None
@@ -319,7 +324,7 @@ class StreamingComparison:
         rows = int(max(1024, min(1 << 18, self.memory_bytes // 16 / row_bytes)))
         for side in sides:
             chunks.append((_rechunked(side.batches(), rows), side.stored_schema))
-        paths = route_to_files(chunks, route, groups, self.folder, "g")
+        paths = route_to_files(chunks, route, groups, self.folder, "g", with_hashes=True)
         assert primary.schema is not None
         for g, files in enumerate(paths):
             size = sum(os.path.getsize(path) for path in files)
@@ -339,7 +344,10 @@ class StreamingComparison:
             yield left
 
     def _judge_group(self, p: pa.Table, r: pa.Table, edges: CutEdges | None) -> Verdict:
-        verdict, pairing, _, _ = pairing_for(p, r, self.sql, self.opts, order=False, edges=edges)
+        (p, p_hashes), (r, r_hashes) = without_row_hash(p), without_row_hash(r)
+        hashes = None if p_hashes is None or r_hashes is None else (p_hashes, r_hashes)
+        verdict, pairing, _, _ = pairing_for(p, r, self.sql, self.opts, order=False, edges=edges,
+                                             hashes=hashes)
         if verdict is not None:  # a column's values do not cast (schema), as in memory
             return verdict
         assert pairing is not None

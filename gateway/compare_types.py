@@ -530,26 +530,37 @@ def _maps_in_key_order(column: Any) -> Any:
 
 
 def _entries_in_key_order(column: Any) -> Any:
-    """A map column with each map's entries sorted by key: a map's entry order means nothing."""
+    """A map column with each map's entries sorted by key: a map's entry order means nothing.
+
+    Maps already in key order (checked entry against next entry) are left as they are.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     maps = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     first, last = maps.offsets[0].as_py(), maps.offsets[-1].as_py()
+    n = last - first
+    if n < 2:
+        return maps
     offsets = pc.subtract(maps.offsets, first)
     keys, items = maps.keys.slice(first, last - first), maps.items.slice(first, last - first)
-    as_list = pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([keys, items],
-                                                                           ["k", "v"]),
-                                       mask=maps.is_null())
-    entries = pc.list_flatten(as_list)
-    by = pa.table({"o": pc.list_parent_indices(as_list), "k": entries.field(0)})
+    # each entry's map (a null map's entries too, so that none is left out of place)
+    owner = pc.list_parent_indices(pa.LargeListArray.from_arrays(offsets.cast(pa.int64()),
+                                                                 pa.nulls(n)))
+    try:
+        ordered = pc.or_kleene(pc.not_equal(owner.slice(1), owner.slice(0, n - 1)),
+                               pc.less_equal(keys.slice(0, n - 1), keys.slice(1)))
+        if pc.all(ordered, skip_nulls=False).as_py():
+            return maps
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pass  # keys Arrow does not compare (lists, structs): sorted below
+    by = pa.table({"o": owner, "k": keys})
     try:
         order = pc.sort_indices(by, sort_keys=[("o", "ascending"), ("k", "ascending")])
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # keys Arrow cannot sort
         order = _sorted_by_duckdb(by)
-    entries = entries.take(order)
-    return pa.MapArray.from_arrays(offsets, entries.field(0), entries.field(1), type=maps.type,
-                                   mask=maps.is_null())
+    return pa.MapArray.from_arrays(offsets, keys.take(order), items.take(order), type=maps.type,
+                                   mask=maps.is_null() if maps.null_count else None)
 
 
 def _sorted_by_duckdb(by: Any) -> Any:

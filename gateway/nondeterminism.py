@@ -34,6 +34,8 @@ Every function takes the engine's sqlglot ``dialect``.
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +174,18 @@ class Nondeterminism:
 
     @classmethod
     def of(cls, sql: str | None, dialect: str = "duckdb") -> Nondeterminism:
-        """Read ``sql`` (one statement) in ``dialect``; empty when it cannot be read."""
+        """Read ``sql`` (one statement) in ``dialect``; empty when it cannot be read.
+
+        The readings of the last 512 short texts are kept (each caller gets a copy of
+        its own): a comparison asked twice, and a replay compares the answers to one
+        prepared text with every parameter set.
+        """
+        if sql is not None and len(sql) <= _KEPT_CHARS:
+            return copy.deepcopy(_kept_reading(sql, dialect))
+        return cls._read(sql, dialect)
+
+    @classmethod
+    def _read(cls, sql: str | None, dialect: str) -> Nondeterminism:
         tree = _parse_one(sql, dialect)
         if tree is None:
             return cls()
@@ -226,6 +239,15 @@ def side_effects_in(tree: Any) -> list[str]:
     from sqlglot import exp
 
     return sorted({_name(f) for f in tree.find_all(exp.Func) if _name(f) in SIDE_EFFECT_NAMES})
+
+
+#: statements longer than this are read again at each comparison, not kept (memory)
+_KEPT_CHARS = 16_384
+
+
+@functools.lru_cache(maxsize=512)
+def _kept_reading(sql: str, dialect: str) -> Nondeterminism:
+    return Nondeterminism._read(sql, dialect)
 
 
 def _parse_one(sql: str | None, dialect: str) -> Any:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gateway.compare import CompareOptions, pairing_for
 from gateway.compare_types import _cast, compared_type, contains_float
@@ -62,31 +62,51 @@ class Route:
                          if i not in volatile and types[i][2] is not None
                          and not contains_float(types[i][0]) and not contains_float(types[i][1])]
         self.key_names = [names[i] for i, _ in self.keys]
-        self._seed = f", {seed}" if seed else ""
-        self._con: Any = None
+        self._seed = seed
 
     def groups_of(self, table: pa.Table, groups: int) -> pa.Array:
         """Each row's group, of ``groups`` (uint64)."""
         import pyarrow as pa
 
-        if groups == 1 or not self.keys:
+        if groups == 1:
             return pa.repeat(pa.scalar(0, pa.uint64()), table.num_rows)
-        if self._con is None:
-            self._con = _cursor()
+        return self.hashes_and_groups(table, groups)[1]
+
+    def hashes_and_groups(self, table: pa.Table, groups: int) -> tuple[pa.Array | None, pa.Array]:
+        """Each row's hash on the route's columns (None without any) and its group."""
+        import pyarrow as pa
+
+        if not self.keys:
+            return None, pa.repeat(pa.scalar(0, pa.uint64()), table.num_rows)
+        from gateway.row_hashes import row_hashes
+
         keys = pa.table([_cast(table.column(i), t) for i, t in self.keys],
                         names=[f"k{n}" for n in range(len(self.keys))])
-        self._con.register("keys", keys)
-        try:
-            hashed = self._con.sql(f"SELECT hash({', '.join(keys.column_names)}{self._seed}) "
-                                   f"% {groups} FROM keys").to_arrow_table()
-        finally:
-            self._con.unregister("keys")
-        return hashed.column(0).combine_chunks().cast(pa.uint64())
+        hashes = row_hashes(keys, self._seed)
+        if groups == 1:
+            return hashes, pa.repeat(pa.scalar(0, pa.uint64()), table.num_rows)
+        return hashes, group_of_hash(hashes, groups)
 
-    def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
-            self._con = None
+
+#: the column :func:`route_to_files` adds with ``with_hashes``: each row's hash on the route's
+#: columns, which orders a group's rows for :func:`gateway.row_hashes.equal_as_multisets`
+ROW_HASH = "__arrowgate_row_hash"
+
+
+def group_of_hash(hashes: pa.Array, groups: int) -> pa.Array:
+    """``hashes`` modulo ``groups`` (uint64), in Arrow's integer kernels."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    quotient = pc.divide(hashes, pa.scalar(groups, pa.uint64()))
+    return pc.subtract(hashes, pc.multiply(quotient, pa.scalar(groups, pa.uint64())))
+
+
+def without_row_hash(table: pa.Table) -> tuple[pa.Table, pa.ChunkedArray | None]:
+    """``table`` without :data:`ROW_HASH`, and that column (None when it has none)."""
+    if ROW_HASH not in table.column_names:
+        return table, None
+    return table.drop_columns([ROW_HASH]), table.column(ROW_HASH)
 
 
 def in_groups(table: pa.Table, group: pa.Array, groups: int) -> tuple[pa.Table, list[int]]:
@@ -100,40 +120,37 @@ def in_groups(table: pa.Table, group: pa.Array, groups: int) -> tuple[pa.Table, 
     for g, n in zip(found.field("values").to_pylist(), found.field("counts").to_pylist(),
                     strict=True):
         counts[g] = n
-    return table.take(pc.sort_indices(group)), list(accumulate(counts, initial=0))
-
-
-def _cursor() -> Any:
-    """A cursor on the comparator's shared database (opening one costs ~40 ms on a busy
-    machine)."""
-    from gateway.row_pairing import _connection
-
-    return _connection(False)
+    # (a table of one chunk takes rows several times faster than one of many)
+    return table.combine_chunks().take(pc.sort_indices(group)), list(accumulate(counts, initial=0))
 
 
 def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Route,
-                   groups: int, folder: str, prefix: str) -> list[list[str]]:
+                   groups: int, folder: str, prefix: str,
+                   with_hashes: bool = False) -> list[list[str]]:
     """Each side's rows (read once, a table at a time) written to ``groups`` files by
-    ``route``: the paths, by group then side. Closes the route."""
+    ``route``: the paths, by group then side. ``with_hashes``: the rows' hashes are
+    written beside them, as column :data:`ROW_HASH` (when the route has columns)."""
     import pyarrow as pa
 
     paths = [[os.path.join(folder, f"{prefix}{g}-{n}.arrow") for n in range(len(sides))]
              for g in range(groups)]
-    try:
-        for n, (tables, schema) in enumerate(sides):
-            writers = [pa.ipc.new_stream(paths[g][n], schema) for g in range(groups)]
-            try:
-                for table in tables:
-                    table, bounds = in_groups(table, route.groups_of(table, groups), groups)
-                    for g in range(groups):
-                        if bounds[g + 1] > bounds[g]:
-                            writers[g].write_table(table.slice(bounds[g],
-                                                               bounds[g + 1] - bounds[g]))
-            finally:
-                for w in writers:
-                    w.close()
-    finally:
-        route.close()
+    hashed = with_hashes and bool(route.keys)
+    for n, (tables, schema) in enumerate(sides):
+        if hashed:
+            schema = schema.append(pa.field(ROW_HASH, pa.uint64()))
+        writers = [pa.ipc.new_stream(paths[g][n], schema) for g in range(groups)]
+        try:
+            for table in tables:
+                hashes, group = route.hashes_and_groups(table, groups)
+                if hashed:
+                    table = table.append_column(ROW_HASH, hashes)
+                table, bounds = in_groups(table, group, groups)
+                for g in range(groups):
+                    if bounds[g + 1] > bounds[g]:
+                        writers[g].write_table(table.slice(bounds[g], bounds[g + 1] - bounds[g]))
+        finally:
+            for w in writers:
+                w.close()
     return paths
 
 
@@ -155,6 +172,8 @@ def read_in_tables(path: str, rows: int) -> Iterator[pa.Table]:
     count = 0
     with pa.OSFile(path) as f, pa.ipc.open_stream(f) as reader:
         for batch in reader:
+            if ROW_HASH in batch.schema.names:
+                batch = batch.drop_columns([ROW_HASH])
             held.append(batch)
             count += batch.num_rows
             if count >= rows:
@@ -191,7 +210,10 @@ def left_in_parts(paths: list[str], parts: int, rows: int, names: list[str], sql
     schemas = []
     for path in paths:
         with pa.OSFile(path) as f, pa.ipc.open_stream(f) as reader:
-            schemas.append(reader.schema)
+            schema = reader.schema
+            if ROW_HASH in schema.names:
+                schema = schema.remove(schema.get_field_index(ROW_HASH))
+            schemas.append(schema)
 
     def route(seed: int) -> Route:
         return Route(schemas[0], schemas[1], names, opts, shape, found, every_column=True,
@@ -231,11 +253,7 @@ def _leave(p: pa.Table, r: pa.Table, sql: str | None, opts: CompareOptions,
         left[1].append(r)
         return True
     splitter = route(seed)
-    try:
-        ordered = [in_groups(table, splitter.groups_of(table, _SPLIT), _SPLIT)
-                   for table in (p, r)]
-    finally:
-        splitter.close()
+    ordered = [in_groups(table, splitter.groups_of(table, _SPLIT), _SPLIT) for table in (p, r)]
     sizes = [[b[g + 1] - b[g] for g in range(_SPLIT)] for _, b in ordered]
     whole = [s.index(max(s)) for s, (_, b) in zip(sizes, ordered, strict=True) if max(s) == b[-1]]
     if len(whole) == 2 and whole[0] == whole[1]:  # every row alike on the columns routed

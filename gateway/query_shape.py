@@ -8,6 +8,8 @@ them), and which column names the engine chooses (unaliased expressions such as
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,21 @@ class QueryShape:
 
     @classmethod
     def of(cls, sql: str | None, dialect: str) -> QueryShape:
+        """What ``sql`` tells the comparator, read in ``dialect``; empty when it cannot be read.
+
+        The readings of the last 512 short texts are kept (each caller gets lists of its
+        own): a replay compares the answers to one prepared text with every parameter set.
+        """
+        if sql and len(sql) <= _KEPT_CHARS:
+            kept = _kept_shape(sql, dialect)
+            return dataclasses.replace(kept, order=list(kept.order),
+                                       engine_named=list(kept.engine_named),
+                                       group_keys=list(kept.group_keys),
+                                       projections=list(kept.projections))
+        return cls._read(sql, dialect)
+
+    @classmethod
+    def _read(cls, sql: str | None, dialect: str) -> QueryShape:
         if not sql:
             return cls()
         try:
@@ -136,3 +153,12 @@ class QueryShape:
         if missing or rewritten.find(exp.Column) is None:
             return None
         return rewritten.sql(dialect="duckdb")
+
+
+#: statements longer than this are read again at each comparison, not kept (memory)
+_KEPT_CHARS = 16_384
+
+
+@functools.lru_cache(maxsize=512)
+def _kept_shape(sql: str, dialect: str) -> QueryShape:
+    return QueryShape._read(sql, dialect)

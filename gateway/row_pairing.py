@@ -52,15 +52,18 @@ class RowPairing:
 
     ``cut``: the LIMIT no total order fixes; ``cut_order``: its ORDER BY (the
     shape's when None). ``edges``: the answers are a part of two longer ones,
-    whose cut is judged against these rows.
+    whose cut is judged against these rows. ``hashes``: each side's rows' hashes
+    on some of their columns, when known (they only order rows).
     """
 
     def __init__(self, p: pa.Table, r: pa.Table, shape: QueryShape, opts: CompareOptions,
                  names: list[str], rules: list[ColumnRule] | None = None,
                  cut: Cut | None = None, edges: CutEdges | None = None,
-                 cut_order: list[OrderTerm] | None = None):
+                 cut_order: list[OrderTerm] | None = None,
+                 hashes: tuple[pa.ChunkedArray, pa.ChunkedArray] | None = None):
         import pyarrow as pa
 
+        self.hashes = hashes
         self.cut, self.edges = cut, edges
         self.cut_order = shape.order if cut_order is None else cut_order
         self.p, self.r, self.shape, self.opts, self.names = p, r, shape, opts, names
@@ -124,11 +127,13 @@ class RowPairing:
                        verdict.evidence)
 
     def _equal_once_sorted(self) -> bool:
-        """True when both answers, each sorted on every column in Arrow, are equal row for row.
+        """True when both answers, each sorted the same way in Arrow, are equal row for row.
 
         Answers holding the same rows in another order (a hash aggregate's) are then
-        proven equal by their values without DuckDB; False also when Arrow cannot sort
-        a column (lists, string views) or the sides' types differ.
+        proven equal by their values without DuckDB. Answers of columns Arrow sorts
+        are sorted on every column; others (lists, structs, maps) by each row's hash,
+        and only ordered by it (:func:`gateway.row_hashes.equal_as_multisets`). False
+        also when the sides' types differ.
         """
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -140,7 +145,9 @@ class RowPairing:
             p = self.p.take(pc.sort_indices(self.p, keys))
             r = self.r.take(pc.sort_indices(self.r, keys))
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            return False
+            from gateway.row_hashes import equal_as_multisets
+
+            return equal_as_multisets(self.p, self.r, self.hashes)
         return bool(p.equals(r))
 
     def order_verdict(self, offset: int = 0, up_to_a_float: bool = False) -> Verdict:

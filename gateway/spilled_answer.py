@@ -206,13 +206,18 @@ class SpilledAnswer:
 
 
 def _decoded(batch: Any) -> Any:
-    """``batch`` with dictionary columns decoded (the comparator reads their values)."""
+    """``batch`` with dictionary columns decoded (the comparator reads their values), and the
+    entries of every map in it in key order (once, for every later step to compare)."""
     import pyarrow as pa
 
-    if not any(pa.types.is_dictionary(t) for t in batch.schema.types):
+    from gateway.compare_types import _holds_map, _maps_in_key_order
+
+    types = batch.schema.types
+    if not any(pa.types.is_dictionary(t) or _holds_map(t) for t in types):
         return batch
     columns = [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
                for c in batch.columns]
+    columns = [_maps_in_key_order(c) if _holds_map(c.type) else c for c in columns]
     return pa.record_batch(columns, names=batch.schema.names)
 
 

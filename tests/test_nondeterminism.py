@@ -184,3 +184,51 @@ def test_any_valid_cut_is_never_a_divergence_and_a_planted_one_is(rows, data):
         planted = reference.set_column(1, "id", pa.array(
             [v + 1000 if i == at else v for i, v in enumerate(reference.column("id").to_pylist())]))
         assert compare_tables(planted, reference, sql=sql).category == "values"
+
+
+def test_a_text_is_read_once_and_each_caller_gets_its_own_reading(monkeypatch):
+    """A comparison asked twice per statement, and a replay compares the answers to one
+    prepared text with every parameter set: sqlglot read it each time (issue 37)."""
+    from gateway import nondeterminism
+
+    read = []
+    parse_one = nondeterminism._parse_one
+
+    def counted(sql, dialect):
+        read.append(sql)
+        return parse_one(sql, dialect)
+
+    monkeypatch.setattr(nondeterminism, "_parse_one", counted)
+    sql = "SELECT g, random() AS r FROM t LIMIT 3 -- read once"
+    first = Nondeterminism.of(sql)
+    first.functions.append("changed by its caller")
+    second = Nondeterminism.of(sql)
+    assert read == [sql]
+    assert second.functions == ["rand"] and second.cut is not None
+    long = "SELECT random() AS r" + " " * nondeterminism._KEPT_CHARS
+    assert Nondeterminism.of(long).functions == Nondeterminism.of(long).functions == ["rand"]
+    assert read == [sql, long, long]  # long texts are not kept
+
+
+def test_a_query_shape_is_read_once_and_each_caller_gets_its_own(monkeypatch):
+    """As for nondeterminism: a replay compares the answers to one prepared text with every
+    parameter set, and sqlglot read its shape each time (issue 37)."""
+    import sqlglot
+
+    from gateway.query_shape import QueryShape
+
+    read = []
+    parse = sqlglot.parse
+
+    def counted(sql, *args, **kwargs):
+        read.append(sql)
+        return parse(sql, *args, **kwargs)
+
+    monkeypatch.setattr(sqlglot, "parse", counted)
+    sql = "SELECT g, count(*) FROM t GROUP BY g ORDER BY g -- shape read once"
+    first = QueryShape.of(sql, "duckdb")
+    first.order.clear()
+    first.group_keys.append(True)
+    second = QueryShape.of(sql, "duckdb")
+    assert read == [sql]
+    assert [t.column for t in second.order] == [0] and second.group_keys == [True, False]

@@ -89,7 +89,24 @@ _ESCAPED_IDENTIFIER = re.compile(r'(?i)(?<![\w$])U&"')
 def statement_kind(sql: str, dialect: str = "duckdb") -> str:
     """``read`` for a query; otherwise what the statement is (``INSERT``, ``unrecognized``,
     ``SELECT calling nextval()``: a query with side effects...). A statement with a
-    Unicode-escaped identifier is never a query: no name in it can be checked."""
+    Unicode-escaped identifier is never a query: no name in it can be checked.
+
+    The kinds of the last 512 short texts are kept: a replay asks twice per statement
+    (whether to run it, then the shadow's own check), and a prepared statement's text
+    comes back with every parameter set (sqlglot's parse was a sixth of a replay's
+    work besides the engines').
+    """
+    if len(sql) <= _COUNT_KEPT_CHARS:
+        return _kept_statement_kind(sql, dialect)
+    return _statement_kind(sql, dialect)
+
+
+@functools.lru_cache(maxsize=512)
+def _kept_statement_kind(sql: str, dialect: str) -> str:
+    return _statement_kind(sql, dialect)
+
+
+def _statement_kind(sql: str, dialect: str) -> str:
     from sqlglot import exp
 
     from gateway.nondeterminism import side_effects_in
