@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """The field's raw-CSV benchmarks: h2o groupby q1-q10 and TPC-H Q1 and Q6, arrowgate against DuckDB, Polars, DataFusion and chDB.
 
-    .venv/bin/pip install falsa tpchgen-cli polars datafusion chdb   # bench only, not dependencies
-    .venv/bin/python bench/field_bench.py --generate                 # the data, once, into bench/data/
+    .venv/bin/pip install falsa tpchgen-cli                      # the generators, bench only
+    .venv/bin/pip install --target bench/data/peers polars datafusion chdb
+    .venv/bin/python bench/field_bench.py --generate             # the data, once, into bench/data/
     .venv/bin/python bench/field_bench.py [--h2o PATH] [--lineitem PATH] [--rounds 5]
         [--queries q1,q2,...,Q1,Q6] [--engines arrowgate,duckdb,polars,datafusion,chdb]
+        [--peers bench/data/peers]
+
+The peers live in a folder of their own (--peers, put on the peers' PYTHONPATH only):
+in the project's venv, datafusion's dependency cloudpickle is imported by every
+``import pyarrow`` (pyarrow looks for it), which changes arrowgate's start and fails
+the test that a query imports no dataclass.
 
 The data: ``falsa groupby --size SMALL --data-format CSV`` (1e7 rows, 672 MB) and
 ``tpchgen-cli csv -s 1 --tables lineitem`` (SF1 lineitem, 766 MB); --generate writes
@@ -45,6 +52,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 DATA = Path(__file__).resolve().parent / "data"
+PEERS_DIR = DATA / "peers"
 H2O_FILE = DATA / "G1_1e7_1e7_100_0.csv"
 LINEITEM_FILE = DATA / "lineitem.csv"
 
@@ -138,9 +146,15 @@ LABELS = {"arrowgate": "arrowgate", "duckdb": "DuckDB", "polars": "Polars",
 REL_TOL = 1e-6
 
 
+#: the folder holding the peers (--peers), on their PYTHONPATH, not arrowgate's
+peers_path = ""
+
+
 def run(engine: str, path: str, sql: str, out: str = "") -> tuple[float, str, int]:
     """(seconds, its printed line, peak RSS in KiB) of one fresh process."""
     env = {**os.environ, "ARROWGATE_SNIFF_CACHE": "off"}
+    if engine != "arrowgate" and peers_path:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (peers_path, env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryFile("w+") as errors:
         start = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-c", ENGINES[engine][1] + CHILD_END, path, sql,
@@ -227,15 +241,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--queries", default=",".join(QUERIES))
     ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--peers", default=str(PEERS_DIR),
+                    help="the folder the peers were installed in (pip install --target)")
     ap.add_argument("--generate", action="store_true", help="write the data files, then stop")
     args = ap.parse_args()
     if args.generate:
         generate()
         return
+    global peers_path
+    if os.path.isdir(args.peers):
+        peers_path = args.peers
+        sys.path.append(peers_path)  # last: found by find_spec, never before the venv's
     engines = []
     for name in args.engines.split(","):
         if importlib.util.find_spec(ENGINES[name][0]) is None:
-            print(f"{name}: not installed, skipped (pip install {name})")
+            print(f"{name}: not installed, skipped (pip install --target {args.peers} {name})")
         else:
             engines.append(name)
     if "duckdb" not in engines:
