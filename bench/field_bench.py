@@ -6,7 +6,7 @@
     .venv/bin/python bench/field_bench.py --generate             # the data, once, into bench/data/
     .venv/bin/python bench/field_bench.py [--h2o PATH] [--lineitem PATH] [--rounds 5]
         [--queries q1,q2,...,Q1,Q6] [--engines arrowgate,duckdb,polars,datafusion,chdb]
-        [--peers bench/data/peers]
+        [--peers bench/data/peers] [--base OTHER/.venv/bin/python]
 
 The peers live in a folder of their own (--peers, put on the peers' PYTHONPATH only):
 in the project's venv, datafusion's dependency cloudpickle is imported by every
@@ -32,7 +32,9 @@ which is also the warm-up) is checked against DuckDB's, rows sorted, numbers to 
 relative (NaN and NULL alike); an engine whose answer differs gets no time for that query. Then the
 engines alternate, the order rotated each round; printed: per query and engine the
 median seconds with the min-max spread and the peak RSS, and the best peer's median
-over arrowgate's (above 1 means arrowgate is faster), as a markdown table.
+over arrowgate's (above 1 means arrowgate is faster), as a markdown table. With
+``--base`` another arrowgate install (its venv's python: the main branch, say) runs
+as one more engine, so a change's before and after are measured in the same run.
 """
 
 from __future__ import annotations
@@ -141,24 +143,29 @@ peak = next((line.split()[1] for line in open("/proc/self/status") if line.start
 print(peak, table.num_rows, globals().get("route", ""))
 """
 PEERS = ("duckdb", "polars", "datafusion", "chdb")
-LABELS = {"arrowgate": "arrowgate", "duckdb": "DuckDB", "polars": "Polars",
+LABELS = {"arrowgate": "arrowgate", "base": "arrowgate (--base)", "duckdb": "DuckDB", "polars": "Polars",
           "datafusion": "DataFusion", "chdb": "chDB"}
 REL_TOL = 1e-6
 
 
 #: the folder holding the peers (--peers), on their PYTHONPATH, not arrowgate's
 peers_path = ""
+#: --base: the interpreter of another arrowgate install (its venv's python), run as the
+#: engine "base" beside this one: a change's before and after in one run
+base_python = ""
 
 
 def run(engine: str, path: str, sql: str, out: str = "") -> tuple[float, str, int]:
     """(seconds, its printed line, peak RSS in KiB) of one fresh process."""
     env = {**os.environ, "ARROWGATE_SNIFF_CACHE": "off"}
-    if engine != "arrowgate" and peers_path:
+    if engine not in ("arrowgate", "base") and peers_path:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (peers_path, env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryFile("w+") as errors:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-c", ENGINES[engine][1] + CHILD_END, path, sql,
-                                  out], env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
+        python = base_python if engine == "base" else sys.executable
+        program = ENGINES["arrowgate" if engine == "base" else engine][1] + CHILD_END
+        child = subprocess.Popen([python, "-c", program, path, sql, out], env=env,
+                                 stdout=subprocess.PIPE, stderr=errors, text=True)
         line = child.stdout.read() if child.stdout else ""
         _, status, usage = os.wait4(child.pid, 0)
         took = time.perf_counter() - start
@@ -243,12 +250,13 @@ def main() -> None:
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--peers", default=str(PEERS_DIR),
                     help="the folder the peers were installed in (pip install --target)")
+    ap.add_argument("--base", help="another arrowgate's python (its venv), timed beside this one")
     ap.add_argument("--generate", action="store_true", help="write the data files, then stop")
     args = ap.parse_args()
     if args.generate:
         generate()
         return
-    global peers_path
+    global peers_path, base_python
     if os.path.isdir(args.peers):
         peers_path = args.peers
         sys.path.append(peers_path)  # last: found by find_spec, never before the venv's
@@ -258,6 +266,9 @@ def main() -> None:
             print(f"{name}: not installed, skipped (pip install --target {args.peers} {name})")
         else:
             engines.append(name)
+    if args.base:
+        base_python = args.base
+        engines.append("base")
     if "duckdb" not in engines:
         raise SystemExit("DuckDB gives the reference answers: pip install duckdb")
     files = {"h2o": args.h2o, "tpch": args.lineitem}
@@ -287,7 +298,7 @@ def main() -> None:
                 why = "no answer" if got is None else differs(got, reference)
                 if why is None:
                     timed.append(e)
-                    notes[e] = line.split()[-1] if e == "arrowgate" else ""
+                    notes[e] = line.split()[-1] if e in ("arrowgate", "base") else ""
                 else:
                     notes[e] = f"wrong: {why}" if got is not None else line
                     print(f"{name} {e}: {notes[e]} (no timing)")
@@ -311,9 +322,10 @@ def main() -> None:
 def print_table(rows: list[tuple[str, str, dict[str, float], dict[str, list[float]], dict[str, int],
                                  dict[str, str]]], engines: list[str]) -> None:
     peers = [e for e in PEERS if e in engines]
-    cols = peers + (["arrowgate"] if "arrowgate" in engines else [])
+    cols = peers + [e for e in ("base", "arrowgate") if e in engines]
     print()
-    print("| query | " + " | ".join(LABELS[e] for e in cols) + " | best peer / arrowgate |")
+    ratio = "best peer / arrowgate" + (" (--base / this)" if "base" in cols else "")
+    print("| query | " + " | ".join(LABELS[e] for e in cols) + f" | {ratio} |")
     print("|---|" + "---|" * len(cols) + "---|")
     for name, _, med, times, peaks, notes in rows:
         cells = []
@@ -322,12 +334,13 @@ def print_table(rows: list[tuple[str, str, dict[str, float], dict[str, list[floa
                 cells.append("wrong" if notes.get(e, "").startswith("wrong") else "n/a")
                 continue
             cell = f"{med[e]:.2f} s ({min(times[e]):.2f}-{max(times[e]):.2f}), {peaks[e] >> 10} MB"
-            if e == "arrowgate":
+            if e in ("arrowgate", "base"):
                 cell += f" ({notes[e]})"
             cells.append(cell)
         best = min((med[e] for e in peers if e in med), default=None)
-        ratio = f"{best / med['arrowgate']:.2f}x" if best and "arrowgate" in med else "n/a"
-        print(f"| {name} | " + " | ".join(cells) + f" | {ratio} |")
+        ratios = [f"{best / med[e]:.2f}x" if best and e in med else "n/a"
+                  for e in ("base", "arrowgate") if e in cols]
+        print(f"| {name} | " + " | ".join(cells) + f" | {' / '.join(ratios)} |")
 
 
 if __name__ == "__main__":
