@@ -253,6 +253,8 @@ static int buf_put(Buf *b, const void *src, size_t n) {
     return 0;
 }
 
+static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
+
 /* --------------------------------------------------------------- parsing */
 
 typedef struct {
@@ -930,6 +932,14 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
 
 /* ------------------------------------------------------------ hash table */
 
+/* Many groups are merged partition by partition (absorb): a group's partition is
+ * six bits of its hash between the index position's bits (the low ones, up to a
+ * table of 2^26 slots) and the 32 bits of the index slot's tag, so neither is
+ * weakened inside a partition. */
+#define AGG_PARTS 64
+#define PART_SHIFT 26
+static inline size_t part_of(uint64_t h) { return (size_t)(h >> PART_SHIFT) & (AGG_PARTS - 1); }
+
 /* One aggregate of one group. Each aggregate uses one of the three values:
  * isum for an integer SUM or AVG, f for any aggregate of a float, i for an
  * integer MIN or MAX (and none for the counts). */
@@ -962,7 +972,16 @@ typedef struct {
     size_t cap, ngroups, gcap;
     uint64_t *index;
     char *groups;              /* gcap records, 64-byte aligned */
+    uint64_t *hashes;          /* each group's hash_bytes, so nothing is hashed twice */
     Buf arena;                 /* the keys when !fixed_key */
+    /* the groups by partition (table_partition): partition p's are order[part_at[p]:part_at[p+1]] */
+    uint32_t *order;
+    size_t ordered;            /* the groups order covers (it is stale when ngroups differs) */
+    size_t part_at[AGG_PARTS + 1];
+    /* a scan whose rows are mostly distinct groups stops looking them up: each row is
+     * appended as a group of its own (no index), and the groups are made distinct where
+     * they are merged (absorb) or exported (table_compact) */
+    int unindexed;
 } AggStateObject;
 
 typedef struct {
@@ -986,6 +1005,8 @@ static void table_layout(AggStateObject *t, int fixed, size_t key_width) {
 static void AggState_dealloc(AggStateObject *self) {
     free(self->index);
     free(self->groups);
+    free(self->hashes);
+    free(self->order);
     free(self->arena.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1038,14 +1059,12 @@ static inline int same_bytes(const char *a, const char *b, size_t n) {
     return x == y;
 }
 
-static int table_grow(AggStateObject *t) {
-    size_t ncap = t->cap ? t->cap * 2 : 64;
+/* the index at ncap slots (a power of two above twice the groups) */
+static int table_resize(AggStateObject *t, size_t ncap) {
     uint64_t *idx = calloc(ncap, sizeof(uint64_t));
     if (!idx) return -1;
     for (size_t g = 0; g < t->ngroups; g++) {
-        size_t n;
-        const char *k = group_key(t, g, &n);
-        uint64_t h = hash_bytes(k, n);
+        uint64_t h = t->hashes[g];
         size_t pos = h & (ncap - 1);
         while (idx[pos]) pos = (pos + 1) & (ncap - 1);
         idx[pos] = (h & 0xffffffff00000000ull) | (uint64_t)(g + 1);
@@ -1056,16 +1075,74 @@ static int table_grow(AggStateObject *t) {
     return 0;
 }
 
-static int groups_grow(AggStateObject *t) {
-    size_t ng = t->gcap ? t->gcap * 2 : 64;
+static int table_grow(AggStateObject *t) { return table_resize(t, t->cap ? t->cap * 2 : 64); }
+
+/* room for ng groups */
+static int groups_resize(AggStateObject *t, size_t ng) {
     if (ng > UINT32_MAX) return -1;
     char *gs = aligned_alloc(64, ng * t->stride);
-    if (!gs) return -1;
-    if (t->ngroups) memcpy(gs, t->groups, t->ngroups * t->stride);
+    uint64_t *hs = malloc(ng * sizeof(uint64_t));
+    if (!gs || !hs) {
+        free(gs);
+        free(hs);
+        return -1;
+    }
+    if (t->ngroups) {
+        memcpy(gs, t->groups, t->ngroups * t->stride);
+        memcpy(hs, t->hashes, t->ngroups * sizeof(uint64_t));
+    }
     free(t->groups);
+    free(t->hashes);
     t->groups = gs;
+    t->hashes = hs;
     t->gcap = ng;
     return 0;
+}
+
+static int groups_grow(AggStateObject *t) { return groups_resize(t, t->gcap ? t->gcap * 2 : 64); }
+
+/* room for `more` groups beyond those held, without growing on the way */
+static int table_reserve(AggStateObject *t, size_t more) {
+    size_t want = t->ngroups + more, cap = t->cap ? t->cap : 64, gcap = t->gcap ? t->gcap : 64;
+    while ((want + 1) * 2 > cap) cap *= 2;
+    while (gcap < want) gcap *= 2;
+    if (gcap != t->gcap && groups_resize(t, gcap)) return -1;
+    if (cap != t->cap && table_resize(t, cap)) return -1;
+    return 0;
+}
+
+/* t->order: the groups by partition, in the order first seen within each */
+static int table_partition(AggStateObject *t) {
+    if (t->order && t->ordered == t->ngroups) return 0;
+    uint32_t *order = realloc(t->order, (t->ngroups ? t->ngroups : 1) * sizeof(uint32_t));
+    if (!order) return -1;
+    t->order = order;
+    size_t at[AGG_PARTS + 1] = {0};
+    for (size_t g = 0; g < t->ngroups; g++) at[part_of(t->hashes[g]) + 1]++;
+    for (int p = 0; p < AGG_PARTS; p++) at[p + 1] += at[p];
+    memcpy(t->part_at, at, sizeof at);
+    for (size_t g = 0; g < t->ngroups; g++) order[at[part_of(t->hashes[g])]++] = (uint32_t)g;
+    t->ordered = t->ngroups;
+    return 0;
+}
+
+/* a new group of key bytes k[0:n] whose hash_bytes is h, not looked up (unindexed); NULL
+ * when out of memory */
+static Cell *table_append(AggStateObject *t, const char *k, size_t n, uint64_t h) {
+    if (t->ngroups == t->gcap && groups_grow(t)) return NULL;
+    size_t g = t->ngroups;
+    char *r = group_record(t, g);
+    if (t->fixed_key) {
+        memcpy(r + t->key_at, k, n);
+    } else {
+        KeyRef ref = {t->arena.len, (uint32_t)n};
+        if (buf_put(&t->arena, k, n)) return NULL;
+        memcpy(r + t->key_at, &ref, sizeof ref);
+    }
+    t->hashes[g] = h;
+    t->ngroups++;
+    memset(r, 0, (size_t)t->naggs * sizeof(Cell));
+    return (Cell *)r;
 }
 
 /* the group of key bytes k[0:n] whose hash_bytes is h, created if new; NULL when out of memory */
@@ -1093,6 +1170,7 @@ static Cell *table_find(AggStateObject *t, const char *k, size_t n, uint64_t h) 
         if (buf_put(&t->arena, k, n)) return NULL;
         memcpy(r + t->key_at, &ref, sizeof ref);
     }
+    t->hashes[g] = h;
     t->ngroups++;
     t->index[pos] = tag | (uint64_t)(g + 1);
     memset(r, 0, (size_t)t->naggs * sizeof(Cell));
@@ -1130,6 +1208,54 @@ static void cell_merge(Cell *dst, const Cell *src, int fn, int kind) {
     dst->n += src->n;
 }
 
+/* an unindexed table's groups made distinct (merged in a new table, which then replaces
+ * them); -1 when out of memory (the table is left as it was) */
+static int table_compact(AggStateObject *t) {
+    if (!t->unindexed) return 0;
+    AggStateObject c;
+    memset(&c, 0, sizeof c);
+    c.nkeys = t->nkeys;
+    c.naggs = t->naggs;
+    memcpy(c.agg_fns, t->agg_fns, sizeof c.agg_fns);
+    memcpy(c.agg_kinds, t->agg_kinds, sizeof c.agg_kinds);
+    table_layout(&c, t->fixed_key, t->key_width);
+    int oom = 0;
+    for (size_t g = 0; g < t->ngroups && !oom; g++) {
+        size_t n;
+        const char *k = group_key(t, g, &n);
+        Cell *d = table_find(&c, k, n, t->hashes[g]);
+        if (!d) {
+            oom = 1;
+            break;
+        }
+        const Cell *src = group_cells(t, g);
+        for (int a = 0; a < t->naggs; a++) cell_merge(&d[a], &src[a], t->agg_fns[a], t->agg_kinds[a]);
+    }
+    if (oom) {
+        free(c.index);
+        free(c.groups);
+        free(c.hashes);
+        free(c.arena.p);
+        return -1;
+    }
+    free(t->index);
+    free(t->groups);
+    free(t->hashes);
+    free(t->arena.p);
+    free(t->order);
+    t->index = c.index;
+    t->cap = c.cap;
+    t->groups = c.groups;
+    t->gcap = c.gcap;
+    t->ngroups = c.ngroups;
+    t->hashes = c.hashes;
+    t->arena = c.arena;
+    t->order = NULL;
+    t->ordered = 0;
+    t->unindexed = 0;
+    return 0;
+}
+
 static PyObject *int128_to_py(__int128 v) {
     char buf[48];
     int neg = v < 0, k = 47;
@@ -1150,13 +1276,14 @@ static PyTypeObject AggStateType;
 static PyObject *AggState_merge(AggStateObject *self, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AggStateType)) return PyErr_Format(PyExc_TypeError, "expected an AggState");
     AggStateObject *o = (AggStateObject *)arg;
+    if (table_compact(self)) return PyErr_NoMemory();
     if (o->naggs != self->naggs || o->nkeys != self->nkeys || o->fixed_key != self->fixed_key ||
         o->key_width != self->key_width)
         return PyErr_Format(PyExc_ValueError, "merging states of different plans");
     for (size_t g = 0; g < o->ngroups; g++) {
         size_t n;
         const char *k = group_key(o, g, &n);
-        Cell *dst = table_lookup(self, k, n);
+        Cell *dst = table_find(self, k, n, o->hashes[g]);
         if (!dst) return PyErr_NoMemory();
         Cell *src = group_cells(o, g);
         for (int a = 0; a < self->naggs; a++) cell_merge(&dst[a], &src[a], self->agg_fns[a], self->agg_kinds[a]);
@@ -1166,6 +1293,7 @@ static PyObject *AggState_merge(AggStateObject *self, PyObject *arg) {
 
 /* export() -> (keys, aggs): one list of Python values per key and per aggregate */
 static PyObject *AggState_export(AggStateObject *self, PyObject *unused) {
+    if (table_compact(self)) return PyErr_NoMemory();
     PyObject *keys = PyList_New(self->nkeys), *aggs = PyList_New(self->naggs);
     if (!keys || !aggs) goto fail;
     for (int k = 0; k < self->nkeys; k++) {
@@ -1232,6 +1360,7 @@ fail:
  * export order), in a new state keyed by the id alone. Keys computed after the scan
  * (strftime('%m', ts) of a month-truncated ts) can send several groups to one. */
 static PyObject *AggState_fold(AggStateObject *self, PyObject *arg) {
+    if (table_compact(self)) return PyErr_NoMemory();
     PyObject *seq = PySequence_Fast(arg, "fold() needs a sequence of group ids");
     if (!seq) return NULL;
     if ((size_t)PySequence_Fast_GET_SIZE(seq) != self->ngroups) {
@@ -1271,12 +1400,423 @@ fail:
     return NULL;
 }
 
-static PyObject *AggState_len(AggStateObject *self, void *c) { return PyLong_FromSize_t(self->ngroups); }
+/* an empty state of t's plan */
+static AggStateObject *state_like(const AggStateObject *t) {
+    AggStateObject *o = PyObject_New(AggStateObject, &AggStateType);
+    if (!o) return NULL;
+    memset((char *)o + sizeof(PyObject), 0, sizeof(AggStateObject) - sizeof(PyObject));
+    o->nkeys = t->nkeys;
+    o->naggs = t->naggs;
+    memcpy(o->key_kinds, t->key_kinds, sizeof o->key_kinds);
+    memcpy(o->agg_fns, t->agg_fns, sizeof o->agg_fns);
+    memcpy(o->agg_kinds, t->agg_kinds, sizeof o->agg_kinds);
+    table_layout(o, t->fixed_key, t->key_width);
+    return o;
+}
+
+static int same_plan(const AggStateObject *a, const AggStateObject *b) {
+    return a->naggs == b->naggs && a->nkeys == b->nkeys && a->fixed_key == b->fixed_key &&
+           a->key_width == b->key_width && !memcmp(a->agg_fns, b->agg_fns, sizeof a->agg_fns) &&
+           !memcmp(a->agg_kinds, b->agg_kinds, sizeof a->agg_kinds);
+}
+
+/* partitions() -> a tuple of AGG_PARTS empty states of this one's plan, for absorb() */
+static PyObject *AggState_partitions(AggStateObject *self, PyObject *unused) {
+    PyObject *out = PyTuple_New(AGG_PARTS);
+    if (!out) return NULL;
+    for (int p = 0; p < AGG_PARTS; p++) {
+        AggStateObject *o = state_like(self);
+        if (!o) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, p, (PyObject *)o);
+    }
+    return out;
+}
+
+/* a sequence of AggStates of one plan as a new C array (NULL with an exception set) */
+static AggStateObject **states_of(PyObject *seq, Py_ssize_t *n, const AggStateObject *like) {
+    *n = PySequence_Fast_GET_SIZE(seq);
+    AggStateObject **out = malloc(((size_t)*n + 1) * sizeof *out);
+    if (!out) return (AggStateObject **)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyObject_TypeCheck(o, &AggStateType) || (like && !same_plan((AggStateObject *)o, like))) {
+            free(out);
+            PyErr_SetString(PyExc_TypeError, "expected AggStates of one plan");
+            return NULL;
+        }
+        out[i] = (AggStateObject *)o;
+    }
+    return out;
+}
+
+#define ABSORB_AHEAD 8 /* groups between a slot's prefetch and its probe */
+
+/* absorb(parts, partials, first, stop): each partial's groups of partitions first..stop-1
+ * merged into parts[p] (a tuple from partitions()), without the GIL. Calls on disjoint
+ * ranges of partitions may run at once in several threads: each touches only its own
+ * parts, and reads the partials (partitioned here first, under the GIL). */
+static PyObject *absorb(PyObject *mod, PyObject *args) {
+    PyObject *parts_arg, *partials_arg;
+    int first, stop;
+    if (!PyArg_ParseTuple(args, "O!Oii", &PyTuple_Type, &parts_arg, &partials_arg, &first, &stop)) return NULL;
+    if (PyTuple_GET_SIZE(parts_arg) != AGG_PARTS || first < 0 || stop > AGG_PARTS || first > stop)
+        return PyErr_Format(PyExc_ValueError, "absorb() needs the %d partitions and a range of them", AGG_PARTS);
+    PyObject *seq = PySequence_Fast(partials_arg, "absorb() needs a sequence of states");
+    if (!seq) return NULL;
+    Py_ssize_t nparts, nin;
+    AggStateObject **parts = states_of(parts_arg, &nparts, NULL), **in = NULL;
+    if (parts) in = states_of(seq, &nin, parts[0]);
+    for (Py_ssize_t i = 0; parts && i < nparts; i++)
+        if (!same_plan(parts[i], parts[0])) {
+            PyErr_SetString(PyExc_TypeError, "expected AggStates of one plan");
+            goto fail;
+        }
+    if (!in) goto fail;
+    for (Py_ssize_t i = 0; i < nin; i++)
+        if (table_partition(in[i])) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    int oom = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (int p = first; p < stop && !oom; p++) {
+        AggStateObject *dst = parts[p];
+        size_t more = 0;
+        for (Py_ssize_t i = 0; i < nin; i++) more += in[i]->part_at[p + 1] - in[i]->part_at[p];
+        if (table_reserve(dst, more)) {
+            oom = 1;
+            break;
+        }
+        for (Py_ssize_t i = 0; i < nin && !oom; i++) {
+            const AggStateObject *src = in[i];
+            for (size_t j = src->part_at[p]; j < src->part_at[p + 1]; j++) {
+                if (j + ABSORB_AHEAD < src->part_at[p + 1])
+                    __builtin_prefetch(&dst->index[src->hashes[src->order[j + ABSORB_AHEAD]] & (dst->cap - 1)]);
+                size_t g = src->order[j], n;
+                const char *k = group_key(src, g, &n);
+                Cell *d = table_find(dst, k, n, src->hashes[g]);
+                if (!d) {
+                    oom = 1;
+                    break;
+                }
+                const Cell *c = group_cells(src, g);
+                for (int a = 0; a < dst->naggs; a++) cell_merge(&d[a], &c[a], dst->agg_fns[a], dst->agg_kinds[a]);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(parts);
+    free(in);
+    Py_DECREF(seq);
+    if (oom) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+fail:
+    free(parts);
+    free(in);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* One exported column: Arrow's validity bitmap, values (or offsets) and string data,
+ * written straight into the bytes objects handed to Python. */
+typedef struct {
+    PyObject *validity, *values, *data;
+    char *v, *x, *d;   /* their bytes */
+    size_t xlen, dlen; /* bytes of values and of data written */
+    size_t dcap;       /* room for data */
+    size_t nulls;
+    int wide; /* an integer sum: 1 when one passes BIGINT (values are then 16 bytes each), 2 past 38 digits */
+} ExportCol;
+
+/* the bytes of one value of an exported aggregate */
+static size_t agg_width(int fn, int kind, int wide) {
+    if (fn == A_SUM && kind != K_FLOAT && wide) return 16;
+    if ((fn == A_MIN || fn == A_MAX) && kind == K_DATE) return 4;
+    return 8;
+}
+
+static size_t key_width(char code) { return code == 's' || code == 'i' ? 4 : code == 'b' ? 0 : 8; }
+
+static int fits_bigint(__int128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
+
+/* the state's tables freed (an exported state that is not needed again) */
+static void table_release(AggStateObject *t) {
+    free(t->index);
+    free(t->groups);
+    free(t->hashes);
+    free(t->arena.p);
+    free(t->order);
+    t->index = NULL;
+    t->groups = NULL;
+    t->hashes = NULL;
+    t->order = NULL;
+    memset(&t->arena, 0, sizeof t->arena);
+    t->cap = t->gcap = t->ngroups = t->ordered = 0;
+}
+
+static inline void export_put(ExportCol *c, const void *v, size_t width) {
+    memcpy(c->x + c->xlen, v, width);
+    c->xlen += width;
+}
+
+static inline void export_valid(ExportCol *c, size_t row) { c->v[row >> 3] |= (char)(1 << (row & 7)); }
+
+/* writes every state's groups, one after another; -2 when a string column passes 2 GiB */
+static int export_fill(AggStateObject **st, Py_ssize_t nst, const char *kc, ExportCol *keys, ExportCol *aggs,
+                       int release) {
+    const AggStateObject *t0 = st[0];
+    int nkeys = t0->nkeys, naggs = t0->naggs;
+    int agg_fns[MAX_KEYS], agg_kinds[MAX_KEYS];
+    memcpy(agg_fns, t0->agg_fns, sizeof agg_fns);
+    memcpy(agg_kinds, t0->agg_kinds, sizeof agg_kinds);
+    for (int k = 0; k < nkeys; k++)
+        if (kc[k] == 's') {
+            int32_t z = 0;
+            export_put(&keys[k], &z, 4);
+        }
+    size_t row = 0;
+    for (Py_ssize_t s = 0; s < nst; s++) {
+        AggStateObject *t = st[s];
+        for (size_t g = 0; g < t->ngroups; g++, row++) {
+            size_t n;
+            const char *p = group_key(t, g, &n);
+            for (int k = 0; k < nkeys; k++) {
+                ExportCol *c = &keys[k];
+                char tag = *p++;
+                if (tag == 0) {
+                    if (t->fixed_key) p += 8;
+                    c->nulls++;
+                    if (kc[k] == 's') {
+                        int32_t off = (int32_t)c->dlen;
+                        export_put(c, &off, 4);
+                    } else {
+                        memset(c->x + c->xlen, 0, key_width(kc[k]));
+                        c->xlen += key_width(kc[k]);
+                    }
+                    continue;
+                }
+                export_valid(c, row);
+                if (tag == 2) {
+                    uint32_t m;
+                    memcpy(&m, p, 4);
+                    if (c->dlen + m > c->dcap || c->dlen + m > INT32_MAX) return -2;
+                    memcpy(c->d + c->dlen, p + 4, m);
+                    c->dlen += m;
+                    p += 4 + m;
+                    int32_t off = (int32_t)c->dlen;
+                    export_put(c, &off, 4);
+                    continue;
+                }
+                int64_t v;
+                memcpy(&v, p, 8);
+                p += 8;
+                if (kc[k] == 'i') {
+                    int32_t d = (int32_t)v;
+                    export_put(c, &d, 4);
+                } else if (kc[k] == 'b') {
+                    if (v) c->x[row >> 3] |= (char)(1 << (row & 7));
+                } else {
+                    export_put(c, &v, 8); /* an int64, or a double's bits (tag 3) */
+                }
+            }
+            const Cell *cells = group_cells(t, g);
+            for (int a = 0; a < naggs; a++) {
+                ExportCol *c = &aggs[a];
+                const Cell *x = &cells[a];
+                int fn = agg_fns[a], kind = agg_kinds[a];
+                if (fn == A_COUNT_STAR || fn == A_COUNT) {
+                    export_valid(c, row);
+                    export_put(c, &x->n, 8);
+                } else if (x->n == 0) {
+                    c->nulls++;
+                    memset(c->x + c->xlen, 0, agg_width(fn, kind, c->wide));
+                    c->xlen += agg_width(fn, kind, c->wide);
+                } else if (fn == A_AVG) {
+                    export_valid(c, row);
+                    double d = kind == K_FLOAT ? x->f / (double)x->n : (double)x->isum / (double)x->n;
+                    export_put(c, &d, 8);
+                } else if (kind == K_FLOAT) {
+                    export_valid(c, row);
+                    export_put(c, &x->f, 8);
+                } else if (fn == A_SUM) {
+                    export_valid(c, row);
+                    if (c->wide) {
+                        export_put(c, &x->isum, 16); /* Arrow's decimal128: little-endian two's complement */
+                    } else {
+                        int64_t v = (int64_t)x->isum;
+                        export_put(c, &v, 8);
+                    }
+                } else if (kind == K_DATE) {
+                    export_valid(c, row);
+                    int32_t d = (int32_t)x->i;
+                    export_put(c, &d, 4);
+                } else {
+                    export_valid(c, row);
+                    export_put(c, &x->i, 8);
+                }
+            }
+        }
+        if (release) table_release(t);
+    }
+    return 0;
+}
+
+/* a bytes object of n bytes (zeroed when zero is set) into *o, its bytes into *p */
+static int export_bytes(PyObject **o, char **p, size_t n, int zero) {
+    *o = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (!*o) return -1;
+    *p = PyBytes_AS_STRING(*o);
+    if (zero) memset(*p, 0, n);
+    return 0;
+}
+
+static void export_free(ExportCol *cols, int n) {
+    for (int i = 0; cols && i < n; i++) {
+        Py_XDECREF(cols[i].validity);
+        Py_XDECREF(cols[i].values);
+        Py_XDECREF(cols[i].data);
+    }
+    free(cols);
+}
+
+/* export_columns(states, key_codes, release=False) -> (groups, keys, aggs): the groups of
+ * every state, one after another, as Arrow buffers: per key and per aggregate (validity,
+ * values, data or None, nulls, wide). key_codes has a letter per key: 'q' int64, 'd'
+ * double, 'i' int32 (days), 'b' boolean, 's' string (int32 offsets and data). An
+ * aggregate's values are int64 counts, doubles (averages, and any aggregate of doubles),
+ * int64 minimum and maximum (int32 of a date's days) or an integer sum: int64, or 16-byte
+ * decimal128 where one passes BIGINT (wide 1; wide 2 past 38 digits, which no
+ * decimal128(38, 0) holds). With release, each state's tables are freed once written
+ * (their groups are gone after), so the answer and the tables are not all held at once. */
+static PyObject *export_columns(PyObject *mod, PyObject *args) {
+    PyObject *states_arg;
+    const char *kc;
+    Py_ssize_t nkc;
+    int release = 0;
+    if (!PyArg_ParseTuple(args, "Os#|p", &states_arg, &kc, &nkc, &release)) return NULL;
+    PyObject *seq = PySequence_Fast(states_arg, "export_columns() needs a sequence of states");
+    if (!seq) return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) == 0) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "export_columns() needs a state");
+    }
+    Py_ssize_t nst;
+    AggStateObject **st = states_of(seq, &nst, (AggStateObject *)PySequence_Fast_GET_ITEM(seq, 0));
+    if (!st) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    const AggStateObject *t0 = st[0];
+    int nkeys = t0->nkeys, naggs = t0->naggs;
+    ExportCol *keys = NULL, *aggs = NULL;
+    PyObject *out = NULL, *kl = NULL, *al = NULL;
+    if (nkc != nkeys) {
+        PyErr_Format(PyExc_ValueError, "export_columns() needs a code per key");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < nkc; k++)
+        if (!strchr("qdibs", kc[k]) || kc[k] == 0 || (kc[k] == 's') != (t0->key_kinds[k] == K_STR)) {
+            PyErr_Format(PyExc_ValueError, "key %zd: code %c does not fit its values", k, kc[k]);
+            goto done;
+        }
+    keys = calloc((size_t)nkeys + 1, sizeof(ExportCol));
+    aggs = calloc((size_t)naggs + 1, sizeof(ExportCol));
+    if (!keys || !aggs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* the groups made distinct, counted, the integer sums' width and the text's bound */
+    static const __int128 ten38 = (__int128)10000000000000000000ull * (__int128)10000000000000000000ull;
+    size_t total = 0, text = 0;
+    int oom = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < nst && !oom; i++) oom = table_compact(st[i]);
+    for (Py_ssize_t i = 0; i < nst; i++) {
+        total += st[i]->ngroups;
+        text += st[i]->arena.len;
+    }
+    for (int a = 0; a < naggs; a++)
+        if (t0->agg_fns[a] == A_SUM && t0->agg_kinds[a] != K_FLOAT)
+            for (Py_ssize_t i = 0; i < nst && aggs[a].wide < 2; i++)
+                for (size_t g = 0; g < st[i]->ngroups; g++) {
+                    const Cell *c = &group_cells(st[i], g)[a];
+                    if (c->n && !fits_bigint(c->isum)) aggs[a].wide = 1;
+                    if (c->n && (c->isum >= ten38 || c->isum <= -ten38)) {
+                        aggs[a].wide = 2;
+                        break;
+                    }
+                }
+    Py_END_ALLOW_THREADS
+    if (oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t bitmap = (total + 7) / 8;
+    for (int k = 0; k < nkeys; k++) {
+        ExportCol *c = &keys[k];
+        size_t values = kc[k] == 'b' ? bitmap : (total + (kc[k] == 's')) * key_width(kc[k]);
+        if (export_bytes(&c->validity, &c->v, bitmap, 1) || export_bytes(&c->values, &c->x, values, kc[k] == 'b'))
+            goto done;
+        if (kc[k] == 's') {
+            if (export_bytes(&c->data, &c->d, text, 0)) goto done;
+            c->dcap = text;
+        }
+    }
+    for (int a = 0; a < naggs; a++) {
+        ExportCol *c = &aggs[a];
+        if (export_bytes(&c->validity, &c->v, bitmap, 1) ||
+            export_bytes(&c->values, &c->x, total * agg_width(t0->agg_fns[a], t0->agg_kinds[a], c->wide), 0))
+            goto done;
+    }
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = export_fill(st, nst, kc, keys, aggs, release);
+    Py_END_ALLOW_THREADS
+    if (r) {
+        PyErr_SetString(PyExc_OverflowError, "a text key's column passes 2 GiB");
+        goto done;
+    }
+    kl = PyList_New(nkeys);
+    al = PyList_New(naggs);
+    if (!kl || !al) goto done;
+    for (int k = 0; k < nkeys; k++) {
+        ExportCol *c = &keys[k];
+        if (c->data && _PyBytes_Resize(&c->data, (Py_ssize_t)c->dlen) < 0) goto done;
+        PyObject *col = Py_BuildValue("(OOOni)", c->validity, c->values, c->data ? c->data : Py_None,
+                                      (Py_ssize_t)c->nulls, 0);
+        if (!col) goto done;
+        PyList_SET_ITEM(kl, k, col);
+    }
+    for (int a = 0; a < naggs; a++) {
+        ExportCol *c = &aggs[a];
+        PyObject *col = Py_BuildValue("(OOOni)", c->validity, c->values, Py_None, (Py_ssize_t)c->nulls, c->wide);
+        if (!col) goto done;
+        PyList_SET_ITEM(al, a, col);
+    }
+    out = Py_BuildValue("(nOO)", (Py_ssize_t)total, kl, al);
+done:
+    Py_XDECREF(kl);
+    Py_XDECREF(al);
+    export_free(keys, nkeys);
+    export_free(aggs, naggs);
+    free(st);
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyObject *AggState_len(AggStateObject *self, void *c) {
+    if (table_compact(self)) return PyErr_NoMemory();
+    return PyLong_FromSize_t(self->ngroups);
+}
 
 static PyMethodDef AggState_methods[] = {
     {"merge", (PyCFunction)AggState_merge, METH_O, "fold another partial state into this one"},
     {"export", (PyCFunction)AggState_export, METH_NOARGS, "(keys, aggs) as lists of Python values"},
     {"fold", (PyCFunction)AggState_fold, METH_O, "the groups merged by one id per group, keyed by the id"},
+    {"partitions", (PyCFunction)AggState_partitions, METH_NOARGS, "empty states of this plan, one per partition"},
     {NULL},
 };
 static PyGetSetDef AggState_getset[] = {{"groups", (getter)AggState_len, NULL, "number of groups", NULL}, {NULL}};
@@ -1306,6 +1846,7 @@ typedef struct {
 } Pending;
 #define AGG_LAG 2  /* a row is folded in this many rows after it is read */
 #define AGG_ROWS 4 /* a power of two above AGG_LAG */
+#define UNINDEX_CHECK 4096 /* rows between checks of the groups a scan's lookups found */
 
 typedef struct {
     const char *base;
@@ -1744,7 +2285,9 @@ static int make_key(Scan *sc, Buf *kb) {
 /* fold a pending row into its group */
 static int aggregate_pending(Scan *sc, const Pending *row) {
     const Plan *pl = sc->plan;
-    Cell *c = table_find(sc->agg, row->key.p ? row->key.p : "", row->key.len, row->hash);
+    const char *k = row->key.p ? row->key.p : "";
+    Cell *c = sc->agg->unindexed ? table_append(sc->agg, k, row->key.len, row->hash)
+                                 : table_find(sc->agg, k, row->key.len, row->hash);
     if (!c) return -1;
     for (int a = 0; a < pl->naggs; a++) {
         const Agg *ag = &pl->aggs[a];
@@ -1776,6 +2319,13 @@ static int aggregate_row(Scan *sc) {
     row->hash = hash_bytes(row->key.p ? row->key.p : "", row->key.len);
     for (int a = 0; a < pl->naggs; a++)
         if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = sc->vals[pl->aggs[a].slot];
+    if ((r & (UNINDEX_CHECK - 1)) == UNINDEX_CHECK - 1 && !t->unindexed && t->ngroups * 2 > r) {
+        /* most rows so far were new groups: looking them up would merge few */
+        free(t->index);
+        t->index = NULL;
+        t->cap = 0;
+        t->unindexed = 1;
+    }
     if (t->cap) {
         __builtin_prefetch(&t->index[row->hash & (t->cap - 1)]);
         if (r >= 1) {
@@ -1976,7 +2526,6 @@ static void guarded_scan(Scan *sc, const MapFile *map) {
 #endif
 }
 
-static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
 
 /* scan(file, start, boundary, dialect, slots, filters, keys, aggs, limit)
  *   -> (end, rows_seen, rows_out, skipped, error, payload)
@@ -2044,6 +2593,7 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
 #endif
         Py_BEGIN_ALLOW_THREADS
         guarded_scan(sc, &f->map);
+        if (sc->agg && !sc->err && !sc->oom && table_partition(sc->agg)) sc->oom = 1;
         Py_END_ALLOW_THREADS
     } else {
         sc->end = 0;
@@ -2895,6 +3445,8 @@ static PyObject *quoted_cr(PyObject *mod, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"simd", simd, METH_VARARGS, "simd(on=None) -> the vector code in use; False forces the baseline"},
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
+    {"absorb", absorb, METH_VARARGS, "absorb(parts, partials, first, stop): partitions merged"},
+    {"export_columns", export_columns, METH_VARARGS, "export_columns(states, key_codes, release=False): Arrow buffers"},
     {"parse_value", parse_value, METH_VARARGS, "parse_value(kind, bytes): the scanner's own value parser"},
     {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
     {"sample_columns", sample_columns, METH_VARARGS, "the sniffer's sample of a text without quotes, as columns"},
@@ -2921,5 +3473,6 @@ PyMODINIT_FUNC PyInit__scanner(void) {
     PyModule_AddObject(m, "File", (PyObject *)&FileType);
     Py_INCREF(&AggStateType);
     PyModule_AddObject(m, "AggState", (PyObject *)&AggStateType);
+    PyModule_AddIntConstant(m, "AGG_PARTS", AGG_PARTS);
     return m;
 }

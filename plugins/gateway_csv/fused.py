@@ -20,8 +20,9 @@ import pyarrow as pa
 from gateway import arrow_values
 from gateway.records import FrozenRecord, Record
 from gateway.startup import sort_functions
+from gateway_csv import _scanner
 from gateway_csv.columns import arrow_type
-from gateway_csv.layout import BOOL, DATE, FLOAT, INT, TS, TSTZ, Layout
+from gateway_csv.layout import DATE, FLOAT, INT, TS, TSTZ, Layout
 from gateway_csv.scan import MAX_COLUMNS, Plan, Scanner
 
 # Shared with _scanner.c
@@ -145,54 +146,129 @@ def run(scanners: list[Scanner], fused: FusedAggregate) -> tuple[list[pa.Array],
     BIGINT a DECIMAL(38, 0))."""
     layout = scanners[0].layout
     scan = Plan(slots=fused.slots, filters=fused.filters, keys=fused.keys, aggs=fused.aggs)
-    state: Any = None
+    states = _combined(scanners, scan)
+    if any(fused.derived):
+        return _run_derived(layout, fused, states)
+    types = [_key_type(layout.kinds[col], fn) for col, fn in fused.key_columns]
+    n, key_buffers, agg_buffers = _scanner.export_columns(
+        states, "".join(_CODES.get(t, "q") for t in types), True)
+    del states
+    if not fused.keys and n == 0:
+        return [], [arrow_values.array([0] if fn in (A_COUNT_STAR, A_COUNT) else [None],
+                                       _agg_type(layout, fn, col, 0))
+                    for fn, col in fused.agg_columns], 1
+    keys = []
+    for (col, fn), type_, buffers in zip(fused.key_columns, types, key_buffers, strict=True):
+        arr = _array(type_, n, buffers)
+        keys.append(_first_days(arr.to_pylist(), fn, layout.kinds[col])
+                    if fn in (F_TRUNC_YEAR, F_TRUNC_MONTH) else arr)
+    aggs = []
+    for (fn, col), buffers in zip(fused.agg_columns, agg_buffers, strict=True):
+        wide = buffers[4]
+        if wide > 1:
+            raise pa.ArrowInvalid("an integer sum passes 38 digits, which DECIMAL(38, 0) holds")
+        aggs.append(_array(_agg_type(layout, fn, col, wide), n, buffers))
+    return keys, aggs, n
+
+
+#: groups of chunks merged at once, partition by partition (memory: these and the
+#: merged groups, not every chunk's groups)
+_BATCH = 8
+#: the tasks one batch's partitions are merged in
+_TASKS = 8
+#: export_columns' letter of each key type (any other: int64)
+_CODES = {pa.string(): "s", pa.float64(): "d", pa.date32(): "i", pa.bool_(): "b"}
+
+
+def _combined(scanners: list[Scanner], scan: Plan) -> list[Any]:
+    """The scan's groups as AggStates to export one after another: a lone chunk's state,
+    or every chunk's merged partition by partition (``_scanner.absorb``, on the scanner
+    threads, several partitions at once: no group is merged twice, and no table grows
+    past a cache's size on the way)."""
+    parts: Any = None
+    batch: list[Any] = []
+    pool = scanners[0].pool
     for scanner in scanners:
         for _rows, partial in scanner.results(scan):
-            if state is None:
-                state = partial
-            else:
-                state.merge(partial)
+            batch.append(partial)
+            if len(batch) == _BATCH:
+                parts = _absorb(pool, parts, batch)
+                batch = []
+    if parts is None and len(batch) == 1:
+        return batch
+    return list(_absorb(pool, parts, batch) if batch else parts)
+
+
+def _absorb(pool: Any, parts: Any, batch: list[Any]) -> Any:
+    if parts is None:
+        parts = batch[0].partitions()
+    step = -(-_scanner.AGG_PARTS // _TASKS)
+    tasks = [pool.submit(_scanner.absorb, parts, batch, first, min(first + step, _scanner.AGG_PARTS))
+             for first in range(0, _scanner.AGG_PARTS, step)]
+    for task in tasks:
+        task.result()
+    return parts
+
+
+def _run_derived(layout: Layout, fused: FusedAggregate, states: list[Any]) \
+        -> tuple[list[pa.Array], list[pa.Array], int]:
+    """:func:`run` of keys computed after the scan (strftime, date_part, date_trunc), whose
+    groups may fold into fewer: through one state and Python values (few groups)."""
+    state = states[0]
+    for other in states[1:]:
+        state.merge(other)
     key_values, agg_values = state.export()
     n = state.groups
-    if not fused.keys and n == 0:
-        n = 1
-        key_values = []
-        agg_values = [[0] if fn in (A_COUNT_STAR, A_COUNT) else [None]
-                      for fn, _ in fused.agg_columns]
     keys = []
     for (col, fn), values in zip(fused.key_columns, key_values, strict=True):
         kind = layout.kinds[col]
         if fn in (F_TRUNC_YEAR, F_TRUNC_MONTH):
             keys.append(_first_days(values, fn, kind))
-        elif fn == F_IDENT or fn > F_TRUNC_MONTH:
-            keys.append(_typed(values, kind))
-        elif fn == F_ROUND:
-            keys.append(arrow_values.array(values, pa.int64() if kind == INT else pa.float64()))
         else:
-            keys.append(arrow_values.array(values, pa.int64()))
-    if any(fused.derived):
-        keys, folded = _finish_keys(keys, fused)
-        if folded is not None:
-            call, _ = sort_functions()
-            ids, agg_values = state.fold(folded[0]).export()
-            keys = [call("take", [k, arrow_values.array(ids[0], pa.int64())]) for k in folded[1]]
-            n = len(ids[0])
+            keys.append(arrow_values.array(values, _key_type(kind, fn)))
+    keys, folded = _finish_keys(keys, fused)
+    if folded is not None:
+        call, _ = sort_functions()
+        ids, agg_values = state.fold(folded[0]).export()
+        keys = [call("take", [k, arrow_values.array(ids[0], pa.int64())]) for k in folded[1]]
+        n = len(ids[0])
     aggs = []
     for (fn, col), values in zip(fused.agg_columns, agg_values, strict=True):
-        if fn in (A_COUNT_STAR, A_COUNT):
-            aggs.append(arrow_values.array(values, pa.int64()))
-        elif fn == A_AVG:
-            aggs.append(arrow_values.array(values, pa.float64()))
-        elif fn == A_SUM:
-            kind = layout.kinds[col]
-            if kind == FLOAT:
-                aggs.append(arrow_values.array(values, pa.float64()))
-            else:
-                fits = all(v is None or -(2**63) <= v < 2**63 for v in values)
-                aggs.append(arrow_values.array(values, pa.int64() if fits else pa.decimal128(38, 0)))
-        else:
-            aggs.append(_typed(values, layout.kinds[col]))
+        wide = fn == A_SUM and layout.kinds[col] != FLOAT and \
+            not all(v is None or -(2**63) <= v < 2**63 for v in values)
+        aggs.append(arrow_values.array(values, _agg_type(layout, fn, col, int(wide))))
     return keys, aggs, n
+
+
+def _key_type(kind: int, fn: int) -> pa.DataType:
+    """The Arrow type of the scanner's key ``fn`` of a column of ``kind`` (F_TRUNC_YEAR and
+    F_TRUNC_MONTH: the year or month number, made a first day after)."""
+    if fn == F_IDENT or fn > F_TRUNC_MONTH:
+        return arrow_type(kind)
+    if fn == F_ROUND and kind != INT:
+        return pa.float64()
+    return pa.int64()
+
+
+def _agg_type(layout: Layout, fn: int, col: int, wide: int) -> pa.DataType:
+    """The Arrow type of an aggregate (``wide``: an integer sum passes BIGINT)."""
+    if fn in (A_COUNT_STAR, A_COUNT):
+        return pa.int64()
+    if fn == A_AVG:
+        return pa.float64()
+    if fn == A_SUM and layout.kinds[col] != FLOAT:
+        return pa.decimal128(38, 0) if wide else pa.int64()
+    return arrow_type(layout.kinds[col])
+
+
+def _array(type_: pa.DataType, n: int, buffers: tuple[bytes, bytes, bytes | None, int, int]) \
+        -> pa.Array:
+    """export_columns' buffers of one column as an Arrow array (wrapped, not copied)."""
+    validity, values, data, nulls, _ = buffers
+    held = [pa.py_buffer(validity) if nulls else None, pa.py_buffer(values)]
+    if data is not None:
+        held.append(pa.py_buffer(data))
+    return pa.Array.from_buffers(type_, n, held, nulls)
 
 
 def _finish_keys(keys: list[pa.Array], fused: FusedAggregate) \
@@ -248,14 +324,6 @@ def _days_from_civil(year: int, month: int) -> int:
     yoe = year - era * 400
     doy = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5
     return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
-
-
-def _typed(values: list[Any], kind: int) -> pa.Array:
-    """The scanner's values as ``kind``'s Arrow type (temporal ones are integers of its
-    unit: microseconds, days; no cast, which would import pyarrow.compute)."""
-    if kind == BOOL:
-        return arrow_values.array(values, pa.bool_())
-    return arrow_values.array(values, arrow_type(kind))
 
 
 __all__ = ["A_AVG", "A_COUNT", "A_COUNT_STAR", "A_MAX", "A_MIN", "A_SUM", "F_DAY", "F_HOUR",

@@ -1,0 +1,136 @@
+"""The fused aggregation over many groups: chunks' groups merged partition by partition
+(``_scanner.absorb``), rows of mostly new groups appended without a lookup and made
+distinct where they are merged or exported, and the groups exported as Arrow buffers
+(``_scanner.export_columns``), no Python object per group. Each checked against DuckDB,
+or against the one-table merge and export it replaces."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from gateway_csv import _scanner, fused
+from tests.csv_support import assert_same, gateway_for, write
+
+#: delimiter, quote, escape, columns, header, null texts, comment, pad (tests/test_csv_simd.py)
+DIALECT = (ord(","), ord('"'), ord('"'), 2, True, (b"",), -1, False)
+
+
+def _rows(seed: int, n: int, distinct: int) -> str:
+    """k (text), i (integer), d (date), ts (timestamp), b (boolean), f (double), v
+    (integer, some near BIGINT's end), big (9e18 in a few groups: sums past BIGINT)."""
+    rng = random.Random(seed)
+    lines = ["k,i,d,ts,b,f,v,big"]
+    for r in range(n):
+        g = rng.randrange(distinct)
+        k = "" if g % 97 == 0 else f"key{g}"  # some NULL keys
+        i = "" if g % 89 == 0 else str(g % 1000 - 500)
+        d = f"20{g % 30:02d}-0{g % 9 + 1}-1{g % 10}"
+        ts = f"{d} 0{g % 10}:1{r % 10}:00"
+        b = ("true", "false", "")[g % 3]
+        f = "" if r % 13 == 0 else repr(rng.uniform(-1e6, 1e6))
+        v = str(rng.choice([rng.randrange(-1000, 1000), 2**62 + r]))
+        big = str(9 * 10**18 if g % 50 == 0 else r)
+        lines.append(f"{k},{i},{d},{ts},{b},{f},{v},{big}")
+    return "\n".join(lines) + "\n"
+
+
+QUERIES = [
+    "SELECT k, i, sum(v) AS s, count(*) AS n, count(f) AS nf, avg(f) AS af FROM t GROUP BY k, i",
+    "SELECT k, min(f) AS lo, max(f) AS hi, min(d) AS d0, max(ts) AS t1, avg(v) AS a FROM t GROUP BY k",
+    "SELECT d, b, sum(big) AS s, sum(f) AS sf FROM t GROUP BY d, b",
+    "SELECT ts, i, count(*) AS n, min(v) AS lo FROM t GROUP BY ts, i",
+    "SELECT b, count(*) AS n, sum(big) AS s FROM t GROUP BY b",
+    "SELECT count(*) AS n, sum(v) AS s, min(d) AS d FROM t",
+]
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 12, 1 << 16, 1 << 24])
+@pytest.mark.parametrize("distinct", [40, 6000])
+def test_many_groups_answer_as_duckdb(tmp_path, monkeypatch, chunk_bytes, distinct):
+    """Few and many groups, in many chunks (merged by partition) and in one (whose state
+    may be unindexed and is then made distinct as it is exported)."""
+    path = write(tmp_path, "g.csv", _rows(distinct, 8000, distinct))
+    exported = []
+    real = _scanner.export_columns
+    monkeypatch.setattr(_scanner, "export_columns",
+                        lambda states, *args: exported.append(len(states)) or real(states, *args))
+    with gateway_for(path, chunk_bytes=chunk_bytes) as gw:
+        for sql in QUERIES:
+            assert_same(gw, sql)
+    assert len(exported) == len(QUERIES)  # each answered by the fused scan
+    if chunk_bytes == 1 << 12:
+        assert set(exported) == {_scanner.AGG_PARTS}
+
+
+def _scan(path, start: int, boundary: int):
+    file = _scanner.File(str(path))
+    try:
+        end, _seen, _out, _skipped, error, state = _scanner.scan(
+            file, start, boundary, DIALECT, ((0, 0), (1, 1)), (), ((0, 0),),
+            ((fused.A_COUNT_STAR, -1), (fused.A_SUM, 1)), -1)
+    finally:
+        file.close()
+    assert error is None
+    return end, state
+
+
+def _by_key(keys: list, aggs: list) -> dict:
+    return {k: tuple(a[g] for a in aggs) for g, k in enumerate(keys[0])}
+
+
+def test_a_scan_of_mostly_new_groups_appends_them_and_exports_them_distinct(tmp_path):
+    """The first 4096 rows are all new groups, so the scan stops looking rows up; the
+    later rows repeat those keys, and the export still has each group once."""
+    path = write(tmp_path, "r.csv", "k,v\n" + "".join(f"k{r % 5000},{r}\n" for r in range(12000)))
+    _end, state = _scan(path, 4, path.stat().st_size)
+    keys, aggs = state.export()
+    assert len(keys[0]) == state.groups == 5000
+    expected = {f"k{g}": (len(range(g, 12000, 5000)), sum(range(g, 12000, 5000)))
+                for g in range(5000)}
+    assert _by_key(keys, aggs) == expected
+
+
+def test_absorb_merges_chunks_partition_by_partition_as_merge_does(tmp_path):
+    rng = random.Random(7)
+    path = write(tmp_path, "r.csv", "k,v\n" + "".join(
+        f"{'' if r % 41 == 0 else f'k{rng.randrange(3000)}'},{rng.randrange(-9, 9)}\n"
+        for r in range(20000)))
+    size = path.stat().st_size
+    cuts = [4] + [path.read_bytes().index(b"\n", size * i // 5) + 1 for i in range(1, 5)] + [size]
+    partials = [_scan(path, a, b)[1] for a, b in itertools.pairwise(cuts)]
+    parts = partials[0].partitions()
+    assert len(parts) == _scanner.AGG_PARTS
+    _scanner.absorb(parts, partials[:3], 0, 10)  # any ranges, any batches
+    _scanner.absorb(parts, partials[:3], 10, _scanner.AGG_PARTS)
+    _scanner.absorb(parts, partials[3:], 0, _scanner.AGG_PARTS)
+    n, keys, aggs = _scanner.export_columns(parts, "s")
+    one = [_scan(path, a, b)[1] for a, b in itertools.pairwise(cuts)]
+    for other in one[1:]:
+        one[0].merge(other)
+    want_keys, want_aggs = one[0].export()
+    assert n == len(want_keys[0])
+    got = fused._array(fused.pa.string(), n, keys[0]).to_pylist()
+    counts = fused._array(fused.pa.int64(), n, aggs[0]).to_pylist()
+    sums = fused._array(fused.pa.int64(), n, aggs[1]).to_pylist()
+    assert {k: (c, s) for k, c, s in zip(got, counts, sums, strict=True)} == \
+        _by_key(want_keys, want_aggs)
+
+
+def test_absorb_and_export_refuse_states_of_other_plans(tmp_path):
+    path = write(tmp_path, "r.csv", "k,v\na,1\nb,2\n")
+    _end, state = _scan(path, 4, path.stat().st_size)
+    file = _scanner.File(str(path))
+    try:
+        other = _scanner.scan(file, 4, path.stat().st_size, DIALECT, ((0, 0), (1, 1)), (), ((0, 0),),
+                              ((fused.A_MAX, 1),), -1)[5]
+    finally:
+        file.close()
+    with pytest.raises(TypeError):
+        _scanner.absorb(state.partitions(), [other], 0, 1)
+    with pytest.raises(TypeError):
+        _scanner.export_columns([state, other], "s")
+    with pytest.raises(ValueError):
+        _scanner.export_columns([state], "q")  # a text key as integers
