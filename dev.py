@@ -227,11 +227,11 @@ def wheel_check(network: bool = False) -> None:
 
 
 def _example_commands_module() -> Any:
-    """gateway/example_commands.py (standard library only), loaded without gateway's imports."""
+    """gateway/cli/example_commands.py (standard library only), loaded without gateway's imports."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("arrowgate_example_commands",
-                                                  ROOT / "gateway" / "example_commands.py")
+                                                  ROOT / "gateway" / "cli" / "example_commands.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look the module up
@@ -281,7 +281,7 @@ class _WheelVenv:
 
     def example_names(self) -> list[str]:
         listed = subprocess.run([str(self.bin / "python"), "-c",
-                                 "from gateway.commands.init import example_names;"
+                                 "from gateway.cli.commands.init import example_names;"
                                  "print(*example_names())"],
                                 env=self.env, capture_output=True, text=True, check=True)
         return listed.stdout.split()

@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
 import adbc_driver_flightsql.dbapi as dbapi  # noqa: E402
 import pyarrow.flight as flight  # noqa: E402
 
-from gateway.flight import messages as M  # noqa: E402
+from gateway.flight import protobuf as M  # noqa: E402
 from tests.serve_process import Served, served  # noqa: E402
 
 BIG = "SELECT range AS id, 'row' || range AS s FROM range(1000000)"

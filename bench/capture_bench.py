@@ -30,14 +30,14 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.flight as flight
 
-from gateway.flight import messages as M
+from gateway.flight import protobuf as M
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SERVER = r"""
 import sys, gateway
 from gateway.flight.server import FlightSqlServer
-from gateway.flight.settings import ServeSettings
+from gateway.flight.serve_config import ServeSettings
 sample, folder = sys.argv[1], sys.argv[2]
 serve = {"port": 0}
 if sample != "off":

@@ -42,9 +42,9 @@ if str(ROOT) not in sys.path:
 import adbc_driver_flightsql.dbapi as dbapi  # noqa: E402
 import pyarrow.flight as flight  # noqa: E402
 
-from gateway.flight import messages as M  # noqa: E402
+from gateway.flight import protobuf as M  # noqa: E402
 from gateway.flight.allocator import AtRest  # noqa: E402
-from gateway.flight.settings import hash_password  # noqa: E402
+from gateway.flight.serve_config import hash_password  # noqa: E402
 from tests.serve_process import Served, served  # noqa: E402
 
 ROWS = 200_000

@@ -19,7 +19,7 @@ not the page cache of files) and its whole RSS grew above the start of a round
 (the warm-up's growth, held by the allocators, is not counted again), and the
 most anonymous RSS the process held (Python, pyarrow and DuckDB included).
 
-``--stream``: the streaming comparison (:mod:`gateway.compare_stream`) on two
+``--stream``: the streaming comparison (:mod:`gateway.verify.compare_stream`) on two
 answers DuckDB generates batch by batch from ``range()`` (so 100M rows never
 sit in memory), within ``--memory`` bytes, of ``--columns`` (4, or mixed10);
 the anchors are DuckDB's own ``EXCEPT ALL`` both ways and a full outer join
@@ -56,7 +56,7 @@ from typing import Any
 
 import duckdb
 
-from gateway.compare import compare_tables
+from gateway.verify.compare import compare_tables
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -115,7 +115,7 @@ def stream_cases(rows: int, rounds: int, memory: int, skip: list[str], warmups: 
                  anchor: bool, columns: str = "4") -> None:
     """The streaming comparison on answers generated batch by batch, against EXCEPT ALL both
     ways and a full outer join on the key, side by side."""
-    from gateway.compare_stream import compare_streams
+    from gateway.verify.compare_stream import compare_streams
 
     def answer_sql(f: str, descending: bool = False) -> str:
         select = ", ".join(c.format(f=f) for c in COLUMNS[columns])
@@ -243,7 +243,7 @@ def nested_cases(rows: int, rounds: int, memory: int, warmups: int, folder: str 
     """Shuffled answers with nested columns, streamed from Arrow IPC files within the cap."""
     import pyarrow as pa
 
-    from gateway.compare_stream import compare_streams
+    from gateway.verify.compare_stream import compare_streams
 
     with tempfile.TemporaryDirectory(prefix="arrowgate-nested-", dir=folder) as where:
         con = duckdb.connect(config={"threads": 2})

@@ -28,7 +28,7 @@ bench/.runtime-venv (made or refreshed when the tree changed). The dev venv's
 ``arrowgate`` (``--install dev``) is slower to start: its dev extra brings
 numpy, which pyarrow imports whenever it is installed.
 
-Timing comes from :mod:`gateway.bench` (answers checked first, engines
+Timing comes from :mod:`gateway.benchmark.runner` (answers checked first, engines
 alternating in rotated order, one warm-up, median of the rounds with the
 min-max spread, peak RSS per engine per query). The data is
 ``arrowgate data taxi`` output in bench/data/ (made when missing; a real
@@ -56,8 +56,8 @@ from page_cache import STATES, describe, settle
 from taxi import CSVQL_QUERIES, DATA, taxi_file
 from taxi import QUERIES as TAXI_QUERIES
 
-from gateway.bench import Command, Contender, GatewayEngine, run_benchmark
-from gateway.corpus import Query
+from gateway.benchmark.runner import Command, Contender, GatewayEngine, run_benchmark
+from gateway.sql.corpus import Query
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -228,7 +228,7 @@ def csvql_forms(rows: int, rounds: int, forms_only: bool) -> str:
 
 def _ratio(base: object, ours: object) -> str:
     """base's median over ours (above 1: ours is faster), with the spread of the rounds."""
-    from gateway.bench import EngineTiming
+    from gateway.benchmark.runner import EngineTiming
 
     assert isinstance(base, EngineTiming) and isinstance(ours, EngineTiming)
     return (f"**{base.median / ours.median:.2f}x** ({base.low / ours.high:.2f}-"
@@ -237,7 +237,7 @@ def _ratio(base: object, ours: object) -> str:
 
 def summary(report: object, rows: int, base: str, ours: str) -> str:
     """Our table: speed-up over the baseline with its spread, and peak RSS above the baseline's."""
-    from gateway.bench import BenchReport
+    from gateway.benchmark.runner import BenchReport
 
     assert isinstance(report, BenchReport)
     lines = []
@@ -359,20 +359,20 @@ marks = [("start", time.process_time())]
 def mark(name): marks.append((name, time.process_time()))
 import pyarrow
 mark("import pyarrow")
-import gateway.cli as cli
-mark("import gateway.cli")
+import gateway.cli.main as cli
+mark("import gateway.cli.main")
 parser = cli.build_parser()
 mark("build the parser (commands, plugins)")
 args = parser.parse_args(["--config", sys.argv[1], "query", "--format", "csv",
                           "SELECT a, b FROM trips"])
-from gateway.commands import open_gateway
-from gateway.startup import one_statement
+from gateway.cli.commands import open_gateway
+from gateway.cli.startup import one_statement
 gw = open_gateway(args)
 mark("parse arguments, open the gateway (config, core)")
 with one_statement():  # as the query command runs a statement nothing shadows
     result = gw.execute(args.sql)
 mark("execute (engine start, planning, sniff, scan)")
-from gateway.output import write
+from gateway.output.writers import write
 write(result.reader(), "csv", sys.stdout.buffer)
 sys.stdout.buffer.flush()
 mark("write the csv")

@@ -52,7 +52,7 @@ def _describe(value: Any) -> str:
 def check_file(path: str, emit: Any) -> None:
     """Run QUERIES on one file on both engines; ``emit`` gets one record per step."""
     import gateway
-    from gateway.compare import compare_tables
+    from gateway.verify.compare import compare_tables
 
     config = {"engines": {"csv": {"type": "csv", "threads": 1},
                           "duckdb": {"type": "duckdb", "settings": {"threads": 1}}},

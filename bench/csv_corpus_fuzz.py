@@ -6,7 +6,7 @@
 ``bench/csv_corpus.py`` asks each file only ``count(*)`` and ``*``. Here every
 file under PATH (default DuckDB's CSV test corpus) is mounted as the source
 ``t`` of a csv engine (one thread, no fallback) and of a duckdb engine, and
-``gateway.query_fuzzer.DifferentialFuzzer`` draws queries over its columns and
+``gateway.fuzz.fuzzer.DifferentialFuzzer`` draws queries over its columns and
 values from the csv engine's native operations, as ``arrowgate fuzz`` does,
 compares both answers (names included) and shrinks every divergence. A file
 runs in a worker process with a time limit (``csv_corpus.Worker``), so a hang
@@ -35,7 +35,7 @@ from typing import Any
 from csv_corpus import Worker, corpus_files
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "duckdb-csv" / "files"
-#: the verdicts a divergence can have (gateway.compare's categories but match, nondeterministic)
+#: the verdicts a divergence can have (gateway.verify.compare's categories but match, nondeterministic)
 CATEGORIES = ("schema", "row_count", "missing_rows", "extra_rows", "values", "order", "error")
 #: why a file was not fuzzed
 SKIPS = ("DuckDB cannot read it", "columns cannot be sampled", "csv refuses the file")
@@ -49,9 +49,9 @@ def fuzz_file(path: str, emit: Any, *, seed: int, seconds: float,
     import dataclasses
 
     import gateway
-    from gateway.compare import CompareOptions
     from gateway.errors import GatewayError, Unsupported
-    from gateway.query_fuzzer import DifferentialFuzzer
+    from gateway.fuzz.fuzzer import DifferentialFuzzer
+    from gateway.verify.verdict import CompareOptions
 
     class ReportingFuzzer(DifferentialFuzzer):
         def _outcome(self, sql: str, engine: str) -> Any:

@@ -16,7 +16,7 @@ Contenders, all on the release the venv has installed (2.0.1 here) unless named:
 
 Every answer is a synthetic table of N rows (an integer, a double, a string,
 a timestamp) made by ``range(N)``, so what is measured is the path, not a scan.
-Timing is :mod:`gateway.bench` (answers checked first, engines alternating in
+Timing is :mod:`gateway.benchmark.runner` (answers checked first, engines alternating in
 rotated order, one warm-up, median of the rounds with the min-max spread,
 each contender in a process of its own). Peak memory is the contender's own
 process: the worker's and the CLI's memory is not in it.
@@ -30,8 +30,8 @@ from importlib.metadata import version
 from importlib.util import find_spec
 from pathlib import Path
 
-from gateway.bench import BenchReport, GatewayEngine, run_benchmark
-from gateway.corpus import Query
+from gateway.benchmark.runner import BenchReport, GatewayEngine, run_benchmark
+from gateway.sql.corpus import Query
 from gateway_duckdb.install import ensure_installed
 
 ROOT = Path(__file__).resolve().parents[1]

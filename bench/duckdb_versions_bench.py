@@ -6,7 +6,7 @@
 Contenders: 1.4.4, 1.5.5 and 2.0.0 as ADBC drivers in process (the same path
 for each, so the path's cost cancels out; the answers are a few rows), and
 2.0.1, the installed module. Each reads the same ``arrowgate data taxi`` file
-in place (``read_csv``, sniffed, not loaded). Timing is :mod:`gateway.bench`:
+in place (``read_csv``, sniffed, not loaded). Timing is :mod:`gateway.benchmark.runner`:
 answers checked against 1.5.5 first, engines alternating in rotated order,
 one warm-up, median of the rounds with the min-max spread, each engine in a
 process of its own, peak RSS per engine. Ratios are against 1.5.5.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from taxi import QUERIES, taxi_file
 
-from gateway.bench import BenchReport, GatewayEngine, run_benchmark
+from gateway.benchmark.runner import BenchReport, GatewayEngine, run_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

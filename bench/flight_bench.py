@@ -62,8 +62,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.flight as flight
 
-from gateway.bench import Spread, rotated
-from gateway.flight import messages as M
+from gateway.benchmark.runner import Spread, rotated
+from gateway.flight import protobuf as M
 from gateway.flight.allocator import keep_freed_memory
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -55,7 +55,7 @@ from flight_bench import (
     timed,
 )
 
-from gateway.bench import Spread, rotated
+from gateway.benchmark.runner import Spread, rotated
 
 BARE = "bare pyarrow.flight holding the table"
 SERVE = "arrowgate serve"

@@ -5,7 +5,7 @@
 
 ``arrowgate serve`` runs in a process of its own on loopback (its default
 DuckDB engine). Contenders, each in a worker process of its own
-(:mod:`gateway.bench`), read the same answer (an integer, a double and a
+(:mod:`gateway.benchmark.runner`), read the same answer (an integer, a double and a
 string per row, ``--rows`` rows) to the end:
 
 - ``flight_direct``: the ADBC Flight SQL driver used directly against the
@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gateway.bench import AdbcDriver, GatewayEngine, run_benchmark  # noqa: E402
-from gateway.corpus import Query  # noqa: E402
+from gateway.benchmark.runner import AdbcDriver, GatewayEngine, run_benchmark  # noqa: E402
+from gateway.sql.corpus import Query  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 

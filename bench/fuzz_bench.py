@@ -26,7 +26,7 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gateway
-from gateway.query_fuzzer import DifferentialFuzzer
+from gateway.fuzz.fuzzer import DifferentialFuzzer
 from tests import planted_bugs
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gateway.cli import main as arrowgate  # noqa: E402
+from gateway.cli.main import main as arrowgate  # noqa: E402
 
 PRIMARY = {"versions": ("duck201", "duck155"), "postgres": ("pg", "duck")}
 
@@ -40,7 +40,7 @@ PRIMARY = {"versions": ("duck201", "duck155"), "postgres": ("pg", "duck")}
 def taxi_parquet(folder: Path, rows: int) -> Path:
     import duckdb
 
-    from gateway.commands.data import write_taxi
+    from gateway.cli.commands.data import write_taxi
 
     csv, parquet = folder / "taxi.csv", folder / "taxi.parquet"
     with open(csv, "wb") as out:

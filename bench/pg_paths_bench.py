@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/pg_paths_bench.py --rounds 5
 
-Contenders, each in a process of its own (:mod:`gateway.bench`):
+Contenders, each in a process of its own (:mod:`gateway.benchmark.runner`):
 
 - ``adbc_direct``: the ADBC PostgreSQL driver used directly
   (``cursor.execute``, ``fetch_arrow_table``), the baseline;
@@ -30,8 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gateway.bench import AdbcDriver, Contender, GatewayEngine, run_benchmark  # noqa: E402
-from gateway.corpus import Query  # noqa: E402
+from gateway.benchmark.runner import AdbcDriver, Contender, GatewayEngine, run_benchmark  # noqa: E402
+from gateway.sql.corpus import Query  # noqa: E402
 from tests.pg import find_bin_dir, start_cluster  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"

@@ -17,7 +17,7 @@
    agreed, its parameters written in as literals (``arrowgate bench`` takes
    none), ``--rounds`` times: ``arrowgate shadow``'s duck201/duck155 ratio
    (median over median) beside ``arrowgate bench``'s
-   (:func:`gateway.bench.run_benchmark`, each engine in a process of its own).
+   (:func:`gateway.benchmark.runner.run_benchmark`, each engine in a process of its own).
    They should agree within 15%. The replay's own per-shape p50 ratios (with
    the captured parameters bound) are printed after them.
 
@@ -65,8 +65,8 @@ print(duckdb.__version__, len(statements), failed)
 
 def capture(folder: Path, statements: int) -> None:
     import gateway
+    from gateway.flight.serve_config import ServeSettings
     from gateway.flight.server import FlightSqlServer
-    from gateway.flight.settings import ServeSettings
 
     with gateway.connect(CONFIG) as gw:
         settings = ServeSettings.from_config(gw.config, port=0)
@@ -136,8 +136,8 @@ def same_statements(queries: list[Any], report: dict[str, Any], rounds: int, whe
     (median primary ms over median reference ms of ``rounds`` runs, one after the other
     in one corpus) beside ``arrowgate bench``'s (``rounds`` rounds, each engine in a
     process of its own)."""
-    from gateway.bench import GatewayEngine, run_benchmark
-    from gateway.corpus import Query
+    from gateway.benchmark.runner import GatewayEngine, run_benchmark
+    from gateway.sql.corpus import Query
     from gateway.sql.kinds import fingerprint
 
     chosen: dict[str, str] = {}
@@ -177,7 +177,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=5, help="arrowgate bench's rounds")
     args = parser.parse_args()
-    from gateway.capture import replay_queries
+    from gateway.capture.captured import replay_queries
     from gateway_duckdb.install import installed
 
     duck155 = installed("1.5.5")

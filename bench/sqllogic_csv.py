@@ -103,7 +103,7 @@ def run_file(path: str, folder: str) -> dict[str, Any]:
     import duckdb
 
     import gateway
-    from gateway.compare import compare_tables
+    from gateway.verify.compare import compare_tables
 
     recs, skipped = records(Path(path).read_text(errors="replace"))
     con = duckdb.connect()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.corpus import Query
+from gateway.sql.corpus import Query
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -39,7 +39,7 @@ def taxi_file(rows: int) -> Path:
     """bench/data/taxi_ROWS.csv, generated (atomically) when missing."""
     path = DATA / f"taxi_{rows}.csv"
     if not path.exists():
-        from gateway.commands.data import write_taxi
+        from gateway.cli.commands.data import write_taxi
 
         DATA.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".partial")

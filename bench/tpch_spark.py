@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import gateway  # noqa: E402
-from gateway.corpus import read_queries  # noqa: E402
+from gateway.sql.corpus import read_queries  # noqa: E402
 from tests.spark import SparkServer, find_pyspark, start_server  # noqa: E402
 
 QUERIES = ROOT / "bench" / "tpch" / "queries.sql"

@@ -33,7 +33,7 @@ def __getattr__(name: str) -> Any:
     # The core (and through it pyarrow and the config parser) loads on first use,
     # so `import gateway` stays cheap for the CLI and for plugins; pluggy too (35 ms,
     # importlib.metadata's), which keeps the CLI's first moments short, where a
-    # Ctrl-C would come before its handler (gateway.startup.console)
+    # Ctrl-C would come before its handler (gateway.cli.console)
     if name == "hookimpl":
         from gateway.plugins import hookimpl
 

@@ -7,6 +7,15 @@ one DuckDB engine. A dict with the same structure as the file works too.
 Every mistake is a :class:`gateway.errors.ConfigError` that names the file,
 the dotted key, what was wrong and what is allowed. ``${VAR}`` in a string
 value is replaced from the environment (``$${`` writes a literal ``${``).
+
+Named data sources (``[sources.NAME]``: files, globs and folders declared once)
+are mounted into every engine that can read them, under their name, so the same
+SQL text (``SELECT ... FROM trips``) runs on every engine (:class:`Source`).
+
+Where arrowgate keeps what it caches between processes (:func:`cache_dir`):
+``$ARROWGATE_HOME``, else ``$XDG_CACHE_HOME/arrowgate``, else
+``~/.cache/arrowgate``. The duckdb plugin keeps its installed DuckDB versions
+there, the csv engine its sniffed layouts (``sniff/``).
 """
 
 from __future__ import annotations
@@ -14,17 +23,159 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from gateway.engine import Engine, Option
 from gateway.errors import ConfigError, not_utf8
 from gateway.masking import MASK, mask, remember, secret_values
-from gateway.records import Record
-from gateway.sources import SOURCE_OPTIONS, Source, infer_format, not_regular
+from gateway.records import FrozenRecord, Record
 
+# -- sources ----------------------------------------------------------------------------
+FORMATS = ("csv", "parquet")
+
+#: The keys a ``[sources.NAME]`` section accepts.
+SOURCE_OPTIONS: dict[str, Option] = {
+    "path": Option((str,), required=True, help="a file, a glob (data/*.csv) or a folder"),
+    "format": Option((str,), choices=FORMATS, help="csv or parquet; default from the extension"),
+    "delimiter": Option((str,), help="CSV field delimiter; sniffed when absent"),
+    "quote": Option((str,), help="CSV quote character"),
+    "escape": Option((str,), help="CSV escape character"),
+    "header": Option((bool,), help="whether the first CSV line names the columns"),
+    "null": Option((str, list), help="string(s) read as NULL"),
+    "columns": Option((dict,), help="column name -> SQL type, overriding sniffed types"),
+    "timestamp_format": Option((str,), help="strftime format of timestamp columns"),
+    "encoding": Option((str,), help="text encoding of a CSV file: utf-8 (default, BOM "
+                       "allowed), latin-1, utf-16, or any encoding Python knows"),
+    "compression": Option((str,), choices=("auto", "none", "gzip", "zstd"),
+                          help="compression of a CSV file; auto looks at the file's first bytes"),
+    "on_error": Option((str,), choices=("error", "skip"), default="error",
+                       help="what to do with a malformed row"),
+}
+
+
+class Source(FrozenRecord):
+    """One named data source.
+
+    Attributes:
+        name: the table name it is mounted under.
+        path: the absolute path as written (a file, a glob or a folder).
+        format: ``csv`` or ``parquet``.
+        options: the remaining keys of the section (delimiter, header, ...).
+    """
+
+    __slots__ = ("name", "path", "format", "options")
+    name: Final[str]
+    path: Final[str]
+    format: Final[str]
+    options: Final[dict[str, Any]]
+
+    def __init__(self, name: str, path: str, format: str,
+                 options: dict[str, Any] | None = None) -> None:
+        self.name, self.path, self.format = name, path, format
+        self.options = {} if options is None else options
+
+    @property
+    def is_glob(self) -> bool:
+        """A pattern, unless a file or folder of that very name exists
+        (``[avalon]_daily-avg.csv`` is a file of DuckDB's corpus)."""
+        return any(ch in self.path for ch in "*?[") and not Path(self.path).exists()
+
+    @property
+    def is_folder(self) -> bool:
+        return Path(self.path).is_dir()
+
+    def scan_pattern(self) -> str:
+        """The path an engine should scan: a folder becomes ``folder/*.<format>``."""
+        if self.is_folder:
+            return str(Path(self.path) / f"*.{self.format}")
+        return self.path
+
+    def files(self) -> list[str]:
+        """The files this source currently covers, sorted."""
+        pattern = self.scan_pattern()
+        if Path(pattern).is_file():
+            return [pattern]
+        if any(ch in pattern for ch in "*?["):
+            import glob  # (a source of one file needs no glob)
+
+            return sorted(glob.glob(pattern, recursive=True))
+        return []
+
+
+def not_regular(source: Source) -> tuple[str, str] | None:
+    """The first path of ``source`` that is neither a regular file nor a folder, and what it
+    is (``a named pipe (FIFO)``, ``a character device``, ...), or None.
+
+    Reading a FIFO or a device never ends (``/dev/zero``) or waits for a writer,
+    and DuckDB reads every source while it binds any query, ``SELECT 1`` included.
+    """
+    paths = [source.path] if not source.is_glob else []
+    paths += source.files()
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # a missing path has its own error
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            return path, _file_kind(mode)
+    return None
+
+
+def special_file(path: str) -> str | None:
+    """What ``path`` is (``a named pipe (FIFO)``, ...) when it exists and is neither a
+    regular file nor a folder: opening it would wait for a writer, or never end."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else _file_kind(mode)
+
+
+#: the quoted texts of a statement (string literals, quoted identifiers), which may name files
+_QUOTED = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")
+
+
+def named_special_file(sql: str) -> tuple[str, str] | None:
+    """The first quoted text of ``sql`` naming a FIFO or device (``FROM 'p.csv'``), and what
+    it is, or None. DuckDB opens such a path while it binds, past any timeout or cancel."""
+    for match in _QUOTED.finditer(sql):
+        text = match.group(1) if match.group(1) is not None else match.group(2)
+        if 0 < len(text) < 4096:
+            kind = special_file(os.path.expanduser(text.replace("''", "'").replace('""', '"')))
+            if kind is not None:
+                return text, kind
+    return None
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def infer_format(path: str) -> str | None:
+    """``csv`` or ``parquet`` from a path's extension (``.csv.gz`` counts as csv)."""
+    lower = path.lower()
+    for suffix, fmt in ((".parquet", "parquet"), (".pq", "parquet"), (".csv", "csv"),
+                        (".tsv", "csv"), (".csv.gz", "csv"), (".txt", "csv")):
+        if lower.endswith(suffix):
+            return fmt
+    return None
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (how a statement names a source safely)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+# -- the configuration ------------------------------------------------------------------
 DEFAULT_FILE = "arrowgate.toml"
 DEFAULT_ENGINE_NAME = "duckdb"
 TOP_LEVEL_KEYS = ("default_engine", "engines", "sources", "shadow", "serve", "tui")
@@ -65,7 +216,7 @@ class GatewayConfig(Record):
 
     Attributes:
         serve: the unchecked ``[serve]`` section; ``arrowgate serve`` checks it
-            (gateway.flight.settings).
+            (gateway.flight.serve_config).
         tui: the unchecked ``[tui]`` section; ``arrowgate tui`` checks it (gateway.tui.console).
         base_dir: the folder relative paths are resolved against (the working one
             when not given).
@@ -223,7 +374,7 @@ def _check_engine(name: str, section: Any, fail: Any,
                    "installed engine types: " + ", ".join(sorted(engine_types)))
     cls = engine_types[type_name]
     values = {k: v for k, v in section.items() if k != "type"}
-    options, from_env = _check_options(prefix, values, cls.all_options(), fail)
+    options, from_env = check_options(prefix, values, cls.all_options(), fail)
     secret = frozenset(k for k, opt in cls.all_options().items() if opt.secret)
     return EngineConfig(name=name, type=type_name, options=options, secret_keys=secret,
                         from_env=from_env)
@@ -236,7 +387,7 @@ def _check_source(name: str, section: Any, fail: Any, base: Path) -> Source:
                    "it becomes a table name in SQL")
     if not isinstance(section, Mapping):
         raise fail(prefix, f"must be a table with at least path = ..., not {_tname(section)}")
-    options, _ = _check_options(prefix, dict(section), SOURCE_OPTIONS, fail)
+    options, _ = check_options(prefix, dict(section), SOURCE_OPTIONS, fail)
     raw_path = os.path.expanduser(options.pop("path"))
     path = os.path.normpath(raw_path if os.path.isabs(raw_path) else str(base / raw_path))
     fmt = options.pop("format") or infer_format(path)
@@ -267,8 +418,12 @@ def _check_source(name: str, section: Any, fail: Any, base: Path) -> Source:
     return source
 
 
-def _check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Option],
+def check_options(prefix: str, values: Mapping[str, Any], spec: Mapping[str, Option],
                    fail: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    """Check the section ``prefix`` (``values``) against ``spec``: its values with the
+    defaults filled in, and the keys whose value came from ``${VAR}``. ``fail(key,
+    message, hint)`` makes the error raised (a :class:`~gateway.errors.ConfigError`
+    naming the file); the shadow, capture, serve and tui sections are checked here too."""
     out: dict[str, Any] = {}
     from_env: set[str] = set()
     for key, value in values.items():
@@ -358,3 +513,29 @@ def expand_env(value: Any, key: str, fail: Any) -> Any:
         items = [expand_env(v, f"{key}[{i}]", fail) for i, v in enumerate(value)]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
+
+
+# -- the cache --------------------------------------------------------------------------
+def cache_dir() -> Path:
+    """The arrowgate cache: ``$ARROWGATE_HOME``, else the XDG cache folder."""
+    home = os.environ.get("ARROWGATE_HOME")
+    if home:
+        return Path(home).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "arrowgate"
+
+
+def private_dir(path: Path) -> bool:
+    """Make ``path`` (and its parents) if missing, private to this user (0700), and
+    say whether it is safe to read what this process wrote there earlier: a
+    folder this user owns that no one else may write to. False on any error (a
+    read-only home, a folder another user owns, Windows): the caller does without."""
+    if not hasattr(os, "geteuid"):
+        return False  # (Windows: no owner and mode to check; its caller does without)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() \
+        and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)

@@ -19,15 +19,15 @@ from gateway.errors import (
     QueryError,
     Unsupported,
 )
-from gateway.handles import RunningQuery
+from gateway.hookspecs import SHADOW_MISSING
 from gateway.plugins import PluginManager, build_plugin_manager, engine_types
-from gateway.result import Result
+from gateway.result import Result, RunningQuery
 from gateway.session import Session
 from gateway.statement import LOCAL, Pipeline, Principal, Statement
 
 if TYPE_CHECKING:
-    from gateway.catalog import CatalogColumn, SchemaRef, TableRef
-    from gateway.shadow import ShadowSettings
+    from gateway.engine import CatalogColumn, SchemaRef, TableRef
+    from gateway.shadow.settings import ShadowSettings
 
 
 class Gateway:
@@ -55,12 +55,15 @@ class Gateway:
             self.pm = plugin_manager
         self.engine_types = engine_types(self.pm)
         self.config: GatewayConfig = load_config(config, self.engine_types)
-        #: The checked ``[shadow]`` section, or None (see :mod:`gateway.shadow`).
+        #: The checked ``[shadow]`` section, or None: the shadow layer checks it (the hook
+        #: ``arrowgate_shadow_settings``; :mod:`gateway.shadow.settings`)
         self.shadow_settings: ShadowSettings | None = None
-        if self.config.shadow:  # the shadow module (and sqlglot) load only when asked for
-            from gateway.shadow import ShadowSettings
-
-            self.shadow_settings = ShadowSettings.from_config(self.config)
+        if self.config.shadow:
+            self.shadow_settings = self.pm.hook.arrowgate_shadow_settings(config=self.config)
+            if self.shadow_settings is None:
+                raise ConfigError("the configuration has a [shadow] section, but no plugin "
+                                  "shadows statements", path=self.config.path, key="shadow",
+                                  hint=SHADOW_MISSING)
         self._check_fallbacks()
         self._engines: dict[str, Engine] = {}
         self._starting: dict[str, _EngineStart] = {}
@@ -68,7 +71,7 @@ class Gateway:
         self._closed = False
         #: the path every statement takes (:mod:`gateway.statement`); its ``limits``
         #: are what the Flight service's ``[serve]`` section sets
-        self.pipeline = Pipeline(self)
+        self.pipeline = Pipeline(self, Session)
 
     def _check_fallbacks(self) -> None:
         """A ``fallback`` option must name another configured engine (checked at load)."""
@@ -220,7 +223,7 @@ class Gateway:
             engine: the engine's name; the configured default when None.
             parameters: positional values for placeholders, or None.
             shadow: a reference engine to run the statement on too
-                (``result.shadow`` holds the :class:`gateway.shadow.ShadowRecord`);
+                (``result.shadow`` holds the :class:`gateway.shadow.record.ShadowRecord`);
                 False never shadows; None lets the config's ``[shadow]`` section decide.
             timeout: seconds before the query is cancelled with
                 :class:`~gateway.errors.QueryTimeout`; None takes the engine's

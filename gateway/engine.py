@@ -25,20 +25,74 @@ from gateway.sql.patterns import like_matcher
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from gateway.catalog import CatalogColumn, SchemaRef, TableRef
+    from gateway.config import Source
     from gateway.errors import GatewayError
-    from gateway.handles import QueryHandle
-    from gateway.sources import Source
+    from gateway.result import QueryHandle
 
 
-def __getattr__(name: str) -> Any:
-    # The catalog tree's rows are defined in gateway.catalog, imported on first use: a
-    # query needs none, and three dataclasses (two ordered) took 1-2 ms to make
-    if name in ("CatalogColumn", "SchemaRef", "TableRef"):
-        from gateway import catalog
+# -- the catalog tree's rows: what catalog(), schemas(), tables() and columns() return ----
+class CatalogColumn(FrozenRecord):
+    """One column of one table an engine can query.
 
-        return getattr(catalog, name)
-    raise AttributeError(f"module 'gateway.engine' has no attribute {name!r}")
+    ``catalog`` is the database the table lives in (DuckDB's attached
+    database, PostgreSQL's database); engines without that level leave it "".
+    """
+
+    __slots__ = ("schema", "table", "column", "type", "nullable", "table_type", "catalog")
+    schema: Final[str]
+    table: Final[str]
+    column: Final[str]
+    type: Final[pa.DataType]
+    nullable: Final[bool]
+    table_type: Final[str]
+    catalog: Final[str]
+
+    def __init__(self, schema: str, table: str, column: str, type: pa.DataType,
+                 nullable: bool = True, table_type: str = "TABLE", catalog: str = "") -> None:
+        self.schema, self.table, self.column, self.type = schema, table, column, type
+        self.nullable, self.table_type, self.catalog = nullable, table_type, catalog
+
+
+class _Ordered(FrozenRecord):
+    """A record ordered by its fields, in order (a dataclass's ``order=True``)."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, _Ordered)
+        return self._values() < other._values()
+
+    def __gt__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, _Ordered)
+        return self._values() > other._values()
+
+
+class SchemaRef(_Ordered):
+    """One schema of the catalog tree (:meth:`Engine.schemas`)."""
+
+    __slots__ = ("catalog", "schema")
+    catalog: Final[str]
+    schema: Final[str]
+
+    def __init__(self, catalog: str, schema: str) -> None:
+        self.catalog, self.schema = catalog, schema
+
+
+class TableRef(_Ordered):
+    """One table or view of the catalog tree (:meth:`Engine.tables`)."""
+
+    __slots__ = ("catalog", "schema", "table", "table_type")
+    catalog: Final[str]
+    schema: Final[str]
+    table: Final[str]
+    table_type: Final[str]
+
+    def __init__(self, catalog: str, schema: str, table: str, table_type: str = "TABLE") -> None:
+        self.catalog, self.schema, self.table, self.table_type = catalog, schema, table, table_type
 
 
 class Option(FrozenRecord):
@@ -313,8 +367,6 @@ class Engine:
     def schemas(self, catalog: str | None = None, pattern: str | None = None) -> list[SchemaRef]:
         """The schemas of ``catalog`` (every catalog when None) whose name is LIKE ``pattern``."""
         match = like_matcher(pattern)
-        from gateway.catalog import SchemaRef
-
         found = {SchemaRef(c.catalog, c.schema) for c in self.catalog()
                  if (catalog is None or c.catalog == catalog) and match(c.schema)}
         return sorted(found)
@@ -323,8 +375,6 @@ class Engine:
                pattern: str | None = None, types: Sequence[str] | None = None) -> list[TableRef]:
         """The tables and views matching the filters (``types``: e.g. ``["TABLE", "VIEW"]``)."""
         match = like_matcher(pattern)
-        from gateway.catalog import TableRef
-
         found = {TableRef(c.catalog, c.schema, c.table, c.table_type) for c in self.catalog()
                  if (catalog is None or c.catalog == catalog)
                  and (schema is None or c.schema == schema) and match(c.table)
@@ -439,7 +489,7 @@ class EnginePrepared:
     def _probe_schema(self) -> pa.Schema:
         import pyarrow as pa
 
-        from gateway.handles import QueryHandle
+        from gateway.result import QueryHandle
         from gateway.sql.kinds import is_read
 
         if not is_read(self.sql, self.session.engine.dialect):

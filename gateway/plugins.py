@@ -38,8 +38,12 @@ BUILT_IN = {name: f"gateway_{name}" for name in ("csv", "duckdb", "ducklake", "a
                                                    "spark")}
 #: The commands each built-in plugin's ``arrowgate_register_commands`` adds or extends
 #: (tests/test_plugin_commands.py holds them to what it does): a core command's parser
-#: alone (:func:`gateway.cli.build_parser`) asks only those that extend that command.
+#: alone (:func:`gateway.cli.main.build_parser`) asks only those that extend that command.
 BUILT_IN_COMMANDS = {"duckdb": ("engines",), "ducklake": ("lake", "lakebench")}
+#: arrowgate's own layers that register through the same group, as plugins do, so that the
+#: core does not import them (docs/architecture.md): always loaded, whatever
+#: ``ARROWGATE_PLUGINS`` says (it limits engines and outside plugins)
+OWN_LAYERS = {"shadow": "gateway.shadow.plugin"}
 hookimpl = pluggy.HookimplMarker("arrowgate")
 
 
@@ -72,7 +76,8 @@ def build_plugin_manager(extra_plugins: Iterable[ModuleType | object] = ()) -> P
     found = set()
     for ep in entry_points(ENTRY_POINT_GROUP):
         found.add(ep.name)
-        if allowed is not None and ep.name not in allowed:
+        if allowed is not None and ep.name not in allowed \
+                and OWN_LAYERS.get(ep.name) != ep.value:
             continue
         if pm.get_plugin(ep.name) is not None:
             continue

@@ -39,8 +39,7 @@ if TYPE_CHECKING:
 
     from gateway.core import Gateway
     from gateway.engine import EnginePrepared, EngineSession
-    from gateway.handles import QueryHandle
-    from gateway.result import Result
+    from gateway.result import QueryHandle, Result
 
 _session_ids = itertools.count(1)
 
@@ -83,7 +82,7 @@ class Session:
         #: client went quiet (``transaction_idle``)
         self.in_transaction = False
         #: the SET and RESET statements this session ran, in order: what a replay of its
-        #: statements runs first (gateway.capture)
+        #: statements runs first (gateway.capture.captured)
         self.settings_sql: list[str] = []
 
     # -- statements -------------------------------------------------------------------

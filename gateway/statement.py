@@ -15,10 +15,11 @@ takes each through the same steps, in this order:
    opens no connection to a server the configuration does not name;
 5. **admit** it against the limits (:class:`Limits`): from here it counts
    toward ``max_queries`` and shows in :meth:`Pipeline.running`;
-6. **run** it under a :class:`~gateway.handles.QueryHandle` that owns its
+6. **run** it under a :class:`~gateway.result.QueryHandle` that owns its
    timeout (which covers planning as well as execution), its cancel and its
    release: an answer nobody reads or closes is released when it is dropped;
-7. **shadow** it, when asked (one wrapper, :mod:`gateway.shadow`);
+7. **shadow** it, when asked: the hook ``arrowgate_shadowed``, which the shadow
+   layer answers (:mod:`gateway.shadow.plugin`), so the core imports no shadow code;
 8. **log** it through the query hooks, which carry no secret (errors are
    masked, :mod:`gateway.masking`).
 """
@@ -34,10 +35,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import GatewayError, Overloaded, QueryError, Unsupported
-from gateway.events import QueryEvent
-from gateway.handles import QueryHandle, RunningQuery
+from gateway.hookspecs import SHADOW_MISSING, QueryEvent
 from gateway.records import FrozenRecord, Record
-from gateway.result import Result
+from gateway.result import QueryHandle, Result, RunningQuery
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -157,8 +157,11 @@ class Pipeline:
     registry and the limits are guarded by one lock.
     """
 
-    def __init__(self, gw: Gateway):
+    def __init__(self, gw: Gateway, session_type: type[Session]):
         self.gw = gw
+        #: the sessions a statement run alone gets (:class:`gateway.session.Session`, which
+        #: builds statements of its own: handed in by the gateway, not imported)
+        self.session_type = session_type
         self.limits = Limits()
         self._running: dict[int, QueryHandle] = {}
         #: how many of the running statements each user and each engine has
@@ -179,10 +182,12 @@ class Pipeline:
         stmt.engine = self.gw.engine_config(stmt.engine).name
         wanted = isinstance(stmt.shadow, str) or \
             (stmt.shadow is None and self.gw.shadow_settings is not None)
-        if wanted and stmt.part_of is None:  # the shadow machinery loads only when asked for
-            from gateway.shadow import shadowed
-
-            result = shadowed(self, stmt)
+        if wanted and stmt.part_of is None:  # step 7, the shadow layer's (gateway.shadow)
+            hook = self.gw.pm.hook.arrowgate_shadowed
+            if not hook.get_hookimpls():
+                raise Unsupported("shadowing is not available: no plugin shadows statements",
+                                  engine=stmt.engine, hint=SHADOW_MISSING)
+            result = hook(pipeline=self, statement=stmt)
             if result is not None:
                 return result
         return self.run_plain(stmt)
@@ -195,10 +200,8 @@ class Pipeline:
         if stmt.session is not None:
             self.run_prelude(stmt, stmt.session)
             return self._run_in(stmt.session, stmt, run_sql)
-        from gateway.session import Session
-
-        session = Session(self.gw, stmt.engine, one_shot=not stmt.prelude,
-                          principal=stmt.principal)
+        session = self.session_type(self.gw, stmt.engine, one_shot=not stmt.prelude,
+                                    principal=stmt.principal)
         try:
             self.run_prelude(stmt, session)
             result = self._run_in(session, stmt, run_sql)

@@ -63,7 +63,7 @@ class CliRun:
 @pytest.fixture
 def cli(capsysbinary, monkeypatch, tmp_path):
     """Run ``arrowgate ARGS...`` in process, from an empty folder; returns code, stdout, stderr."""
-    from gateway.cli import main
+    from gateway.cli.main import main
 
     monkeypatch.chdir(tmp_path)
 

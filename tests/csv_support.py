@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 import gateway
-from gateway.compare import compare_tables
+from gateway.verify.compare import compare_tables
 
 
 def gateway_for(path: Path | str, *, chunk_bytes: int = 1 << 20, fallback: str | None = None,

@@ -11,8 +11,8 @@ import pyarrow.flight as flight
 import pytest
 
 import gateway
+from gateway.flight.serve_config import ServeSettings
 from gateway.flight.server import FlightSqlServer
-from gateway.flight.settings import ServeSettings
 from tests.conftest import DATA
 
 #: Two DuckDB engines (so a session's choice can be seen) and the CSV scanner.

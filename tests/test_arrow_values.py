@@ -1,4 +1,4 @@
-"""gateway.arrow_values builds what pa.array builds, without importing pandas."""
+"""gateway.drivers.arrow_values builds what pa.array builds, without importing pandas."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway import arrow_values
+from gateway.drivers import arrow_values
 
 ZONES = [None, "UTC", "Europe/Paris", "+05:30"]
 
@@ -114,7 +114,7 @@ def test_what_does_not_fit_is_refused(values, arrow_type, error):
 
 def test_building_arrays_imports_no_pandas():
     code = ("import sys, datetime, decimal, pyarrow as pa\n"
-            "from gateway import arrow_values as av\n"
+            "from gateway.drivers import arrow_values as av\n"
             "av.array([1, None], pa.int64()); av.array(['a', None], pa.string())\n"
             "av.array([True], pa.bool_()); av.array([datetime.date(2020, 1, 1)], pa.date32())\n"
             "av.array([decimal.Decimal('1.5')], pa.decimal128(5, 1)); av.scalar(1.5, pa.float64())\n"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from gateway.bench import Command, Function, GatewayEngine, run_benchmark
-from gateway.corpus import Query, read_queries, split_statements
+from gateway.benchmark.runner import Command, Function, GatewayEngine, run_benchmark
 from gateway.errors import ConfigError
+from gateway.sql.corpus import Query, read_queries, split_statements
 from tests.conformance.corpus import DATA
 
 Q1, Q2 = Query("one", "SELECT 1"), Query("two", "SELECT 2")
@@ -168,7 +168,7 @@ def test_bench_cli(cli, tmp_path):
 def test_progress_bar_draws_on_a_terminal_only(monkeypatch):
     import io
 
-    from gateway.commands.bench import ProgressBar
+    from gateway.cli.commands.bench import ProgressBar
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -197,7 +197,7 @@ def test_a_shadow_section_does_not_shadow_benchmark_runs(tmp_path):
 
 
 def test_every_benchmark_rotates_and_summarises_alike():
-    from gateway.bench import Spread, rotated
+    from gateway.benchmark.runner import Spread, rotated
 
     assert [rotated(["a", "b", "c"], r) for r in range(4)] == [
         ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
@@ -207,7 +207,7 @@ def test_every_benchmark_rotates_and_summarises_alike():
 
 
 def test_a_bench_contenders_repr_leaves_out_its_uri():
-    from gateway.contenders import AdbcDriver
+    from gateway.benchmark.contenders import AdbcDriver
 
     assert "hunter2" not in repr(AdbcDriver("pg", "postgresql", "postgresql://u:hunter2@h/db"))
 

@@ -13,8 +13,8 @@ from typing import Any
 import adbc_driver_flightsql.dbapi as dbapi
 import pyarrow.flight as flight
 
-from gateway.capture import read_capture
-from gateway.flight.settings import hash_password
+from gateway.capture.captured import read_capture
+from gateway.flight.serve_config import hash_password
 from tests.flight_support import CONFIG, action, serving
 
 USERS = {"dave": {"password_hash": hash_password("dave-pw")},

@@ -22,8 +22,8 @@ from typing import Any
 import adbc_driver_flightsql.dbapi as dbapi
 import pytest
 
-from gateway.capture import FLUSH_SECONDS, CapturedStatement, read_capture
-from gateway.flight.settings import hash_password
+from gateway.capture.captured import FLUSH_SECONDS, CapturedStatement, read_capture
+from gateway.flight.serve_config import hash_password
 from tests.conftest import ROOT
 from tests.flight_support import CONFIG, serving
 from tests.hang_guard import HANG_GUARD

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gateway.cli import COMMANDS, build_parser
+from gateway.cli.main import COMMANDS, build_parser
 from tests.conftest import QUICKSTART, run_arrowgate
 
 
@@ -49,7 +49,7 @@ def test_query_json_and_ndjson(cli):
 
 
 def test_query_arrow_stream_to_stdout(capsysbinary, monkeypatch, tmp_path):
-    from gateway.cli import main
+    from gateway.cli.main import main
 
     monkeypatch.chdir(tmp_path)
     assert main(["query", "--format", "arrows", "SELECT range AS x FROM range(5)"]) == 0
@@ -125,7 +125,7 @@ def test_config_from_flag_env_and_working_directory(cli, monkeypatch, tmp_path):
 
 
 def test_engines_lists_without_importing_the_driver():
-    code = (f"import sys; from gateway.cli import main; main(['--config', {str(QUICKSTART)!r}, "
+    code = (f"import sys; from gateway.cli.main import main; main(['--config', {str(QUICKSTART)!r}, "
             "'engines']); "
             "print('DRIVER-IMPORTED' if 'duckdb' in sys.modules else 'driver-not-imported')")
     import subprocess
@@ -174,8 +174,8 @@ def test_no_command_prints_help_and_exits_2(cli):
 
 
 def _run_entry(prelude: str, *args: str) -> subprocess.CompletedProcess[str]:
-    code = (f"import sys, atexit, threading, gateway.cli\n{prelude}\n"
-            f"sys.argv = ['arrowgate', *{list(args)!r}]\ngateway.cli.entry()\n")
+    code = (f"import sys, atexit, threading, gateway.cli.main\n{prelude}\n"
+            f"sys.argv = ['arrowgate', *{list(args)!r}]\ngateway.cli.main.entry()\n")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import _subcommands, build_parser
+from gateway.cli.main import _subcommands, build_parser
 from tests.conftest import QUICKSTART, ROOT, run_arrowgate
 
 CORPUS = ROOT / "examples" / "quickstart" / "queries.sql"
@@ -171,7 +171,7 @@ def test_an_answer_without_columns_says_so():
 
     import pyarrow as pa
 
-    from gateway.output import write
+    from gateway.output.writers import write
 
     out = io.BytesIO()
     write(pa.RecordBatchReader.from_batches(pa.schema([]), []), "table", out)
@@ -230,8 +230,8 @@ def test_a_missing_extra_names_the_packages_to_install(cli, monkeypatch):
     assert "pip install textual textual-fastdatatable textual-textarea" in done.err
     assert "tui extra" in done.err
 
-    from gateway.bench import BenchReport
-    from gateway.chart import latency_chart
+    from gateway.benchmark.chart import latency_chart
+    from gateway.benchmark.runner import BenchReport
     from gateway.errors import GatewayError
 
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)

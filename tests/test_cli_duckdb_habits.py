@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gateway.output import EXTENSIONS
+from gateway.output.writers import EXTENSIONS
 
 SQL = "SELECT range AS x FROM range(3)"
 
@@ -70,7 +70,7 @@ def test_a_format_that_contradicts_the_extension_is_refused(cli, tmp_path):
 
 
 def test_format_arrow_writes_what_open_file_reads(capsysbinary, monkeypatch, tmp_path):
-    from gateway.cli import main
+    from gateway.cli.main import main
 
     monkeypatch.chdir(tmp_path)
     assert main(["query", "--format", "arrow", SQL]) == 0

@@ -199,7 +199,7 @@ def test_the_console_script_is_the_guarded_entry():
     import tomllib
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["arrowgate"] == "gateway.startup:console"
+    assert scripts["arrowgate"] == "gateway.cli:console"
 
 
 @pytest.mark.parametrize("after", [0.005, 0.02, 0.04, 0.08])
@@ -207,18 +207,18 @@ def test_ctrl_c_while_the_command_starts_is_no_traceback(after, tmp_path):
     """A Ctrl-C while the command's modules import (pluggy's alone took 35 ms) came before
     the CLI's handler and printed a KeyboardInterrupt traceback."""
     env = _child_env()
-    # -X importtime writes a line as each import ends: once gateway.startup's is out,
+    # -X importtime writes a line as each import ends: once gateway.cli.startup's is out,
     # console() runs (a signal before it, in the interpreter's own start and the ~7 ms
     # of `import gateway`, is as any Python program's)
     proc = subprocess.Popen(
         [sys.executable, "-X", "importtime", "-c",
-         "from gateway.startup import console; console()", "query", "SELECT 42"],
+         "from gateway.cli import console; console()", "query", "SELECT 42"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         seen = []
         for line in proc.stderr:
             seen.append(line)
-            if line.rstrip().endswith(b"| gateway.startup"):
+            if line.rstrip().endswith(b"| gateway.cli.startup"):
                 break
         time.sleep(after)
         proc.send_signal(signal.SIGINT)

@@ -9,14 +9,9 @@ import json
 import pyarrow as pa
 import pytest
 
-from gateway.compare import (
-    CATEGORIES,
-    CompareOptions,
-    compare_outcomes,
-    compare_tables,
-    compare_with_noise,
-)
 from gateway.errors import QueryError, Unsupported
+from gateway.verify.compare import compare_outcomes, compare_tables, compare_with_noise
+from gateway.verify.verdict import CATEGORIES, CompareOptions
 
 BASE = pa.table({"k": ["a", "b", None], "n": [1, 2, 3], "x": [1.5, 2.5, 3.5]})
 

@@ -20,7 +20,7 @@ import pytest
 _MEASURE = textwrap.dedent("""
     import json, sys, threading
     import duckdb
-    from gateway.compare_stream import compare_streams
+    from gateway.verify.compare_stream import compare_streams
 
     rows, cap, primary_sql, reference_sql, sql = json.loads(sys.argv[1])
 

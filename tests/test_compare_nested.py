@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.compare import CompareOptions, compare_tables
+from gateway.verify.compare import compare_tables
+from gateway.verify.verdict import CompareOptions
 
 INF, NAN = float("inf"), float("nan")
 BIG = 2**53

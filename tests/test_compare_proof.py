@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gateway.compare import CompareOptions, compare_tables
-from gateway.compare_stream import compare_streams
+from gateway.verify.compare import compare_tables
+from gateway.verify.compare_stream import compare_streams
+from gateway.verify.verdict import CompareOptions
 
 #: so small that every side spills from its first batch and rows are paired in many groups
 TINY = 4096

@@ -6,7 +6,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.compare import compare_tables
+from gateway.verify.compare import compare_tables
 
 ROWS = st.lists(
     st.tuples(

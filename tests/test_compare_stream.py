@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.compare import CompareOptions, compare_tables
-from gateway.compare_stream import StreamingComparison, compare_streams
 from gateway.errors import GatewayError
+from gateway.verify.compare import compare_tables
+from gateway.verify.compare_stream import StreamingComparison, compare_streams
+from gateway.verify.verdict import CompareOptions
 from tests.test_compare_properties import FAST, ROWS, table
 
 #: so small that every side spills from its first batch and rows are paired in many groups

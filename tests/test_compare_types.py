@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from gateway.compare import compare_tables
-from gateway.compare_stream import compare_streams
+from gateway.verify.compare import compare_tables
+from gateway.verify.compare_stream import compare_streams
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "shadow.md"
 TYPE_IDS = sorted(name for name in dir(pa.lib) if name.startswith("Type_"))

@@ -48,7 +48,7 @@ def test_the_options_every_engine_takes_are_in_docs_configuration():
 
 
 def test_every_serve_option_is_in_docs_configuration():
-    from gateway.flight.settings import SERVE_OPTIONS
+    from gateway.flight.serve_config import SERVE_OPTIONS
 
     keys = table_keys(DOC)
     assert [k for k in SERVE_OPTIONS if k not in keys] == []

@@ -12,10 +12,10 @@ from typing import Any
 import adbc_driver_flightsql.dbapi as dbapi
 import pyarrow.parquet as pq
 
-from gateway.capture import read_capture
-from gateway.flight.settings import hash_password
+from gateway.capture.captured import read_capture
+from gateway.flight.serve_config import hash_password
 from gateway.masking import mask_text
-from gateway.shadow_store import flush_all
+from gateway.shadow.store import flush_all
 from tests.flight_support import CONFIG, serving
 
 #: statements with a credential where ``{s}`` stands: CREATE SECRET options, settings,

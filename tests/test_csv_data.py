@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gateway.commands.data import TAXI_COLUMNS
+from gateway.cli.commands.data import TAXI_COLUMNS
 from tests.csv_support import assert_same, gateway_for
 
 

@@ -80,7 +80,7 @@ def test_without_stop_the_scan_runs_to_the_end(tmp_path):
 
 
 def test_a_session_scan_stops_when_its_query_handle_is_cancelled(tmp_path):
-    from gateway.handles import QueryHandle
+    from gateway.result import QueryHandle
 
     with gateway_for(many_rows(tmp_path), chunk_bytes=4096) as gw:
         session = gw.engine("csv").open_session()

@@ -244,7 +244,7 @@ def test_a_one_row_query_through_the_cli_imports_neither_sqlglot_nor_duckdb(tmp_
     config = tmp_path / "arrowgate.toml"
     config.write_text(f'default_engine = "csv"\n[engines.csv]\ntype = "csv"\n'
                       f'[sources.trips]\npath = "{data}"\n')
-    code = ("import sys\nfrom gateway.cli import main\n"
+    code = ("import sys\nfrom gateway.cli.main import main\n"
             f"code = main(['--config', {str(config)!r}, 'query', '--format', 'csv', "
             "'SELECT a, b FROM trips'])\n"
             "print(code, sorted(m for m in ('sqlglot', 'duckdb') if m in sys.modules), "
@@ -274,7 +274,7 @@ def test_a_longer_lived_process_still_starts_the_engine_with_its_planner(tmp_pat
 def test_a_query_command_run_in_process_leaves_no_one_statement_mark(cli, tmp_path):
     """``main(["query", ...])`` called by a program (or a test) must not make that
     program's later engines start cold."""
-    from gateway.startup import runs_one_statement
+    from gateway.cli.startup import runs_one_statement
 
     data = write(tmp_path, "one.csv", "a,b\n1,x\n")
     (tmp_path / "arrowgate.toml").write_text(

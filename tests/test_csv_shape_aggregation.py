@@ -351,7 +351,7 @@ def taxi(tmp_path_factory):
 @pytest.mark.parametrize("query", CSVQL_QUERIES, ids=[query.name for query in CSVQL_QUERIES])
 def test_csvqls_queries_through_the_cli_import_no_sqlglot(taxi, query):
     """sqlglot and its DuckDB dialect cost a one-shot ``arrowgate query`` 110-145 ms."""
-    code = ("import sys\nfrom gateway.cli import main\n"
+    code = ("import sys\nfrom gateway.cli.main import main\n"
             f"code = main(['--config', {str(taxi)!r}, 'query', '--format', 'csv', {query.sql!r}])\n"
             "print(code, 'sqlglot' in sys.modules, file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -371,7 +371,7 @@ def test_a_csv_query_through_the_cli_makes_no_dataclass(taxi, tmp_path, query):
         config.write_text(f'[engines.csv]\ntype = "csv"\n[sources.trips]\npath = "{tmp_path / "one.csv"}"\n')
     else:
         config = taxi
-    code = ("import sys\nfrom gateway.cli import main\n"
+    code = ("import sys\nfrom gateway.cli.main import main\n"
             f"code = main(['--config', {str(config)!r}, 'query', '--format', 'csv', {query.sql!r}])\n"
             "print(code, sorted(m for m in sys.modules if m.split('.')[0] == 'dataclasses'), "
             "file=sys.stderr)\n")

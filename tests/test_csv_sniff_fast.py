@@ -248,7 +248,7 @@ def test_a_sample_typed_in_two_halves_is_typed_as_in_one(text, ncols, skip, limi
 
 def test_the_taxi_heads_halves_are_its_whole():
     """The split on a real sample: 8 MiB of 51 columns (the benchmark's file shape)."""
-    from gateway.commands.data import write_taxi
+    from gateway.cli.commands.data import write_taxi
 
     out = io.BytesIO()
     write_taxi(out, 25_000)

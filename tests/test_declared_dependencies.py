@@ -140,7 +140,7 @@ for name in list(sys.modules):
     if name.partition(".")[0] in BLOCKED:
         del sys.modules[name]
 sys.argv = ["arrowgate", *{argv!r}]
-from gateway.startup import console
+from gateway.cli import console
 console()
 """
 

@@ -50,7 +50,7 @@ cli = "{cli_binary()}"
     from gateway_duckdb.install import ensure_installed
 
     ensure_installed(V155, ["ducklake"])
-    code = (f"import sys; from gateway.cli import main; main(['--config', {str(config)!r}, "
+    code = (f"import sys; from gateway.cli.main import main; main(['--config', {str(config)!r}, "
             "'engines']); "
             "print('DRIVER-IMPORTED' if 'duckdb' in sys.modules else 'driver-not-imported')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import gateway
-from gateway.compare import compare_tables
-from gateway.corpus import read_queries
+from gateway.sql.corpus import read_queries
+from gateway.verify.compare import compare_tables
 from tests.duckdb_support import use_shared_home
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "duckdb-versions"

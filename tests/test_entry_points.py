@@ -105,7 +105,7 @@ def test_a_one_row_query_through_the_cli_leaves_importlib_metadata_unimported(tm
     config = tmp_path / "arrowgate.toml"
     config.write_text(f'default_engine = "csv"\n[engines.csv]\ntype = "csv"\n'
                       f'[sources.trips]\npath = "{data}"\n')
-    code = ("import sys\nfrom gateway.cli import main\n"
+    code = ("import sys\nfrom gateway.cli.main import main\n"
             f"code = main(['--config', {str(config)!r}, 'query', 'SELECT a, b FROM trips'])\n"
             "print(code, 'importlib.metadata' in sys.modules, file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

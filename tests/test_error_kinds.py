@@ -6,9 +6,9 @@ import pyarrow as pa
 import pytest
 
 import gateway
-from gateway.cli import main
-from gateway.compare import compare_outcomes
+from gateway.cli.main import main
 from gateway.errors import KINDS, GatewayError, QueryError, QueryTimeout, Unsupported
+from gateway.verify.compare import compare_outcomes
 
 DUCKDB_ERRORS = {
     "SELEC 1": "syntax",

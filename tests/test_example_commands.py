@@ -8,8 +8,8 @@ import tomllib
 
 import pytest
 
-from gateway.commands.init import example_names
-from gateway.example_commands import ExampleCommand, read_commands
+from gateway.cli.commands.init import example_names
+from gateway.cli.example_commands import ExampleCommand, read_commands
 from tests.conftest import ROOT
 
 EXTRAS = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 
-from gateway.flight import messages as M
+from gateway.flight import protobuf as M
 from tests.flight_support import action
 from tests.serve_process import served
 

@@ -13,7 +13,7 @@ import adbc_driver_flightsql.dbapi as dbapi
 import pyarrow.flight as flight
 import pytest
 
-from gateway.flight.settings import hash_password
+from gateway.flight.serve_config import hash_password
 from tests.flight_support import CONFIG, action, serving
 from tests.hang_guard import HANG_GUARD
 

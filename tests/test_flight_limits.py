@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 
-from gateway.flight import messages as M
+from gateway.flight import protobuf as M
 from tests.flight_support import CONFIG, serving
 from tests.hang_guard import HANG_GUARD
 
@@ -118,7 +118,7 @@ def test_tickets_never_redeemed_free_their_slots_after_ticket_idle():
 def test_a_ticket_idle_of_zero_is_refused(tmp_path):
     from gateway.config import load_config
     from gateway.errors import ConfigError
-    from gateway.flight.settings import ServeSettings
+    from gateway.flight.serve_config import ServeSettings
     from gateway.plugins import build_plugin_manager, engine_types
 
     path = tmp_path / "arrowgate.toml"
@@ -190,7 +190,7 @@ def test_a_query_started_after_the_client_left_is_cancelled_too():
     """The handler looked for the statement's queries once, when it first saw the client
     gone: a query the statement started after that look ran on."""
     from gateway.flight.watch import ClientWatch
-    from gateway.handles import QueryHandle
+    from gateway.result import QueryHandle
 
     class Gone:  # the call of a client that has already left
         def is_cancelled(self) -> bool:

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from gateway.flight import messages as M
+from gateway.flight import protobuf as M
 from tests.flight_support import action, serving
 
 CLIENTS, QUERIES = 32, 100

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow.flight as flight
 import pytest
 
-from gateway.flight.settings import hash_password
+from gateway.flight.serve_config import hash_password
 from tests.flight_support import serving
 from tests.hang_guard import HANG_GUARD
 
@@ -65,7 +65,7 @@ def unslowed_server(monkeypatch):
 def cheap_hash_server(monkeypatch):
     """A server whose password hashes cost a millisecond, not 50 (scrypt's N of 2**8),
     and whose failures are not slowed: a thousand failed logins in seconds."""
-    from gateway.flight import settings
+    from gateway.flight import serve_config as settings
 
     monkeypatch.setattr(settings, "_SCRYPT", {"n": 2**8, "r": 8, "p": 1})
     monkeypatch.setenv("ARROWGATE_TEST_ERIN_PW", "erin-pw")

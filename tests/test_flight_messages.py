@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 from google.protobuf import descriptor_pb2
 
-from gateway.flight import messages as M
+from gateway.flight import protobuf as M
 from gateway.flight import sqlinfo
 
 FLIGHT = Path(M.__file__).parent

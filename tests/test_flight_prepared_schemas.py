@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 
-from gateway.flight import messages as M
+from gateway.flight import protobuf as M
 from gateway.flight.schemas import changes_nothing
-from gateway.flight.settings import hash_password
+from gateway.flight.serve_config import hash_password
 from tests.flight_support import CONFIG, serving
 
 COOKIES = {"adbc.flight.sql.rpc.with_cookie_middleware": "true"}

@@ -15,7 +15,7 @@ import pyarrow.flight as flight
 import pytest
 from google.protobuf import any_pb2
 
-from gateway.flight import messages as M
+from gateway.flight import protobuf as M
 from tests.flight_support import CONFIG, action, server_fixture, serving
 from tests.hang_guard import HANG_GUARD
 
@@ -166,7 +166,7 @@ def test_client_disconnecting_mid_stream_frees_the_query(server):
     # a client process that reads one batch of a long answer and dies
     script = (
         "import os, sys, pyarrow.flight as flight\n"
-        "from gateway.flight import messages as M\n"
+        "from gateway.flight import protobuf as M\n"
         "client = flight.connect(sys.argv[1])\n"
         "command = M.pack(M.CommandStatementQuery(query='SELECT range FROM range(50000000)'))\n"
         "info = client.get_flight_info(flight.FlightDescriptor.for_command(command))\n"

@@ -16,8 +16,8 @@ import pytest
 
 import gateway
 from gateway.errors import ConfigError
-from gateway.flight import messages as M
-from gateway.flight.settings import ServeSettings, hash_password
+from gateway.flight import protobuf as M
+from gateway.flight.serve_config import ServeSettings, hash_password
 from tests.conftest import run_arrowgate
 from tests.flight_support import CONFIG, serving
 

@@ -21,7 +21,7 @@ import pyarrow.flight as flight
 import pytest
 from google.protobuf import any_pb2
 
-from gateway.flight import messages as M
+from gateway.flight import protobuf as M
 from tests.conftest import ROOT
 from tests.flight_support import CONFIG, action, serving
 from tests.hang_guard import HANG_GUARD

@@ -17,8 +17,8 @@ import adbc_driver_flightsql.dbapi as dbapi
 import pyarrow.flight as flight
 import pytest
 
-from gateway.flight import messages as M
-from gateway.flight.settings import hash_password
+from gateway.flight import protobuf as M
+from gateway.flight.serve_config import hash_password
 from tests.flight_support import serving
 
 TOKEN = "static-token-of-tess"

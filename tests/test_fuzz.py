@@ -11,13 +11,13 @@ import sqlglot
 from sqlglot import exp
 
 import gateway
-from gateway.cli import main
-from gateway.compare import compare_outcomes
-from gateway.corpus import read_queries
+from gateway.cli.main import main
 from gateway.errors import QueryError
-from gateway.query_fuzzer import REPLAYS, DifferentialFuzzer, _signature
-from gateway.query_generator import Column, QueryGenerator, literal
-from gateway.query_reduction import shrink
+from gateway.fuzz.fuzzer import REPLAYS, DifferentialFuzzer, _signature
+from gateway.fuzz.generator import Column, QueryGenerator, literal
+from gateway.fuzz.reduction import shrink
+from gateway.sql.corpus import read_queries
+from gateway.verify.compare import compare_outcomes
 from tests import planted_bugs
 from tests.planted_bugs import FUZZ_TABLE_SQL
 

@@ -154,6 +154,62 @@ def test_arrowgate_shadow_finished(tmp_path):
                         ("compared", "match", True)]
 
 
+
+TWO_ENGINES = {"engines": {"a": {"type": "duckdb"}, "b": {"type": "duckdb"}}}
+
+
+def _without_the_shadow_layer():
+    from gateway.plugins import build_plugin_manager
+
+    pm = build_plugin_manager()
+    pm.unregister(name="shadow")
+    return pm
+
+
+def test_arrowgate_shadow_settings(tmp_path, monkeypatch):
+    """The core hands the [shadow] section to the shadow layer, which checks it; the layer
+    loads whatever ARROWGATE_PLUGINS says, and its absence is an error that says so."""
+    config = {**TWO_ENGINES, "shadow": {"reference": "b", "sample": 0.5,
+                                        "store": str(tmp_path / "store")}}
+    monkeypatch.setenv("ARROWGATE_PLUGINS", "duckdb")
+    with gateway.connect(config) as gw:
+        assert (gw.shadow_settings.reference, gw.shadow_settings.sample) == ("b", 0.5)
+    with pytest.raises(gateway.ConfigError, match=r"shadow.sample.*between 0 and 1"):
+        gateway.connect({**config, "shadow": {"reference": "b", "sample": 2.0}})
+    from gateway.core import Gateway
+
+    with pytest.raises(gateway.ConfigError, match="no plugin shadows statements") as info:
+        Gateway(config, plugin_manager=_without_the_shadow_layer())
+    assert "reinstall arrowgate" in str(info.value)
+
+
+def test_arrowgate_shadowed():
+    """Step 7 of the pipeline is the hook's: a plugin answering it (registered later, so
+    asked first) decides, the shadow layer answers otherwise, and without it a
+    shadowed statement fails rather than running unshadowed."""
+    seen = []
+
+    class Decides:
+        @gateway.hookimpl
+        def arrowgate_shadowed(self, pipeline, statement):
+            seen.append((statement.sql, statement.engine, statement.shadow))
+            return pipeline.run_plain(statement) if statement.sql.startswith("SELECT 1") else None
+
+    with gateway.connect(TWO_ENGINES, plugins=[Decides()]) as gw:
+        answered = gw.execute("SELECT 1 AS x", engine="a", shadow="b")
+        assert answered.to_arrow().to_pylist() == [{"x": 1}] and answered.shadow is None
+        shadowed = gw.execute("SELECT 2 AS x", engine="a", shadow="b")
+        shadowed.to_arrow()
+        assert shadowed.shadow.category == "match"  # the shadow layer's answer
+        gw.execute("SELECT 3 AS x", engine="a").to_arrow()  # no reference: not asked
+    assert seen == [("SELECT 1 AS x", "a", "b"), ("SELECT 2 AS x", "a", "b")]
+    from gateway.core import Gateway
+
+    with Gateway(TWO_ENGINES, plugin_manager=_without_the_shadow_layer()) as gw:
+        assert gw.execute("SELECT 4 AS x", engine="a").to_arrow().num_rows == 1
+        with pytest.raises(gateway.Unsupported, match="shadowing is not available"):
+            gw.execute("SELECT 4 AS x", engine="a", shadow="b")
+
 #: the contract's declarations an engine type makes (besides type_name, options, description)
 DECLARED = ("supports_streaming", "supports_parameters", "supports_cancel", "supports_write",
             "supports_catalog", "supports_transactions", "dialect", "session_state",

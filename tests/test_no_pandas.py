@@ -1,7 +1,7 @@
 """No query path imports pandas (about 0.2 s of a one-row ``arrowgate query``).
 
 pyarrow imports pandas, where it is installed, on the first ``pa.array`` or
-``pa.scalar`` of a process (:mod:`gateway.arrow_values` says more). The dev
+``pa.scalar`` of a process (:mod:`gateway.drivers.arrow_values` says more). The dev
 extra installs pandas, so these tests see what a data engineer's machine does.
 """
 
@@ -20,7 +20,7 @@ pytest.importorskip("pandas")
 def _pandas_after(config: dict, *commands: list[str]) -> bool:
     """Run each ``arrowgate`` command in one fresh process; whether pandas was imported."""
     code = ("import json, sys, tempfile\n"
-            "from gateway.cli import main\n"
+            "from gateway.cli.main import main\n"
             "with tempfile.NamedTemporaryFile('w', suffix='.toml', delete=False) as f:\n"
             f"    f.write({_toml(config)!r})\n"
             f"for args in {list(commands)!r}:\n"

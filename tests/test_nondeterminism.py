@@ -7,8 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.compare import CompareOptions, compare_tables
-from gateway.nondeterminism import Nondeterminism, side_effects
+from gateway.sql.nondeterminism import Nondeterminism, side_effects
+from gateway.verify.compare import compare_tables
+from gateway.verify.verdict import CompareOptions
 
 
 def tbl(**cols):
@@ -189,8 +190,7 @@ def test_any_valid_cut_is_never_a_divergence_and_a_planted_one_is(rows, data):
 def test_a_text_is_read_once_and_each_caller_gets_its_own_reading(monkeypatch):
     """A comparison asked twice per statement, and a replay compares the answers to one
     prepared text with every parameter set: sqlglot read it each time (issue 37)."""
-    from gateway import nondeterminism
-
+    from gateway.sql import nondeterminism
     read = []
     parse_one = nondeterminism._parse_one
 
@@ -215,7 +215,7 @@ def test_a_query_shape_is_read_once_and_each_caller_gets_its_own(monkeypatch):
     parameter set, and sqlglot read its shape each time (issue 37)."""
     import sqlglot
 
-    from gateway.query_shape import QueryShape
+    from gateway.sql.query_shape import QueryShape
 
     read = []
     parse = sqlglot.parse

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.bench import GatewayEngine, run_benchmark
-from gateway.corpus import Query
-from gateway.output import BINARY_FORMATS, FORMATS
+from gateway.benchmark.runner import GatewayEngine, run_benchmark
+from gateway.output.writers import BINARY_FORMATS, FORMATS
+from gateway.sql.corpus import Query
 from tests.conftest import QUICKSTART
 
 JOIN = "SELECT z.borough, count(*) AS n FROM trips t JOIN zones z ON t.pickup_zone = z.zone " \

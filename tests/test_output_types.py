@@ -1,7 +1,7 @@
 """Every Arrow type DuckDB produces goes through every --format, and a stopped write leaves
 nothing behind.
 
-The documented text forms (gateway/output.py): an INTERVAL is an ISO 8601
+The documented text forms (gateway/output/writers.py): an INTERVAL is an ISO 8601
 duration, a VARINT its digits, binary hex, NaN and the infinities in JSON the
 strings "NaN", "Infinity" and "-Infinity".
 """
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gateway.output import FORMATS
+from gateway.output.writers import FORMATS
 from tests.conftest import ROOT
 from tests.hang_guard import HANG_GUARD
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import gateway
-from gateway.cli import COMMAND_NAMES, COMMANDS, build_parser, invoked_command
-from gateway.commands import EXIT_OK, add_action, add_command
+from gateway.cli.commands import EXIT_OK, add_action, add_command
+from gateway.cli.main import COMMAND_NAMES, COMMANDS, build_parser, invoked_command
 from tests.conftest import run_arrowgate
 
 
@@ -67,8 +67,8 @@ def test_a_plugin_that_cannot_load_is_a_configuration_error_not_a_traceback():
 
 
 def test_help_imports_no_engine_driver_or_heavy_library():
-    code = ("import sys, gateway.cli\n"
-            "gateway.cli.build_parser().format_help()\n"
+    code = ("import sys, gateway.cli.main\n"
+            "gateway.cli.main.build_parser().format_help()\n"
             "print(sorted(m for m in ('duckdb', 'pyarrow', 'sqlglot', 'adbc_driver_manager',"
             " 'gateway_ducklake.health', 'gateway_ducklake.bench', 'gateway_duckdb.install')"
             " if m in sys.modules))\n")
@@ -139,7 +139,7 @@ def test_a_parser_for_one_command_makes_no_stand_ins_when_no_other_plugin_adds_c
 
 def test_the_built_in_plugins_commands_are_the_ones_declared():
     """BUILT_IN_COMMANDS names what each built-in plugin's hook adds or changes."""
-    from gateway.commands import Parser
+    from gateway.cli.commands import Parser
     from gateway.plugins import BUILT_IN, BUILT_IN_COMMANDS
 
     touched = {}
@@ -161,7 +161,7 @@ def test_the_built_in_plugins_commands_are_the_ones_declared():
 
 def test_a_core_command_alone_asks_no_built_in_plugin_that_does_not_extend_it():
     code = ("import sys\n"
-            "from gateway.cli import build_parser\n"
+            "from gateway.cli.main import build_parser\n"
             "build_parser(command='query')\n"
             "print(sorted(m for m in sys.modules if m.startswith('gateway_') and '.commands' in m))\n"
             "build_parser(command='engines')  # the duckdb plugin adds `engines install`\n"

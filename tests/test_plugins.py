@@ -123,7 +123,7 @@ def test_an_arrowgate_query_imports_only_the_engine_types_it_uses(tmp_path):
     config = tmp_path / "arrowgate.toml"
     config.write_text(f'[engines.duck]\ntype = "duckdb"\n\n[sources.trips]\n'
                       f'path = "{DATA / "trips.csv"}"\n')
-    code = ("from gateway.cli import main\n"
+    code = ("from gateway.cli.main import main\n"
             f"assert main(['--config', {str(config)!r}, 'query', 'SELECT count(*) FROM trips']) == 0\n"
             "seen()\n")
     assert _engine_modules_after(code) == [["gateway_duckdb.engine"]]

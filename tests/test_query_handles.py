@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from gateway.handles import QueryHandle, cancel_all
+from gateway.result import QueryHandle, cancel_all
 from tests.hang_guard import HANG_GUARD
 
 
@@ -71,7 +71,7 @@ def test_a_stopper_that_reaches_the_whole_engine_is_not_repeated():
 
 
 def test_started_in_block_collects_this_threads_handles_only():
-    from gateway.handles import started_in_block
+    from gateway.result import started_in_block
 
     elsewhere = []
     with started_in_block() as outer:
@@ -92,7 +92,7 @@ def test_finished_queries_leave_the_deadline_heap():
     """Each timed query's entry stayed in the shared deadline heap until its deadline:
     a service with the default 300 s timeout kept every query of the last five minutes
     (found by bench/client_model.py's slow growth, ~4,000 entries a minute)."""
-    from gateway.handles import _deadlines
+    from gateway.result import _deadlines
 
     before = len(_deadlines)
     for _ in range(5000):

@@ -17,7 +17,7 @@ import pytest
 
 import gateway
 from gateway.errors import GatewayError
-from gateway.handles import QueryHandle
+from gateway.result import QueryHandle
 from gateway.statement import Principal
 from tests import sql_databases as db
 from tests.flight_support import serving
@@ -197,7 +197,7 @@ def test_a_read_only_user_cannot_stop_another_users_statement(gw, pg):
 @pytest.mark.postgres
 @pytest.mark.adbc
 def test_a_read_only_flight_user_cannot_write_through_a_server_function(pg):
-    from gateway.flight.settings import hash_password
+    from gateway.flight.serve_config import hash_password
 
     postgres, name = pg
     users = {"rita": {"password_hash": hash_password("rita-pw"), "read_only": True},

@@ -10,7 +10,7 @@ import pytest
 from gateway import records
 from gateway.config import EngineConfig
 from gateway.engine import Option
-from gateway.events import QueryEvent
+from gateway.hookspecs import QueryEvent
 from gateway.statement import LOCAL, Principal, Statement
 from gateway_csv.dialect import Dialect
 from gateway_csv.layout import Layout

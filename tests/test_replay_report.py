@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.corpus import Query
-from gateway.replay_report import DIVERGING_SETS, chart, markdown, shapes
-from gateway.shadow_record import ShadowRecord
+from gateway.capture.replay_report import DIVERGING_SETS, chart, markdown, shapes
+from gateway.shadow.record import ShadowRecord
+from gateway.sql.corpus import Query
 
 SQL = "SELECT round(price * ?, 2) AS total FROM trips WHERE id = ?"
 
@@ -28,7 +28,12 @@ def test_every_distinct_diverging_parameter_set_is_shown_up_to_ten():
 
 
 def test_captured_statements_are_named_by_their_text(tmp_path):
-    from gateway.capture import CapturedStatement, CaptureSettings, CaptureWriter, replay_queries
+    from gateway.capture.captured import (
+        CapturedStatement,
+        CaptureSettings,
+        CaptureWriter,
+        replay_queries,
+    )
 
     writer = CaptureWriter(CaptureSettings(folder=tmp_path))
     writer.offer(CapturedStatement(sql="SELECT count(*) FROM trips   WHERE cab_type = 'green'",

@@ -14,11 +14,12 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from gateway.compare import CompareOptions, compare_tables, pairing_for
-from gateway.compare_stream import compare_streams
-from gateway.compare_types import _entries_in_key_order
-from gateway.row_hashes import equal_as_multisets, row_hashes
-from gateway.row_pairing import RowPairing
+from gateway.verify.compare import compare_tables, pairing_for
+from gateway.verify.compare_stream import compare_streams
+from gateway.verify.compare_types import _entries_in_key_order
+from gateway.verify.row_hashes import equal_as_multisets, row_hashes
+from gateway.verify.row_pairing import RowPairing
+from gateway.verify.verdict import CompareOptions
 
 
 def _answer(rows: int, seed: int | None = None, reversed_maps: bool = False,
@@ -143,8 +144,7 @@ def test_streamed_shuffled_nested_answers(third, expected):
 def test_rows_duckdb_cannot_hash_are_left_to_the_pairing(monkeypatch):
     """A type DuckDB does not read from Arrow makes no proof, and no error: the pairing
     decides, as it did before rows were hashed."""
-    from gateway import row_hashes as module
-
+    from gateway.verify import row_hashes as module
     def unreadable(table, seed=0):
         raise duckdb.NotImplementedException("a type DuckDB does not read")
 

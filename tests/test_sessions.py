@@ -218,7 +218,7 @@ def test_timeouts_share_one_watching_thread(gw: Any) -> None:
 
 
 def test_only_a_new_earliest_deadline_wakes_the_watching_thread() -> None:
-    from gateway.handles import QueryHandle, _Deadlines
+    from gateway.result import QueryHandle, _Deadlines
 
     deadlines = _Deadlines()
     wakes: list[int] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gateway
-from gateway.shadow import ShadowStore, summarize
+from gateway.shadow.store import ShadowStore, summarize
 from gateway.sql.kinds import statement_kind
 from tests import planted_bugs
 from tests.conformance.corpus import SOURCES, all_cases
@@ -325,7 +325,8 @@ class _Started:
 
 @pytest.mark.parametrize("then", ["start", "cancel"])
 def test_a_deferred_reference_starts_only_when_the_caller_asks(tmp_path, then):
-    from gateway.shadow import ShadowSettings, run_shadowed
+    from gateway.shadow.run import run_shadowed
+    from gateway.shadow.settings import ShadowSettings
     from gateway.statement import Statement
 
     started = _Started()

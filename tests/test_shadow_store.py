@@ -13,16 +13,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gateway import shadow_store
 from gateway.errors import GatewayError
-from gateway.shadow import ShadowStore, summarize
-from gateway.shadow_record import ShadowRecord
+from gateway.shadow import store as shadow_store
+from gateway.shadow.record import ShadowRecord
+from gateway.shadow.store import ShadowStore, summarize
 from tests.hang_guard import HANG_GUARD
 
 WRITER = textwrap.dedent("""
     import sys
-    from gateway.shadow_record import ShadowRecord
-    from gateway.shadow_store import ShadowStore
+    from gateway.shadow.record import ShadowRecord
+    from gateway.shadow.store import ShadowStore
 
     store, tag, n = ShadowStore(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     for i in range(n):
@@ -72,8 +72,8 @@ def test_a_killed_writer_leaves_the_store_readable(tmp_path):
     path = tmp_path / "store"
     big = textwrap.dedent("""
         import sys
-        from gateway.shadow_record import ShadowRecord
-        from gateway.shadow_store import ShadowStore
+        from gateway.shadow.record import ShadowRecord
+        from gateway.shadow.store import ShadowStore
 
         store = ShadowStore(sys.argv[1])
         i = 0

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gateway.shadow_record import ShadowRecord
-from gateway.shadow_store import COMPACT_FILES, ShadowStore
+from gateway.shadow.record import ShadowRecord
+from gateway.shadow.store import COMPACT_FILES, ShadowStore
 from tests.conftest import run_arrowgate
 
 
@@ -79,8 +79,8 @@ def test_past_the_compaction_threshold_no_process_prints_a_traceback_at_exit(tmp
     _foreign(store)
     _corrupt(store)
     writer = textwrap.dedent(f"""
-        from gateway.shadow_record import ShadowRecord
-        from gateway.shadow_store import ShadowStore
+        from gateway.shadow.record import ShadowRecord
+        from gateway.shadow.store import ShadowStore
         store = ShadowStore({str(store)!r})
         for i in range({COMPACT_FILES + 2}):
             store.append([ShadowRecord(sql=f"SELECT {{i}}", primary="a", reference="b",

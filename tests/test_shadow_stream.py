@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 import gateway
-from gateway.compare import CompareOptions
-from gateway.shadow_answer import Answer, Budget, streamed_verdict
+from gateway.shadow.answer import Answer, Budget, streamed_verdict
+from gateway.verify.verdict import CompareOptions
 from tests import planted_bugs
 from tests.conformance.corpus import SOURCES
 from tests.hang_guard import HANG_GUARD
@@ -250,7 +250,7 @@ def test_a_side_proven_in_step_is_never_more_than_one_batch_ahead(monkeypatch):
     """However much of the budget is free, the reference's batches are not queued while it
     is proven against a side read in place: beside the engine's own working memory (a
     sort's rows), the comparison holds the batch being compared and the next one."""
-    from gateway.spilled_answer import SpilledAnswer
+    from gateway.verify.spilled_answer import SpilledAnswer
 
     add = SpilledAnswer.add
 

@@ -10,8 +10,9 @@ import time
 import pytest
 
 import gateway
-from gateway.shadow import run_shadowed, settings_from_mapping
-from gateway.shadow_answer import Answer
+from gateway.shadow.answer import Answer
+from gateway.shadow.run import run_shadowed
+from gateway.shadow.settings import settings_from_mapping
 from gateway.statement import Statement
 
 CONFIG = {"engines": {"a": {"type": "duckdb"}, "b": {"type": "duckdb"}}}

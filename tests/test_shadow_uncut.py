@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gateway
-from gateway.shadow_uncut import uncut_sql
+from gateway.shadow.uncut import uncut_sql
 from tests import planted_bugs
 from tests.conformance.corpus import SOURCES
 

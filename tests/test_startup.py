@@ -1,4 +1,4 @@
-"""gateway.startup: the start-up tricks of a short-lived process, in one place.
+"""gateway.cli.startup: the start-up tricks of a short-lived process, in one place.
 
 (The exit without teardown is tested through the console script in
 test_cli.py, the lazy pyarrow.compute through a csv query in
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from gateway.cli import COMMANDS
+from gateway.cli.main import COMMANDS
 
 
 def python_says(code: str) -> list[str]:
@@ -25,7 +25,7 @@ def python_says(code: str) -> list[str]:
 
 def test_a_lazy_module_is_imported_on_first_use_only():
     code = ("import sys\n"
-            "from gateway.startup import LazyModule\n"
+            "from gateway.cli.startup import LazyModule\n"
             "tool = LazyModule('json.tool')\n"
             "before = 'json.tool' in sys.modules\n"
             "print(before, callable(tool.main), 'json.tool' in sys.modules)\n")
@@ -34,7 +34,7 @@ def test_a_lazy_module_is_imported_on_first_use_only():
 
 def test_a_lazy_pattern_is_compiled_on_first_use_only():
     code = ("import re\n"
-            "from gateway.startup import LazyPattern\n"
+            "from gateway.cli.startup import LazyPattern\n"
             "word = LazyPattern(r'(?P<w>[a-z]+)-zz', re.I)\n"
             "print('match' in vars(word), word.pattern)\n"
             "print(word.match('Ab-ZZ')['w'], word.fullmatch('a-b'), word.sub('x', 'q-zz!'))\n"
@@ -44,7 +44,7 @@ def test_a_lazy_pattern_is_compiled_on_first_use_only():
 
 def test_importing_the_csv_layout_compiles_none_of_its_patterns():
     # the sniffer's reference patterns and those of rare files: a one-row file needs none
-    code = ("import re, gateway.startup, gateway_csv.dialect, csv\n"
+    code = ("import re, gateway.cli.startup, gateway_csv.dialect, csv\n"
             "before = len(re._cache)\n"
             "import gateway_csv.layout\n"
             "print(len(re._cache) - before)\n")
@@ -52,9 +52,9 @@ def test_importing_the_csv_layout_compiles_none_of_its_patterns():
 
 
 def test_the_console_script_raises_the_collectors_first_threshold():
-    code = ("import gc, sys, gateway.cli\n"
-            "gateway.cli.main = lambda: print(gc.get_threshold()[0]) or 0\n"
-            "gateway.cli.entry()\n")
+    code = ("import gc, sys, gateway.cli.main\n"
+            "gateway.cli.main.main = lambda: print(gc.get_threshold()[0]) or 0\n"
+            "gateway.cli.main.entry()\n")
     assert python_says(code) == ["100000"]
 
 
@@ -71,7 +71,7 @@ import gateway.plugins
 managers = []
 init = gateway.plugins.PluginManager.__init__
 gateway.plugins.PluginManager.__init__ = lambda pm: managers.append(pm) or init(pm)
-from gateway.cli import main
+from gateway.cli.main import main
 code = main(['--config', sys.argv[1], 'query', '--format', 'csv', 'SELECT a, b FROM trips'])
 print(code, file=sys.stderr)
 print(' '.join(sorted(set(sys.modules) - before)), file=sys.stderr)
@@ -99,13 +99,13 @@ def one_row_query(tmp_path_factory):
 
 @pytest.mark.parametrize("module", [
     # the other commands' modules: only the invoked command's parser is built
-    *(f"gateway.commands.{name}" for name in COMMANDS if name != "query"),
+    *(f"gateway.cli.commands.{name}" for name in COMMANDS if name != "query"),
     "logging",  # gateway.sql raises sqlglot's logger as sqlglot is imported
     "concurrent.futures",  # a one-chunk file is scanned without the csv engine's pool
-    "tempfile",  # gateway.output and gateway_csv.opening import it for files only
+    "tempfile",  # gateway.output.writers and gateway_csv.opening import it for files only
     "json",  # the ducklake plugin's commands, the layout cache's key, csv output
     "glob",  # a source of one file
-    "shutil",  # argparse's formatters are given the terminal's width (gateway.commands)
+    "shutil",  # argparse's formatters are given the terminal's width (gateway.cli.commands)
     # the aggregations read without the planner, and the fused scan: a projection needs neither
     "gateway_csv.shape_aggregation", "gateway_csv.fused",
     "gateway_csv.native",  # the operations' table: a projection needs only the type names
@@ -123,7 +123,7 @@ def test_a_one_row_query_starts_no_scanner_thread(one_row_query):
 
 def test_arrows_libraries_are_preloaded_without_importing_pyarrow():
     code = ("import sys\n"
-            "from gateway.startup import preload_arrow\n"
+            "from gateway.cli.startup import preload_arrow\n"
             "preload_arrow().join()\n"
             "maps = open('/proc/self/maps').read()\n"
             "print('pyarrow' in sys.modules, '/libarrow.so' in maps, '/libarrow_python' in maps)\n"
@@ -135,8 +135,7 @@ def test_arrows_libraries_are_preloaded_without_importing_pyarrow():
 def test_no_preload_on_one_processor(monkeypatch):
     import os
 
-    from gateway import startup
-
+    from gateway.cli import startup
     if not hasattr(os, "sched_getaffinity"):
         pytest.skip("no processor affinity on this platform")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
@@ -147,23 +146,28 @@ def test_no_preload_where_pyarrow_is_not_on_the_path():
     code = ("import sys\n"
             "import os\n"
             "sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p, 'pyarrow'))]\n"
-            "from gateway.startup import preload_arrow\n"
+            "from gateway.cli.startup import preload_arrow\n"
             "print(preload_arrow())\n")
     assert python_says(code) == ["None"]
 
 
 def test_a_one_row_query_loads_the_plugins_once(one_row_query):
     _, _, managers = one_row_query
-    assert managers == 1  # the parser's, handed to the gateway (gateway.commands.open_gateway)
+    assert managers == 1  # the parser's, handed to the gateway (gateway.cli.commands.open_gateway)
 
 
-def test_the_engine_contract_names_the_catalog_rows_without_making_them():
-    # (a one-row query in the dev venv imports them: the example outside plugin does)
-    code = ("import sys, gateway.engine as e\n"
-            "print('gateway.catalog' in sys.modules)\n"
-            "from gateway.engine import CatalogColumn, SchemaRef, TableRef\n"
-            "print(SchemaRef('c', 's') < SchemaRef('c', 't'), TableRef.__module__)\n")
-    assert python_says(code) == ["False", "True", "gateway.catalog"]
+def test_the_catalog_rows_are_records_ordered_and_hashed_as_their_dataclasses_were():
+    # (records: no class compiled from source as gateway.engine imports, gateway.records)
+    import dataclasses
+
+    from gateway.engine import CatalogColumn, SchemaRef, TableRef
+
+    assert not dataclasses.is_dataclass(CatalogColumn)
+    assert sorted([SchemaRef("c", "t"), SchemaRef("c", "s")]) == [SchemaRef("c", "s"),
+                                                                  SchemaRef("c", "t")]
+    assert sorted([TableRef("c", "s", "b"), TableRef("c", "s", "a", "VIEW")])[0].table == "a"
+    assert len({TableRef("c", "s", "t"), TableRef("c", "s", "t", "TABLE")}) == 1
+    assert CatalogColumn("s", "t", "c", None).nullable is True
 
 
 def test_importing_the_errors_imports_no_url_parser():
@@ -204,11 +208,11 @@ def test_sqlglots_logger_is_raised_when_logging_was_imported_first():
 
 @pytest.mark.parametrize("columns, expected", [("50", 50), ("0", 80), ("wide", 80), (None, 80)])
 def test_help_is_as_wide_as_shutil_says(monkeypatch, columns, expected):
-    # gateway.commands.terminal_columns stands in for shutil.get_terminal_size (not imported);
+    # gateway.cli.commands.terminal_columns stands in for shutil.get_terminal_size (not imported);
     # under pytest, stdout is no terminal, so both fall back to 80 without $COLUMNS
     import shutil
 
-    from gateway.commands import terminal_columns
+    from gateway.cli.commands import terminal_columns
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
@@ -221,7 +225,7 @@ def test_help_is_as_wide_as_shutil_says(monkeypatch, columns, expected):
 #: (as it did in the import system's module-lock callback while imports ran in threads)
 DROPPED_INTERRUPT = """
 import os, signal, sys, weakref
-from gateway import startup
+from gateway.cli import startup
 startup.note_interrupts()
 class Held: pass
 held = Held()
@@ -232,7 +236,8 @@ ref = weakref.ref(held, dropped)
 del held
 print(startup.interrupted(), flush=True)
 sys.argv = ['arrowgate', 'query', 'SELECT 42']
-startup.console()
+import gateway.cli
+gateway.cli.console()
 """
 
 
@@ -256,7 +261,7 @@ def test_a_preload_that_cannot_load_is_silent(tmp_path, broken):
     code = ("import sys\n"
             + (f"sys.path.insert(0, {str(tmp_path)!r})\n" if broken == "library" else
                "sys.modules['ctypes'] = None\n")
-            + "from gateway.startup import preload_arrow\n"
+            + "from gateway.cli.startup import preload_arrow\n"
             "preload_arrow().join()\n"
             "print('done')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -352,7 +352,7 @@ def test_a_configured_timeout_of_inf_or_nan_is_a_configuration_error(tmp_path, t
 
 
 def test_the_deadline_thread_survives_a_deadline_that_never_comes(gw):
-    from gateway.handles import QueryHandle
+    from gateway.result import QueryHandle
 
     never = QueryHandle("duck", 0, "SELECT 1", timeout=1e300)
     never.start_timer()

@@ -12,7 +12,7 @@ import pytest
 
 import gateway
 from bench.tpch_spark import QUERIES, SCALE_6, config, verdict
-from gateway.corpus import read_queries
+from gateway.sql.corpus import read_queries
 
 
 def test_the_query_file_holds_the_22_queries_in_order():

@@ -67,7 +67,7 @@ def test_usage_errors(cli, tmp_path):
 
 
 def test_help_does_not_import_textual():
-    code = ("import sys\nfrom gateway.cli import build_parser\nbuild_parser()\n"
+    code = ("import sys\nfrom gateway.cli.main import build_parser\nbuild_parser()\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', "
             "'textual_fastdatatable', 'textual_textarea')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

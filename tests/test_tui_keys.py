@@ -19,11 +19,11 @@ def _state_home(tmp_path, monkeypatch):
 
 
 def test_the_docs_keys_table_is_the_one_the_bindings_make():
-    from gateway.tui.keys import DOCS_END, DOCS_START, keys_markdown
+    from gateway.tui.keys_table import DOCS_END, DOCS_START, keys_markdown
 
     text = DOCS.read_text()
     table = text[text.index(DOCS_START) + len(DOCS_START):text.index(DOCS_END)].strip()
-    assert table == keys_markdown(), "regenerate it: python -m gateway.tui.keys"
+    assert table == keys_markdown(), "regenerate it: python -m gateway.tui.keys_table"
 
 
 def _help_keys(rows: list[tuple[str, str, str]]) -> set[str]:
@@ -60,7 +60,7 @@ async def test_the_help_screen_lists_every_key_the_footer_shows_wherever_the_foc
 
 
 def test_the_help_screen_files_grid_keys_under_grid():
-    from gateway.tui.keys import key_rows
+    from gateway.tui.keys_table import key_rows
 
     where = {keys: place for place, keys, _ in key_rows()}
     assert where["enter"] == "grid" and where["="] == "grid" and where["["] == "verdict"

@@ -135,7 +135,7 @@ async def test_a_shadowing_console_imports_the_shadow_machinery_before_the_first
     from tests.tui_support import imported_while_idle
 
     assert imported_while_idle(tmp_path, 'make_app(divergent_config(), reference="old", '
-                               'persist=False)', ("gateway.shadow_run", "gateway.sql.kinds"))
+                               'persist=False)', ("gateway.shadow.run", "gateway.sql.kinds"))
 
 
 async def test_the_configurations_shadow_reference_is_the_tabs():

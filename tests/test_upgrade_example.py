@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import gateway
+from gateway.flight.serve_config import ServeSettings
 from gateway.flight.server import FlightSqlServer
-from gateway.flight.settings import ServeSettings
 from tests.conftest import ROOT, run_arrowgate
 
 EXAMPLE = ROOT / "examples" / "upgrade"

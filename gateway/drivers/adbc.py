@@ -22,7 +22,7 @@ from gateway.errors import EngineConnectionError, GatewayError
 from gateway.sql.kinds import is_read
 
 if TYPE_CHECKING:
-    from gateway.handles import QueryHandle
+    from gateway.result import QueryHandle
 
 #: The status names adbc-driver-manager puts before the driver's own message.
 _STATUS_PREFIXES = ("INVALID_ARGUMENT: ", "INTERNAL: ", "IO: ", "UNKNOWN: ", "INVALID_STATE: ",

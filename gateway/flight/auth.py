@@ -36,7 +36,7 @@ from typing import Any
 
 import pyarrow.flight as flight
 
-from gateway.flight.settings import ANONYMOUS, ServeSettings, User, hash_password
+from gateway.flight.serve_config import ANONYMOUS, ServeSettings, User, hash_password
 
 #: the longest a failed login's answer waits, after many failures of its user name
 _LONGEST_DELAY = 8.0

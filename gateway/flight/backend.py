@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 
     from gateway.core import Gateway
     from gateway.engine import CatalogColumn, TableRef
-    from gateway.handles import RunningQuery
-    from gateway.result import Result
+    from gateway.result import Result, RunningQuery
     from gateway.session import PreparedStatement, Session
     from gateway.statement import Principal
 
@@ -198,6 +197,6 @@ class Backend:
         settings = self.gw.shadow_settings
         if settings is None or settings.store is None:
             return {"configured": False}
-        from gateway.shadow_store import ShadowStore, summarize
+        from gateway.shadow.store import ShadowStore, summarize
 
         return {"configured": True, **summarize(ShadowStore(settings.store).read())}

@@ -15,7 +15,7 @@ import logging
 import time
 from typing import Any
 
-from gateway.flight.statements import Query
+from gateway.flight.statements import ServedQuery
 from gateway.sql.kinds import fingerprint
 
 logger = logging.getLogger("arrowgate.flight.query")
@@ -31,7 +31,7 @@ def verdict(record: Any) -> dict[str, Any] | None:
             "message": getattr(record, "message", None), "ratio": record.ratio}
 
 
-def log_query(query: Query) -> None:
+def log_query(query: ServedQuery) -> None:
     """The line for a query that ran (whatever became of its stream)."""
     record(query_id=query.query_id, user=query.user, engine=query.engine, sql=query.sql,
            rows=query.rows, nbytes=query.bytes, started=query.created,

@@ -1,7 +1,7 @@
 """The Flight SQL service: a thin ``FlightServerBase`` that hands every request to the core.
 
 Each Flight method decodes the Flight SQL command it carries
-(:mod:`gateway.flight.messages`) and dispatches on its type; the answers come
+(:mod:`gateway.flight.protobuf`) and dispatches on its type; the answers come
 from :class:`gateway.flight.backend.Backend`. A query runs when its FlightInfo
 is asked for, and its DoGet streams the engine's batches as they come
 (``GeneratorStream``); from its third batch on, an answer is read a batch or two
@@ -23,15 +23,16 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from gateway.capture import CapturedStatement, CaptureWriter
+from gateway.capture.captured import CapturedStatement, CaptureWriter
 from gateway.errors import GatewayError
-from gateway.flight import catalog, messages, querylog, sqlinfo
+from gateway.flight import catalog, querylog, sqlinfo
+from gateway.flight import protobuf as M
 from gateway.flight.ahead import read_ahead
 from gateway.flight.allocator import AtRest
 from gateway.flight.auth import Authenticator, AuthMiddlewareFactory, NoopAuthHandler
 from gateway.flight.backend import Backend
-from gateway.flight.errors import kind, send_kind, sends_kind, to_flight
 from gateway.flight.schemas import changes_nothing
+from gateway.flight.serve_config import ANONYMOUS, ServeSettings, User
 from gateway.flight.sessions import (
     COOKIE,
     OPTIONS,
@@ -39,8 +40,8 @@ from gateway.flight.sessions import (
     SessionStore,
     session_for,
 )
-from gateway.flight.settings import ANONYMOUS, ServeSettings, User
-from gateway.flight.statements import FinishedQuery, PreparedStatements, Queries, Query
+from gateway.flight.statements import FinishedQuery, PreparedStatements, Queries, ServedQuery
+from gateway.flight.statuses import kind, send_kind, sends_kind, to_flight
 from gateway.flight.transactions import Transactions
 from gateway.flight.watch import ClientWatch
 from gateway.sql.kinds import capture_kind, state_needed
@@ -48,11 +49,10 @@ from gateway.statement import Limits, arriving
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
-    from gateway.flight.sessions import Session as FlightSession
+    from gateway.flight.sessions import ClientSession
     from gateway.result import Result
     from gateway.session import Session
 
-M = messages
 
 #: The actions ListActions reports: Flight SQL's, Flight's, then the gateway's own.
 ACTIONS = [
@@ -131,7 +131,7 @@ class FlightSqlServer(flight.FlightServerBase):
         middleware = context.get_middleware("auth")
         return middleware.user if middleware is not None else ANONYMOUS
 
-    def _session(self, context: Any, create: bool) -> FlightSession | None:
+    def _session(self, context: Any, create: bool) -> ClientSession | None:
         return session_for(self.sessions, context.get_middleware("session"),
                            self._user(context).name, create)
 
@@ -331,7 +331,7 @@ class FlightSqlServer(flight.FlightServerBase):
                 "or use Flight SQL's BeginTransaction for a transaction")
         return engine, core
 
-    def _run(self, context: Any, user: User, command: Any) -> Query:
+    def _run(self, context: Any, user: User, command: Any) -> ServedQuery:
         sql = command.query
         engine, core = self._target(context, user, command)
         self._check_statement(sql)
@@ -343,7 +343,7 @@ class FlightSqlServer(flight.FlightServerBase):
             sql, engine, core, self.settings.query_timeout, user.principal, reference),
             settings=settings)
 
-    def _run_prepared(self, context: Any, user: User, handle: bytes) -> Query:
+    def _run_prepared(self, context: Any, user: User, handle: bytes) -> ServedQuery:
         entry = self.prepared.get(handle, user.name)
         prepared = entry.prepared
         self._check_statement(prepared.sql)
@@ -357,7 +357,7 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _start(self, context: Any, user: User, engine: str, sql: str,
                run: Callable[[], Result], parameters: pa.Table | None = None,
-               settings: list[str] | None = None, earlier: float = 0.0) -> Query:
+               settings: list[str] | None = None, earlier: float = 0.0) -> ServedQuery:
         """Run a statement for the call of ``context``; its clock (the timeout's and the
         query log's) starts at the call's arrival, ``earlier`` seconds before that for
         a prepared statement's first execution (the time its prepare took)."""
@@ -379,7 +379,7 @@ class FlightSqlServer(flight.FlightServerBase):
             self._keep(sql, engine, user.name, statement, wall, started, 0, "error",
                        parameters, settings or [], error=exc)
             raise to_flight(exc) from None
-        query = Query(user.name, engine, sql, result, shadow=result.shadow,
+        query = ServedQuery(user.name, engine, sql, result, shadow=result.shadow,
                       parameters=parameters, settings=settings or [], write=write,
                       created=started)
         if write:  # it ran to its end: recorded now, whether or not its answer is fetched
@@ -401,7 +401,7 @@ class FlightSqlServer(flight.FlightServerBase):
         finally:
             self.backend.schemas.invalidate()
 
-    def _stream(self, context: Any, query: Query) -> Any:
+    def _stream(self, context: Any, query: ServedQuery) -> Any:
         settings = self.settings
 
         def batches() -> Iterator[pa.RecordBatch]:
@@ -617,7 +617,7 @@ class FlightSqlServer(flight.FlightServerBase):
         self._cancel_query(query)
         return True
 
-    def _cancel_query(self, query: Query) -> None:
+    def _cancel_query(self, query: ServedQuery) -> None:
         """Stop a query: its stream ends with CANCELLED, or its unread ticket is dropped."""
         query.cancelled = True
         query.first.cancel()
@@ -743,7 +743,7 @@ class FlightSqlServer(flight.FlightServerBase):
             query_id = int(body.decode())
         except ValueError:
             raise pa.ArrowInvalid("the body must be a query id (a decimal number)") from None
-        query: FinishedQuery | Query | None = self.queries.finished(query_id, user.name)
+        query: FinishedQuery | ServedQuery | None = self.queries.finished(query_id, user.name)
         if query is None:
             found = [q for q in self.queries.running()
                      if q.query_id == query_id and q.user == user.name]
@@ -800,7 +800,7 @@ class FlightSqlServer(flight.FlightServerBase):
 _OUTCOMES = {o: o for o in ("ok", "error", "refused", "cancelled", "expired", "disconnected")}
 
 
-def _check_limits(query: Query, settings: ServeSettings) -> None:
+def _check_limits(query: ServedQuery, settings: ServeSettings) -> None:
     if settings.max_rows and query.rows > settings.max_rows:
         query.outcome = "limit"
         raise pa.ArrowInvalid(f"the answer has more than the service's limit of "

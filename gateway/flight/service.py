@@ -15,8 +15,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from gateway.flight.allocator import keep_freed_memory
+from gateway.flight.serve_config import ServeSettings
 from gateway.flight.server import FlightSqlServer
-from gateway.flight.settings import ServeSettings
 
 if TYPE_CHECKING:
     from gateway.core import Gateway

@@ -32,7 +32,7 @@ OPTIONS = {
 
 
 @dataclass
-class Session:
+class ClientSession:
     """One client's choices, and (for a cookie session) its connection to the engine.
 
     A client that returns the cookie is one connection, so its statements run
@@ -75,10 +75,10 @@ class SessionStore:
 
     def __init__(self, idle: float):
         self.idle = idle
-        self._sessions: dict[str, Session] = {}
+        self._sessions: dict[str, ClientSession] = {}
         self._lock = threading.Lock()
 
-    def find(self, key: str | None, user: str) -> Session | None:
+    def find(self, key: str | None, user: str) -> ClientSession | None:
         if key is None:
             return None
         with self._lock:
@@ -88,15 +88,15 @@ class SessionStore:
             session.used = time.monotonic()
             return session
 
-    def create(self, user: str, key: str | None = None) -> Session:
+    def create(self, user: str, key: str | None = None) -> ClientSession:
         """A new session under ``key`` (a fresh id if the key is missing or taken)."""
         with self._lock:
             if not key or key in self._sessions:
                 key = secrets.token_urlsafe(24)
-            session = self._sessions[key] = Session(key, user)
+            session = self._sessions[key] = ClientSession(key, user)
         return session
 
-    def close(self, session: Session) -> None:
+    def close(self, session: ClientSession) -> None:
         with self._lock:
             self._sessions.pop(session.id, None)
         session.release()
@@ -166,7 +166,7 @@ class SessionMiddlewareFactory(flight.ServerMiddlewareFactory):
 
 
 def session_for(store: SessionStore, middleware: SessionMiddleware | None, user: str,
-                create: bool) -> Session | None:
+                create: bool) -> ClientSession | None:
     """The caller's session: by cookie, else by bearer token; made if ``create``.
 
     A caller that returns a cookie always gets the session of its cookie (made

@@ -22,14 +22,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gateway.flight.backend import Prepared
-    from gateway.flight.settings import ServeSettings
+    from gateway.flight.serve_config import ServeSettings
     from gateway.result import Result
 
 _local_ids = itertools.count(1)
 
 
 @dataclass
-class Query:
+class ServedQuery:
     """One statement the service is running for a client; ``first`` is its answer."""
 
     user: str
@@ -72,16 +72,16 @@ class Queries:
 
     def __init__(self, settings: ServeSettings):
         self.settings = settings
-        self._by_handle: dict[bytes, Query] = {}
+        self._by_handle: dict[bytes, ServedQuery] = {}
         self._lock = threading.Lock()
         self._finished: dict[int, FinishedQuery] = {}  # the last verdicts, by query id
 
-    def add(self, query: Query) -> None:
+    def add(self, query: ServedQuery) -> None:
         """Issue the query's ticket (its statement was admitted by the pipeline)."""
         with self._lock:
             self._by_handle[query.handle] = query
 
-    def claim(self, handle: bytes, user: str) -> Query:
+    def claim(self, handle: bytes, user: str) -> ServedQuery:
         """The query a ticket names, marked as being streamed (a ticket is read once).
 
         Raises:
@@ -95,12 +95,12 @@ class Queries:
             query.streaming = True
             return query
 
-    def find(self, handle: bytes, user: str) -> Query | None:
+    def find(self, handle: bytes, user: str) -> ServedQuery | None:
         with self._lock:
             query = self._by_handle.get(handle)
             return query if query is not None and query.user == user else None
 
-    def finish(self, query: Query) -> None:
+    def finish(self, query: ServedQuery) -> None:
         """Release the query's slot and close its answer (safe to call twice).
 
         What is kept of it for the ``shadow-verdict`` action is its user and its shadow
@@ -119,12 +119,12 @@ class Queries:
             query = self._finished.get(query_id)
         return query if query is not None and query.user == user else None
 
-    def running(self) -> list[Query]:
+    def running(self) -> list[ServedQuery]:
         """The queries whose ticket is issued and not yet read to its end."""
         with self._lock:
             return list(self._by_handle.values())
 
-    def expire(self) -> list[Query]:
+    def expire(self) -> list[ServedQuery]:
         """Drop queries whose ticket was never redeemed within ``ticket_idle``: each holds
         an admitted statement (counted toward the limits) and its connection."""
         cutoff = time.monotonic() - self.settings.ticket_idle

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from gateway.handles import QueryHandle, started_in_block
+from gateway.result import QueryHandle, started_in_block
 
 #: how often the watch asks each call whether its client is still there
 WATCH_SECONDS = 0.1

@@ -8,7 +8,16 @@ statement pipeline (:mod:`gateway.statement`) and the front ends agree on it:
 - :mod:`gateway.sql.reach`: what a statement reaches beyond the engine it is
   sent to (settings of global scope, ``ATTACH``, functions that run SQL or open
   databases from a string);
-- :mod:`gateway.sql.patterns`: SQL ``LIKE`` patterns for catalog listings.
+- :mod:`gateway.sql.patterns`: SQL ``LIKE`` patterns for catalog listings;
+- :mod:`gateway.sql.nondeterminism`: what in a query leaves its answer
+  undetermined by the data (volatile functions, a cut no order fixes, ties);
+- :mod:`gateway.sql.query_shape`: what the outermost query tells a comparison
+  (order, a LIMIT, GROUP BY keys, the names engines choose);
+- :mod:`gateway.sql.corpus`: the ``.sql`` files replays and benchmarks run,
+  split into statements on the SQL tokens.
+
+It belongs to the core: it uses :mod:`gateway.errors` and nothing else of arrowgate,
+and every layer above reads SQL through it.
 
 sqlglot is imported only when a statement needs a parse, and its warnings
 ("contains unsupported syntax. Falling back to parsing as a 'Command'") never

@@ -109,7 +109,7 @@ def _kept_statement_kind(sql: str, dialect: str) -> str:
 def _statement_kind(sql: str, dialect: str) -> str:
     from sqlglot import exp
 
-    from gateway.nondeterminism import side_effects_in
+    from gateway.sql.nondeterminism import side_effects_in
 
     if _ESCAPED_IDENTIFIER.search(sql):
         return 'a statement with a Unicode-escaped identifier, U&"..."'
@@ -135,7 +135,7 @@ def _statement_kind(sql: str, dialect: str) -> str:
 
 @functools.cache
 def _side_effect_call() -> re.Pattern[str]:
-    from gateway.nondeterminism import SIDE_EFFECT_NAMES
+    from gateway.sql.nondeterminism import SIDE_EFFECT_NAMES
 
     names = "|".join(sorted(SIDE_EFFECT_NAMES))
     return re.compile(rf"(?i)(?<![\w$])({names})\s*\(")

@@ -326,7 +326,7 @@ SHARED_FUNCTIONS = READ_PRAGMAS | frozenset({
     "read_single_parquet_file", "read_text", "repeat", "repeat_row", "seq_scan", "sniff_csv",
     "summary", "test_all_types", "test_vector_types", "unnest", "which_secret",
     # DuckDB 1.5.5, which the ducklake engine runs, and its ducklake extension: the
-    # writers among them are no reads (gateway.nondeterminism.SIDE_EFFECT_NAMES)
+    # writers among them are no reads (gateway.sql.nondeterminism.SIDE_EFFECT_NAMES)
     "all_profiling_output", "duckdb_profiling_settings", "histogram", "histogram_values",
     "ducklake_add_data_files", "ducklake_cleanup_old_files", "ducklake_commit",
     "ducklake_current_snapshot", "ducklake_delete_orphaned_files",

@@ -20,7 +20,7 @@ from gateway.tui.components.catalog_tree import CatalogTree
 from gateway.tui.components.query_tab import QueryTab
 from gateway.tui.console import ConsoleCore
 from gateway.tui.messages import NameChosen, QuerySubmitted
-from gateway.tui.store import Buffer, ConsoleStore, HistoryEntry
+from gateway.tui.persistence import Buffer, ConsoleStore, HistoryEntry
 from gateway.tui.visible import visible_plain
 
 #: Seconds quitting waits for running statements to stop once cancelled.
@@ -130,8 +130,9 @@ class ArrowgateApp(App[None]):
         functions()
         prepare_backend(pa.table({"n": [1], "x": [1.5], "s": ["s"]}))
         if shadowed:
-            import gateway.compare_stream  # noqa: F401
-            from gateway.shadow import ShadowSettings, skip_reason
+            import gateway.shadow.run
+            import gateway.verify.compare_stream  # noqa: F401
+            from gateway.shadow.settings import ShadowSettings, skip_reason
 
             skip_reason("SELECT 1", ShadowSettings(reference=""))
 
@@ -270,8 +271,9 @@ class ArrowgateApp(App[None]):
 
     def action_help(self) -> None:
         from gateway.tui.components.help_screen import HelpScreen
+        from gateway.tui.keys import EDITOR_EXTRAS, binding_rows
 
-        self.open_popup(HelpScreen())
+        self.open_popup(HelpScreen(binding_rows(type(self)) + EDITOR_EXTRAS))
 
     def action_history(self) -> None:
         from gateway.tui.components.history_screen import HistoryScreen
@@ -316,7 +318,7 @@ class ArrowgateApp(App[None]):
     def _export(self, table: Any, target: str, partial: tuple[int, int] | None) -> None:
         import io
 
-        from gateway.output import write
+        from gateway.output.writers import write
         from gateway.tui.components.export_screen import (
             CLIPBOARD,
             export_format,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.config import _check_options
+from gateway.config import check_options
 from gateway.engine import Option
 from gateway.errors import Cancelled, ConfigError, GatewayError, QueryError
 
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from gateway.core import Gateway
     from gateway.result import Result
     from gateway.session import Session
-    from gateway.shadow import ShadowRecord
-    from gateway.shadow_run import ShadowedResult
+    from gateway.shadow.record import ShadowRecord
+    from gateway.shadow.run import ShadowedResult
 
 #: Seconds an answer may go on streaming before the rows already in are shown.
 FIRST_ROWS_WAIT = 0.3
@@ -61,12 +61,12 @@ class ConsoleSettings:
         def fail(key: str, message: str, hint: str | None = None) -> ConfigError:
             return ConfigError(message, path=config.path, key=key, hint=hint)
 
-        values, _ = _check_options("tui", config.tui, TUI_OPTIONS, fail)
+        values, _ = check_options("tui", config.tui, TUI_OPTIONS, fail)
         return cls(**values)
 
 
 @dataclass
-class Answer:
+class ConsoleAnswer:
     """One run of one statement, as the results area shows it."""
 
     sql: str
@@ -179,7 +179,7 @@ class TabSession:
         return self._session
 
     def run(self, sql: str, reference: str | None = None,
-            on_first_rows: Callable[[Answer], None] | None = None) -> Answer:
+            on_first_rows: Callable[[ConsoleAnswer], None] | None = None) -> ConsoleAnswer:
         """Run ``sql`` (shadowed on ``reference`` when given); the answer read whole.
 
         ``on_first_rows`` sees the rows that are in when the answer is still streaming
@@ -211,8 +211,8 @@ class TabSession:
 
     def _start_shadowed(self, sql: str, reference: str,
                         session: Session) -> tuple[ShadowedResult, ShadowRecord]:
-        from gateway.shadow import DEFAULT_STORE, ShadowSettings, run_shadowed
-        from gateway.shadow_run import ShadowedResult
+        from gateway.shadow.run import ShadowedResult, run_shadowed
+        from gateway.shadow.settings import DEFAULT_STORE, ShadowSettings
         from gateway.statement import Statement
 
         gw = self.core.gw
@@ -242,7 +242,7 @@ class TabSession:
             shadowed.start_reference()
 
     def _read(self, sql: str, result: Result, reference: str | None, started: float,
-              on_first_rows: Callable[[Answer], None] | None) -> Answer:
+              on_first_rows: Callable[[ConsoleAnswer], None] | None) -> ConsoleAnswer:
         """Read ``result`` whole in a thread of its own, showing its first rows on time."""
         import pyarrow as pa
 
@@ -279,7 +279,7 @@ class TabSession:
             except queue.Empty:
                 shown = True
                 assert on_first_rows is not None
-                on_first_rows(Answer(sql, self.engine, reference,
+                on_first_rows(ConsoleAnswer(sql, self.engine, reference,
                                      pa.Table.from_batches(batches, schema=result.schema),
                                      time.perf_counter() - started, complete=False,
                                      answered_by=result.engine, notes=dict(result.notes)))
@@ -298,7 +298,7 @@ class TabSession:
         if self._cancelled.is_set():
             raise Cancelled("cancelled", engine=self.engine)
         table = pa.Table.from_batches(batches, schema=result.schema)
-        return Answer(sql, self.engine, reference, table, time.perf_counter() - started,
+        return ConsoleAnswer(sql, self.engine, reference, table, time.perf_counter() - started,
                       answered_by=result.engine, notes=dict(result.notes))
 
     def cancel(self) -> None:

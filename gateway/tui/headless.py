@@ -19,14 +19,14 @@ from gateway.tui.app import ArrowgateApp
 from gateway.tui.components.query_tab import QueryTab
 from gateway.tui.components.status_bar import describe
 from gateway.tui.components.verdict_panel import verdict_renderable
-from gateway.tui.console import Answer, ConsoleCore
+from gateway.tui.console import ConsoleAnswer, ConsoleCore
 from gateway.tui.visible import visible, visible_plain
 
 #: Rows of the answer printed.
 SHOWN_ROWS = 40
 
 
-def answer_table(answer: Answer, rows: int = SHOWN_ROWS) -> Table:
+def answer_table(answer: ConsoleAnswer, rows: int = SHOWN_ROWS) -> Table:
     table = Table(show_edge=True, header_style="bold")
     for field in answer.table.schema:
         table.add_column(visible(f"{field.name}\n{field.type}", keep="\n"))

@@ -9,7 +9,7 @@ from textual.message import Message
 if TYPE_CHECKING:
     from gateway.errors import GatewayError
     from gateway.tui.components.results_grid import ShownBackend
-    from gateway.tui.console import Answer
+    from gateway.tui.console import ConsoleAnswer
 
 
 class QuerySubmitted(Message):
@@ -23,7 +23,7 @@ class QuerySubmitted(Message):
 class ResultsFetched(Message):
     """Rows of an answer are ready: the first ones (``answer.complete`` False) or all."""
 
-    def __init__(self, answer: Answer, backend: ShownBackend) -> None:
+    def __init__(self, answer: ConsoleAnswer, backend: ShownBackend) -> None:
         super().__init__()
         self.answer = answer
         self.backend = backend
@@ -45,7 +45,7 @@ class ReferenceFetched(Message):
 class VerdictReady(Message):
     """The shadow verdict of ``answer`` is final."""
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: ConsoleAnswer) -> None:
         super().__init__()
         self.answer = answer
 

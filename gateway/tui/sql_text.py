@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Statement:
+class BufferStatement:
     """One statement of a buffer: its text and where it starts and ends (offsets)."""
 
     text: str
@@ -16,7 +16,7 @@ class Statement:
     end: int
 
 
-def statements(text: str) -> list[Statement]:
+def statements(text: str) -> list[BufferStatement]:
     """The buffer's statements, split on the semicolons sqlglot's tokenizer sees.
 
     Semicolons inside strings and comments do not split; text that does not
@@ -28,7 +28,7 @@ def statements(text: str) -> list[Statement]:
     try:
         tokens = Tokenizer().tokenize(text)
     except Exception:
-        return [Statement(text.strip(), 0, len(text))] if text.strip() else []
+        return [BufferStatement(text.strip(), 0, len(text))] if text.strip() else []
     cuts = [t.start for t in tokens if t.token_type == TokenType.SEMICOLON]
     out = []
     start = 0
@@ -36,7 +36,7 @@ def statements(text: str) -> list[Statement]:
         piece = text[start:cut]
         if piece.strip():
             lead = len(piece) - len(piece.lstrip())
-            out.append(Statement(piece.strip(), start + lead, start + len(piece.rstrip())))
+            out.append(BufferStatement(piece.strip(), start + lead, start + len(piece.rstrip())))
         start = cut + 1
     return out
 

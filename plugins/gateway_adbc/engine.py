@@ -45,7 +45,7 @@ from gateway.errors import (
 )
 
 if TYPE_CHECKING:
-    from gateway.handles import QueryHandle
+    from gateway.result import QueryHandle
 
 #: sqlglot's dialect and the placeholder style of each driver package that has one.
 DRIVER_DIALECTS: dict[str, tuple[str | None, Style]] = {

@@ -12,9 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from gateway import arrow_values
+from gateway.cli.startup import LazyModule, sort_functions
+from gateway.drivers import arrow_values
 from gateway.errors import QueryError
-from gateway.startup import LazyModule, sort_functions
 from gateway_csv.layout import BOOL, DATE, FLOAT, HUGE, INT, STR, TIME, TS, TSTZ, Layout
 from gateway_csv.scan import Plan, Scanner
 

@@ -15,19 +15,19 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
-from gateway import arrow_values
+from gateway.cli.startup import LazyModule
+from gateway.drivers import arrow_values
 from gateway.errors import QueryError, Unsupported
-from gateway.startup import LazyModule
 from gateway_csv import temporal
 from gateway_csv.query import ENGINES_FOR_MORE, column_list, key, unsupported
 
-# imported on first use: the fused aggregations never need it (see gateway.startup)
+# imported on first use: the fused aggregations never need it (see gateway.cli.startup)
 pc: Any = LazyModule("pyarrow.compute")
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
 #: constants the kernels are given, built without pa.scalar (which imports pandas, see
-#: gateway.arrow_values)
+#: gateway.drivers.arrow_values)
 FALSE = arrow_values.scalar(False, pa.bool_())
 NULL_BOOL = arrow_values.scalar(None, pa.bool_())
 ZERO = arrow_values.scalar(0.0, pa.float64())

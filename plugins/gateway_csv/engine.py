@@ -9,15 +9,15 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gateway.config import Source
 from gateway.engine import Engine, EngineResult, EngineSession, Option
 from gateway.errors import EngineConnectionError, GatewayError, QueryError, Unsupported
-from gateway.sources import Source
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from gateway.catalog import CatalogColumn
-    from gateway.handles import QueryHandle
+    from gateway.engine import CatalogColumn
+    from gateway.result import QueryHandle
     from gateway_csv.layout import Layout
     from gateway_csv.scan import Scanner, ScanPool
     from gateway_csv.shape import Projection
@@ -118,7 +118,7 @@ class CsvEngine(Engine):
         # (gateway_csv.shape, gateway_csv.shape_aggregation) needs none.
         # Sources are sniffed by the first query that reads them: one bad file
         # fails its own queries, never the engine's start.
-        from gateway.startup import runs_one_statement
+        from gateway.cli.startup import runs_one_statement
         from gateway_csv import columns, shape  # noqa: F401
 
         if not runs_one_statement():
@@ -435,7 +435,7 @@ class CsvEngine(Engine):
         return EngineResult(reader, notes)
 
     def catalog(self) -> list[CatalogColumn]:
-        from gateway.catalog import CatalogColumn
+        from gateway.engine import CatalogColumn
         from gateway_csv.columns import arrow_type
         from gateway_csv.opening import open_csv
 
@@ -520,7 +520,7 @@ def refuse_special(path: str) -> None:
     Raises:
         QueryError: ``path`` is neither a regular file nor a folder.
     """
-    from gateway.sources import special_file
+    from gateway.config import special_file
 
     kind = special_file(path)
     if kind is not None:

@@ -17,9 +17,9 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from gateway import arrow_values
+from gateway.cli.startup import sort_functions
+from gateway.drivers import arrow_values
 from gateway.records import FrozenRecord, Record
-from gateway.startup import sort_functions
 from gateway_csv import _scanner
 from gateway_csv.columns import arrow_type
 from gateway_csv.layout import DATE, FLOAT, INT, TS, TSTZ, Layout
@@ -278,7 +278,7 @@ def _finish_keys(keys: list[pa.Array], fused: FusedAggregate) \
     Returns the keys, and when two groups now share every key (strftime('%m', ts) of
     two years' Januaries), the group id of each scanner group and the distinct keys
     the ids index, for ``AggState.fold`` to merge their aggregates. (Plain Python on
-    the few groups: Arrow's group_by would import pyarrow.compute, see gateway.startup.)
+    the few groups: Arrow's group_by would import pyarrow.compute, see gateway.cli.startup.)
     """
     finished = [arr if derived is None else derived.compute(arr)
                 for arr, derived in zip(keys, fused.derived, strict=True)]

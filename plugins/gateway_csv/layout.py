@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gateway.cli.startup import LazyPattern
 from gateway.errors import ConfigError, QueryError
 from gateway.records import Record
-from gateway.startup import LazyPattern
 from gateway_csv import dialect
 
 # Kinds shared with _scanner.c, then kinds the scanner reads as text and Arrow

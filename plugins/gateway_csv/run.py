@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from sqlglot import exp
 
-from gateway import arrow_values
+from gateway.drivers import arrow_values
 from gateway.errors import QueryError, Unsupported
 from gateway_csv import fused
 from gateway_csv.columns import answer_table, limited, ordered, scanned, sliced

@@ -5,7 +5,7 @@ of a taxi file's 8 MiB head, a fifth of a one-query ``arrowgate query`` on
 1M rows, and hundreds of milliseconds for a head full of quoted fields. The
 layout is a pure function of the head's bytes, the source's CSV options and
 the sniffer's code, so it is kept on disk under the SHA-256 of exactly those
-(``$ARROWGATE_HOME/sniff``, see :mod:`gateway.home`) and read back by the next
+(``$ARROWGATE_HOME/sniff``, see :mod:`gateway.config`) and read back by the next
 process that reads the same bytes. A changed byte, option or sniffer file is
 another key: nothing is trusted to a file's name, size or time, and a file
 rewritten in place with the same size and time still gets its own sniff.
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gateway.home import cache_dir, private_dir
+from gateway.config import cache_dir, private_dir
 from gateway.records import fields
 from gateway_csv.layout import DIALECT_BYTES, KIND_NAMES, SAMPLE_BYTES, SAMPLE_ROWS, Layout, sniff
 

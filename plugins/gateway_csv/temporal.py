@@ -23,23 +23,23 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from gateway import arrow_values
+from gateway.cli.startup import LazyModule
+from gateway.drivers import arrow_values
 from gateway.errors import Unsupported
-from gateway.startup import LazyModule
 
 if TYPE_CHECKING:
     from sqlglot import exp
 else:
     # used only by the functions reading the planner's nodes (strftime_arguments ...
     # grain_of): the aggregations read without the planner (gateway_csv.shape_aggregation) call the
-    # others, and import no sqlglot (see gateway.startup)
+    # others, and import no sqlglot (see gateway.cli.startup)
     exp = LazyModule("sqlglot.expressions")
 
 
 def _kernels() -> Any:
     """``pyarrow._compute``, whose ``call_function`` and option classes are all these
     functions need: 21-27 ms to import, where ``pyarrow.compute`` (and so ``Array.cast``)
-    takes 70-100 ms (see gateway.startup), which a one-query process would pay."""
+    takes 70-100 ms (see gateway.cli.startup), which a one-query process would pay."""
     try:
         import pyarrow._compute as kernels
     except ImportError:  # a pyarrow that moved them: the public module has them too
@@ -48,7 +48,7 @@ def _kernels() -> Any:
 
 
 #: the Arrow type of each kind of Python constant the functions here pass (the type
-#: ``pa.scalar`` would infer; built by gateway.arrow_values, which imports no pandas)
+#: ``pa.scalar`` would infer; built by gateway.drivers.arrow_values, which imports no pandas)
 _CONSTANT_TYPES = {int: pa.int64(), float: pa.float64(), str: pa.string()}
 
 

@@ -3,7 +3,7 @@ and the Arrow type DuckDB answers each with.
 
 :mod:`gateway_csv.native` types its operations by these names; a projection of
 columns (:mod:`gateway_csv.shape`) needs only them, not its table of operations
-(a one-row ``arrowgate query``: 1 ms, see :mod:`gateway.startup`).
+(a one-row ``arrowgate query``: 1 ms, see :mod:`gateway.cli.startup`).
 """
 
 from __future__ import annotations

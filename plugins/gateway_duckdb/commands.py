@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from gateway.commands import EXIT_OK, UsageError, add_action, print_rows
-from gateway.startup import LazyPattern
+from gateway.cli.commands import EXIT_OK, UsageError, add_action, print_rows
+from gateway.cli.startup import LazyPattern
 
 _INSTALL_SPEC = LazyPattern(r"\A(?P<type>[a-z_]+)==(?P<version>\S+)\Z")
 

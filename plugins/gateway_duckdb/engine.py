@@ -37,6 +37,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from gateway.config import Source, named_special_file
 from gateway.engine import (
     SESSION_STATE,
     CatalogColumn,
@@ -50,7 +51,6 @@ from gateway.engine import (
 )
 from gateway.errors import ConfigError, GatewayError, QueryError
 from gateway.masking import is_secret_key
-from gateway.sources import Source, named_special_file
 from gateway.sql.kinds import transaction_change
 from gateway_duckdb.mount import (
     SOURCES_CATALOG,

@@ -37,8 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.config import cache_dir
 from gateway.errors import ConfigError
-from gateway.home import cache_dir
 
 #: The file written last into a finished folder; a folder without it is not an install.
 MARKER = ".arrowgate-install.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.sources import Source
+from gateway.config import Source
 
 #: The in-memory catalog that holds the source views, so they never land in a
 #: user's database file and work on read-only databases.

@@ -125,7 +125,7 @@ class _Pinned:
         self._session = paths.open(None)
 
     def execute(self, sql: str, parameters: Sequence[Any] | None) -> pa.RecordBatchReader:
-        from gateway.handles import QueryHandle
+        from gateway.result import QueryHandle
 
         # the gateway cancels by stopping this process; the handle is never cancelled here
         handle = QueryHandle(self._engine, 0, sql)

@@ -4,14 +4,14 @@ Each configured engine is a template: every run gets an empty lake of the
 same kind (a fresh metadata schema in the same PostgreSQL or SQL Server
 database, a fresh SQLite or DuckDB file) and a fresh data path. Every
 (engine, round) runs in a worker process of its own (the benchmark's,
-:class:`gateway.contenders.Worker`), so one engine's caches never help the
+:class:`gateway.benchmark.contenders.Worker`), so one engine's caches never help the
 next and its peak memory is its own; the catalog server's memory is not
 counted.
 
 Method (docs/benchmarks.md, "Method"): answers first, the order of engines
 rotates round by round, warm-up rounds are not counted, each phase reports the
 median with the min-max range, and ratios compare medians of the same run;
-the statistic and the order are :mod:`gateway.bench`'s. A phase whose check
+the statistic and the order are :mod:`gateway.benchmark.runner`'s. A phase whose check
 value (row or file counts) differs from the first engine's gets no figure.
 """
 
@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.bench import Spread, rotated
-from gateway.contenders import Contender, Worker
+from gateway.benchmark.contenders import Contender, Worker
+from gateway.benchmark.runner import Spread, rotated
 from gateway.errors import QueryError
 from gateway_ducklake.catalog import CatalogSpec
 from gateway_ducklake.phases import PHASE_NAMES, PHASES, PhaseContext, Shape, run_phases

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gateway.commands import (
+from gateway.cli.commands import (
     EXIT_OK,
     EXIT_QUERY,
     UsageError,
@@ -18,7 +18,7 @@ from gateway.commands import (
     formatter,
     print_rows,
 )
-from gateway.output import write_text_file
+from gateway.output.writers import write_text_file
 
 
 def register(sub: Any) -> None:

@@ -24,7 +24,7 @@ from gateway_ducklake.catalog import CatalogSpec, parse_libpq
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from gateway.handles import QueryHandle
+    from gateway.result import QueryHandle
 
 #: DuckDB releases whose extensions exist offline, newest first (docs/ducklake.md,
 #: "How it runs").
@@ -277,7 +277,7 @@ class DuckLakeEngine(DuckDBEngine):
         Raises:
             GatewayError: the lake could not be attached again.
         """
-        from gateway.handles import QueryHandle
+        from gateway.result import QueryHandle
 
         # on one connection: one-shot statements would each take a pooled connection,
         # and the one left after "USE memory" would answer later queries from memory

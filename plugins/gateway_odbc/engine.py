@@ -63,7 +63,7 @@ from gateway.errors import (
 from gateway.masking import mask
 
 if TYPE_CHECKING:
-    from gateway.handles import QueryHandle
+    from gateway.result import QueryHandle
 
 #: sqlglot's dialect, by a word in the driver's name.
 DRIVER_DIALECTS = (("postgres", "postgres"), ("psqlodbc", "postgres"), ("sqlite", "sqlite"),

@@ -39,8 +39,8 @@ from gateway.errors import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from gateway.handles import QueryHandle
-    from gateway.sources import Source
+    from gateway.config import Source
+    from gateway.result import QueryHandle
 
 #: Spark's own SQLSTATEs (beyond the standard ones gateway.drivers.error_kinds knows)
 _SPARK_STATES = {"42K09": "type", "42K0E": "syntax", "42P20": "syntax", "22546": "type"}
@@ -159,7 +159,7 @@ class SparkEngine(Engine):
         return session
 
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
-        from gateway.handles import QueryHandle
+        from gateway.result import QueryHandle
 
         session = SparkEngineSession(self, self._shared_spark(), own=False)
         return session.execute(sql, parameters, QueryHandle(self.name, 0, sql))

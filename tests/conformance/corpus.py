@@ -1,6 +1,6 @@
 """The conformance corpus and the sources every engine under test mounts.
 
-The cases are read by :mod:`gateway.corpus`, the reader ``arrowgate shadow``
+The cases are read by :mod:`gateway.sql.corpus`, the reader ``arrowgate shadow``
 and ``arrowgate bench`` use, so the same files feed the conformance tests,
 the shadow examples and the benchmarks.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.corpus import Query, read_queries
+from gateway.sql.corpus import Query, read_queries
 
 QUERIES = Path(__file__).parent / "queries"
 DATA = Path(__file__).resolve().parents[2] / "examples" / "data"

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import gateway
-from gateway.compare import compare_tables
+from gateway.verify.compare import compare_tables
 from tests.conformance.corpus import all_cases
 
 CASES = all_cases()

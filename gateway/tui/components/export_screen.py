@@ -17,9 +17,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-from gateway import output
+from gateway.output import writers as output
 
-#: extension -> gateway.output format
+#: extension -> gateway.output.writers format
 EXTENSIONS = {**output.EXTENSIONS, ".jsonl": "ndjson"}
 CLIPBOARD = "clipboard"
 

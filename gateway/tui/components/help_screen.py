@@ -12,18 +12,16 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gateway.tui.keys import EDITOR_EXTRAS, key_rows
-
 
 class HelpScreen(ModalScreen[None]):
     """Every binding, one a line, filed where it works; escape closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close")]
 
-    def __init__(self) -> None:
+    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
         super().__init__()
-        #: ``(where, keys, what it does)``, as shown
-        self.rows = key_rows() + EDITOR_EXTRAS
+        #: ``(where, keys, what it does)``, as shown (:mod:`gateway.tui.keys`)
+        self.rows = rows
 
     def compose(self) -> ComposeResult:
         table = Table(title="arrowgate tui: keys", expand=True)

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from gateway.tui.store import ConsoleStore, HistoryEntry
+from gateway.tui.persistence import ConsoleStore, HistoryEntry
 from gateway.tui.visible import visible
 
 

@@ -33,7 +33,7 @@ from gateway.tui.components.results_grid import (
 from gateway.tui.components.status_bar import StatusBar
 from gateway.tui.components.verdict_panel import VerdictPanel, reference_failure
 from gateway.tui.components.vim import VimTextArea
-from gateway.tui.console import Answer, reference_answer, wait_for_verdict
+from gateway.tui.console import ConsoleAnswer, reference_answer, wait_for_verdict
 from gateway.tui.messages import (
     QueryFailed,
     QuerySubmitted,
@@ -41,8 +41,8 @@ from gateway.tui.messages import (
     ResultsFetched,
     VerdictReady,
 )
+from gateway.tui.persistence import Buffer, ConsoleStore, HistoryEntry
 from gateway.tui.sql_text import format_sql, statements
-from gateway.tui.store import Buffer, ConsoleStore, HistoryEntry
 
 if TYPE_CHECKING:
     from gateway.tui.console import ConsoleCore, TabSession
@@ -74,7 +74,7 @@ class QueryTab(Vertical):
         self.names = names
         self.tables = tables
         self.sessions: dict[str, TabSession] = {}
-        self.answer: Answer | None = None
+        self.answer: ConsoleAnswer | None = None
         self.showing_reference = False
         self._started = 0.0
         self._waiting = False
@@ -202,7 +202,7 @@ class QueryTab(Vertical):
             ref = reference if last else None
             started = time.perf_counter()
 
-            def first_rows(answer: Answer) -> None:
+            def first_rows(answer: ConsoleAnswer) -> None:
                 self.post_message(ResultsFetched(answer, prepare_backend(answer.table)))
 
             try:

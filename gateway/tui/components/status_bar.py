@@ -6,11 +6,11 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gateway.tui.console import Answer
+from gateway.tui.console import ConsoleAnswer
 from gateway.tui.visible import visible
 
 
-def describe(answer: Answer) -> str:
+def describe(answer: ConsoleAnswer) -> str:
     """``1,000 rows · 12.5 ms · duck`` plus a fallback and a streaming note."""
     rows = answer.table.num_rows
     noun = "row" if rows == 1 else "rows"
@@ -45,7 +45,7 @@ class StatusBar(Widget):
         line.append(visible(self.text))
         return line
 
-    def show_answer(self, answer: Answer) -> None:
+    def show_answer(self, answer: ConsoleAnswer) -> None:
         self.text = describe(answer)
 
     def show_running(self, engine: str, reference: str | None) -> None:

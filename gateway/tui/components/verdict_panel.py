@@ -24,7 +24,7 @@ from textual.widgets import Static
 from gateway.tui.visible import visible, visible_plain
 
 if TYPE_CHECKING:
-    from gateway.shadow import ShadowRecord
+    from gateway.shadow.record import ShadowRecord
 
 MARK = "bold white on dark_red"
 ABSENT = "(absent)"
