@@ -152,3 +152,60 @@ def test_rows_duckdb_cannot_hash_are_left_to_the_pairing(monkeypatch):
     p, r = _answer(300, seed=4), _answer(300)
     assert not _pairing(p, r)._equal_once_sorted()
     assert compare_tables(p, r).ok
+
+
+def test_shuffled_rows_are_put_in_one_order_by_a_hash_join_not_a_sort(monkeypatch):
+    """Each reference row is given the primary row with its hash, and only the primary is
+    moved: nothing is sorted when every row's hash is its own on each side."""
+    import pyarrow.compute as pc
+
+    p, r = _answer(3000, seed=5), _answer(3000)
+
+    def no_sort(*args, **kwargs):
+        raise AssertionError("rows sorted")
+
+    monkeypatch.setattr(pc, "sort_indices", no_sort)
+    assert equal_as_multisets(p, r)
+
+
+@pytest.mark.parametrize("primary, reference, equal", [
+    ([1, 2, 3], [3, 3, 1], False),   # a row twice where the other side has it once
+    ([1, 1, 2], [2, 1, 1], True),    # rows repeated on both sides: sorted instead
+    ([1, 2, 2], [1, 1, 2], False),
+    ([1, 2], [2, 1, 1], False),
+])
+def test_the_hash_join_gives_each_primary_row_to_one_reference_row(primary, reference, equal):
+    """The join proves nothing unless it is a permutation: a reference repeating a row the
+    primary holds once would otherwise equal the primary taken in its order."""
+    p = pa.table({"x": pa.array(primary, pa.int64()), "l": pa.array([[v] for v in primary])})
+    r = pa.table({"x": pa.array(reference, pa.int64()),
+                  "l": pa.array([[v] for v in reference])})
+    assert equal_as_multisets(p, r) is equal
+    assert compare_tables(p, r).ok is equal
+
+
+@pytest.mark.parametrize("third, differing", [("j", 0),
+                                              ("CASE WHEN j = 123457 THEN -1 ELSE j END", 2)])
+def test_streamed_groups_equal_in_arrow_are_not_paired(monkeypatch, third, differing):
+    """A group whose rows, put in one order by their routing hashes, Arrow finds equal on
+    both sides is a match as it is: only the groups that differ are paired (here the two
+    the changed row and its partner went to)."""
+    from gateway.verify import compare_stream
+
+    paired: list[int] = []
+    real = compare_stream.pairing_for
+
+    def counted(p, r, *args, **kwargs):
+        if kwargs.get("order") is False:
+            paired.append(p.num_rows)
+        return real(p, r, *args, **kwargs)
+
+    monkeypatch.setattr(compare_stream, "pairing_for", counted)
+    primary = _NESTED.format(third=third, entries="'z': j % 5, 'k' || (j % 3): j % 11",
+                             j="(i * 7919) % 200000")
+    reference = _NESTED.format(third="j", entries="'k' || (j % 3): j % 11, 'z': j % 5", j="i")
+    p, r = _reader(primary), _reader(reference)
+    verdict = compare_streams(p, r, p.schema, r.schema, memory_bytes=16 << 20)
+    assert verdict.category == ("values" if differing else "match"), verdict.message
+    assert verdict.evidence["pairing_groups"] > 2
+    assert len(paired) == differing

@@ -67,7 +67,7 @@ def equal_as_multisets(p: pa.Table, r: pa.Table,
             return False  # a type DuckDB does not read from Arrow: the pairing decides
     else:
         keys += [(f.name, "ascending") for f in p.schema if not pa.types.is_nested(f.type)]
-    matched = _matched_by_hash(p, r, hashes)
+    matched = matched_by_hash(p, r, hashes)
     if matched is not None:
         return matched
     ordered = []
@@ -79,7 +79,7 @@ def equal_as_multisets(p: pa.Table, r: pa.Table,
     return bool(ordered[0].equals(ordered[1]))
 
 
-def _matched_by_hash(p: pa.Table, r: pa.Table, hashes: tuple[Any, Any]) -> bool | None:
+def matched_by_hash(p: pa.Table, r: pa.Table, hashes: tuple[Any, Any]) -> bool | None:
     """Whether ``p``'s rows, put in ``r``'s order, equal ``r`` row for row; None when the
     hashes do not give one order (hashes repeated on a side, or missing from ``p``).
 
@@ -92,6 +92,8 @@ def _matched_by_hash(p: pa.Table, r: pa.Table, hashes: tuple[Any, Any]) -> bool 
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if p.num_rows != r.num_rows or p.schema != r.schema:
+        return False
     p_hashes, r_hashes = (h.combine_chunks() if isinstance(h, pa.ChunkedArray) else h
                           for h in hashes)
     position = pc.index_in(r_hashes, value_set=p_hashes)
