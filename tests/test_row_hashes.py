@@ -209,3 +209,41 @@ def test_streamed_groups_equal_in_arrow_are_not_paired(monkeypatch, third, diffe
     assert verdict.category == ("values" if differing else "match"), verdict.message
     assert verdict.evidence["pairing_groups"] > 2
     assert len(paired) == differing
+
+
+def test_keys_of_one_type_on_both_sides_are_hashed_as_stored(monkeypatch):
+    """Routing casts a key only when the sides' types differ (a cast copies every string
+    and list): one type on both sides, equal values hash alike as they are."""
+    from gateway.sql.nondeterminism import Nondeterminism
+    from gateway.sql.query_shape import QueryShape
+    from gateway.verify import pairing_groups
+
+    p, r = _answer(300, seed=6), _answer(300)
+    route = pairing_groups.Route(p.schema, r.schema, p.column_names, CompareOptions(),
+                                 QueryShape.of(None, "duckdb"), Nondeterminism.of(None))
+
+    def no_cast(column, target):
+        raise AssertionError(f"{column.type} cast to {target}")
+
+    monkeypatch.setattr(pairing_groups, "_cast", no_cast)
+    by_row = {}
+    for table in (p, r):
+        groups = route.groups_of(table, 7).to_pylist()
+        for row, group in zip(table.to_pylist(), groups, strict=True):
+            assert by_row.setdefault(repr(row), group) == group
+    assert len(set(by_row.values())) > 1
+
+
+def test_keys_of_other_types_on_each_side_are_cast_before_they_are_hashed():
+    """int32 against int64, string against large_string: equal values go to one group."""
+    from gateway.sql.nondeterminism import Nondeterminism
+    from gateway.sql.query_shape import QueryShape
+    from gateway.verify.pairing_groups import Route
+
+    values = list(range(200))
+    p = pa.table({"i": pa.array(values, pa.int32()), "s": pa.array([str(v) for v in values])})
+    r = pa.table({"i": pa.array(values, pa.int64()),
+                  "s": pa.array([str(v) for v in values], pa.large_string())})
+    route = Route(p.schema, r.schema, p.column_names, CompareOptions(), QueryShape.of(None, "duckdb"),
+                  Nondeterminism.of(None))
+    assert route.groups_of(p, 7).to_pylist() == route.groups_of(r, 7).to_pylist()

@@ -63,6 +63,11 @@ class Route:
                          if i not in volatile and types[i][2] is not None
                          and not contains_float(types[i][0]) and not contains_float(types[i][1])]
         self.key_names = [names[i] for i, _ in self.keys]
+        #: the keys hashed as stored: one type on both sides, which DuckDB reads as it is
+        #: (equal values then hash alike without a cast to the common type)
+        self._as_stored = {i for i, _ in self.keys
+                           if p.field(i).type == r.field(i).type
+                           and _read_as_stored(p.field(i).type)}
         self._seed = seed
 
     def groups_of(self, table: pa.Table, groups: int) -> pa.Array:
@@ -81,12 +86,31 @@ class Route:
             return None, pa.repeat(pa.scalar(0, pa.uint64()), table.num_rows)
         from gateway.verify.row_hashes import row_hashes
 
-        keys = pa.table([_cast(table.column(i), t) for i, t in self.keys],
+        keys = pa.table([table.column(i) if i in self._as_stored else _cast(table.column(i), t)
+                         for i, t in self.keys],
                         names=[f"k{n}" for n in range(len(self.keys))])
         hashes = row_hashes(keys, self._seed)
         if groups == 1:
             return hashes, pa.repeat(pa.scalar(0, pa.uint64()), table.num_rows)
         return hashes, group_of_hash(hashes, groups)
+
+
+def _read_as_stored(t: pa.DataType) -> bool:
+    """True for the types a row is hashed in as stored: numbers, booleans, strings, bytes,
+    dates and times, and lists, structs and maps of them (a stored map's entries are in
+    key order already: :mod:`gateway.verify.spilled_answer`)."""
+    import pyarrow as pa
+
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _read_as_stored(t.value_type)
+    if pa.types.is_map(t):
+        return _read_as_stored(t.key_type) and _read_as_stored(t.item_type)
+    if pa.types.is_struct(t):
+        return all(_read_as_stored(f.type) for f in t)
+    return any(check(t) for check in (
+        pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean, pa.types.is_string,
+        pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary,
+        pa.types.is_date, pa.types.is_timestamp, pa.types.is_time))
 
 
 #: the column :func:`route_to_files` adds with ``with_hashes``: each row's hash on the route's
@@ -159,7 +183,8 @@ def read_and_remove(path: str) -> pa.Table:
     """The table in an Arrow IPC stream file, which is then removed."""
     import pyarrow as pa
 
-    with pa.OSFile(path) as f:
+    # mapped, not copied: the file's pages are the page cache's, not the process's
+    with pa.memory_map(path) as f:
         table = pa.ipc.open_stream(f).read_all()
     os.remove(path)
     return table
