@@ -209,6 +209,36 @@ def test_streamed_groups_equal_in_arrow_are_not_paired(monkeypatch, third, diffe
     assert verdict.category == ("values" if differing else "match"), verdict.message
     assert verdict.evidence["pairing_groups"] > 2
     assert len(paired) == differing
+    # and of those groups, only the rows not equal to the partner their hash gives them
+    assert all(rows <= 64 for rows in paired), paired
+
+
+def test_rows_hashing_alike_but_differing_are_left_to_the_pairing():
+    """A row is dropped from a group only when Arrow finds it equal to the row whose hash
+    is its own: NULL against [] hash alike and are both left (with the run of rows
+    around them, at most 64); a row without a partner is left; a hash repeated on a
+    side makes no join at all."""
+    from gateway.verify.pairing_groups import unproven_rows
+
+    lists = pa.list_(pa.int64())
+    order = list(range(1000))
+    random.Random(7).shuffle(order)
+    p = pa.table({"i": range(1000), "l": pa.array([None if i == 500 else [i]
+                                                    for i in range(1000)], lists)})
+    r = pa.table({"i": order, "l": pa.array([[] if i == 500 else [i] for i in order], lists)})
+    hashes = (row_hashes(p), row_hashes(r))
+    assert hashes[0][500] == hashes[1][order.index(500)]
+    p_left, r_left = unproven_rows(p, r, hashes)
+    left = sorted(p.column("i").take(p_left).to_pylist())
+    assert 500 in left and len(left) <= 64
+    assert sorted(r.column("i").take(r_left).to_pylist()) == left
+    extra = pa.table({"i": [1000], "l": pa.array([[1000]], lists)})
+    p_left, r_left = unproven_rows(p, pa.concat_tables([r, extra]),
+                                   (hashes[0], pa.concat_arrays([hashes[1],
+                                                                 row_hashes(extra)])))
+    assert 1000 in r_left.to_pylist() and len(r_left) == len(p_left) + 1
+    twice = pa.concat_tables([p, p.slice(0, 1)])
+    assert unproven_rows(twice, r, (row_hashes(twice), hashes[1])) is None
 
 
 def test_keys_of_one_type_on_both_sides_are_hashed_as_stored(monkeypatch):

@@ -58,6 +58,7 @@ from gateway.verify.pairing_groups import (
     left_in_parts,
     read_and_remove,
     route_to_files,
+    unproven_rows,
     without_row_hash,
 )
 from gateway.verify.spilled_answer import (
@@ -363,11 +364,17 @@ class StreamingComparison:
 
         (p, p_hashes), (r, r_hashes) = without_row_hash(p), without_row_hash(r)
         hashes = None if p_hashes is None or r_hashes is None else (p_hashes, r_hashes)
-        if aligned is not None and hashes is not None and p.num_rows == r.num_rows and \
-                matched_by_hash(aligned(p), aligned(r), hashes):
-            from gateway.verify.row_pairing import rows_agree
+        if aligned is not None and hashes is not None:
+            if p.num_rows == r.num_rows and matched_by_hash(aligned(p), aligned(r), hashes):
+                from gateway.verify.row_pairing import rows_agree
 
-            return Verdict("match", rows_agree(p.num_rows), {})
+                return Verdict("match", rows_agree(p.num_rows), {})
+            left = unproven_rows(aligned(p), aligned(r), hashes)
+            if left is not None:
+                # rows equal to their partner cancel in the pairing all the same
+                (p_left, r_left), (p_hashes, r_hashes) = left, hashes
+                p, r = p.combine_chunks().take(p_left), r.combine_chunks().take(r_left)
+                hashes = (p_hashes.take(p_left), r_hashes.take(r_left))
         verdict, pairing, _, _ = pairing_for(p, r, self.sql, self.opts, order=False, edges=edges,
                                              hashes=hashes)
         if verdict is not None:  # a column's values do not cast (schema), as in memory

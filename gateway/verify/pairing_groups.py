@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.verify.compare import pairing_for
 from gateway.verify.compare_types import _cast, compared_type, contains_float
@@ -177,6 +177,43 @@ def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Rou
             for w in writers:
                 w.close()
     return paths
+
+
+def unproven_rows(p: pa.Table, r: pa.Table, hashes: tuple[Any, Any]
+                  ) -> tuple[pa.Array, pa.Array] | None:
+    """The rows of ``p`` and of ``r`` (their indices) not proven equal to a partner on the
+    other side; None when a hash repeats on either side.
+
+    Each of ``r``'s rows is given the row of ``p`` with its hash (a hash join, one to
+    one when no hash repeats); the pairs are compared by Arrow's equality a run at a
+    time, halved while few runs differ (:func:`gateway.verify.spilled_answer._differing_runs`),
+    so a pair drops out only when its values are equal. ``p`` and ``r`` are in types in
+    which Arrow's equality is the comparator's.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from gateway.verify.compare_types import _counting
+    from gateway.verify.spilled_answer import _differing_runs
+
+    p_hashes, r_hashes = (h.combine_chunks() if isinstance(h, pa.ChunkedArray) else h
+                          for h in hashes)
+    if len(pc.unique(p_hashes)) != len(p_hashes) or len(pc.unique(r_hashes)) != len(r_hashes):
+        return None
+    position = pc.index_in(r_hashes, value_set=p_hashes)
+    found = position.is_valid()
+    r_found = pc.indices_nonzero(found)
+    p_found = position.filter(found).cast(pa.int64())
+    runs = _differing_runs(p.combine_chunks().take(p_found), r.combine_chunks().take(r_found))
+    differing = pa.concat_arrays([pa.array([], pa.int64())] + [
+        pc.add(_counting(stop - start), start)
+        for start, stop in runs])
+    proven_p = pc.filter(p_found, pc.invert(pc.is_in(_counting(len(p_found)),
+                                                     value_set=differing)))
+    p_left = pc.indices_nonzero(pc.invert(pc.is_in(_counting(p.num_rows), value_set=proven_p)))
+    r_left = pa.concat_arrays([pc.indices_nonzero(pc.invert(found)).cast(pa.int64()),
+                               r_found.cast(pa.int64()).take(differing)])
+    return p_left.cast(pa.int64()), r_left
 
 
 def read_and_remove(path: str) -> pa.Table:
