@@ -149,6 +149,10 @@ def in_groups(table: pa.Table, group: pa.Array, groups: int) -> tuple[pa.Table, 
     return table.combine_chunks().take(pc.sort_indices(group)), list(accumulate(counts, initial=0))
 
 
+#: bytes buffered per group file while routing
+_WRITE_BUFFER = 1 << 16
+
+
 def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Route,
                    groups: int, folder: str, prefix: str,
                    with_hashes: bool = False) -> list[list[str]]:
@@ -163,7 +167,11 @@ def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Rou
     for n, (tables, schema) in enumerate(sides):
         if hashed:
             schema = schema.append(pa.field(ROW_HASH, pa.uint64()))
-        writers = [pa.ipc.new_stream(paths[g][n], schema) for g in range(groups)]
+        # buffered: a group's slice of a table is a message of a few buffers per column,
+        # each a write of its own to an unbuffered file
+        files = [pa.output_stream(paths[g][n], buffer_size=_WRITE_BUFFER)
+                 for g in range(groups)]
+        writers = [pa.ipc.new_stream(f, schema) for f in files]
         try:
             for table in tables:
                 hashes, group = route.hashes_and_groups(table, groups)
@@ -174,8 +182,9 @@ def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Rou
                     if bounds[g + 1] > bounds[g]:
                         writers[g].write_table(table.slice(bounds[g], bounds[g + 1] - bounds[g]))
         finally:
-            for w in writers:
+            for w, f in zip(writers, files, strict=True):
                 w.close()
+                f.close()
     return paths
 
 
