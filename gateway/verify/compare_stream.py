@@ -28,7 +28,12 @@ of equality:
    keys), each group a sixteenth of the cap (4 MiB at least), written to
    files of its own first when there are several; a group more than twice
    that (keys with few values) is split again by every column
-   (:mod:`gateway.verify.pairing_groups`).
+   (:mod:`gateway.verify.pairing_groups`). Where Arrow's equality is the
+   comparator's (as in 1.), a group's primary rows, put in the reference's
+   order by a hash join on the routing hashes and equal to the reference's
+   rows, prove the group without the pairing; in a group that differs, only
+   the rows not equal to their hash partner are paired
+   (:func:`gateway.verify.pairing_groups.unproven_rows`).
 3. **Order**: answers proven in place are in the same order; otherwise, with
    an ORDER BY, both spills are read in step and the ORDER BY keys compared
    position by position.

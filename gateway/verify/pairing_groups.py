@@ -13,6 +13,10 @@ are equal row for row drops out (the comparator's own proof of a match); a part
 that differs is split again, down to a few hundred rows. Only what is left of
 the parts, together, is paired on keys, in full (exact copies split between
 parts cancel there): the verdict is the same as the whole group's.
+
+Within a group, :func:`unproven_rows` gives each reference row the primary row
+with its routing hash and leaves out the pairs Arrow finds equal: only the rest
+needs the pairing.
 """
 
 from __future__ import annotations
