@@ -152,3 +152,128 @@ def test_rows_duckdb_cannot_hash_are_left_to_the_pairing(monkeypatch):
     p, r = _answer(300, seed=4), _answer(300)
     assert not _pairing(p, r)._equal_once_sorted()
     assert compare_tables(p, r).ok
+
+
+def test_shuffled_rows_are_put_in_one_order_by_a_hash_join_not_a_sort(monkeypatch):
+    """Each reference row is given the primary row with its hash, and only the primary is
+    moved: nothing is sorted when every row's hash is its own on each side."""
+    import pyarrow.compute as pc
+
+    p, r = _answer(3000, seed=5), _answer(3000)
+
+    def no_sort(*args, **kwargs):
+        raise AssertionError("rows sorted")
+
+    monkeypatch.setattr(pc, "sort_indices", no_sort)
+    assert equal_as_multisets(p, r)
+
+
+@pytest.mark.parametrize("primary, reference, equal", [
+    ([1, 2, 3], [3, 3, 1], False),   # a row twice where the other side has it once
+    ([1, 1, 2], [2, 1, 1], True),    # rows repeated on both sides: sorted instead
+    ([1, 2, 2], [1, 1, 2], False),
+    ([1, 2], [2, 1, 1], False),
+])
+def test_the_hash_join_gives_each_primary_row_to_one_reference_row(primary, reference, equal):
+    """The join proves nothing unless it is a permutation: a reference repeating a row the
+    primary holds once would otherwise equal the primary taken in its order."""
+    p = pa.table({"x": pa.array(primary, pa.int64()), "l": pa.array([[v] for v in primary])})
+    r = pa.table({"x": pa.array(reference, pa.int64()),
+                  "l": pa.array([[v] for v in reference])})
+    assert equal_as_multisets(p, r) is equal
+    assert compare_tables(p, r).ok is equal
+
+
+@pytest.mark.parametrize("third, differing", [("j", 0),
+                                              ("CASE WHEN j = 123457 THEN -1 ELSE j END", 2)])
+def test_streamed_groups_equal_in_arrow_are_not_paired(monkeypatch, third, differing):
+    """A group whose rows, put in one order by their routing hashes, Arrow finds equal on
+    both sides is a match as it is: only the groups that differ are paired (here the two
+    the changed row and its partner went to)."""
+    from gateway.verify import compare_stream
+
+    paired: list[int] = []
+    real = compare_stream.pairing_for
+
+    def counted(p, r, *args, **kwargs):
+        if kwargs.get("order") is False:
+            paired.append(p.num_rows)
+        return real(p, r, *args, **kwargs)
+
+    monkeypatch.setattr(compare_stream, "pairing_for", counted)
+    primary = _NESTED.format(third=third, entries="'z': j % 5, 'k' || (j % 3): j % 11",
+                             j="(i * 7919) % 200000")
+    reference = _NESTED.format(third="j", entries="'k' || (j % 3): j % 11, 'z': j % 5", j="i")
+    p, r = _reader(primary), _reader(reference)
+    verdict = compare_streams(p, r, p.schema, r.schema, memory_bytes=16 << 20)
+    assert verdict.category == ("values" if differing else "match"), verdict.message
+    assert verdict.evidence["pairing_groups"] > 2
+    assert len(paired) == differing
+    # and of those groups, only the rows not equal to the partner their hash gives them
+    assert all(rows <= 64 for rows in paired), paired
+
+
+def test_rows_hashing_alike_but_differing_are_left_to_the_pairing():
+    """A row is dropped from a group only when Arrow finds it equal to the row whose hash
+    is its own: NULL against [] hash alike and are both left (with the run of rows
+    around them, at most 64); a row without a partner is left; a hash repeated on a
+    side makes no join at all."""
+    from gateway.verify.pairing_groups import unproven_rows
+
+    lists = pa.list_(pa.int64())
+    order = list(range(1000))
+    random.Random(7).shuffle(order)
+    p = pa.table({"i": range(1000), "l": pa.array([None if i == 500 else [i]
+                                                    for i in range(1000)], lists)})
+    r = pa.table({"i": order, "l": pa.array([[] if i == 500 else [i] for i in order], lists)})
+    hashes = (row_hashes(p), row_hashes(r))
+    assert hashes[0][500] == hashes[1][order.index(500)]
+    p_left, r_left = unproven_rows(p, r, hashes)
+    left = sorted(p.column("i").take(p_left).to_pylist())
+    assert 500 in left and len(left) <= 64
+    assert sorted(r.column("i").take(r_left).to_pylist()) == left
+    extra = pa.table({"i": [1000], "l": pa.array([[1000]], lists)})
+    p_left, r_left = unproven_rows(p, pa.concat_tables([r, extra]),
+                                   (hashes[0], pa.concat_arrays([hashes[1],
+                                                                 row_hashes(extra)])))
+    assert 1000 in r_left.to_pylist() and len(r_left) == len(p_left) + 1
+    twice = pa.concat_tables([p, p.slice(0, 1)])
+    assert unproven_rows(twice, r, (row_hashes(twice), hashes[1])) is None
+
+
+def test_keys_of_one_type_on_both_sides_are_hashed_as_stored(monkeypatch):
+    """Routing casts a key only when the sides' types differ (a cast copies every string
+    and list): one type on both sides, equal values hash alike as they are."""
+    from gateway.sql.nondeterminism import Nondeterminism
+    from gateway.sql.query_shape import QueryShape
+    from gateway.verify import pairing_groups
+
+    p, r = _answer(300, seed=6), _answer(300)
+    route = pairing_groups.Route(p.schema, r.schema, p.column_names, CompareOptions(),
+                                 QueryShape.of(None, "duckdb"), Nondeterminism.of(None))
+
+    def no_cast(column, target):
+        raise AssertionError(f"{column.type} cast to {target}")
+
+    monkeypatch.setattr(pairing_groups, "_cast", no_cast)
+    by_row = {}
+    for table in (p, r):
+        groups = route.groups_of(table, 7).to_pylist()
+        for row, group in zip(table.to_pylist(), groups, strict=True):
+            assert by_row.setdefault(repr(row), group) == group
+    assert len(set(by_row.values())) > 1
+
+
+def test_keys_of_other_types_on_each_side_are_cast_before_they_are_hashed():
+    """int32 against int64, string against large_string: equal values go to one group."""
+    from gateway.sql.nondeterminism import Nondeterminism
+    from gateway.sql.query_shape import QueryShape
+    from gateway.verify.pairing_groups import Route
+
+    values = list(range(200))
+    p = pa.table({"i": pa.array(values, pa.int32()), "s": pa.array([str(v) for v in values])})
+    r = pa.table({"i": pa.array(values, pa.int64()),
+                  "s": pa.array([str(v) for v in values], pa.large_string())})
+    route = Route(p.schema, r.schema, p.column_names, CompareOptions(), QueryShape.of(None, "duckdb"),
+                  Nondeterminism.of(None))
+    assert route.groups_of(p, 7).to_pylist() == route.groups_of(r, 7).to_pylist()

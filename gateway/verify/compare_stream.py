@@ -28,7 +28,12 @@ of equality:
    keys), each group a sixteenth of the cap (4 MiB at least), written to
    files of its own first when there are several; a group more than twice
    that (keys with few values) is split again by every column
-   (:mod:`gateway.verify.pairing_groups`).
+   (:mod:`gateway.verify.pairing_groups`). Where Arrow's equality is the
+   comparator's (as in 1.), a group's primary rows, put in the reference's
+   order by a hash join on the routing hashes and equal to the reference's
+   rows, prove the group without the pairing; in a group that differs, only
+   the rows not equal to their hash partner are paired
+   (:func:`gateway.verify.pairing_groups.unproven_rows`).
 3. **Order**: answers proven in place are in the same order; otherwise, with
    an ORDER BY, both spills are read in step and the ORDER BY keys compared
    position by position.
@@ -58,6 +63,7 @@ from gateway.verify.pairing_groups import (
     left_in_parts,
     read_and_remove,
     route_to_files,
+    unproven_rows,
     without_row_hash,
 )
 from gateway.verify.spilled_answer import (
@@ -300,7 +306,8 @@ class StreamingComparison:
                       self.opts, self.shape, self.found)
         evidence.update(pairing_groups=groups, key_columns=route.key_names)
         edges = self._cut_edges(reference) if n_p == n_r else None
-        verdicts = [self._judge_group(p, r, edges) for p, r in
+        aligned = self._aligned(rest_p, rest_r)
+        verdicts = [self._judge_group(p, r, edges, aligned) for p, r in
                     self._groups(rest_p, rest_r, route, groups, group_bytes, evidence)]
         return _merged(verdicts, n_p, n_r, self.opts, evidence)
 
@@ -350,9 +357,29 @@ class StreamingComparison:
             evidence["split_groups"] = evidence.get("split_groups", 0) + 1
             yield left
 
-    def _judge_group(self, p: pa.Table, r: pa.Table, edges: CutEdges | None) -> Verdict:
+    def _judge_group(self, p: pa.Table, r: pa.Table, edges: CutEdges | None,
+                     aligned: Callable[[pa.Table], pa.Table] | None = None) -> Verdict:
+        """The verdict on one group's rows of both sides.
+
+        ``aligned`` (:meth:`_aligned`, when Arrow's equality is the comparator's): the
+        group's rows of both sides, in those types, put in one order by their routing
+        hashes and found equal by Arrow, are a match without the pairing's casts.
+        """
+        from gateway.verify.row_hashes import matched_by_hash
+
         (p, p_hashes), (r, r_hashes) = without_row_hash(p), without_row_hash(r)
         hashes = None if p_hashes is None or r_hashes is None else (p_hashes, r_hashes)
+        if aligned is not None and hashes is not None:
+            if p.num_rows == r.num_rows and matched_by_hash(aligned(p), aligned(r), hashes):
+                from gateway.verify.row_pairing import rows_agree
+
+                return Verdict("match", rows_agree(p.num_rows), {})
+            left = unproven_rows(aligned(p), aligned(r), hashes)
+            if left is not None:
+                # rows equal to their partner cancel in the pairing all the same
+                (p_left, r_left), (p_hashes, r_hashes) = left, hashes
+                p, r = p.combine_chunks().take(p_left), r.combine_chunks().take(r_left)
+                hashes = (p_hashes.take(p_left), r_hashes.take(r_left))
         verdict, pairing, _, _ = pairing_for(p, r, self.sql, self.opts, order=False, edges=edges,
                                              hashes=hashes)
         if verdict is not None:  # a column's values do not cast (schema), as in memory

@@ -13,6 +13,10 @@ are equal row for row drops out (the comparator's own proof of a match); a part
 that differs is split again, down to a few hundred rows. Only what is left of
 the parts, together, is paired on keys, in full (exact copies split between
 parts cancel there): the verdict is the same as the whole group's.
+
+Within a group, :func:`unproven_rows` gives each reference row the primary row
+with its routing hash and leaves out the pairs Arrow finds equal: only the rest
+needs the pairing.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.verify.compare import pairing_for
 from gateway.verify.compare_types import _cast, compared_type, contains_float
@@ -63,6 +67,11 @@ class Route:
                          if i not in volatile and types[i][2] is not None
                          and not contains_float(types[i][0]) and not contains_float(types[i][1])]
         self.key_names = [names[i] for i, _ in self.keys]
+        #: the keys hashed as stored: one type on both sides, which DuckDB reads as it is
+        #: (equal values then hash alike without a cast to the common type)
+        self._as_stored = {i for i, _ in self.keys
+                           if p.field(i).type == r.field(i).type
+                           and _read_as_stored(p.field(i).type)}
         self._seed = seed
 
     def groups_of(self, table: pa.Table, groups: int) -> pa.Array:
@@ -81,12 +90,31 @@ class Route:
             return None, pa.repeat(pa.scalar(0, pa.uint64()), table.num_rows)
         from gateway.verify.row_hashes import row_hashes
 
-        keys = pa.table([_cast(table.column(i), t) for i, t in self.keys],
+        keys = pa.table([table.column(i) if i in self._as_stored else _cast(table.column(i), t)
+                         for i, t in self.keys],
                         names=[f"k{n}" for n in range(len(self.keys))])
         hashes = row_hashes(keys, self._seed)
         if groups == 1:
             return hashes, pa.repeat(pa.scalar(0, pa.uint64()), table.num_rows)
         return hashes, group_of_hash(hashes, groups)
+
+
+def _read_as_stored(t: pa.DataType) -> bool:
+    """True for the types a row is hashed in as stored: numbers, booleans, strings, bytes,
+    dates and times, and lists, structs and maps of them (a stored map's entries are in
+    key order already: :mod:`gateway.verify.spilled_answer`)."""
+    import pyarrow as pa
+
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _read_as_stored(t.value_type)
+    if pa.types.is_map(t):
+        return _read_as_stored(t.key_type) and _read_as_stored(t.item_type)
+    if pa.types.is_struct(t):
+        return all(_read_as_stored(f.type) for f in t)
+    return any(check(t) for check in (
+        pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean, pa.types.is_string,
+        pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary,
+        pa.types.is_date, pa.types.is_timestamp, pa.types.is_time))
 
 
 #: the column :func:`route_to_files` adds with ``with_hashes``: each row's hash on the route's
@@ -125,6 +153,10 @@ def in_groups(table: pa.Table, group: pa.Array, groups: int) -> tuple[pa.Table, 
     return table.combine_chunks().take(pc.sort_indices(group)), list(accumulate(counts, initial=0))
 
 
+#: bytes buffered per group file while routing
+_WRITE_BUFFER = 1 << 16
+
+
 def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Route,
                    groups: int, folder: str, prefix: str,
                    with_hashes: bool = False) -> list[list[str]]:
@@ -139,7 +171,11 @@ def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Rou
     for n, (tables, schema) in enumerate(sides):
         if hashed:
             schema = schema.append(pa.field(ROW_HASH, pa.uint64()))
-        writers = [pa.ipc.new_stream(paths[g][n], schema) for g in range(groups)]
+        # buffered: a group's slice of a table is a message of a few buffers per column,
+        # each a write of its own to an unbuffered file
+        files = [pa.output_stream(paths[g][n], buffer_size=_WRITE_BUFFER)
+                 for g in range(groups)]
+        writers = [pa.ipc.new_stream(f, schema) for f in files]
         try:
             for table in tables:
                 hashes, group = route.hashes_and_groups(table, groups)
@@ -150,16 +186,55 @@ def route_to_files(sides: list[tuple[Iterator[pa.Table], pa.Schema]], route: Rou
                     if bounds[g + 1] > bounds[g]:
                         writers[g].write_table(table.slice(bounds[g], bounds[g + 1] - bounds[g]))
         finally:
-            for w in writers:
+            for w, f in zip(writers, files, strict=True):
                 w.close()
+                f.close()
     return paths
+
+
+def unproven_rows(p: pa.Table, r: pa.Table, hashes: tuple[Any, Any]
+                  ) -> tuple[pa.Array, pa.Array] | None:
+    """The rows of ``p`` and of ``r`` (their indices) not proven equal to a partner on the
+    other side; None when a hash repeats on either side.
+
+    Each of ``r``'s rows is given the row of ``p`` with its hash (a hash join, one to
+    one when no hash repeats); the pairs are compared by Arrow's equality a run at a
+    time, halved while few runs differ (:func:`gateway.verify.spilled_answer._differing_runs`),
+    so a pair drops out only when its values are equal. ``p`` and ``r`` are in types in
+    which Arrow's equality is the comparator's.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from gateway.verify.compare_types import _counting
+    from gateway.verify.spilled_answer import _differing_runs
+
+    p_hashes, r_hashes = (h.combine_chunks() if isinstance(h, pa.ChunkedArray) else h
+                          for h in hashes)
+    if len(pc.unique(p_hashes)) != len(p_hashes) or len(pc.unique(r_hashes)) != len(r_hashes):
+        return None
+    position = pc.index_in(r_hashes, value_set=p_hashes)
+    found = position.is_valid()
+    r_found = pc.indices_nonzero(found)
+    p_found = position.filter(found).cast(pa.int64())
+    runs = _differing_runs(p.combine_chunks().take(p_found), r.combine_chunks().take(r_found))
+    differing = pa.concat_arrays([pa.array([], pa.int64())] + [
+        pc.add(_counting(stop - start), start)
+        for start, stop in runs])
+    proven_p = pc.filter(p_found, pc.invert(pc.is_in(_counting(len(p_found)),
+                                                     value_set=differing)))
+    p_left = pc.indices_nonzero(pc.invert(pc.is_in(_counting(p.num_rows), value_set=proven_p)))
+    r_left = pa.concat_arrays([pc.indices_nonzero(pc.invert(found)).cast(pa.int64()),
+                               r_found.cast(pa.int64()).take(differing)])
+    return p_left.cast(pa.int64()), r_left
 
 
 def read_and_remove(path: str) -> pa.Table:
     """The table in an Arrow IPC stream file, which is then removed."""
     import pyarrow as pa
 
-    with pa.OSFile(path) as f:
+    # mapped, not copied: the file's pages are the page cache's, not the process's
+    with pa.memory_map(path) as f:
         table = pa.ipc.open_stream(f).read_all()
     os.remove(path)
     return table
