@@ -114,13 +114,14 @@ def test_clients_gone_before_the_first_batch_leave_no_answer_behind(tmp_path):
     """Issue 36's slow growth at rest: a DoGet whose client left before the schema was
     sent never started pyarrow's generator, so its ``finally`` never ended the query;
     it stayed claimed (Queries.expire spares claimed tickets), with its answer and the
-    engine's cursor: 47 of them after 13,848 client-model actions, one a minute. The
-    ADBC driver drops such streams (a DELETE executed then the cursor reused); a
+    engine's cursor: 47 of them after 13,848 client-model actions. A SELECT kept its
+    admission slot as well: after 64 of them every statement was refused. The ADBC
+    driver drops such streams (a DELETE executed, then the cursor reused at once); a
     raw client gets there with deadlines shorter than the call."""
     with served(tmp_path, GONE_CONFIG) as service, flight.connect(service.location) as client:
         command = M.pack(M.CommandStatementQuery(query="SELECT 42 AS answer"))
         failed = rounds = 0
-        while failed < 60 and rounds < 5000:  # each failure is a stream given up early
+        while failed < 60 and rounds < 20_000:  # each failure is a stream given up early
             info = client.get_flight_info(flight.FlightDescriptor.for_command(command))
             options = flight.FlightCallOptions(timeout=SHORT[rounds % len(SHORT)])
             rounds += 1
@@ -137,3 +138,6 @@ def test_clients_gone_before_the_first_batch_leave_no_answer_behind(tmp_path):
             time.sleep(0.25)
         assert health["open_tickets"] == 0, f"{health} after {failed} of {rounds} gone early"
         assert health["running_queries"] == 0
+        table = client.do_get(client.get_flight_info(
+            flight.FlightDescriptor.for_command(command)).endpoints[0].ticket).read_all()
+        assert table.to_pylist() == [{"answer": 42}]
