@@ -337,9 +337,14 @@ def rest_figures(service: Served) -> dict[str, float]:
             time.sleep(0.1)
         else:
             raise ModelFailure(f"still running at rest: {running}")
-    time.sleep(AtRest().quiet + 2)  # the service gives free memory back once at rest
+        time.sleep(AtRest().quiet + 2)  # the service gives free memory back once at rest
+        health = json.loads(next(iter(probe.do_action(flight.Action("health", b""),
+                                                      options))).body.to_pybytes())
+    # open tickets: answers issued and not yet ended (a never-redeemed one lasts
+    # ticket_idle); one that stays is a query, its answer and its cursor kept for good
     return {"rss_mb": round(service.rss_mb(), 1), "fds": service.fds(),
-            "threads": service.threads()}
+            "threads": service.threads(), "open_tickets": health.get("open_tickets"),
+            "sessions": health.get("sessions")}
 
 
 @contextmanager

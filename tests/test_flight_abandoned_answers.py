@@ -10,6 +10,8 @@ DuckDB's stream, and the command's raised collector threshold freed them late).
 
 from __future__ import annotations
 
+import time
+
 import adbc_driver_flightsql.dbapi as dbapi
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -97,3 +99,45 @@ def test_abandoned_answers_give_their_memory_back(service):
             ten_rows_and_close(conn)
         grown = service.rss_mb() - start
     assert grown < 50, f"the service grew by {grown:.0f} MB over 400 abandoned answers"
+
+
+#: tickets never redeemed go after a second here, so what stays open was claimed
+GONE_CONFIG = CONFIG + """
+[serve]
+ticket_idle = 1
+"""
+#: DoGet deadlines short enough that many calls end before their first batch is sent
+SHORT = [0.0001, 0.0002, 0.0004, 0.0008, 0.0016]
+
+
+def test_clients_gone_before_the_first_batch_leave_no_answer_behind(tmp_path):
+    """Issue 36's slow growth at rest: a DoGet whose client left before the schema was
+    sent never started pyarrow's generator, so its ``finally`` never ended the query;
+    it stayed claimed (Queries.expire spares claimed tickets), with its answer and the
+    engine's cursor: 47 of them after 13,848 client-model actions. A SELECT kept its
+    admission slot as well: after 64 of them every statement was refused. The ADBC
+    driver drops such streams (a DELETE executed, then the cursor reused at once); a
+    raw client gets there with deadlines shorter than the call."""
+    with served(tmp_path, GONE_CONFIG) as service, flight.connect(service.location) as client:
+        command = M.pack(M.CommandStatementQuery(query="SELECT 42 AS answer"))
+        failed = rounds = 0
+        while failed < 60 and rounds < 20_000:  # each failure is a stream given up early
+            info = client.get_flight_info(flight.FlightDescriptor.for_command(command))
+            options = flight.FlightCallOptions(timeout=SHORT[rounds % len(SHORT)])
+            rounds += 1
+            try:
+                client.do_get(info.endpoints[0].ticket, options).read_all()
+            except flight.FlightError:
+                failed += 1
+        assert failed >= 20, f"only {failed} of {rounds} calls ended early: no test"
+        assert service.alive, "".join(service.log[-20:])
+        for _ in range(120):  # a hang guard: the unredeemed ones go within ticket_idle
+            health = action(client, "health")
+            if health["open_tickets"] == 0:
+                break
+            time.sleep(0.25)
+        assert health["open_tickets"] == 0, f"{health} after {failed} of {rounds} gone early"
+        assert health["running_queries"] == 0
+        table = client.do_get(client.get_flight_info(
+            flight.FlightDescriptor.for_command(command)).endpoints[0].ticket).read_all()
+        assert table.to_pylist() == [{"answer": 42}]

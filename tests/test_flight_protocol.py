@@ -125,6 +125,32 @@ def test_ticket_read_twice_is_not_found(client):
         client.do_get(info.endpoints[0].ticket).read_all()
 
 
+class GoneCall:
+    """The call context of a DoGet whose client left before its schema was sent."""
+
+    def get_middleware(self, name: str) -> None:
+        return None
+
+    def is_cancelled(self) -> bool:
+        return True
+
+
+def test_an_answer_whose_stream_never_started_is_ended(server, client):
+    """pyarrow never starts the generator of a DoGet whose client is gone before the
+    schema is sent: the query, claimed, stayed open for good with its answer (issue 36's
+    growth at rest). It ends once pyarrow drops the stream."""
+    info = client.get_flight_info(query("SELECT 42 AS answer"))
+    assert action(client, "health")["open_tickets"] == 1
+    stream = server.do_get(GoneCall(), info.endpoints[0].ticket)
+    assert action(client, "health")["open_tickets"] == 1
+    del stream  # what pyarrow does when writing the schema fails
+    health = action(client, "health")
+    assert (health["open_tickets"], health["running_queries"]) == (0, 0)
+    with pytest.raises(pa.ArrowKeyError, match="no such query"):
+        client.do_get(info.endpoints[0].ticket).read_all()
+    still_serving(client)
+
+
 def test_expired_ticket_is_not_found():
     with serving(ticket_idle=0.2) as server, flight.connect(server.location) as client:
         info = client.get_flight_info(query("SELECT 1"))

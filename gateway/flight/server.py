@@ -17,6 +17,7 @@ import json
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -402,9 +403,23 @@ class FlightSqlServer(flight.FlightServerBase):
             self.backend.schemas.invalidate()
 
     def _stream(self, context: Any, query: ServedQuery) -> Any:
+        """The answer's stream; the query ends when the stream does, read or not.
+
+        pyarrow starts the generator only to send the first batch: when the client is
+        gone before the schema is sent (the ADBC driver drops the stream of a DELETE
+        whose cursor runs its next statement at once; a raw client's deadline passes),
+        it is never started and its ``finally`` never runs. The query is then ended
+        when pyarrow lets go of the generator; left, it stayed claimed, which
+        :meth:`Queries.expire` spares, with its answer and the engine's cursor, for
+        good (issue 36: 47 of them after 13,848 client-model actions), and a SELECT's
+        admission slot with them: 64 such and the service refused every statement.
+        """
         settings = self.settings
+        started = False
 
         def batches() -> Iterator[pa.RecordBatch]:
+            nonlocal started
+            started = True
             handle = query.first.handle
             watched = self.watch.handles(context, [handle] if handle is not None else [])
             batch = None
@@ -436,16 +451,26 @@ class FlightSqlServer(flight.FlightServerBase):
             finally:
                 batch = None  # an error's traceback keeps this frame, not the batch
                 watched.__exit__(None, None, None)
-                if not changes_nothing(query.sql):  # a query that writes wrote while it streamed
-                    self.backend.schemas.invalidate()
-                self.queries.finish(query)
-                querylog.log_query(query)
-                self._keep(query.sql, query.engine, query.user, query.write, query.started_at,
-                           query.created, query.rows, query.outcome, query.parameters,
-                           query.settings)
+                ended()
 
+        def ended() -> None:
+            if not changes_nothing(query.sql):  # a query that writes wrote while it streamed
+                self.backend.schemas.invalidate()
+            self.queries.finish(query)
+            querylog.log_query(query)
+            self._keep(query.sql, query.engine, query.user, query.write, query.started_at,
+                       query.created, query.rows, query.outcome, query.parameters,
+                       query.settings)
+
+        def never_started() -> None:
+            if not started:  # (a started generator's own finally runs after this)
+                query.outcome = "disconnected"
+                ended()
+
+        stream = batches()
+        weakref.finalize(stream, never_started).atexit = False
         query.outcome = "streaming"
-        return flight.GeneratorStream(query.schema, batches())
+        return flight.GeneratorStream(query.schema, stream)
 
     # -- DoPut -----------------------------------------------------------------
     @sends_kind
@@ -711,6 +736,7 @@ class FlightSqlServer(flight.FlightServerBase):
     def _action_health(self, context: Any, user: User, body: bytes) -> list[bytes]:
         answer: dict[str, Any] = {"status": "draining" if self.draining else "ok",
                                   "running_queries": len(self.backend.running()),
+                                  "open_tickets": len(self.queries.running()),
                                   "sessions": len(self.sessions)}
         if self.capture is not None:
             answer["capture"] = {"written": self.capture.written,
