@@ -42,7 +42,8 @@ BUILT_IN = {name: f"gateway_{name}" for name in ("csv", "duckdb", "ducklake", "a
 BUILT_IN_COMMANDS = {"duckdb": ("engines",), "ducklake": ("lake", "lakebench")}
 #: arrowgate's own layers that register through the same group, as plugins do, so that the
 #: core does not import them (docs/architecture.md): always loaded, whatever
-#: ``ARROWGATE_PLUGINS`` says (it limits engines and outside plugins)
+#: ``ARROWGATE_PLUGINS`` says (it limits engines and outside plugins), and registered as
+#: ``arrowgate.NAME``, so that an outside plugin of the same entry-point name loads too
 OWN_LAYERS = {"shadow": "gateway.shadow.plugin"}
 hookimpl = pluggy.HookimplMarker("arrowgate")
 
@@ -76,17 +77,19 @@ def build_plugin_manager(extra_plugins: Iterable[ModuleType | object] = ()) -> P
     found = set()
     for ep in entry_points(ENTRY_POINT_GROUP):
         found.add(ep.name)
-        if allowed is not None and ep.name not in allowed \
-                and OWN_LAYERS.get(ep.name) != ep.value:
+        own = OWN_LAYERS.get(ep.name) == ep.value
+        # (registered under a name of its own: an outside plugin named "shadow" loads beside it)
+        name = f"arrowgate.{ep.name}" if own else ep.name
+        if allowed is not None and ep.name not in allowed and not own:
             continue
-        if pm.get_plugin(ep.name) is not None:
+        if pm.get_plugin(name) is not None:
             continue
         try:
             plugin = ep.load()
         except Exception as exc:
             raise ConfigError(f"plugin {ep.name!r} ({ep.value}) failed to import: {exc}",
                               hint="reinstall it, or leave it out with ARROWGATE_PLUGINS") from exc
-        pm.register(plugin, name=ep.name)
+        pm.register(plugin, name=name)
         if BUILT_IN.get(ep.name) == ep.value:  # (ep.dist would parse every METADATA file)
             pm.on_demand.add(ep.name)
     if allowed is not None and (missing := allowed - found):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -158,11 +160,15 @@ def test_arrowgate_shadow_finished(tmp_path):
 TWO_ENGINES = {"engines": {"a": {"type": "duckdb"}, "b": {"type": "duckdb"}}}
 
 
+#: the name the shadow layer is registered under (gateway.plugins.OWN_LAYERS)
+OWN_SHADOW = "arrowgate.shadow"
+
+
 def _without_the_shadow_layer():
     from gateway.plugins import build_plugin_manager
 
     pm = build_plugin_manager()
-    pm.unregister(name="shadow")
+    pm.unregister(name=OWN_SHADOW)
     return pm
 
 
@@ -209,6 +215,24 @@ def test_arrowgate_shadowed():
         assert gw.execute("SELECT 4 AS x", engine="a").to_arrow().num_rows == 1
         with pytest.raises(gateway.Unsupported, match="shadowing is not available"):
             gw.execute("SELECT 4 AS x", engine="a", shadow="b")
+
+
+def test_arrowgate_shadowed_is_answered_beside_an_outside_plugin_named_shadow(tmp_path):
+    """An outside distribution's entry point may be named ``shadow`` too, and found first
+    on the path: both load, and the shadow layer still answers the hooks."""
+    (tmp_path / "outside-1.0.dist-info").mkdir()
+    (tmp_path / "outside-1.0.dist-info" / "entry_points.txt").write_text(
+        "[arrowgate]\nshadow = outside_shadow\n")
+    (tmp_path / "outside_shadow.py").write_text("LOADED = True\n")
+    code = ("import sys\n"
+            f"sys.path.insert(0, {str(tmp_path)!r})\n"
+            "from gateway.plugins import build_plugin_manager\n"
+            "pm = build_plugin_manager()\n"
+            "print(sorted(n for n, _ in pm.list_name_plugin() if 'shadow' in n))\n"
+            "print(len(pm.hook.arrowgate_shadowed.get_hookimpls()))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split("\n")[:2] == [f"[{OWN_SHADOW!r}, 'shadow']", "1"], done.stdout
 
 #: the contract's declarations an engine type makes (besides type_name, options, description)
 DECLARED = ("supports_streaming", "supports_parameters", "supports_cancel", "supports_write",
