@@ -351,6 +351,7 @@ class CsvEngine(Engine):
             result = finish(query, Frame({}, 1))
             return EngineResult(pa.RecordBatchReader.from_batches(result.schema,
                                                                   result.to_batches()))
+        q.refuse_unrun_aggregates(select)
         scanners = self._open(*table, stop)
         try:
             return self._answer(sql, select, table, scanners)
