@@ -166,7 +166,9 @@ def run(engine: str, path: str, sql: str, out: str = "") -> tuple[float, str, in
         start = time.perf_counter()
         python = base_python if engine == "base" else sys.executable
         program = ENGINES["arrowgate" if engine == "base" else engine][1] + CHILD_END
-        child = subprocess.Popen([python, "-c", program, path, sql, out], env=env,
+        # -P: the working folder is not put on the child's path, where a checkout's
+        # gateway/ would shadow the --base install's own
+        child = subprocess.Popen([python, "-P", "-c", program, path, sql, out], env=env,
                                  stdout=subprocess.PIPE, stderr=errors, text=True)
         line = child.stdout.read() if child.stdout else ""
         _, status, usage = os.wait4(child.pid, 0)

@@ -331,6 +331,11 @@ class CsvEngine(Engine):
                 answer = self._aggregate(grouped, stop)
                 if answer is not None:
                     return answer
+        from gateway_csv.handover import refusal
+
+        refused = refusal(sql)
+        if refused is not None:
+            raise refused
         from gateway_csv import query as q
         from gateway_csv.binding import bind
         from gateway_csv.compute import Frame
