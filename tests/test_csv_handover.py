@@ -78,6 +78,8 @@ def test_a_statement_handed_over_imports_no_planner(tmp_path):
             "with gateway.connect(config) as gw:\n"
             "    result = gw.execute('SELECT k, median(a) AS m FROM t GROUP BY k', engine='csv')\n"
             "    rows = result.to_arrow().num_rows\n"
-            "print(rows, result.engine, 'sqlglot' in sys.modules)\n")
+            "print(rows, result.engine, 'sqlglot' in sys.modules,\n"
+            "      'gateway_csv.shape_aggregation' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["2", "duck", "False"], done.stderr
+    # nor the common aggregations' reader and the fused scan it imports
+    assert done.stdout.split() == ["2", "duck", "False", "False"], done.stderr

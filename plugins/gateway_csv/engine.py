@@ -324,6 +324,13 @@ class CsvEngine(Engine):
             if answer is not None:
                 return answer
         else:
+            # before the aggregations' reader (and the fused scan it imports): what the
+            # statement's words hand over, neither it nor the planner reads
+            from gateway_csv.handover import refusal
+
+            refused = refusal(sql)
+            if refused is not None:
+                raise refused
             from gateway_csv.shape_aggregation import aggregation
 
             grouped = aggregation(sql)
@@ -331,11 +338,6 @@ class CsvEngine(Engine):
                 answer = self._aggregate(grouped, stop)
                 if answer is not None:
                     return answer
-        from gateway_csv.handover import refusal
-
-        refused = refusal(sql)
-        if refused is not None:
-            raise refused
         from gateway_csv import query as q
         from gateway_csv.binding import bind
         from gateway_csv.compute import Frame
