@@ -31,7 +31,8 @@ Answers first: every engine's answer (written to an Arrow file by one untimed ru
 which is also the warm-up) is checked against DuckDB's, rows sorted, numbers to 1e-6
 relative (NaN and NULL alike); an engine whose answer differs gets no time for that query. Then the
 engines alternate, the order rotated each round; printed: per query and engine the
-median seconds with the min-max spread and the peak RSS, and the best peer's median
+median seconds with the min-max spread, the median CPU seconds (user and system, from
+``wait4``: steadier than seconds on a shared machine) and the peak RSS, and the best peer's median
 over arrowgate's (above 1 means arrowgate is faster), as a markdown table. With
 ``--base`` another arrowgate install (its venv's python: the main branch, say) runs
 as one more engine, so a change's before and after are measured in the same run.
@@ -155,8 +156,9 @@ peers_path = ""
 base_python = ""
 
 
-def run(engine: str, path: str, sql: str, out: str = "") -> tuple[float, str, int]:
-    """(seconds, its printed line, peak RSS in KiB) of one fresh process."""
+def run(engine: str, path: str, sql: str, out: str = "") -> tuple[float, str, int, float]:
+    """(seconds, its printed line, peak RSS in KiB, CPU seconds: user and system, all
+    its threads) of one fresh process."""
     env = {**os.environ, "ARROWGATE_SNIFF_CACHE": "off"}
     if engine not in ("arrowgate", "base") and peers_path:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (peers_path, env.get("PYTHONPATH")) if p)
@@ -164,7 +166,9 @@ def run(engine: str, path: str, sql: str, out: str = "") -> tuple[float, str, in
         start = time.perf_counter()
         python = base_python if engine == "base" else sys.executable
         program = ENGINES["arrowgate" if engine == "base" else engine][1] + CHILD_END
-        child = subprocess.Popen([python, "-c", program, path, sql, out], env=env,
+        # -P: the working folder is not put on the child's path, where a checkout's
+        # gateway/ would shadow the --base install's own
+        child = subprocess.Popen([python, "-P", "-c", program, path, sql, out], env=env,
                                  stdout=subprocess.PIPE, stderr=errors, text=True)
         line = child.stdout.read() if child.stdout else ""
         _, status, usage = os.wait4(child.pid, 0)
@@ -175,7 +179,7 @@ def run(engine: str, path: str, sql: str, out: str = "") -> tuple[float, str, in
             lines = errors.read().strip().splitlines()
             raise RuntimeError(lines[-1] if lines else f"exit {child.returncode}")
     peak, _, rest = line.strip().partition(" ")
-    return took, rest, int(peak) or usage.ru_maxrss
+    return took, rest, int(peak) or usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def normalised(table: pa.Table) -> pa.Table:
@@ -220,7 +224,7 @@ def answer(engine: str, path: str, sql: str, folder: str) -> tuple[pa.Table | No
     """(the normalised answer or None, what the child said or the error)."""
     out = os.path.join(folder, f"{engine}.arrow")
     try:
-        _, line, _ = run(engine, path, sql, out)
+        _, line, _, _ = run(engine, path, sql, out)
     except RuntimeError as exc:
         return None, f"error: {exc}"[:160]
     with ipc.open_file(out) as reader:
@@ -305,35 +309,40 @@ def main() -> None:
                 del got
             del reference
         times: dict[str, list[float]] = {e: [] for e in timed}
+        cpus: dict[str, list[float]] = {e: [] for e in timed}
         peaks = dict.fromkeys(timed, 0)
         for r in range(args.rounds):
             for e in timed[r % len(timed):] + timed[:r % len(timed)]:
-                took, _, peak = run(e, path, sqls[e])
+                took, _, peak, cpu = run(e, path, sqls[e])
                 times[e].append(took)
+                cpus[e].append(cpu)
                 peaks[e] = max(peaks[e], peak)
         med = {e: statistics.median(times[e]) for e in timed}
+        cpu = {e: statistics.median(cpus[e]) for e in timed}
         for e in timed:
             print(f"{name:4} {e:10} median {med[e]:7.2f} s (min {min(times[e]):.2f} max "
-                  f"{max(times[e]):.2f})  peak {peaks[e] >> 10} MB {notes.get(e, '')}", flush=True)
-        rows.append((name, shared, med, times, peaks, notes))
+                  f"{max(times[e]):.2f}), CPU {cpu[e]:.2f} s  peak {peaks[e] >> 10} MB "
+                  f"{notes.get(e, '')}  load {os.getloadavg()[0]:.1f}", flush=True)
+        rows.append((name, shared, med, times, peaks, notes, cpu))
     print_table(rows, engines)
 
 
 def print_table(rows: list[tuple[str, str, dict[str, float], dict[str, list[float]], dict[str, int],
-                                 dict[str, str]]], engines: list[str]) -> None:
+                                 dict[str, str], dict[str, float]]], engines: list[str]) -> None:
     peers = [e for e in PEERS if e in engines]
     cols = peers + [e for e in ("base", "arrowgate") if e in engines]
     print()
     ratio = "best peer / arrowgate" + (" (--base / this)" if "base" in cols else "")
     print("| query | " + " | ".join(LABELS[e] for e in cols) + f" | {ratio} |")
     print("|---|" + "---|" * len(cols) + "---|")
-    for name, _, med, times, peaks, notes in rows:
+    for name, _, med, times, peaks, notes, cpu in rows:
         cells = []
         for e in cols:
             if e not in med:
                 cells.append("wrong" if notes.get(e, "").startswith("wrong") else "n/a")
                 continue
-            cell = f"{med[e]:.2f} s ({min(times[e]):.2f}-{max(times[e]):.2f}), {peaks[e] >> 10} MB"
+            cell = (f"{med[e]:.2f} s ({min(times[e]):.2f}-{max(times[e]):.2f}), CPU {cpu[e]:.2f} s, "
+                    f"{peaks[e] >> 10} MB")
             if e in ("arrowgate", "base"):
                 cell += f" ({notes[e]})"
             cells.append(cell)

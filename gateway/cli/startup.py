@@ -40,9 +40,10 @@ average 5-6 and 10-15):
   through the planner's own fused scan (:mod:`gateway_csv.fused`): 69-175 ms
   of CPU of each whole ``arrowgate query`` on the 1M-row taxi file
   (0.80-0.90x over three runs), 92 modules and 16 MB of peak RSS fewer
-  (branch aggshape23, 2026-12-01, load average 4-8). :func:`one_statement` tells the csv engine not to import the planner
-  when it starts, as it does in a longer-lived process so that a first
-  query's latency (and a shadow's ratio) is its own.
+  (branch aggshape23, 2026-12-01, load average 4-8). Starting the csv engine
+  does not import the planner either (branch h39b, 2026-12-07): a statement
+  that needs it does, or :meth:`gateway.engine.Engine.warm`, which the shadow
+  and the console call so that a first statement's latency is the engine's own.
 - :mod:`gateway.entry_points`: plugins are found without importing
   ``importlib.metadata``: 9 ms of CPU of the same query.
 
@@ -136,7 +137,6 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -272,28 +272,6 @@ def exit_now(code: int) -> NoReturn:
         except (BrokenPipeError, ValueError):  # the reader left, or the stream is closed
             pass
     os._exit(code)
-
-
-_one_statement = 0
-
-
-@contextlib.contextmanager
-def one_statement() -> Iterator[None]:
-    """Inside it, the process runs one statement, unshadowed, and exits (``arrowgate
-    query``): engines started meanwhile skip warm-ups that pay off only for later
-    statements or for a shadow's timing (the csv engine's planner import, 50-100 ms,
-    when the statement needs no planner)."""
-    global _one_statement
-    _one_statement += 1
-    try:
-        yield
-    finally:
-        _one_statement -= 1
-
-
-def runs_one_statement() -> bool:
-    """Whether this is inside :func:`one_statement` (read from any thread)."""
-    return _one_statement > 0
 
 
 class LazyModule:

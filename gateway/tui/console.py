@@ -124,10 +124,11 @@ class ConsoleCore:
         return "duckdb"
 
     def warm(self, engine: str) -> None:
-        """Start ``engine`` now, so the first statement does not wait for it. Never raises:
-        an engine that cannot start says why when a statement runs on it."""
+        """Start ``engine`` now and load what its first statement would (Engine.warm), so
+        that statement waits for neither. Never raises: an engine that cannot start says
+        why when a statement runs on it."""
         try:
-            self.gw.engine(engine)
+            self.gw.engine(engine).warm()
         except Exception:
             pass
 

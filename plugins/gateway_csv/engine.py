@@ -111,20 +111,14 @@ class CsvEngine(Engine):
         from gateway_csv.scan import ScanPool
 
         self._pool = ScanPool(self.config["threads"] or os.cpu_count() or 1)
-        # Starting the engine pays for the planner (sqlglot's DuckDB dialect,
-        # pyarrow), so a first query's latency (and a shadow's ratio) is its own;
-        # a process that runs one unshadowed statement leaves the planner to the
-        # statement, as a projection of columns or a common aggregation
-        # (gateway_csv.shape, gateway_csv.shape_aggregation) needs none.
-        # Sources are sniffed by the first query that reads them: one bad file
-        # fails its own queries, never the engine's start.
-        from gateway.cli.startup import runs_one_statement
+        # Starting the engine loads what every statement needs; the planner (sqlglot's
+        # DuckDB dialect) is left to the first statement that needs it, since a
+        # projection of columns or a common aggregation (gateway_csv.shape,
+        # gateway_csv.shape_aggregation) needs none, and to warm(), which whoever
+        # compares a first statement's latency calls (the shadow, the console). Sources
+        # are sniffed by the first query that reads them: one bad file fails its own
+        # queries, never the engine's start.
         from gateway_csv import columns, shape  # noqa: F401
-
-        if not runs_one_statement():
-            from gateway_csv import query, run, shape_aggregation  # noqa: F401
-
-            query.parse("SELECT 1")
 
     def warm(self) -> None:
         """The planner and pyarrow.compute (60-120 ms to import), which a statement
@@ -132,7 +126,7 @@ class CsvEngine(Engine):
         use."""
         import pyarrow.compute  # noqa: F401
 
-        from gateway_csv import query, run  # noqa: F401
+        from gateway_csv import query, run, shape_aggregation  # noqa: F401
 
         query.parse("SELECT 1")
 
@@ -330,6 +324,13 @@ class CsvEngine(Engine):
             if answer is not None:
                 return answer
         else:
+            # before the aggregations' reader (and the fused scan it imports): what the
+            # statement's words hand over, neither it nor the planner reads
+            from gateway_csv.handover import refusal
+
+            refused = refusal(sql)
+            if refused is not None:
+                raise refused
             from gateway_csv.shape_aggregation import aggregation
 
             grouped = aggregation(sql)
@@ -357,6 +358,7 @@ class CsvEngine(Engine):
             result = finish(query, Frame({}, 1))
             return EngineResult(pa.RecordBatchReader.from_batches(result.schema,
                                                                   result.to_batches()))
+        q.refuse_unrun_aggregates(select)
         scanners = self._open(*table, stop)
         try:
             return self._answer(sql, select, table, scanners)

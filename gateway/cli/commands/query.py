@@ -204,11 +204,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _one(gw: Any, sql: str, args: argparse.Namespace, fmt: str, out: Any) -> None:
-    from gateway.cli.startup import one_statement
-
-    alone = args.shadow is None and gw.shadow_settings is None
-    with one_statement() if alone else contextlib.nullcontext():
-        result = gw.execute(sql, engine=args.engine, parameters=args.param, shadow=args.shadow)
+    result = gw.execute(sql, engine=args.engine, parameters=args.param, shadow=args.shadow)
     _show(result, args, fmt, out, several=False, last=True)
 
 
