@@ -165,6 +165,13 @@ class EngineResult(Record):
     def schema(self) -> pa.Schema:
         return self.reader.schema
 
+    def released(self) -> EngineResult:
+        """The same schema and notes without the rows: what a closed answer keeps, so
+        that it holds none of the engine's unread batches (a subclass's own fields too)."""
+        import pyarrow as pa
+
+        return EngineResult(pa.RecordBatchReader.from_batches(self.schema, []), self.notes)
+
 
 class Engine:
     """Base class of every engine type.

@@ -26,7 +26,6 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
-from gateway import records
 from gateway.errors import Cancelled, GatewayError, QueryError, QueryTimeout
 from gateway.records import FrozenRecord
 
@@ -573,12 +572,9 @@ class Result:
         if not self._released:
             # let go of the engine's stream: an answer kept after its close (a log, a
             # list of finished queries) must not keep the engine's unread batches
-            import pyarrow as pa
-
             self._released = True
             self._held.clear()
-            self._inner = records.replace(
-                inner, reader=pa.RecordBatchReader.from_batches(inner.schema, []))
+            self._inner = inner.released()
         if self._finished_at is None:
             if self._consumed:
                 self._finish()

@@ -557,3 +557,38 @@ def test_the_process_own_user_still_attaches_and_detaches(gw, tmp_path):
 ])
 def test_explain_analyze_is_checked_as_the_statement_it_runs(gw, sql):
     _denied(gw, sql, SHARED, engine="duck")
+
+
+def test_an_engine_result_subclass_with_fields_of_its_own_is_released_on_close():
+    """A closed answer keeps its schema and notes, not the engine's stream: an engine's
+    EngineResult subclass whose __init__ takes other arguments than reader and notes is
+    released as any other (rebuilding it through its own __init__ failed at close)."""
+    import pyarrow as pa
+
+    from gateway.engine import Engine, EngineResult
+
+    class CursorResult(EngineResult):
+        __slots__ = ("cursor",)
+
+        def __init__(self, table: pa.Table, cursor: object) -> None:  # no reader taken
+            super().__init__(pa.RecordBatchReader.from_batches(
+                table.schema, table.to_batches(max_chunksize=10)), {"n": 1})
+            self.cursor = cursor
+
+    class Rows(Engine):
+        type_name = "rows_with_cursor"
+
+        def execute(self, sql, parameters=None):
+            return CursorResult(pa.table({"x": list(range(1000))}), object())
+
+    class Registers:
+        @gateway.hookimpl
+        def arrowgate_engine_types(self):
+            return [Rows]
+
+    with gateway.connect({"engines": {"r": {"type": "rows_with_cursor"}}},
+                         plugins=[Registers()]) as gw:
+        result = gw.execute("anything")
+        result.close()
+        assert result.schema == pa.schema([("x", pa.int64())])
+        assert result.notes == {"n": 1}
