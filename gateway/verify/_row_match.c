@@ -353,14 +353,15 @@ static int read_side(PyObject *batches, const Columns *cols, const struct ArrowS
         struct ArrowSchema *schema;
         struct ArrowArray *array;
         if (!capsules(PyList_GET_ITEM(batches, b), &schema, &array)) return 0;
-        if (strcmp(schema->format, "+s") || array->offset != 0) return -1;
+        if (strcmp(schema->format, "+s")) return -1;
         s->starts[b + 1] = s->starts[b] + array->length;
         for (Py_ssize_t c = 0; c < cols->n; c++) {
             Py_ssize_t i = cols->index[c];
+            View *v = &s->views[b * cols->n + c];
             if (i >= schema->n_children || i >= array->n_children) return -1;
             if (!same_format(schema->children[i], like->children[i])) return -1;
-            if (!make_view(&cols->types[c], array->children[i], &s->views[b * cols->n + c]))
-                return -1;
+            if (!make_view(&cols->types[c], array->children[i], v)) return -1;
+            v->off += array->offset; /* a batch's offset is its columns' too */
         }
     }
     s->rows = s->starts[s->n_batches];
