@@ -46,12 +46,12 @@ struct ArrowArray {
     void *private_data;
 };
 
-enum { K_NULL, K_BOOL, K_FIXED, K_F32, K_F64, K_BIN32, K_BIN64, K_LIST32, K_LIST64, K_FLIST,
-       K_STRUCT };
+enum { K_NULL, K_BOOL, K_INT, K_UINT, K_FIXED, K_F32, K_F64, K_BIN32, K_BIN64, K_LIST32,
+       K_LIST64, K_FLIST, K_STRUCT };
 
 typedef struct Type {
     int kind;
-    int64_t width; /* bytes of a K_FIXED value; values of a K_FLIST */
+    int64_t width; /* bytes of a K_INT, K_UINT or K_FIXED value; values of a K_FLIST */
     int64_t n_children;
     struct Type *children;
 } Type;
@@ -94,17 +94,25 @@ static int parse_type(const struct ArrowSchema *s, Type *t) {
     const char *f = s->format;
     memset(t, 0, sizeof(*t));
     if (s->dictionary != NULL) return 0;
-    t->kind = K_FIXED;
+    t->kind = K_INT;
     if (!strcmp(f, "n")) t->kind = K_NULL;
     else if (!strcmp(f, "b")) t->kind = K_BOOL;
-    else if (!strcmp(f, "c") || !strcmp(f, "C")) t->width = 1;
-    else if (!strcmp(f, "s") || !strcmp(f, "S")) t->width = 2;
-    else if (!strcmp(f, "i") || !strcmp(f, "I") || !strcmp(f, "tdD") || !strcmp(f, "tts") ||
-             !strcmp(f, "ttm") || !strcmp(f, "tiM")) t->width = 4;
-    else if (!strcmp(f, "l") || !strcmp(f, "L") || !strcmp(f, "tdm") || !strcmp(f, "ttu") ||
-             !strcmp(f, "ttn") || !strcmp(f, "tiD") || !strncmp(f, "ts", 2) ||
-             !strncmp(f, "tD", 2)) t->width = 8;
-    else if (!strcmp(f, "tin")) t->width = 16;
+    else if (!strcmp(f, "c")) t->width = 1;
+    else if (!strcmp(f, "s")) t->width = 2;
+    else if (!strcmp(f, "i") || !strcmp(f, "tdD") || !strcmp(f, "tts") || !strcmp(f, "ttm") ||
+             !strcmp(f, "tiM")) t->width = 4;
+    else if (!strcmp(f, "l") || !strcmp(f, "tdm") || !strcmp(f, "ttu") || !strcmp(f, "ttn") ||
+             !strncmp(f, "ts", 2) || !strncmp(f, "tD", 2)) t->width = 8;
+    else if (!strcmp(f, "C") || !strcmp(f, "S") || !strcmp(f, "I") || !strcmp(f, "L")) {
+        t->kind = K_UINT;
+        t->width = f[0] == 'C' ? 1 : f[0] == 'S' ? 2 : f[0] == 'I' ? 4 : 8;
+    } else if (!strcmp(f, "tiD")) {
+        t->kind = K_FIXED;
+        t->width = 8;
+    } else if (!strcmp(f, "tin")) {
+        t->kind = K_FIXED;
+        t->width = 16;
+    }
     else if (!strcmp(f, "f")) t->kind = K_F32;
     else if (!strcmp(f, "g")) t->kind = K_F64;
     else if (!strcmp(f, "z") || !strcmp(f, "u")) t->kind = K_BIN32;
@@ -112,6 +120,7 @@ static int parse_type(const struct ArrowSchema *s, Type *t) {
     else if (!strncmp(f, "d:", 2)) {
         const char *last = strrchr(f, ',');
         const char *first = strchr(f, ',');
+        t->kind = K_FIXED;
         t->width = 16;
         if (last != NULL && last != first) {
             long bits = strtol(last + 1, NULL, 10);
@@ -119,6 +128,7 @@ static int parse_type(const struct ArrowSchema *s, Type *t) {
             t->width = bits / 8;
         }
     } else if (!strncmp(f, "w:", 2)) {
+        t->kind = K_FIXED;
         t->width = strtol(f + 2, NULL, 10);
         if (t->width <= 0) return 0;
     } else if (!strcmp(f, "+l") || !strcmp(f, "+m")) t->kind = K_LIST32;
@@ -168,7 +178,8 @@ static int make_view(const Type *t, const struct ArrowArray *a, View *v) {
     if (t->kind == K_NULL) return 1;
     if (a->n_buffers < 1) return 0;
     v->valid = a->null_count == 0 ? NULL : (const uint8_t *)a->buffers[0];
-    if (t->kind == K_BOOL || t->kind == K_FIXED || t->kind == K_F32 || t->kind == K_F64 ||
+    if (t->kind == K_BOOL || t->kind == K_INT || t->kind == K_UINT || t->kind == K_FIXED ||
+        t->kind == K_F32 || t->kind == K_F64 ||
         t->kind == K_BIN32 || t->kind == K_BIN64 || t->kind == K_LIST32 || t->kind == K_LIST64) {
         if (a->n_buffers < 2) return 0;
         v->b1 = (const uint8_t *)a->buffers[1];
@@ -205,13 +216,28 @@ static int grow(Bytes *b, size_t more) {
 }
 
 static inline int put(Bytes *b, const void *from, size_t n) {
-    if (!grow(b, n)) return -1;
+    if (b->used + n > b->size && !grow(b, n)) return -1;
     memcpy(b->at + b->used, from, n);
     b->used += n;
     return 1;
 }
 
-static inline int put_byte(Bytes *b, uint8_t x) { return put(b, &x, 1); }
+static inline int put_byte(Bytes *b, uint8_t x) {
+    if (b->used == b->size && !grow(b, 1)) return -1;
+    b->at[b->used++] = x;
+    return 1;
+}
+
+/* a length or an integer, seven bits a byte (one way only: equal numbers, equal bytes) */
+static inline int put_length(Bytes *b, uint64_t n) {
+    if (!grow(b, 10)) return -1;
+    while (n >= 0x80) {
+        b->at[b->used++] = (uint8_t)(n | 0x80);
+        n >>= 7;
+    }
+    b->at[b->used++] = (uint8_t)n;
+    return 1;
+}
 
 /* Appends value ``i`` of ``v``: a NULL is one byte 0 (what it hides is not read), a value
    is byte 1 and its bytes, self-delimiting (lengths before bytes and elements), so that
@@ -224,8 +250,33 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
     switch (t->kind) {
     case K_BOOL:
         return put_byte(out, (uint8_t)bit(v->b1, j));
+    case K_INT: {
+        int64_t x;
+        switch (t->width) {
+        case 1: x = ((const int8_t *)v->b1)[j]; break;
+        case 2: x = ((const int16_t *)v->b1)[j]; break;
+        case 4: x = ((const int32_t *)v->b1)[j]; break;
+        default: x = ((const int64_t *)v->b1)[j]; break;
+        }
+        /* small magnitudes in few bytes: zigzag, then seven bits a byte */
+        return put_length(out, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63));
+    }
+    case K_UINT: {
+        uint64_t x;
+        switch (t->width) {
+        case 1: x = ((const uint8_t *)v->b1)[j]; break;
+        case 2: x = ((const uint16_t *)v->b1)[j]; break;
+        case 4: x = ((const uint32_t *)v->b1)[j]; break;
+        default: x = ((const uint64_t *)v->b1)[j]; break;
+        }
+        return put_length(out, x);
+    }
     case K_FIXED:
-        return put(out, v->b1 + t->width * j, (size_t)t->width);
+        switch (t->width) {  /* (a constant size: no call) */
+        case 4: return put(out, v->b1 + 4 * j, 4);
+        case 8: return put(out, v->b1 + 8 * j, 8);
+        default: return put(out, v->b1 + t->width * j, (size_t)t->width);
+        }
     case K_F32: {
         float x;
         memcpy(&x, v->b1 + 4 * j, 4);
@@ -243,13 +294,13 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
     case K_BIN32: {
         const int32_t *o = (const int32_t *)v->b1;
         int32_t n = o[j + 1] - o[j];
-        if (put(out, &n, 4) < 0) return -1;
+        if (put_length(out, (uint64_t)n) < 0) return -1;
         return put(out, v->b2 + o[j], (size_t)n);
     }
     case K_BIN64: {
         const int64_t *o = (const int64_t *)v->b1;
         int64_t n = o[j + 1] - o[j];
-        if (put(out, &n, 8) < 0) return -1;
+        if (put_length(out, (uint64_t)n) < 0) return -1;
         return put(out, v->b2 + o[j], (size_t)n);
     }
     case K_LIST32:
@@ -262,8 +313,7 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
             start = ((const int64_t *)v->b1)[j];
             stop = ((const int64_t *)v->b1)[j + 1];
         }
-        int64_t n = stop - start;
-        if (put(out, &n, 8) < 0) return -1;
+        if (put_length(out, (uint64_t)(stop - start)) < 0) return -1;
         for (int64_t k = start; k < stop; k++) {
             int done = encode_value(&t->children[0], &v->children[0], k, out);
             if (done != 1) return done;
