@@ -340,7 +340,7 @@ class StreamingComparison:
             return None
         batches = [list(primary.batches()), list(reference.batches())]
         left = unmatched_rows(batches[0], batches[1], [i for i, _ in columns], self.folder,
-                              max(1 << 20, self.memory_bytes // 64))
+                              max(1 << 20, self.memory_bytes // 16))
         if left is None:
             return None
         evidence["matched_by_values"] = primary.rows + reference.rows - len(left[0]) - \
