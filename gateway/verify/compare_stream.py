@@ -21,7 +21,10 @@ of equality:
    (``side(after=...)``, as :func:`compare_streams` does) is proven this way
    as it arrives (:mod:`gateway.verify.spilled_answer`): it is not spilled unless
    it must be kept whole.
-2. **The rest**, the rows not proven in place, are paired by the in-memory
+2. **The rest**, the rows not proven in place, are first matched by value where
+   each column has one type on both sides (:mod:`gateway.verify.row_match`: a C
+   kernel gives each reference row a primary row whose values equal its own, found
+   by a hash, and both drop out). What is left is paired by the in-memory
    comparator (:func:`gateway.verify.compare.pairing_for`, which cancels rows by
    value with ``EXCEPT ALL``), a group at a time: a row's group is the hash
    of its key columns (the hash only routes: rows that pair share their

@@ -59,5 +59,6 @@ def unmatched_rows(primary: list[pa.RecordBatch], reference: list[pa.RecordBatch
                             folder, parts, HASH_MASK)
     if left is None:
         return None
-    return tuple(pa.Array.from_buffers(pa.int64(), len(b) // 8, [None, pa.py_buffer(b)])
-                 for b in left)  # type: ignore[return-value]
+    p_left, r_left = (pa.Array.from_buffers(pa.int64(), len(b) // 8, [None, pa.py_buffer(b)])
+                      for b in left)
+    return p_left, r_left
