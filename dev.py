@@ -38,10 +38,11 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".arrowgate-installed"
-# the csv engine's C modules are compiled by the install: a change to them reinstalls too
+# the C modules (the csv engine's, the comparator's row matcher) are compiled by the install:
+# a change to them reinstalls too
 INPUTS = ["pyproject.toml", "setup.py", "examples/plugin_minimal/pyproject.toml",
           "plugins/gateway_csv/_scanner.c", "plugins/gateway_csv/_mapfile.h",
-          "plugins/gateway_csv/_dialect.c"]
+          "plugins/gateway_csv/_dialect.c", "gateway/verify/_row_match.c"]
 
 
 #: The Debian packages the tests need, each with what needs it and the pytest marker of

@@ -1,4 +1,5 @@
-"""Builds the csv engine's compiled scanner; everything else is in pyproject.toml."""
+"""Builds the C modules (the csv engine's scanner, the comparator's row matcher); everything
+else is in pyproject.toml."""
 
 import sys
 
@@ -24,7 +25,8 @@ class BuildExt(build_ext):
         try:
             super().build_extensions()
         except (CCompilerError, ExecError, PlatformError) as exc:
-            sys.exit(f"arrowgate: the csv engine's scanner is C and could not be compiled "
+            sys.exit(f"arrowgate: the csv engine's scanner and the comparator's row matcher are "
+                     f"C and could not be compiled "
                      f"({exc}): install a C compiler and Python's headers "
                      "(Debian/Ubuntu: apt-get install -y gcc python3-dev), then install again")
 
@@ -37,6 +39,7 @@ setup(
             depends=["plugins/gateway_csv/_mapfile.h"],
         ),
         Extension("gateway_csv._dialect", sources=["plugins/gateway_csv/_dialect.c"]),
+        Extension("gateway.verify._row_match", sources=["gateway/verify/_row_match.c"]),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -239,7 +239,12 @@ def test_the_second_answer_is_proven_as_it_arrives_and_only_the_first_is_spilled
         assert verdict.evidence["paired_rows"] <= 2 * 64
 
 
-def test_a_group_over_weak_keys_is_split_again_and_judged_as_in_memory():
+def test_a_group_over_weak_keys_is_split_again_and_judged_as_in_memory(monkeypatch):
+    # rows without an equal partner, as when the row matcher does not read a column's type
+    # (gateway.verify.row_match): every row is routed to the groups
+    from gateway.verify import row_match
+
+    monkeypatch.setattr(row_match, "unmatched_rows", lambda *args: None)
     con = duckdb.connect()
     reference = con.sql("SELECT i % 2 AS g, (i / 100)::DECIMAL(18, 2) AS amount, i * 1.5 AS f "
                         "FROM range(600000) t(i)").to_arrow_table()

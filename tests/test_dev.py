@@ -65,7 +65,8 @@ def test_without_a_c_compiler_the_build_says_so_in_one_line(tmp_path):
                           env={**os.environ, "CC": "/bin/false"}, timeout=120)
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("arrowgate: the csv engine's scanner is C and could not be compiled")
+    assert last.startswith("arrowgate: the csv engine's scanner and the comparator's row matcher "
+                           "are C and could not be compiled")
     assert "apt-get install -y gcc python3-dev" in last
     assert "Traceback" not in done.stderr
 

@@ -10,7 +10,8 @@ so Arrow can compare them and routes them to groups, and
 :mod:`~gateway.verify.tied_rows` leaves out what window-function ties leave
 undetermined. Answers larger than memory are compared streamed
 (:mod:`~gateway.verify.compare_stream`: :mod:`~gateway.verify.spilled_answer`,
-:mod:`~gateway.verify.pairing_groups`). No hash ever decides that two rows are equal.
+:mod:`~gateway.verify.row_match` with its C kernel, :mod:`~gateway.verify.pairing_groups`).
+No hash ever decides that two rows are equal.
 
 It uses the core and :mod:`gateway.sql` (what the SQL leaves undetermined, what its
 outermost query says); nothing above it.

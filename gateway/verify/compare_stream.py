@@ -21,7 +21,10 @@ of equality:
    (``side(after=...)``, as :func:`compare_streams` does) is proven this way
    as it arrives (:mod:`gateway.verify.spilled_answer`): it is not spilled unless
    it must be kept whole.
-2. **The rest**, the rows not proven in place, are paired by the in-memory
+2. **The rest**, the rows not proven in place, are first matched by value where
+   each column has one type on both sides (:mod:`gateway.verify.row_match`: a C
+   kernel gives each reference row a primary row whose values equal its own, found
+   by a hash, and both drop out). What is left is paired by the in-memory
    comparator (:func:`gateway.verify.compare.pairing_for`, which cancels rows by
    value with ``EXCEPT ALL``), a group at a time: a row's group is the hash
    of its key columns (the hash only routes: rows that pair share their
@@ -212,27 +215,38 @@ class StreamingComparison:
         not the comparator's (``signed_zero_equal = false``)."""
         import pyarrow as pa
 
+        columns = self._compared_columns(primary, reference)
+        if columns is None:
+            return None
+        names = [f"c{i}" for i, _ in columns]
+
+        def aligned(table: pa.Table) -> pa.Table:
+            return pa.table([table.column(i) if t is None else _cast(table.column(i), t)
+                             for i, t in columns], names=names)
+        return aligned
+
+    def _compared_columns(self, primary: SpilledAnswer, reference: SpilledAnswer
+                          ) -> list[tuple[int, pa.DataType | None]] | None:
+        """The columns compared by value (all but the volatile ones), each with the type both
+        sides are cast to (None: one type on both sides, compared as stored); None when some
+        cast is not exact or Arrow's equality is not the comparator's (see :meth:`_aligned`)."""
         assert primary.stored_schema is not None and reference.stored_schema is not None
         assert primary.schema is not None
         if not self.opts.signed_zero_equal:
             return None
         volatile = set(self.found.columns_in(primary.schema.names))
-        keep = [i for i in range(len(primary.stored_schema)) if i not in volatile]
-        targets: list[pa.DataType | None] = []
-        for i in keep:
+        columns: list[tuple[int, pa.DataType | None]] = []
+        for i in range(len(primary.stored_schema)):
+            if i in volatile:
+                continue
             tp, tr = primary.stored_schema.field(i).type, reference.stored_schema.field(i).type
             common = compared_type(tp, tr, self.opts)
             if common is None or not (_exact_cast(tp, common) and _exact_cast(tr, common)):
                 return None
             # one type on both sides: Arrow's equality is the comparator's already (or
             # stricter: map entry order, NaN, floats within the tolerance go to pairing)
-            targets.append(None if tp == tr else common)
-        names = [f"c{i}" for i in keep]
-
-        def aligned(table: pa.Table) -> pa.Table:
-            return pa.table([table.column(i) if t is None else _cast(table.column(i), t)
-                             for i, t in zip(keep, targets, strict=True)], names=names)
-        return aligned
+            columns.append((i, None if tp == tr else common))
+        return columns
 
     @staticmethod
     def _proven_in_step(primary: SpilledAnswer, reference: SpilledAnswer,
@@ -288,14 +302,19 @@ class StreamingComparison:
     # -- pairing the rest ----------------------------------------------------------------
     def _pair(self, primary: SpilledAnswer, reference: SpilledAnswer,
               rest: tuple[SpilledAnswer, SpilledAnswer], evidence: dict[str, Any]) -> Verdict:
+        from gateway.verify.row_pairing import rows_agree
+
         n_p, n_r = primary.rows, reference.rows
         rest_p, rest_r = rest
         if not evidence["paired_rows"]:
-            from gateway.verify.row_pairing import rows_agree
-
             return Verdict("match", rows_agree(n_p), evidence)
-        row_bytes = max(side.row_bytes() for side in rest)
-        wanted = evidence["paired_rows"] * row_bytes
+        unmatched = self._unmatched(rest_p, rest_r, evidence)
+        if unmatched is not None:
+            rest_p, rest_r = unmatched
+            if not rest_p.rows and not rest_r.rows:
+                return Verdict("match", rows_agree(n_p), evidence)
+        row_bytes = max(side.row_bytes() for side in (rest_p, rest_r))
+        wanted = (rest_p.rows + rest_r.rows) * row_bytes
         # pairing holds a group several times over (casts, DuckDB's hash tables); below
         # a few MiB a group costs more in set-up than in pairing
         group_bytes = max(_MIN_GROUP_BYTES, self.memory_bytes // 16)
@@ -310,6 +329,36 @@ class StreamingComparison:
         verdicts = [self._judge_group(p, r, edges, aligned) for p, r in
                     self._groups(rest_p, rest_r, route, groups, group_bytes, evidence)]
         return _merged(verdicts, n_p, n_r, self.opts, evidence)
+
+    def _unmatched(self, primary: SpilledAnswer, reference: SpilledAnswer,
+                   evidence: dict[str, Any]) -> tuple[SpilledAnswer, SpilledAnswer] | None:
+        """The rows of each side without a partner equal by value on the other
+        (:func:`gateway.verify.row_match.unmatched_rows`), as sides of their own; None where
+        that is not asked (a column's type differs between the sides, or the kernel does
+        not read it). Rows equal by value cancel in the pairing all the same."""
+        from gateway.verify.row_match import unmatched_rows
+
+        columns = self._compared_columns(primary, reference)
+        if not columns or any(t is not None for _, t in columns):
+            return None
+        batches = [list(primary.batches()), list(reference.batches())]
+        left = unmatched_rows(batches[0], batches[1], [i for i, _ in columns], self.folder,
+                              max(1 << 20, self.memory_bytes // 16))
+        if left is None:
+            return None
+        evidence["matched_by_values"] = primary.rows + reference.rows - len(left[0]) - \
+            len(left[1])
+        if len(left[0]) == primary.rows and len(left[1]) == reference.rows:
+            return primary, reference
+        sides = []
+        for side, side_batches, rows in zip((primary, reference), batches, left, strict=True):
+            assert side.schema is not None
+            out = self.side()
+            for part in _rows_of(side_batches, rows):
+                out.add(part)
+            out.finish(side.schema)
+            sides.append(out)
+        return sides[0], sides[1]
 
     def _groups(self, primary: SpilledAnswer, reference: SpilledAnswer, route: Route,
                 groups: int, group_bytes: int, evidence: dict[str, Any]
@@ -425,6 +474,24 @@ class StreamingComparison:
         from gateway.verify.row_pairing import rows_agree
 
         return Verdict("match", f"{rows_agree(primary.rows)}{message}", evidence)
+
+
+def _rows_of(batches: list[pa.RecordBatch], rows: pa.Array) -> Iterator[pa.RecordBatch]:
+    """The rows ``rows`` (ascending int64 indices over ``batches`` in order), batch by batch."""
+    import bisect
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    at = memoryview(rows.buffers()[1]).cast("q")[rows.offset:rows.offset + len(rows)]
+    start = first = 0
+    for batch in batches:
+        stop = start + batch.num_rows
+        last = bisect.bisect_left(at, stop, first)
+        if last > first:
+            taken = pc.subtract(rows.slice(first, last - first), pa.scalar(start, pa.int64()))
+            yield batch.take(taken)
+        start, first = stop, last
 
 
 def _tables(side: SpilledAnswer) -> Iterator[pa.Table]:

@@ -1,0 +1,726 @@
+/*
+ * gateway.verify._row_match: pairs the rows of two answers by their values, reading Arrow's
+ * C data in place (memory-mapped spills are not copied into the process).
+ *
+ * Used by gateway/verify/row_match.py (the contract is there). Each row of each side is
+ * encoded as bytes (a NULL as one byte, a value as its bytes after its length: two rows of
+ * one type encode alike exactly when their values are equal), hashed, and written with its
+ * index to the file of its range of hashes, both sides read once. Then a range at a time
+ * (each a few MiB, in cache), each reference row is given the first primary row of its hash
+ * whose bytes equal its own, and both are proven. The hash only offers candidates: bytes
+ * decide. What is left without an equal partner goes to the pairing.
+ *
+ * Never looser than the comparator's equality: NULL equals NULL, a row holding a NaN is
+ * never proven, -0.0 is written as 0.0 (the caller asks only with signed_zero_equal), and
+ * maps compare as stored (their entries are in key order once spilled).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+
+enum { K_NULL, K_BOOL, K_INT, K_UINT, K_FIXED, K_F32, K_F64, K_BIN32, K_BIN64, K_LIST32,
+       K_LIST64, K_FLIST, K_STRUCT };
+
+typedef struct Type {
+    int kind;
+    int64_t width; /* bytes of a K_INT, K_UINT or K_FIXED value; values of a K_FLIST */
+    int64_t n_children;
+    struct Type *children;
+} Type;
+
+typedef struct View {
+    const uint8_t *valid; /* NULL: no NULLs */
+    const uint8_t *b1;    /* values, or offsets */
+    const uint8_t *b2;    /* bytes of a binary */
+    int64_t off;
+    struct View *children;
+} View;
+
+#define K1 0x9E3779B97F4A7C15ULL
+
+static inline uint64_t mix(uint64_t h, uint64_t v) {
+    h = (h ^ v) * K1;
+    return h ^ (h >> 32);
+}
+
+static inline uint64_t fmix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
+static inline int bit(const uint8_t *bits, int64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
+
+/* -- types ------------------------------------------------------------------------------ */
+static void free_type(Type *t) {
+    for (int64_t c = 0; c < t->n_children; c++) free_type(&t->children[c]);
+    free(t->children);
+    t->children = NULL;
+    t->n_children = 0;
+}
+
+/* The type of ``s``; 0 when it is not one this module reads (the caller falls back). */
+static int parse_type(const struct ArrowSchema *s, Type *t) {
+    const char *f = s->format;
+    memset(t, 0, sizeof(*t));
+    if (s->dictionary != NULL) return 0;
+    t->kind = K_INT;
+    if (!strcmp(f, "n")) t->kind = K_NULL;
+    else if (!strcmp(f, "b")) t->kind = K_BOOL;
+    else if (!strcmp(f, "c")) t->width = 1;
+    else if (!strcmp(f, "s")) t->width = 2;
+    else if (!strcmp(f, "i") || !strcmp(f, "tdD") || !strcmp(f, "tts") || !strcmp(f, "ttm") ||
+             !strcmp(f, "tiM")) t->width = 4;
+    else if (!strcmp(f, "l") || !strcmp(f, "tdm") || !strcmp(f, "ttu") || !strcmp(f, "ttn") ||
+             !strncmp(f, "ts", 2) || !strncmp(f, "tD", 2)) t->width = 8;
+    else if (!strcmp(f, "C") || !strcmp(f, "S") || !strcmp(f, "I") || !strcmp(f, "L")) {
+        t->kind = K_UINT;
+        t->width = f[0] == 'C' ? 1 : f[0] == 'S' ? 2 : f[0] == 'I' ? 4 : 8;
+    } else if (!strcmp(f, "tiD")) {
+        t->kind = K_FIXED;
+        t->width = 8;
+    } else if (!strcmp(f, "tin")) {
+        t->kind = K_FIXED;
+        t->width = 16;
+    }
+    else if (!strcmp(f, "f")) t->kind = K_F32;
+    else if (!strcmp(f, "g")) t->kind = K_F64;
+    else if (!strcmp(f, "z") || !strcmp(f, "u")) t->kind = K_BIN32;
+    else if (!strcmp(f, "Z") || !strcmp(f, "U")) t->kind = K_BIN64;
+    else if (!strncmp(f, "d:", 2)) {
+        const char *last = strrchr(f, ',');
+        const char *first = strchr(f, ',');
+        t->kind = K_FIXED;
+        t->width = 16;
+        if (last != NULL && last != first) {
+            long bits = strtol(last + 1, NULL, 10);
+            if (bits != 32 && bits != 64 && bits != 128 && bits != 256) return 0;
+            t->width = bits / 8;
+        }
+    } else if (!strncmp(f, "w:", 2)) {
+        t->kind = K_FIXED;
+        t->width = strtol(f + 2, NULL, 10);
+        if (t->width <= 0) return 0;
+    } else if (!strcmp(f, "+l") || !strcmp(f, "+m")) t->kind = K_LIST32;
+    else if (!strcmp(f, "+L")) t->kind = K_LIST64;
+    else if (!strncmp(f, "+w:", 3)) {
+        t->kind = K_FLIST;
+        t->width = strtol(f + 3, NULL, 10);
+        if (t->width < 0) return 0;
+    } else if (!strcmp(f, "+s")) t->kind = K_STRUCT;
+    else return 0;
+    int nested = t->kind == K_LIST32 || t->kind == K_LIST64 || t->kind == K_FLIST;
+    if (nested && s->n_children != 1) return 0;
+    if (nested || t->kind == K_STRUCT) {
+        t->n_children = s->n_children;
+        t->children = calloc(s->n_children ? s->n_children : 1, sizeof(Type));
+        if (t->children == NULL) return 0;
+        for (int64_t c = 0; c < s->n_children; c++) {
+            if (!parse_type(s->children[c], &t->children[c])) {
+                free_type(t);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static int same_format(const struct ArrowSchema *a, const struct ArrowSchema *b) {
+    if (strcmp(a->format, b->format) || a->n_children != b->n_children ||
+        (a->dictionary == NULL) != (b->dictionary == NULL))
+        return 0;
+    for (int64_t c = 0; c < a->n_children; c++)
+        if (!same_format(a->children[c], b->children[c])) return 0;
+    return 1;
+}
+
+/* -- views of one batch's arrays -------------------------------------------------------- */
+static void free_view(const Type *t, View *v) {
+    if (v->children == NULL) return;
+    for (int64_t c = 0; c < t->n_children; c++) free_view(&t->children[c], &v->children[c]);
+    free(v->children);
+    v->children = NULL;
+}
+
+static int make_view(const Type *t, const struct ArrowArray *a, View *v) {
+    memset(v, 0, sizeof(*v));
+    v->off = a->offset;
+    if (t->kind == K_NULL) return 1;
+    if (a->n_buffers < 1) return 0;
+    v->valid = a->null_count == 0 ? NULL : (const uint8_t *)a->buffers[0];
+    if (t->kind == K_BOOL || t->kind == K_INT || t->kind == K_UINT || t->kind == K_FIXED ||
+        t->kind == K_F32 || t->kind == K_F64 ||
+        t->kind == K_BIN32 || t->kind == K_BIN64 || t->kind == K_LIST32 || t->kind == K_LIST64) {
+        if (a->n_buffers < 2) return 0;
+        v->b1 = (const uint8_t *)a->buffers[1];
+    }
+    if (t->kind == K_BIN32 || t->kind == K_BIN64) {
+        if (a->n_buffers < 3) return 0;
+        v->b2 = (const uint8_t *)a->buffers[2];
+    }
+    if (t->n_children) {
+        if (a->n_children != t->n_children) return 0;
+        v->children = calloc(t->n_children, sizeof(View));
+        if (v->children == NULL) return 0;
+        for (int64_t c = 0; c < t->n_children; c++)
+            if (!make_view(&t->children[c], a->children[c], &v->children[c])) return 0;
+    }
+    return 1;
+}
+
+/* -- a row's bytes: equal rows, and only they, encode alike ------------------------------ */
+typedef struct Bytes {
+    uint8_t *at;
+    size_t used, size;
+} Bytes;
+
+static int grow(Bytes *b, size_t more) {
+    if (b->used + more <= b->size) return 1;
+    size_t size = b->size ? b->size : 256;
+    while (size < b->used + more) size *= 2;
+    uint8_t *at = realloc(b->at, size);
+    if (at == NULL) return 0;
+    b->at = at;
+    b->size = size;
+    return 1;
+}
+
+static inline int put(Bytes *b, const void *from, size_t n) {
+    if (b->used + n > b->size && !grow(b, n)) return -1;
+    memcpy(b->at + b->used, from, n);
+    b->used += n;
+    return 1;
+}
+
+static inline int put_byte(Bytes *b, uint8_t x) {
+    if (b->used == b->size && !grow(b, 1)) return -1;
+    b->at[b->used++] = x;
+    return 1;
+}
+
+/* a length or an integer, seven bits a byte (one way only: equal numbers, equal bytes) */
+static inline int put_length(Bytes *b, uint64_t n) {
+    if (!grow(b, 10)) return -1;
+    while (n >= 0x80) {
+        b->at[b->used++] = (uint8_t)(n | 0x80);
+        n >>= 7;
+    }
+    b->at[b->used++] = (uint8_t)n;
+    return 1;
+}
+
+/* Appends value ``i`` of ``v``: a NULL is one byte 0 (what it hides is not read), a value
+   is byte 1 and its bytes, self-delimiting (lengths before bytes and elements), so that
+   two rows of one type encode alike exactly when their values are equal. 1: done; 0: a
+   NaN (never equal: the row is left to the pairing); -1: out of memory. */
+static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
+    int64_t j = v->off + i;
+    if (t->kind == K_NULL || (v->valid != NULL && !bit(v->valid, j))) return put_byte(out, 0);
+    if (put_byte(out, 1) < 0) return -1;
+    switch (t->kind) {
+    case K_BOOL:
+        return put_byte(out, (uint8_t)bit(v->b1, j));
+    case K_INT: {
+        int64_t x;
+        switch (t->width) {
+        case 1: x = ((const int8_t *)v->b1)[j]; break;
+        case 2: x = ((const int16_t *)v->b1)[j]; break;
+        case 4: x = ((const int32_t *)v->b1)[j]; break;
+        default: x = ((const int64_t *)v->b1)[j]; break;
+        }
+        /* small magnitudes in few bytes: zigzag, then seven bits a byte */
+        return put_length(out, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63));
+    }
+    case K_UINT: {
+        uint64_t x;
+        switch (t->width) {
+        case 1: x = ((const uint8_t *)v->b1)[j]; break;
+        case 2: x = ((const uint16_t *)v->b1)[j]; break;
+        case 4: x = ((const uint32_t *)v->b1)[j]; break;
+        default: x = ((const uint64_t *)v->b1)[j]; break;
+        }
+        return put_length(out, x);
+    }
+    case K_FIXED:
+        switch (t->width) {  /* (a constant size: no call) */
+        case 4: return put(out, v->b1 + 4 * j, 4);
+        case 8: return put(out, v->b1 + 8 * j, 8);
+        default: return put(out, v->b1 + t->width * j, (size_t)t->width);
+        }
+    case K_F32: {
+        float x;
+        memcpy(&x, v->b1 + 4 * j, 4);
+        if (x != x) return 0;
+        if (x == 0) x = 0; /* -0.0 equals 0.0 (asked only with signed_zero_equal) */
+        return put(out, &x, 4);
+    }
+    case K_F64: {
+        double x;
+        memcpy(&x, v->b1 + 8 * j, 8);
+        if (x != x) return 0;
+        if (x == 0) x = 0;
+        return put(out, &x, 8);
+    }
+    case K_BIN32: {
+        const int32_t *o = (const int32_t *)v->b1;
+        int32_t n = o[j + 1] - o[j];
+        if (put_length(out, (uint64_t)n) < 0) return -1;
+        return put(out, v->b2 + o[j], (size_t)n);
+    }
+    case K_BIN64: {
+        const int64_t *o = (const int64_t *)v->b1;
+        int64_t n = o[j + 1] - o[j];
+        if (put_length(out, (uint64_t)n) < 0) return -1;
+        return put(out, v->b2 + o[j], (size_t)n);
+    }
+    case K_LIST32:
+    case K_LIST64: {
+        int64_t start, stop;
+        if (t->kind == K_LIST32) {
+            start = ((const int32_t *)v->b1)[j];
+            stop = ((const int32_t *)v->b1)[j + 1];
+        } else {
+            start = ((const int64_t *)v->b1)[j];
+            stop = ((const int64_t *)v->b1)[j + 1];
+        }
+        if (put_length(out, (uint64_t)(stop - start)) < 0) return -1;
+        for (int64_t k = start; k < stop; k++) {
+            int done = encode_value(&t->children[0], &v->children[0], k, out);
+            if (done != 1) return done;
+        }
+        return 1;
+    }
+    case K_FLIST:
+        for (int64_t k = 0; k < t->width; k++) {
+            int done = encode_value(&t->children[0], &v->children[0], j * t->width + k, out);
+            if (done != 1) return done;
+        }
+        return 1;
+    case K_STRUCT:
+        for (int64_t c = 0; c < t->n_children; c++) {
+            int done = encode_value(&t->children[c], &v->children[c], j, out);
+            if (done != 1) return done;
+        }
+        return 1;
+    }
+    return 1;
+}
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n) {
+    uint64_t h = mix(0, (uint64_t)n);
+    while (n >= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        h = mix(h, x);
+        p += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t x = 0;
+        memcpy(&x, p, n);
+        h = mix(h, x);
+    }
+    return fmix(h);
+}
+
+/* -- one side: its batches, the columns compared ---------------------------------------- */
+typedef struct Side {
+    Py_ssize_t n_batches;
+    int64_t rows;
+    int64_t *starts;  /* the first row of each batch, and the rows after the last */
+    View *views;      /* n_batches x n_columns: each batch's view of each column */
+} Side;
+
+typedef struct Columns {
+    Py_ssize_t n;
+    Py_ssize_t *index;
+    Type *types;
+} Columns;
+
+static void free_side(Side *s, const Columns *cols) {
+    if (s->views != NULL)
+        for (Py_ssize_t b = 0; b < s->n_batches; b++)
+            for (Py_ssize_t c = 0; c < cols->n; c++)
+                free_view(&cols->types[c], &s->views[b * cols->n + c]);
+    free(s->views);
+    free(s->starts);
+    memset(s, 0, sizeof(*s));
+}
+
+static int capsules(PyObject *pair, struct ArrowSchema **schema, struct ArrowArray **array) {
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a batch is a (schema, array) pair of capsules");
+        return 0;
+    }
+    *schema = PyCapsule_GetPointer(PyTuple_GET_ITEM(pair, 0), "arrow_schema");
+    if (*schema == NULL) return 0;
+    *array = PyCapsule_GetPointer(PyTuple_GET_ITEM(pair, 1), "arrow_array");
+    return *array != NULL;
+}
+
+/* 1: read; 0: a Python error is set; -1: a type or layout this module does not read */
+static int read_side(PyObject *batches, const Columns *cols, const struct ArrowSchema *like,
+                     Side *s) {
+    memset(s, 0, sizeof(*s));
+    s->n_batches = PyList_GET_SIZE(batches);
+    s->starts = calloc((size_t)s->n_batches + 1, sizeof(int64_t));
+    s->views = calloc((size_t)(s->n_batches * cols->n) + 1, sizeof(View));
+    if (s->starts == NULL || s->views == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    for (Py_ssize_t b = 0; b < s->n_batches; b++) {
+        struct ArrowSchema *schema;
+        struct ArrowArray *array;
+        if (!capsules(PyList_GET_ITEM(batches, b), &schema, &array)) return 0;
+        if (strcmp(schema->format, "+s")) return -1;
+        s->starts[b + 1] = s->starts[b] + array->length;
+        for (Py_ssize_t c = 0; c < cols->n; c++) {
+            Py_ssize_t i = cols->index[c];
+            View *v = &s->views[b * cols->n + c];
+            if (i >= schema->n_children || i >= array->n_children) return -1;
+            if (!same_format(schema->children[i], like->children[i])) return -1;
+            if (!make_view(&cols->types[c], array->children[i], v)) return -1;
+            v->off += array->offset; /* a batch's offset is its columns' too */
+        }
+    }
+    s->rows = s->starts[s->n_batches];
+    return 1;
+}
+
+/* -- routing each side's rows to files, a range of hashes each ----------------------------- */
+/* A record: the row's hash, its index, its bytes' length, its bytes (padded to 8). */
+typedef struct Record {
+    uint64_t hash;
+    uint32_t row;
+    uint32_t n;
+} Record;
+
+#define WRITE_BUFFER (1 << 16)
+
+typedef struct Parts {
+    uint32_t n;
+    FILE **files;
+    Bytes *buffers;
+} Parts;
+
+static inline uint32_t part_of(uint64_t h, uint32_t parts) {
+    return (uint32_t)(((h >> 32) * (uint64_t)parts) >> 32);
+}
+
+static void part_path(char *out, size_t size, const char *folder, int side, uint32_t part) {
+    snprintf(out, size, "%s/rows-%d-%u", folder, side, part);
+}
+
+static int flush_part(Parts *ps, uint32_t part) {
+    Bytes *b = &ps->buffers[part];
+    if (b->used && fwrite(b->at, 1, b->used, ps->files[part]) != b->used) return 0;
+    b->used = 0;
+    return 1;
+}
+
+/* Writes every row of ``s`` to the file of its hash's range; a row holding a NaN goes to
+   none (it stays unproven). 1: done; 0: out of memory; -1: a file could not be written. */
+static int route_side(const Side *s, const Columns *cols, Parts *ps, uint64_t mask) {
+    Bytes row = {0};
+    int done = 1;
+    for (Py_ssize_t b = 0; b < s->n_batches && done == 1; b++) {
+        int64_t first = s->starts[b], n = s->starts[b + 1] - first;
+        const View *views = &s->views[b * cols->n];
+        for (int64_t i = 0; i < n; i++) {
+            row.used = 0;
+            int encoded = 1;
+            for (Py_ssize_t c = 0; c < cols->n && encoded == 1; c++)
+                encoded = encode_value(&cols->types[c], &views[c], i, &row);
+            if (encoded < 0) { done = 0; break; }
+            if (encoded == 0) continue;
+            Record head = {hash_bytes(row.at, row.used) & mask, (uint32_t)(first + i),
+                           (uint32_t)row.used};
+            uint32_t part = part_of(head.hash, ps->n);
+            Bytes *out = &ps->buffers[part];
+            size_t padded = (row.used + 7) & ~(size_t)7;
+            if (!grow(out, sizeof(head) + padded)) { done = 0; break; }
+            memcpy(out->at + out->used, &head, sizeof(head));
+            memcpy(out->at + out->used + sizeof(head), row.at, row.used);
+            memset(out->at + out->used + sizeof(head) + row.used, 0, padded - row.used);
+            out->used += sizeof(head) + padded;
+            if (out->used >= WRITE_BUFFER && !flush_part(ps, part)) { done = -1; break; }
+        }
+    }
+    for (uint32_t part = 0; part < ps->n && done == 1; part++)
+        if (!flush_part(ps, part)) done = -1;
+    free(row.at);
+    return done;
+}
+
+static void close_parts(Parts *ps) {
+    for (uint32_t part = 0; part < ps->n; part++) {
+        if (ps->files[part] != NULL) fclose(ps->files[part]);
+        free(ps->buffers[part].at);
+    }
+    free(ps->files);
+    free(ps->buffers);
+    memset(ps, 0, sizeof(*ps));
+}
+
+static int open_parts(Parts *ps, uint32_t n, const char *folder, int side) {
+    char path[4096];
+    ps->n = n;
+    ps->files = calloc(n, sizeof(FILE *));
+    ps->buffers = calloc(n, sizeof(Bytes));
+    if (ps->files == NULL || ps->buffers == NULL) return 0;
+    for (uint32_t part = 0; part < n; part++) {
+        part_path(path, sizeof(path), folder, side, part);
+        ps->files[part] = fopen(path, "wb");
+        if (ps->files[part] == NULL) return -1;
+    }
+    return 1;
+}
+
+/* The whole file of one side's range of hashes, read into ``into``; removed. */
+static int read_part(const char *folder, int side, uint32_t part, Bytes *into) {
+    char path[4096];
+    part_path(path, sizeof(path), folder, side, part);
+    FILE *f = fopen(path, "rb");
+    into->used = 0;
+    if (f == NULL) return -1;
+    int done = 1;
+    for (;;) {
+        if (!grow(into, WRITE_BUFFER)) { done = 0; break; }
+        size_t got = fread(into->at + into->used, 1, into->size - into->used, f);
+        into->used += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) done = -1;
+    fclose(f);
+    remove(path);
+    return done;
+}
+
+/* -- pairing one range's rows ------------------------------------------------------------ */
+#define NONE UINT32_MAX
+/* a reference record walks at most this many records of its hash (records of one hash that
+   are not equal are collisions: this keeps a forced run of them from being quadratic) */
+#define MAX_WALK 64
+
+/* a hash of the range, and the first of its primary records not yet given out */
+typedef struct Entry {
+    uint64_t hash;
+    uint32_t head;
+} Entry;
+
+/* Gives each reference record of a range the first primary record of its hash with the same
+   bytes, which leaves its chain; marks both rows proven. 0: out of memory. */
+static int pair_part(const Bytes *p, const Bytes *r, uint8_t *p_done, uint8_t *r_done) {
+    uint32_t records = 0;
+    for (size_t at = 0; at < p->used; records++) {
+        const Record *head = (const Record *)(p->at + at);
+        at += sizeof(Record) + ((head->n + 7) & ~(size_t)7);
+    }
+    if (records == 0) return 1;
+    size_t slots = 1024;
+    while (slots < (size_t)records * 2) slots *= 2;
+    size_t mask = slots - 1;
+    uint32_t *table = calloc(slots, 4); /* an entry + 1; 0: free */
+    Entry *entries = malloc((size_t)records * sizeof(Entry));
+    uint32_t *next = malloc((size_t)records * 4);
+    uint32_t *where = malloc((size_t)records * 4);
+    if (table == NULL || entries == NULL || next == NULL || where == NULL) {
+        free(table); free(entries); free(next); free(where);
+        return 0;
+    }
+    uint32_t k = 0, used = 0;
+    for (size_t at = 0; at < p->used; k++) {
+        const Record *head = (const Record *)(p->at + at);
+        where[k] = (uint32_t)at;
+        size_t s = head->hash & mask;
+        while (table[s] != 0 && entries[table[s] - 1].hash != head->hash) s = (s + 1) & mask;
+        if (table[s] == 0) {
+            entries[used].hash = head->hash;
+            entries[used].head = NONE;
+            table[s] = ++used;
+        }
+        Entry *e = &entries[table[s] - 1];
+        next[k] = e->head;
+        e->head = k;
+        at += sizeof(Record) + ((head->n + 7) & ~(size_t)7);
+    }
+    for (size_t at = 0; at < r->used;) {
+        const Record *head = (const Record *)(r->at + at);
+        const uint8_t *bytes = r->at + at + sizeof(Record);
+        at += sizeof(Record) + ((head->n + 7) & ~(size_t)7);
+        size_t s = head->hash & mask;
+        while (table[s] != 0 && entries[table[s] - 1].hash != head->hash) s = (s + 1) & mask;
+        if (table[s] == 0) continue;
+        Entry *e = &entries[table[s] - 1];
+        uint32_t prev = NONE, cur = e->head;
+        for (int walked = 0; cur != NONE && walked < MAX_WALK; walked++) {
+            const Record *other = (const Record *)(p->at + where[cur]);
+            if (other->n == head->n && !memcmp(other + 1, bytes, head->n)) {
+                if (prev == NONE) e->head = next[cur];
+                else next[prev] = next[cur];
+                p_done[other->row] = 1;
+                r_done[head->row] = 1;
+                break;
+            }
+            prev = cur;
+            cur = next[cur];
+        }
+    }
+    free(table);
+    free(entries);
+    free(next);
+    free(where);
+    return 1;
+}
+
+static PyObject *left_rows(const uint8_t *done, int64_t n) {
+    int64_t left = 0;
+    for (int64_t i = 0; i < n; i++) left += !done[i];
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(left * 8));
+    if (out == NULL) return NULL;
+    int64_t *at = (int64_t *)PyBytes_AS_STRING(out);
+    for (int64_t i = 0; i < n; i++)
+        if (!done[i]) *at++ = i;
+    return out;
+}
+
+static PyObject *prove(PyObject *self, PyObject *args) {
+    PyObject *p_batches, *r_batches, *columns, *result = NULL;
+    const char *folder;
+    unsigned int parts;
+    unsigned long long hash_mask;
+    if (!PyArg_ParseTuple(args, "O!O!O!sIK", &PyList_Type, &p_batches, &PyList_Type,
+                          &r_batches, &PyTuple_Type, &columns, &folder, &parts, &hash_mask))
+        return NULL;
+    Columns cols = {0};
+    Side sides[2] = {{0}, {0}};
+    uint8_t *done[2] = {NULL, NULL};
+    Parts routed = {0};
+    Bytes held[2] = {{0}, {0}};
+    struct ArrowSchema *like_p, *like_r;
+    struct ArrowArray *unused;
+    int ok = 1;
+    if (parts == 0) parts = 1;
+    if (PyList_GET_SIZE(p_batches) == 0 || PyList_GET_SIZE(r_batches) == 0) {
+        result = Py_NewRef(Py_None);
+        goto finally;
+    }
+    if (!capsules(PyList_GET_ITEM(p_batches, 0), &like_p, &unused) ||
+        !capsules(PyList_GET_ITEM(r_batches, 0), &like_r, &unused))
+        goto finally;
+    cols.n = PyTuple_GET_SIZE(columns);
+    cols.index = calloc((size_t)cols.n + 1, sizeof(Py_ssize_t));
+    cols.types = calloc((size_t)cols.n + 1, sizeof(Type));
+    if (cols.index == NULL || cols.types == NULL) {
+        PyErr_NoMemory();
+        goto finally;
+    }
+    for (Py_ssize_t c = 0; c < cols.n; c++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(columns, c));
+        if (i == -1 && PyErr_Occurred()) goto finally;
+        if (i < 0 || i >= like_p->n_children || i >= like_r->n_children ||
+            !same_format(like_p->children[i], like_r->children[i]) ||
+            !parse_type(like_p->children[i], &cols.types[c])) {
+            cols.n = c;
+            result = Py_NewRef(Py_None);
+            goto finally;
+        }
+        cols.index[c] = i;
+    }
+    for (int side = 0; side < 2; side++) {
+        int read = read_side(side ? r_batches : p_batches, &cols, like_p, &sides[side]);
+        if (read != 1) {
+            if (read == -1) result = Py_NewRef(Py_None);
+            goto finally;
+        }
+        if (sides[side].rows >= (int64_t)NONE) {
+            result = Py_NewRef(Py_None);
+            goto finally;
+        }
+        done[side] = calloc((size_t)sides[side].rows + 1, 1);
+        if (done[side] == NULL) {
+            PyErr_NoMemory();
+            goto finally;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (int side = 0; side < 2 && ok == 1; side++) {
+        ok = open_parts(&routed, parts, folder, side);
+        if (ok == 1) ok = route_side(&sides[side], &cols, &routed, (uint64_t)hash_mask);
+        close_parts(&routed);
+    }
+    for (uint32_t part = 0; part < parts; part++) {
+        /* every file is read, so that every one is removed */
+        for (int side = 0; side < 2; side++) {
+            int read = read_part(folder, side, part, &held[side]);
+            if (ok == 1) ok = read;
+        }
+        if (ok == 1 && !pair_part(&held[0], &held[1], done[0], done[1])) ok = 0;
+    }
+    Py_END_ALLOW_THREADS
+    if (ok != 1) {
+        if (ok == 0) PyErr_NoMemory();
+        else PyErr_SetFromErrno(PyExc_OSError);
+        goto finally;
+    }
+    PyObject *p_left = left_rows(done[0], sides[0].rows);
+    PyObject *r_left = p_left == NULL ? NULL : left_rows(done[1], sides[1].rows);
+    if (r_left != NULL) result = PyTuple_Pack(2, p_left, r_left);
+    Py_XDECREF(p_left);
+    Py_XDECREF(r_left);
+finally:
+    for (int side = 0; side < 2; side++) {
+        free(done[side]);
+        free(held[side].at);
+        free_side(&sides[side], &cols);
+    }
+    for (Py_ssize_t c = 0; c < cols.n; c++) free_type(&cols.types[c]);
+    free(cols.types);
+    free(cols.index);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"prove", prove, METH_VARARGS,
+     "prove(primary, reference, columns, folder, parts, hash_mask): the rows of each side "
+     "left without an equal partner (int64 bytes), or None when a column's type is not read "
+     "here; see gateway/verify/row_match.py"},
+    {NULL},
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_row_match",
+                                       "Rows of two Arrow answers paired by hash, proven by value",
+                                       -1, module_methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__row_match(void) { return PyModule_Create(&moduledef); }

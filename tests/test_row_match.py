@@ -1,0 +1,216 @@
+"""The row matcher: shuffled streamed answers paired by their values in C (issue 37).
+
+:mod:`gateway.verify.row_match` gives each reference row a primary row whose values equal
+its own, found through a hash, and proves both; only the rows left without one are paired.
+A hash never proves anything here: collisions, NaNs, NULLs that hash or look alike and
+duplicates must all keep the verdicts the comparator gives in memory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import random
+
+import pyarrow as pa
+import pytest
+
+from gateway.verify import row_match
+from gateway.verify.compare import compare_tables
+from gateway.verify.compare_stream import compare_streams
+from gateway.verify.verdict import CompareOptions
+
+ROWS = 3000
+
+_MAP = pa.map_(pa.string(), pa.int64())
+_INNER = pa.struct([("a", pa.int64()), ("m", _MAP)])
+
+
+def _answer(rows: int = ROWS, reversed_maps: bool = False) -> pa.Table:
+    """Rows with a LIST, a LARGE_LIST, a FIXED_SIZE_LIST, a STRUCT, a MAP and a LIST of
+    STRUCTs holding a MAP, with NULLs at every level (a NULL list, ``[]``, ``[NULL]``, a
+    NULL struct, a struct of NULLs, a NULL map, an empty map)."""
+    def entries(i: int) -> list[tuple[str, int]]:
+        pairs = [("k", i % 11), ("z", i % 5)]
+        return pairs[::-1] if reversed_maps else pairs
+
+    def listed(i: int) -> list[int | None] | None:
+        return None if i % 10 == 0 else [] if i % 7 == 0 else [None] if i % 11 == 0 \
+            else [i % 100, i]
+
+    def struct(i: int) -> dict[str, object] | None:
+        return None if i % 13 == 0 else {"a": None, "b": None} if i % 17 == 0 \
+            else {"a": i % 13, "b": f"x{i % 17}"}
+
+    return pa.table({
+        "id": pa.array(range(rows), pa.int64()),
+        "s": pa.array([None if i % 23 == 0 else str(i % 7) for i in range(rows)]),
+        "f": pa.array([i * 1.5 for i in range(rows)]),
+        "l": pa.array([listed(i) for i in range(rows)], pa.list_(pa.int64())),
+        "ll": pa.array([[str(i), None] if i % 3 else [] for i in range(rows)],
+                       pa.large_list(pa.large_string())),
+        "fl": pa.array([[i % 4, None] if i % 5 else None for i in range(rows)],
+                       pa.list_(pa.int32(), 2)),
+        "st": pa.array([struct(i) for i in range(rows)],
+                       pa.struct([("a", pa.int64()), ("b", pa.string())])),
+        "m": pa.array([None if i % 9 == 0 else [] if i % 19 == 0 else entries(i)
+                       for i in range(rows)], _MAP),
+        "ls": pa.array([[{"a": i % 3, "m": entries(i)}] if i % 4 else None
+                        for i in range(rows)], pa.list_(_INNER)),
+    })
+
+
+def _shuffled(table: pa.Table, seed: int = 1) -> pa.Table:
+    order = list(range(table.num_rows))
+    random.Random(seed).shuffle(order)
+    return table.take(pa.array(order))
+
+
+def _with(table: pa.Table, row: int, column: str, value: object) -> pa.Table:
+    """``table`` with one cell replaced."""
+    values = table.column(column).to_pylist()
+    values[row] = value
+    i = table.schema.get_field_index(column)
+    return table.set_column(i, table.schema.field(i), pa.array(values, table.schema.field(i).type))
+
+
+def _streamed(p: pa.Table, r: pa.Table, options: CompareOptions | None = None) -> object:
+    return compare_streams(p.to_batches(700), r.to_batches(1000), p.schema, r.schema,
+                           options=options, memory_bytes=1 << 20)
+
+
+def _assert_as_in_memory(p: pa.Table, r: pa.Table, options: CompareOptions | None = None):
+    verdict = _streamed(p, r, options)
+    in_memory = compare_tables(p, r, options=options)
+    assert verdict.category == in_memory.category, (verdict.message, in_memory.message)
+    for count in ("missing_count", "extra_count", "changed_count"):
+        assert verdict.evidence.get(count) == in_memory.evidence.get(count), count
+    return verdict
+
+
+def test_shuffled_equal_nested_answers_are_matched_by_value_without_pairing():
+    reference = _answer()
+    primary = _shuffled(_answer(reversed_maps=True))
+    verdict = _streamed(primary, reference)
+    assert verdict.category == "match", verdict.message
+    assert verdict.evidence["matched_by_values"] == 2 * ROWS
+    assert "pairing_groups" not in verdict.evidence  # nothing was left to pair
+
+
+@pytest.mark.parametrize("column, value", [
+    ("l", [5, -1]),                                  # a list's element
+    ("m", [("k", 99), ("z", 1)]),                    # a value inside a map
+    ("m", [("q", 6), ("z", 1)]),                     # a key of a map
+    ("ls", [{"a": 1, "m": [("k", 6), ("z", 2)]}]),   # a map inside a list of structs
+    ("st", {"a": 5, "b": "x6"}),                     # a struct's field
+    ("ll", ["5", "5"]),                              # NULL against a string in a large list
+    ("fl", [1, 1]),                                  # NULL against 1 in a fixed-size list
+])
+def test_one_differing_nested_value_is_left_to_the_pairing(column, value):
+    reference = _answer()
+    primary = _shuffled(_with(_answer(reversed_maps=True), 5, column, value))
+    verdict = _assert_as_in_memory(primary, reference)
+    assert verdict.category == "values"
+    assert verdict.evidence["matched_by_values"] == 2 * ROWS - 2
+
+
+@pytest.mark.parametrize("row, column, value", [
+    (10, "l", []),                   # a NULL list against []
+    (70, "l", [None]),               # [] against [NULL]
+    (10, "l", [None]),               # a NULL list against [NULL]
+    (13, "st", {"a": None, "b": None}),  # a NULL struct against a struct of NULLs
+    (17, "st", None),                # a struct of NULLs against a NULL struct
+    (9, "m", []),                    # a NULL map against an empty one
+    (23, "s", ""),                   # a NULL string against ''
+])
+def test_nulls_at_each_level_are_not_taken_for_each_other(row, column, value):
+    reference = _answer()
+    primary = _shuffled(_with(_answer(), row, column, value))
+    verdict = _assert_as_in_memory(primary, reference)
+    assert verdict.category == "values"
+    assert verdict.evidence["matched_by_values"] == 2 * ROWS - 2
+
+
+def test_duplicate_rows_are_each_given_one_partner():
+    base = _answer(300)
+    doubled = pa.concat_tables([base, base.slice(0, 100)])
+    other = pa.concat_tables([base, base.slice(100, 100)])  # as many rows, other repeats
+    verdict = _assert_as_in_memory(_shuffled(doubled), other)
+    assert verdict.category == "values"
+    assert verdict.evidence["matched_by_values"] == 2 * 300
+    same = _assert_as_in_memory(_shuffled(doubled, seed=2), doubled)
+    assert same.category == "match"
+    assert same.evidence["matched_by_values"] == 2 * 400
+
+
+@pytest.mark.parametrize("change", [False, True])
+def test_rows_whose_hashes_all_collide_are_told_apart_by_their_values(monkeypatch, change):
+    monkeypatch.setattr(row_match, "HASH_MASK", 0)
+    reference = _answer(400)
+    primary = _answer(400, reversed_maps=True)
+    if change:
+        primary = _with(primary, 7, "m", [("k", 1), ("z", 3)])
+    verdict = _assert_as_in_memory(_shuffled(primary), reference)
+    assert verdict.category == ("values" if change else "match")
+    assert verdict.evidence["matched_by_values"] > 0
+
+
+def test_nans_are_left_to_the_pairing_and_signed_zeros_follow_the_option():
+    def floats(zero: float) -> pa.Array:
+        return pa.array([float("nan") if i % 50 == 0 else zero if i == 1 else i * 1.5
+                         for i in range(500)])
+
+    reference = _answer(500).set_column(2, "f", floats(0.0))
+    primary = _shuffled(reference.set_column(2, "f", floats(-0.0)))
+    verdict = _assert_as_in_memory(primary, reference)
+    assert verdict.category == "match"
+    # the ten rows holding a NaN, on each side, were paired
+    assert verdict.evidence["matched_by_values"] == 2 * (500 - 10)
+    strict = CompareOptions(signed_zero_equal=False)
+    verdict = _assert_as_in_memory(primary, reference, strict)
+    assert verdict.category == "values"
+    assert "matched_by_values" not in verdict.evidence
+
+
+def test_flat_types_are_matched_by_value():
+    rows = 2000
+    table = pa.table({
+        "b": pa.array([i % 3 == 0 for i in range(rows)]),
+        "i8": pa.array([i % 100 for i in range(rows)], pa.int8()),
+        "u16": pa.array([i for i in range(rows)], pa.uint16()),
+        "f32": pa.array([i / 4 for i in range(rows)], pa.float32()),
+        "d": pa.array([decimal.Decimal(i) / 100 for i in range(rows)], pa.decimal128(12, 2)),
+        "day": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=i) for i in range(rows)]),
+        "ts": pa.array([dt.datetime(2020, 1, 1) + dt.timedelta(seconds=i) for i in range(rows)],
+                       pa.timestamp("us", "UTC")),
+        "bin": pa.array([bytes([i % 256]) * (i % 9) for i in range(rows)], pa.large_binary()),
+        "fixed": pa.array([i.to_bytes(4, "little") for i in range(rows)], pa.binary(4)),
+    })
+    verdict = _assert_as_in_memory(_shuffled(table), table)
+    assert verdict.category == "match"
+    assert verdict.evidence["matched_by_values"] == 2 * rows
+    changed = _assert_as_in_memory(_shuffled(_with(table, 3, "d", decimal.Decimal("9.99"))),
+                                   table)
+    assert changed.category == "values"
+    assert changed.evidence["matched_by_values"] == 2 * rows - 2
+
+
+def test_columns_of_another_type_on_each_side_are_paired_as_before():
+    table = _answer(1000)
+    narrower = table.set_column(0, "id", table.column("id").cast(pa.int32()))
+    verdict = _assert_as_in_memory(_shuffled(narrower), table)
+    assert verdict.category == "match"
+    assert "matched_by_values" not in verdict.evidence
+
+
+def test_the_rows_left_are_those_without_an_equal_partner(tmp_path):
+    p = pa.record_batch({"x": pa.array([1, 2, 3, 4, 4], pa.int64()),
+                         "l": pa.array([[1], None, [], [4], [4]])})
+    r = pa.record_batch({"x": pa.array([4, 3, 2, 9, 1], pa.int64()),
+                         "l": pa.array([[4], [], [], [9], [1]])})
+    left = row_match.unmatched_rows([p.slice(0, 2), p.slice(2)], [r], [0, 1], str(tmp_path),
+                                    1 << 20)
+    assert left is not None
+    # one of the primary's two (4, [4]) rows is the partner of the reference's one
+    assert [a.to_pylist() for a in left] in ([[1, 3], [2, 3]], [[1, 4], [2, 3]])
+    assert list(tmp_path.iterdir()) == []  # the routed rows' files are removed
