@@ -187,3 +187,21 @@ def test_absorb_and_export_refuse_states_of_other_plans(tmp_path):
         _scanner.export_columns([state, other], "s")
     with pytest.raises(ValueError):
         _scanner.export_columns([state], "q")  # a text key as integers
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 12, 1 << 24])
+def test_a_lone_text_key_in_the_record_or_the_arena_answers_as_duckdb(tmp_path, chunk_bytes):
+    """A lone text key of up to 24 bytes (its tag, length and 19 bytes) is held in its
+    group's record, a longer one in the arena: keys of 0-40 characters either side of
+    that, NULL, empty and multi-byte ones, in one table and merged across chunks."""
+    rng = random.Random(24)
+    names = [""] + ["é" * 10, "x" * 19, "y" * 20, "z" * 18 + "é"] + \
+        ["".join(rng.choice("ab") for _ in range(rng.randrange(1, 41))) for _ in range(3000)]
+    lines = ["k,v"]
+    for r in range(20000):
+        k = rng.choice(names)
+        lines.append(f"{'' if r % 53 == 0 else chr(34) + k + chr(34)},{rng.randrange(-50, 50)}")
+    path = write(tmp_path, "k.csv", "\n".join(lines) + "\n")
+    with gateway_for(path, chunk_bytes=chunk_bytes) as gw:
+        assert_same(gw, "SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo FROM t GROUP BY k")
+        assert_same(gw, "SELECT k, max(v) - min(v) AS r FROM t GROUP BY k")

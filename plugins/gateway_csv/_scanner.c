@@ -2592,21 +2592,22 @@ static void guarded_scan(Scan *sc, const MapFile *map) {
 }
 
 
-/* scan(file, start, boundary, dialect, slots, filters, keys, aggs, limit[, spill, unindexed])
+/* scan(file, start, boundary, dialect, slots, filters, keys, aggs, limit[, spill, unindexed, groups])
  *   -> (end, rows_seen, rows_out, skipped, error, payload)
  * keys/aggs None: COLUMNS mode, payload = [(validity, values, data, nulls), ...]
  * otherwise AGG mode, payload = AggState. In AGG mode, with spill >= 0, a scan that
  * stops looking its rows up (mostly new groups; from the start when unindexed) stops
  * at the first row starting spill bytes past start: end < boundary, and the caller
- * scans the rest (so a long range of many groups holds no more than spill bytes' rows).
+ * scans the rest (so a long range of many groups holds no more than spill bytes' rows);
+ * groups: the groups expected, its table's room from the start.
  * error = None or (kind, byte_offset, column_index). */
 static PyObject *scan(PyObject *mod, PyObject *args) {
     FileObject *f;
-    Py_ssize_t start, boundary, limit, spill = -1;
+    Py_ssize_t start, boundary, limit, spill = -1, groups = 0;
     int unindexed = 0;
     PyObject *dialect, *slots, *filters, *keys, *aggs;
-    if (!PyArg_ParseTuple(args, "O!nnOOOOOn|np", &FileType, &f, &start, &boundary, &dialect, &slots, &filters,
-                          &keys, &aggs, &limit, &spill, &unindexed))
+    if (!PyArg_ParseTuple(args, "O!nnOOOOOn|npn", &FileType, &f, &start, &boundary, &dialect, &slots, &filters,
+                          &keys, &aggs, &limit, &spill, &unindexed, &groups))
         return NULL;
     if (!mapfile_is_open(&f->map) || f->close_pending) return PyErr_Format(PyExc_ValueError, "the file is closed");
     Plan plan;
@@ -2655,6 +2656,12 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         st->huge = 1;
         sc->agg = st;
         st->unindexed = unindexed;
+        /* room for the groups the caller expects (another chunk's): a table grown
+         * from empty to 1e5 groups copied and zeroed twice its size on the way */
+        if (!unindexed && groups > 0 && table_reserve(st, (size_t)(groups < (1 << 24) ? groups : 1 << 24))) {
+            Py_DECREF(st);
+            goto oom;
+        }
     } else {
         sc->cols = calloc((size_t)plan.nslots + 1, sizeof(OutCol));
         if (!sc->cols) goto oom;

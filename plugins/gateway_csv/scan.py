@@ -170,17 +170,19 @@ class Scanner:
             step = min(step * 2, 1 << 20)
         return self.file.size
 
-    def _scan(self, chunk: Chunk, plan: Plan, limit: int, spill: int = -1) -> tuple[Any, ...]:
+    def _scan(self, chunk: Chunk, plan: Plan, limit: int, spill: int = -1,
+              groups: int = 0) -> tuple[Any, ...]:
         return _scanner.scan(self.file, chunk.start, chunk.boundary, self.layout.dialect(),
                              plan.slots, plan.filters, plan.keys, plan.aggs, limit, spill,
-                             chunk.unindexed)
+                             chunk.unindexed, groups)
 
     def results(self, plan: Plan, limit: int = -1) -> Iterator[tuple[Any, ...]]:
         """Each aligned chunk's (rows_out, payload), in file order.
 
         A grouped scan (``plan.keys`` not None) reads chunks of GROUPED_CHUNKS times
         chunk_bytes; one that stops early, its rows mostly new groups, has the rest of
-        its chunk scanned as chunks of chunk_bytes, each a payload of its own.
+        its chunk scanned as chunks of chunk_bytes, each a payload of its own. A grouped
+        chunk's table starts with room for the most groups a whole chunk had so far.
 
         Raises:
             QueryError: a malformed row (file, line, byte offset, column), unless the
@@ -194,6 +196,7 @@ class Scanner:
         work: deque[tuple[Chunk, Future[tuple[Any, ...]] | None]] = \
             deque((chunk, None) for chunk in chunks)
         expected = chunks[0].start
+        groups = 0
         try:
             while work:
                 if self.stop is not None and self.stop():
@@ -201,19 +204,19 @@ class Scanner:
                 if len(work) == 1 and work[0][1] is None:
                     # a file of one chunk is scanned in this thread (see ScanPool)
                     chunk, _ = work.popleft()
-                    result = self._scan(chunk, plan, limit, spill)
+                    result = self._scan(chunk, plan, limit, spill, groups)
                 else:
                     for i in range(min(ahead, len(work))):
                         if work[i][1] is None:
-                            work[i] = (work[i][0], self.pool.submit(self._scan, work[i][0], plan,
-                                                                    limit, spill))
+                            work[i] = (work[i][0], self.pool.submit(
+                                self._scan, work[i][0], plan, limit, spill, groups))
                     chunk, task = work.popleft()
                     assert task is not None
                     result = task.result()
                 if chunk.start != expected:
                     # the guess started inside a quoted field: rescan from the real row start
                     chunk = Chunk(expected, chunk.boundary, chunk.unindexed)
-                    result = self._scan(chunk, plan, limit, spill)
+                    result = self._scan(chunk, plan, limit, spill, groups)
                 end, _seen, rows_out, skipped, error, payload = result
                 if error is not None:
                     raise self.error(*error)
@@ -228,6 +231,8 @@ class Scanner:
                     # it stopped early (spill): the rest, without looking rows up
                     work.extendleft((rest, None) for rest in reversed(
                         self._split(end, chunk.boundary, self.chunk_bytes, unindexed=True)))
+                elif grouped and not chunk.unindexed:
+                    groups = max(groups, payload.groups)
         finally:
             # an error, an early stop or an abandoned stream: speculative scans still
             # running must end before the caller unmaps the file
