@@ -227,7 +227,7 @@ class Scanner:
                     limit -= rows_out
                     if limit <= 0:
                         return
-                elif end < chunk.boundary:
+                elif grouped and end < chunk.boundary:
                     # it stopped early (spill): the rest, without looking rows up
                     work.extendleft((rest, None) for rest in reversed(
                         self._split(end, chunk.boundary, self.chunk_bytes, unindexed=True)))
