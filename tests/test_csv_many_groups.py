@@ -65,12 +65,13 @@ def test_many_groups_answer_as_duckdb(tmp_path, monkeypatch, chunk_bytes, distin
         assert set(exported) == {_scanner.AGG_PARTS}
 
 
-def _scan(path, start: int, boundary: int, spill: int = -1, unindexed: bool = False):
+def _scan(path, start: int, boundary: int, spill: int = -1, unindexed: bool = False,
+          groups: int = 0):
     file = _scanner.File(str(path))
     try:
         end, _seen, _out, _skipped, error, state = _scanner.scan(
             file, start, boundary, DIALECT, ((0, 0), (1, 1)), (), ((0, 0),),
-            ((fused.A_COUNT_STAR, -1), (fused.A_SUM, 1)), -1, spill, unindexed)
+            ((fused.A_COUNT_STAR, -1), (fused.A_SUM, 1)), -1, spill, unindexed, groups)
     finally:
         file.close()
     assert error is None
@@ -109,6 +110,18 @@ def test_a_scan_of_1e5_keys_keeps_looking_rows_up(tmp_path):
     end, state = _scan(path, 4, size, spill=1)
     assert end == size
     assert state.groups == len({line.split(",")[0] for line in path.read_text().splitlines()[1:]})
+
+
+@pytest.mark.parametrize("groups", [1, 20_000, 1 << 20])
+def test_a_scan_given_room_for_groups_answers_as_one_grown_from_empty(tmp_path, groups):
+    """The room a scan's table starts with (the most groups a chunk had so far), too
+    little, about right or far too much, changes no answer."""
+    path = _keys_file(tmp_path, 30_000, 20_000)
+    size = path.stat().st_size
+    _end, roomy = _scan(path, 4, size, groups=groups)
+    _end, grown = _scan(path, 4, size)
+    assert roomy.groups == grown.groups
+    assert _by_key(*roomy.export()) == _by_key(*grown.export())
 
 
 def test_a_scan_of_mostly_new_groups_stops_at_its_spill_and_the_rest_answers_alike(tmp_path):
