@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from gateway_csv import _scanner, fused
+from gateway_csv import _scanner, fused, scan
 from tests.csv_support import assert_same, gateway_for, write
 
 #: delimiter, quote, escape, columns, header, null texts, comment, pad (tests/test_csv_simd.py)
@@ -65,12 +65,13 @@ def test_many_groups_answer_as_duckdb(tmp_path, monkeypatch, chunk_bytes, distin
         assert set(exported) == {_scanner.AGG_PARTS}
 
 
-def _scan(path, start: int, boundary: int):
+def _scan(path, start: int, boundary: int, spill: int = -1, unindexed: bool = False,
+          groups: int = 0):
     file = _scanner.File(str(path))
     try:
         end, _seen, _out, _skipped, error, state = _scanner.scan(
             file, start, boundary, DIALECT, ((0, 0), (1, 1)), (), ((0, 0),),
-            ((fused.A_COUNT_STAR, -1), (fused.A_SUM, 1)), -1)
+            ((fused.A_COUNT_STAR, -1), (fused.A_SUM, 1)), -1, spill, unindexed, groups)
     finally:
         file.close()
     assert error is None
@@ -82,15 +83,80 @@ def _by_key(keys: list, aggs: list) -> dict:
 
 
 def test_a_scan_of_mostly_new_groups_appends_them_and_exports_them_distinct(tmp_path):
-    """The first 4096 rows are all new groups, so the scan stops looking rows up; the
-    later rows repeat those keys, and the export still has each group once."""
+    """An unindexed scan appends each row as a group of its own; the rows repeat
+    keys, and the export still has each group once."""
     path = write(tmp_path, "r.csv", "k,v\n" + "".join(f"k{r % 5000},{r}\n" for r in range(12000)))
-    _end, state = _scan(path, 4, path.stat().st_size)
+    end, state = _scan(path, 4, path.stat().st_size, unindexed=True)
+    assert end == path.stat().st_size
     keys, aggs = state.export()
     assert len(keys[0]) == state.groups == 5000
     expected = {f"k{g}": (len(range(g, 12000, 5000)), sum(range(g, 12000, 5000)))
                 for g in range(5000)}
     assert _by_key(keys, aggs) == expected
+
+
+def _keys_file(tmp_path, rows: int, distinct: int):
+    rng = random.Random(rows + distinct)
+    return write(tmp_path, "s.csv", "k,v\n" + "".join(
+        f"k{rng.randrange(distinct)},{r % 7}\n" for r in range(rows)))
+
+
+def test_a_scan_of_1e5_keys_keeps_looking_rows_up(tmp_path):
+    """20,000 keys drawn at random: the first 4096 rows are nearly all new groups, but
+    past 65,536 rows few are, so the scan stays indexed and never stops early (a spill
+    of one byte would stop an unindexed scan at its next row)."""
+    path = _keys_file(tmp_path, 100_000, 20_000)
+    size = path.stat().st_size
+    end, state = _scan(path, 4, size, spill=1)
+    assert end == size
+    assert state.groups == len({line.split(",")[0] for line in path.read_text().splitlines()[1:]})
+
+
+@pytest.mark.parametrize("groups", [1, 20_000, 1 << 20])
+def test_a_scan_given_room_for_groups_answers_as_one_grown_from_empty(tmp_path, groups):
+    """The room a scan's table starts with (the most groups a chunk had so far), too
+    little, about right or far too much, changes no answer."""
+    path = _keys_file(tmp_path, 30_000, 20_000)
+    size = path.stat().st_size
+    _end, roomy = _scan(path, 4, size, groups=groups)
+    _end, grown = _scan(path, 4, size)
+    assert roomy.groups == grown.groups
+    assert _by_key(*roomy.export()) == _by_key(*grown.export())
+
+
+def test_a_scan_of_mostly_new_groups_stops_at_its_spill_and_the_rest_answers_alike(tmp_path):
+    """Distinct keys: past 65,536 rows the scan stops looking up and, past its spill,
+    stops; the rest scanned unindexed from there, and both merged, answer as one scan."""
+    path = _keys_file(tmp_path, 90_000, 10**9)
+    size = path.stat().st_size
+    end, first = _scan(path, 4, size, spill=1 << 16)
+    assert 1 << 16 < end < size
+    rest_end, rest = _scan(path, end, size, spill=1 << 16, unindexed=True)
+    assert rest_end < size  # an unindexed scan stops at its spill too
+    tail_end, tail = _scan(path, rest_end, size, unindexed=True)
+    assert tail_end == size
+    first.merge(rest)
+    first.merge(tail)
+    _end, whole = _scan(path, 4, size)
+    assert _by_key(*first.export()) == _by_key(*whole.export())
+
+
+def test_grouped_chunks_of_mostly_new_groups_are_cut_back_and_answer_as_duckdb(tmp_path,
+                                                                               monkeypatch):
+    """A grouped scan reads chunks of GROUPED_CHUNKS times chunk_bytes; one of mostly new
+    groups stops at chunk_bytes and the rest of its chunk is scanned unindexed, in
+    chunks of chunk_bytes, in the pool."""
+    path = _keys_file(tmp_path, 200_000, 10**9)
+    seen = []
+    real = scan.Scanner._scan
+    monkeypatch.setattr(scan.Scanner, "_scan", lambda self, chunk, *args: seen.append(
+        (chunk.unindexed, chunk.boundary - chunk.start)) or real(self, chunk, *args))
+    with gateway_for(path, chunk_bytes=1 << 18) as gw:
+        assert_same(gw, "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k")
+        assert_same(gw, "SELECT v, count(*) AS n FROM t GROUP BY v")
+    rest = [size for unindexed, size in seen if unindexed]
+    assert rest and max(rest) <= (1 << 18) + 64
+    assert max(size for _unindexed, size in seen) > 4 << 18
 
 
 def test_absorb_merges_chunks_partition_by_partition_as_merge_does(tmp_path):
@@ -134,3 +200,21 @@ def test_absorb_and_export_refuse_states_of_other_plans(tmp_path):
         _scanner.export_columns([state, other], "s")
     with pytest.raises(ValueError):
         _scanner.export_columns([state], "q")  # a text key as integers
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 12, 1 << 24])
+def test_a_lone_text_key_in_the_record_or_the_arena_answers_as_duckdb(tmp_path, chunk_bytes):
+    """A lone text key of up to 24 bytes (its tag, length and 19 bytes) is held in its
+    group's record, a longer one in the arena: keys of 0-40 characters either side of
+    that, NULL, empty and multi-byte ones, in one table and merged across chunks."""
+    rng = random.Random(24)
+    names = [""] + ["é" * 10, "x" * 19, "y" * 20, "z" * 18 + "é"] + \
+        ["".join(rng.choice("ab") for _ in range(rng.randrange(1, 41))) for _ in range(3000)]
+    lines = ["k,v"]
+    for r in range(20000):
+        k = rng.choice(names)
+        lines.append(f"{'' if r % 53 == 0 else chr(34) + k + chr(34)},{rng.randrange(-50, 50)}")
+    path = write(tmp_path, "k.csv", "\n".join(lines) + "\n")
+    with gateway_for(path, chunk_bytes=chunk_bytes) as gw:
+        assert_same(gw, "SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo FROM t GROUP BY k")
+        assert_same(gw, "SELECT k, max(v) - min(v) AS r FROM t GROUP BY k")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
 DEFAULT_CHUNK_BYTES = 8 << 20
+#: a grouped scan's chunks, in chunk_bytes: each chunk's groups are a table to merge, so
+#: 1e5 groups in chunks of 8 MiB (about 1e5 rows of h2o) cost a merge per row; a chunk
+#: that turns out to be of mostly new groups is cut back to chunk_bytes (_scanner.scan's
+#: spill), so many groups hold no more memory than before
+GROUPED_CHUNKS = 8
 #: columns one scan reads (MAX_SLOTS in _scanner.c)
 MAX_COLUMNS = 2048
 _ERRORS = {
@@ -58,12 +64,13 @@ class Plan(Record):
 
 class Chunk(Record):
     """A range a scan reads: rows starting from ``start`` (a guess but for the first
-    chunk) up to ``boundary``."""
+    chunk) up to ``boundary``; ``unindexed``: a grouped scan appends its rows as groups
+    of their own from the start (the rest of a chunk of mostly new groups)."""
 
-    __slots__ = ("start", "boundary")
+    __slots__ = ("start", "boundary", "unindexed")
 
-    def __init__(self, start: int, boundary: int) -> None:
-        self.start, self.boundary = start, boundary
+    def __init__(self, start: int, boundary: int, unindexed: bool = False) -> None:
+        self.start, self.boundary, self.unindexed = start, boundary, unindexed
 
 
 class ScanPool:
@@ -122,12 +129,14 @@ class Scanner:
         self.chunk_bytes = max(1, chunk_bytes)
         self.skipped = 0
 
-    def chunks(self) -> list[Chunk]:
-        size = self.file.size
-        start = self.layout.data_start
+    def chunks(self, chunk_bytes: int | None = None) -> list[Chunk]:
+        return self._split(self.layout.data_start, self.file.size, chunk_bytes or self.chunk_bytes)
+
+    def _split(self, start: int, size: int, step: int, unindexed: bool = False) -> list[Chunk]:
+        """[start, size) in chunks of about ``step`` bytes, the first starting at ``start``."""
         starts = [start]
         bounds: list[int] = []
-        pos = start + self.chunk_bytes
+        pos = start + step
         while pos < size:
             if self.stop is not None and self.stop():
                 raise Cancelled("the query was cancelled", engine=self.engine)
@@ -137,9 +146,9 @@ class Scanner:
             if guess > starts[-1]:
                 bounds.append(pos)
                 starts.append(guess)
-            pos = max(pos + self.chunk_bytes, guess)
+            pos = max(pos + step, guess)
         bounds.append(size)
-        return [Chunk(s, b) for s, b in zip(starts, bounds, strict=True)]
+        return [Chunk(s, b, unindexed) for s, b in zip(starts, bounds, strict=True)]
 
     def _row_start_after(self, pos: int) -> int:
         """The byte after the first newline at or after pos - 1 (file size when none)."""
@@ -161,36 +170,53 @@ class Scanner:
             step = min(step * 2, 1 << 20)
         return self.file.size
 
-    def _scan(self, chunk: Chunk, plan: Plan, limit: int) -> tuple[Any, ...]:
+    def _scan(self, chunk: Chunk, plan: Plan, limit: int, spill: int = -1,
+              groups: int = 0) -> tuple[Any, ...]:
         return _scanner.scan(self.file, chunk.start, chunk.boundary, self.layout.dialect(),
-                             plan.slots, plan.filters, plan.keys, plan.aggs, limit)
+                             plan.slots, plan.filters, plan.keys, plan.aggs, limit, spill,
+                             chunk.unindexed, groups)
 
     def results(self, plan: Plan, limit: int = -1) -> Iterator[tuple[Any, ...]]:
         """Each aligned chunk's (rows_out, payload), in file order.
+
+        A grouped scan (``plan.keys`` not None) reads chunks of GROUPED_CHUNKS times
+        chunk_bytes; one that stops early, its rows mostly new groups, has the rest of
+        its chunk scanned as chunks of chunk_bytes, each a payload of its own. A grouped
+        chunk's table starts with room for the most groups a whole chunk had so far.
 
         Raises:
             QueryError: a malformed row (file, line, byte offset, column), unless the
                 layout skips them; skipped rows are added to :attr:`skipped`.
         """
-        chunks = self.chunks()
-        if len(chunks) == 1:
-            yield from self._alone(chunks[0], plan, limit)
-            return
+        grouped = plan.keys is not None and limit < 0
+        spill = self.chunk_bytes if grouped else -1
+        chunks = self.chunks(self.chunk_bytes * GROUPED_CHUNKS if grouped else None)
         ahead = max(2, 2 * (os.cpu_count() or 1))
-        pending: list[Future[tuple[Any, ...]]] = []
-        next_submit = 0
+        # the chunks not yet yielded, in file order, each with its scan once submitted
+        work: deque[tuple[Chunk, Future[tuple[Any, ...]] | None]] = \
+            deque((chunk, None) for chunk in chunks)
         expected = chunks[0].start
+        groups = 0
         try:
-            for i, chunk in enumerate(chunks):
+            while work:
                 if self.stop is not None and self.stop():
                     raise Cancelled("the query was cancelled", engine=self.engine)
-                while next_submit < len(chunks) and next_submit < i + ahead:
-                    pending.append(self.pool.submit(self._scan, chunks[next_submit], plan, limit))
-                    next_submit += 1
-                result = pending.pop(0).result()
+                if len(work) == 1 and work[0][1] is None:
+                    # a file of one chunk is scanned in this thread (see ScanPool)
+                    chunk, _ = work.popleft()
+                    result = self._scan(chunk, plan, limit, spill, groups)
+                else:
+                    for i in range(min(ahead, len(work))):
+                        if work[i][1] is None:
+                            work[i] = (work[i][0], self.pool.submit(
+                                self._scan, work[i][0], plan, limit, spill, groups))
+                    chunk, task = work.popleft()
+                    assert task is not None
+                    result = task.result()
                 if chunk.start != expected:
                     # the guess started inside a quoted field: rescan from the real row start
-                    result = self._scan(Chunk(expected, chunk.boundary), plan, limit)
+                    chunk = Chunk(expected, chunk.boundary, chunk.unindexed)
+                    result = self._scan(chunk, plan, limit, spill, groups)
                 end, _seen, rows_out, skipped, error, payload = result
                 if error is not None:
                     raise self.error(*error)
@@ -201,24 +227,21 @@ class Scanner:
                     limit -= rows_out
                     if limit <= 0:
                         return
+                elif grouped and end < chunk.boundary:
+                    # it stopped early (spill): the rest, without looking rows up
+                    work.extendleft((rest, None) for rest in reversed(
+                        self._split(end, chunk.boundary, self.chunk_bytes, unindexed=True)))
+                elif grouped and not chunk.unindexed:
+                    groups = max(groups, payload.groups)
         finally:
             # an error, an early stop or an abandoned stream: speculative scans still
             # running must end before the caller unmaps the file
-            for rest in pending:
-                rest.cancel()
-            for rest in pending:
-                if not rest.cancelled():
-                    rest.exception()
-
-    def _alone(self, chunk: Chunk, plan: Plan, limit: int) -> Iterator[tuple[Any, ...]]:
-        """:meth:`results` of a file of one chunk, scanned in this thread."""
-        if self.stop is not None and self.stop():
-            raise Cancelled("the query was cancelled", engine=self.engine)
-        _end, _seen, rows_out, skipped, error, payload = self._scan(chunk, plan, limit)
-        if error is not None:
-            raise self.error(*error)
-        self.skipped += skipped
-        yield rows_out, payload
+            rest = [task for _chunk, task in work if task is not None]
+            for task in rest:
+                task.cancel()
+            for task in rest:
+                if not task.cancelled():
+                    task.exception()
 
     def error(self, kind: str, offset: int, column: int) -> QueryError | Unsupported:
         if kind == "changed":
