@@ -151,6 +151,34 @@ def test_an_answer_whose_stream_never_started_is_ended(server, client):
     still_serving(client)
 
 
+class LiveCall(GoneCall):
+    """The call context of a DoGet whose client is reading."""
+
+    def is_cancelled(self) -> bool:
+        return False
+
+
+def test_a_stream_waiting_at_a_batch_leaves_its_call_unwatched(server, client, monkeypatch):
+    """The client watch asks each watched call's context whether its client left; a
+    context lives only as long as its call, and pyarrow can let go of a stream's generator
+    after the call ended. Watched for the generator's whole life, a generator kept past
+    its call (a reference cycle, a thread holding every object) had the watch ask a freed
+    context: SIGSEGV (issue 36, four of eight probed client-model runs). The call is
+    watched only while the generator runs, never while it waits at a batch."""
+    monkeypatch.setattr(flight, "GeneratorStream", lambda schema, generator: generator)
+    info = client.get_flight_info(query("SELECT range AS i FROM range(500000)"))
+    stream = server.do_get(LiveCall(), info.endpoints[0].ticket)
+    for _ in range(2):
+        assert next(stream).num_rows > 0
+        assert server.watch._calls == {}
+    stream.close()  # what the collector does with a generator pyarrow let go of
+    monkeypatch.undo()
+    assert server.watch._calls == {}
+    health = action(client, "health")
+    assert (health["open_tickets"], health["running_queries"]) == (0, 0)
+    still_serving(client)
+
+
 def test_expired_ticket_is_not_found():
     with serving(ticket_idle=0.2) as server, flight.connect(server.location) as client:
         info = client.get_flight_info(query("SELECT 1"))

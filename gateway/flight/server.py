@@ -421,10 +421,14 @@ class FlightSqlServer(flight.FlightServerBase):
             nonlocal started
             started = True
             handle = query.first.handle
-            watched = self.watch.handles(context, [handle] if handle is not None else [])
+            handles = [handle] if handle is not None else []
+            # the call is watched only while this generator runs, never while it waits at a
+            # yield: pyarrow may let go of it after the call, and its context, are gone
+            # (gateway/flight/watch.py)
+            watched: int | None = None
             batch = None
             try:
-                watched.__enter__()
+                watched = self.watch.add(context, handles)
                 # read ahead: the engine makes the next batches while this one is sent
                 for batch in read_ahead(query.first.reader(), stop=query.first.cancel):
                     if query.cancelled or context.is_cancelled():
@@ -434,7 +438,10 @@ class FlightSqlServer(flight.FlightServerBase):
                     query.rows += batch.num_rows
                     query.bytes += batch.nbytes
                     _check_limits(query, settings)
+                    self.watch.remove(watched)
+                    watched = None
                     yield batch
+                    watched = self.watch.add(context, handles)
                 query.outcome = "ok"
             except GatewayError as exc:
                 query.outcome = exc.kind
@@ -450,7 +457,7 @@ class FlightSqlServer(flight.FlightServerBase):
                 raise
             finally:
                 batch = None  # an error's traceback keeps this frame, not the batch
-                watched.__exit__(None, None, None)
+                self.watch.remove(watched)
                 ended()
 
         def ended() -> None:

@@ -9,8 +9,14 @@ cancel, a deadline, a dropped connection) and cancels the statements that
 call started. One thread for every call, instead of a thread per statement:
 that cost the ``SELECT 1`` round trip a thread start.
 
-A call's context is only touched while the call is registered; the handler
-unregisters it (under the same lock) before it returns.
+A call's context is only touched while the call is registered, and a call is
+registered only while a thread runs the handler's code for it: the handler
+unregisters it (under the same lock) before it returns, and a DoGet's stream
+before each ``yield``. A context lives only as long as its call, and pyarrow can
+let go of a stream's generator after the call has ended: one kept alive past it
+(a reference cycle waiting for the collector) stayed registered, and this thread
+asked a freed context whether it was cancelled: SIGSEGV in the service (issue 36;
+four of eight probed client-model runs, traced with faulthandler).
 """
 
 from __future__ import annotations
@@ -49,6 +55,15 @@ class ClientWatch:
     @contextlib.contextmanager
     def handles(self, context: Any, handles: list[QueryHandle]) -> Iterator[None]:
         """Watch ``context`` while the block runs, for the statements in ``handles``."""
+        key = self.add(context, handles)
+        try:
+            yield
+        finally:
+            self.remove(key)
+
+    def add(self, context: Any, handles: list[QueryHandle]) -> int:
+        """Watch ``context`` for the statements in ``handles`` until :meth:`remove` is
+        given the key this returns; only while a thread runs the call's handler."""
         key = next(self._ids)
         with self._lock:
             self._calls[key] = (context, handles)
@@ -56,11 +71,13 @@ class ClientWatch:
                 self._thread = threading.Thread(target=self._run, name="flight-client-watch",
                                                 daemon=True)
                 self._thread.start()
-        try:
-            yield
-        finally:
+        return key
+
+    def remove(self, key: int | None) -> None:
+        """Stop watching the call :meth:`add` gave ``key`` for (None: nothing)."""
+        if key is not None:
             with self._lock:
-                del self._calls[key]
+                self._calls.pop(key, None)
 
     def _run(self) -> None:
         while not self._wake.wait(self.interval):
