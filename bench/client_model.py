@@ -449,6 +449,9 @@ def run_model(folder: Path, seconds: float, threads: int, seed: int, lake: str |
         print(f"at rest: {after}", file=out, flush=True)
         report.before, report.after = before, after  # type: ignore[attr-defined]
         report.alive = service.alive  # type: ignore[attr-defined]
+        if not service.alive:
+            print(f"the service died (exit {service.proc.returncode}); its last lines:\n"
+                  + "".join(service.log[-20:]), file=out, flush=True)
         if service.alive and after["rss_mb"] - before["rss_mb"] > RSS_BOUND_MB:
             report.failures.append((-1, [], f"RSS grew {after['rss_mb'] - before['rss_mb']:.0f}"
                                             f" MB at rest (bound {RSS_BOUND_MB} MB)"))

@@ -91,19 +91,12 @@ def _duckdb_memory(objects: list[Any]) -> dict[str, dict[str, float]]:
     for o in objects:
         kind = type(o).__name__
         rows: list[tuple[str, int]] = []
-        try:
-            if kind == "PythonSession" and getattr(o, "_con", None) is not None:
-                cur = o._con.cursor()
-                try:
-                    rows = cur.execute(query).fetchall()
-                finally:
-                    cur.close()
-            elif kind == "AdbcSession":
-                table = o._pool.execute(query).read_all()
-                rows = list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(),
-                                strict=True))
-            else:
-                continue
+        if kind not in ("PythonSession", "AdbcSession"):
+            continue
+        try:  # through the session's own execute: a cursor or a connection of its own
+            table = o.execute(query, None).read_all()
+            rows = list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(),
+                            strict=True))
         except Exception as exc:  # a closed engine, a busy pool
             out[f"{o.engine}"] = {"error": str(exc)[:80]}  # type: ignore[dict-item]
             continue
