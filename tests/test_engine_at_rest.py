@@ -8,6 +8,9 @@ a ledger table that clients DELETE and INSERT grew the service without end.
 
 from __future__ import annotations
 
+import ctypes
+import sys
+
 import gateway
 from gateway.flight.serve_config import ServeSettings
 from gateway.flight.server import FlightSqlServer
@@ -23,14 +26,26 @@ def table_versions(gw: gateway.Gateway, engine: str) -> float:
     return float(got.column(0)[0].as_py()) / MiB
 
 
-def churn(gw: gateway.Gateway, engine: str, rounds: int = 120) -> None:
+def churn(gw: gateway.Gateway, engine: str, rounds: int = 120, rows: int = 1000) -> None:
     """What the model's ``many`` does: a table emptied and filled again, over and over
-    (fewer rounds than DuckDB's own checkpoint would come after)."""
+    (by default fewer rounds than DuckDB's own checkpoint would come after)."""
     gw.execute("CREATE OR REPLACE TABLE ledger (a INTEGER)", engine=engine).to_arrow()
     for n in range(rounds):
         gw.execute("DELETE FROM ledger", engine=engine).to_arrow()
-        gw.execute(f"INSERT INTO ledger SELECT range FROM range({1000 + n})",
+        gw.execute(f"INSERT INTO ledger SELECT range FROM range({rows + n})",
                    engine=engine).to_arrow()
+
+
+def duckdb_resident() -> float:
+    """MiB resident in the installed DuckDB's own jemalloc (``stats.resident``)."""
+    mallctl = ctypes.CDLL(sys.modules["_duckdb"].__file__).duckdb_je_mallctl
+    mallctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
+                        ctypes.c_void_p, ctypes.c_size_t]
+    epoch = ctypes.c_uint64(1)
+    mallctl(b"epoch", None, None, ctypes.byref(epoch), ctypes.sizeof(epoch))
+    value, size = ctypes.c_size_t(0), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
+    assert mallctl(b"stats.resident", ctypes.byref(value), ctypes.byref(size), None, 0) == 0
+    return value.value / MiB
 
 
 def test_at_rest_a_duckdb_engine_drops_the_versions_of_deleted_rows():
@@ -42,6 +57,16 @@ def test_at_rest_a_duckdb_engine_drops_the_versions_of_deleted_rows():
         assert table_versions(gw, "duck") < 0.5 * kept, (kept, table_versions(gw, "duck"))
         got = gw.execute("SELECT count(*) AS n, sum(a) AS s FROM ledger").to_arrow().to_pylist()
         assert got == [{"n": 1119, "s": 1119 * 1118 // 2}]  # the table itself is whole
+
+
+def test_at_rest_a_duckdb_engine_gives_back_the_pages_duckdb_freed():
+    """DuckDB's jemalloc keeps freed pages until later allocations: at rest, for good."""
+    with gateway.connect({"engines": {"duck": {"type": "duckdb"}}}) as gw:
+        churn(gw, "duck", rounds=300, rows=5000)
+        gw.execute("CHECKPOINT").to_arrow()  # the versions freed, their pages kept
+        kept = duckdb_resident()
+        gw.at_rest()
+        assert duckdb_resident() < kept - 10, (kept, duckdb_resident())
 
 
 def test_a_service_at_rest_gives_back_what_its_engines_keep():

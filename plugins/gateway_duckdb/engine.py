@@ -637,7 +637,8 @@ class DuckDBEngine(Engine):
         clients not within 15 minutes (``duckdb_memory()``'s BASE_TABLE and
         IN_MEMORY_TABLE 7 -> 50 MB; a CHECKPOINT took 38 MB back to 6). A checkpoint
         refused (a transaction still open, a read-only database) waits for the next
-        time; a CLI engine's database lives one query."""
+        time; a CLI engine's database lives one query. Then the pages DuckDB freed are
+        given back (:func:`gateway_duckdb.jemalloc.purge`)."""
         session = self._session
         if session is None or self.config.get("cli"):
             return
@@ -645,6 +646,9 @@ class DuckDBEngine(Engine):
             session.execute(self.rest_sql, None).read_all()
         except Exception:  # another transaction writes, or nothing to checkpoint
             pass
+        from gateway_duckdb.jemalloc import purge
+
+        purge(getattr(session, "library", None))  # a worker's is in its own process
 
     # -- queries ---------------------------------------------------------
     def _running_session(self) -> Session:
