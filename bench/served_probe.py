@@ -12,7 +12,7 @@ seconds (60 by default) the probe appends one JSON line to that file:
   ``stats.allocated`` and ``stats.resident`` (MiB), by library file name;
 - ``duckdb_memory``: ``duckdb_memory()`` per tag (MiB, tags above 0.1 MiB), per engine;
 - ``arrow``: pyarrow's pool (``total_allocated_bytes``, MiB);
-- ``objects``: gc-tracked objects in all, and the types that grew most since the first
+- ``objects``: gc-tracked objects in all (garbage not yet collected too), and the types that grew most since the first
   sample; ``traced``: tracemalloc's total (MiB) when ``ARROWGATE_PROBE_TRACE`` is set
   (it slows the service, so it is off by default);
 - ``registries``: the Flight service's sessions, tickets, finished queries, prepared
@@ -118,7 +118,8 @@ def _registries(objects: list[Any]) -> dict[str, int]:
 
 
 def sample(first: Counter[str] | None) -> tuple[dict[str, Any], Counter[str]]:
-    gc.collect()
+    # no gc.collect(): garbage collected from this thread would run the finalizers of
+    # objects (DuckDB cursors among them) here, not where the service would run them
     objects = gc.get_objects()
     counts = Counter(type(o).__name__ for o in objects)
     wanted = [o for o in objects if type(o).__name__ in (
