@@ -81,7 +81,9 @@ def _jemallocs() -> dict[str, dict[str, float]]:
             if mallctl(f"stats.{name}".encode(), ctypes.byref(value), ctypes.byref(size),
                        None, 0) == 0:
                 figures[name] = round(value.value / MiB, 1)
-        out[f"{Path(path).parent.parent.name}/{Path(path).name[:12]}"] = figures
+        where = "installed" if Path(path).parent.name == "site-packages" \
+            else Path(path).parent.parent.name  # a version's folder: <version>/core/
+        out[f"{where}/{Path(path).name[:12]}"] = figures
     return out
 
 
@@ -189,27 +191,27 @@ def start() -> None:
 
 
 def table(path: Path) -> str:
-    """The samples in ``path`` as a markdown table, one row a sample."""
+    """The samples in ``path`` as a markdown table, one row a sample (MiB)."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    out = ["| min | RSS | anon | file | glibc used / free | DuckDB jemalloc alloc / resident "
-           "| duckdb_memory() | objects | sessions / tickets / tokens | threads |",
+    out = ["| minute | RSS | anon | file | glibc in use / free | DuckDB jemalloc allocated / "
+           "resident | duckdb_memory() tables | objects | tokens | threads (Python / process) |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     t0 = rows[0]["t"] if rows else 0
     for r in rows:
+        when = f"{(r['t'] - t0) / 60:.0f}" + (" (at rest)" if r.get("rest") else "")
         if "error" in r:
-            out.append(f"| {(r['t'] - t0) / 60:.1f} | {r['error']} |")
+            out.append(f"| {when} | {r['error']} |")
             continue
-        je = ", ".join(f"{k.split('/')[0]} {v.get('allocated')} / {v.get('resident')}"
+        je = ", ".join(f"{k.split('/')[0].replace('python3.11', 'installed')}: "
+                       f"{v.get('allocated')} / {v.get('resident')}"
                        for k, v in r["je"].items())
-        mem = "; ".join(f"{e}: " + ", ".join(f"{t} {v}" for t, v in tags.items())
-                        for e, tags in r["duckdb_memory"].items())
-        reg = r["registries"]
-        rest = " (at rest)" if r.get("rest") else ""
-        out.append(f"| {(r['t'] - t0) / 60:.1f}{rest} | {r['rss']} | {r['anon']} | {r['file']} | "
-                   f"{r['glibc_used']} / {r['glibc_free']} | {je} | {mem} | "
-                   f"{r['objects']['all']} | {reg.get('sessions')} / {reg.get('tickets')} / "
-                   f"{reg.get('tokens')} | {r['threads']['python']} / "
-                   f"{r['threads']['process']} |")
+        tables = ", ".join(
+            f"{engine}: {sum(v for t, v in tags.items() if t.endswith('TABLE')):.1f}"
+            for engine, tags in r["duckdb_memory"].items() if isinstance(tags, dict))
+        out.append(f"| {when} | {r['rss']:.0f} | {r['anon']:.0f} | {r['file']:.0f} | "
+                   f"{r['glibc_used']} / {r['glibc_free']} | {je} | {tables} | "
+                   f"{r['objects']['all']:,} | {r['registries'].get('tokens')} | "
+                   f"{r['threads']['python']} / {r['threads']['process']} |")
     return "\n".join(out)
 
 
