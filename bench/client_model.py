@@ -19,6 +19,10 @@ its RSS, open files and threads are compared with the figures after a warm-up.
 A failing sequence is run again alone, on a fresh service, and shrunk (actions
 removed while it still fails): the shortest sequence is printed, ready to
 become a test.
+
+``--probe FILE`` has the served process sample what it holds, component by
+component, every ``--probe-every`` seconds and at rest (bench/served_probe.py;
+``python bench/served_probe.py FILE`` prints the table).
 """
 
 from __future__ import annotations
