@@ -19,6 +19,10 @@ its RSS, open files and threads are compared with the figures after a warm-up.
 A failing sequence is run again alone, on a fresh service, and shrunk (actions
 removed while it still fails): the shortest sequence is printed, ready to
 become a test.
+
+``--probe FILE`` has the served process sample what it holds, component by
+component, every ``--probe-every`` seconds and at rest (bench/served_probe.py;
+``python bench/served_probe.py FILE`` prints the table).
 """
 
 from __future__ import annotations
@@ -325,8 +329,9 @@ class Report:
         self.lock = threading.Lock()
 
 
-def rest_figures(service: Served) -> dict[str, float]:
-    """RSS, open files and threads once nothing runs (``running-queries`` empty)."""
+def rest_figures(service: Served, sampled: Path | None = None) -> dict[str, float]:
+    """RSS, open files and threads once nothing runs (``running-queries`` empty); the
+    served process's probe (``sampled``), if any, is asked for a sample then."""
     with flight.connect(service.location) as probe:
         options = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {TOKEN}".encode())])
         for _ in range(300):  # a hang guard: the service drops the last tickets in seconds
@@ -340,6 +345,14 @@ def rest_figures(service: Served) -> dict[str, float]:
         time.sleep(AtRest().quiet + 2)  # the service gives free memory back once at rest
         health = json.loads(next(iter(probe.do_action(flight.Action("health", b""),
                                                       options))).body.to_pybytes())
+    if sampled is not None:
+        from bench.served_probe import asked
+
+        asked(sampled).touch()
+        for _ in range(600):  # a hang guard: a sample takes a second or two
+            if not asked(sampled).exists():
+                break
+            time.sleep(0.1)
     # open tickets: answers issued and not yet ended (a never-redeemed one lasts
     # ticket_idle); one that stays is a query, its answer and its cursor kept for good
     return {"rss_mb": round(service.rss_mb(), 1), "fds": service.fds(),
@@ -347,9 +360,23 @@ def rest_figures(service: Served) -> dict[str, float]:
             "sessions": health.get("sessions")}
 
 
+def probe_env(folder: Path, probe: Path | None, every: float) -> dict[str, str]:
+    """The environment that has the served process sample itself into ``probe``
+    (bench/served_probe.py, through a ``sitecustomize`` on its path); none without one."""
+    if probe is None:
+        return {}
+    site = folder / "probe-site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text("from bench.served_probe import start\nstart()\n")
+    return {"PYTHONPATH": f"{ROOT}:{site}", "ARROWGATE_PROBE": str(probe.resolve()),
+            "ARROWGATE_PROBE_EVERY": str(every)}
+
+
 @contextmanager
-def service_for(folder: Path, lake: str | None) -> Iterator[Served]:
-    with served(folder, config_toml(folder, lake)) as service:
+def service_for(folder: Path, lake: str | None, probe: Path | None = None,
+                probe_every: float = 60.0) -> Iterator[Served]:
+    with served(folder, config_toml(folder, lake), probe_env(folder, probe, probe_every)) \
+            as service:
         with dbapi.connect(service.location, autocommit=True, db_kwargs={
                 "username": "alice", "password": PASSWORD}) as conn, conn.cursor() as cur:
             cur.execute(f"CREATE OR REPLACE TABLE nums AS SELECT range AS id, 'row' || range AS s "
@@ -366,11 +393,12 @@ def service_for(folder: Path, lake: str | None) -> Iterator[Served]:
 
 
 def run_model(folder: Path, seconds: float, threads: int, seed: int, lake: str | None = None,
-              steps_per_sequence: int = 12, out: Any = sys.stdout) -> Report:
+              steps_per_sequence: int = 12, out: Any = sys.stdout, probe: Path | None = None,
+              probe_every: float = 60.0) -> Report:
     """Drive a fresh service with ``threads`` clients for ``seconds``; the report."""
     engines = ["duck", "scan"] + (["lake"] if lake else [])
     report = Report()
-    with service_for(folder, lake) as service:
+    with service_for(folder, lake, probe, probe_every) as service:
         deadline = 0.0
 
         def client(number: int) -> None:
@@ -403,7 +431,7 @@ def run_model(folder: Path, seconds: float, threads: int, seed: int, lake: str |
             worker.start()
         for worker in warm_up:
             worker.join()
-        before = rest_figures(service)
+        before = rest_figures(service, probe)
         print(f"after the warm-up: {before}", file=out, flush=True)
         deadline = time.monotonic() + seconds
 
@@ -421,10 +449,13 @@ def run_model(folder: Path, seconds: float, threads: int, seed: int, lake: str |
             worker.join()
         print(f"RSS along the run (MB): {samples}", file=out, flush=True)
         report.samples = samples  # type: ignore[attr-defined]
-        after = rest_figures(service) if service.alive else {}
+        after = rest_figures(service, probe) if service.alive else {}
         print(f"at rest: {after}", file=out, flush=True)
         report.before, report.after = before, after  # type: ignore[attr-defined]
         report.alive = service.alive  # type: ignore[attr-defined]
+        if not service.alive:
+            print(f"the service died (exit {service.proc.returncode}); its last lines:\n"
+                  + "".join(service.log[-20:]), file=out, flush=True)
         if service.alive and after["rss_mb"] - before["rss_mb"] > RSS_BOUND_MB:
             report.failures.append((-1, [], f"RSS grew {after['rss_mb'] - before['rss_mb']:.0f}"
                                             f" MB at rest (bound {RSS_BOUND_MB} MB)"))
@@ -443,6 +474,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--no-lake", action="store_true", help="leave the ducklake engine out")
+    parser.add_argument("--probe", type=Path, help="the served process appends what it holds, "
+                        "component by component, to this file (bench/served_probe.py)")
+    parser.add_argument("--probe-every", type=float, default=60.0, help="seconds between samples")
     args = parser.parse_args()
     import tempfile
 
@@ -457,7 +491,8 @@ def main() -> None:
         try:
             lake = lake_toml(cluster.create_database("model_lake"), folder) if cluster else None
             started = time.monotonic()
-            report = run_model(folder, args.minutes * 60, args.threads, args.seed, lake)
+            report = run_model(folder, args.minutes * 60, args.threads, args.seed, lake,
+                               probe=args.probe, probe_every=args.probe_every)
             took = time.monotonic() - started
         finally:
             if cluster is not None:

@@ -304,6 +304,15 @@ class Gateway:
                           stacklevel=3)
 
     # -- lifecycle -------------------------------------------------------
+    def at_rest(self) -> None:
+        """Every started engine's :meth:`Engine.at_rest` (a failure is a warning)."""
+        for engine in list(self._engines.values()):
+            try:
+                engine.at_rest()
+            except Exception as exc:
+                warnings.warn(f"engine {engine.name!r} at rest: {exc!r}", RuntimeWarning,
+                              stacklevel=2)
+
     def close(self) -> None:
         """Close every engine that was started. Safe to call twice."""
         with self._lock:

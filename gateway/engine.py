@@ -409,6 +409,14 @@ class Engine:
     def cancel(self) -> None:
         """Interrupt the running query, from another thread. Never raises."""
 
+    def at_rest(self) -> None:
+        """Give back what the engine keeps from statements already finished and no
+        longer needs. A long-running front end calls it, from a thread of its own, once
+        it has run nothing for a while (the Flight service: 5 s after its last
+        statement); a statement may still start meanwhile, on another thread. Never
+        raises. The base engine keeps nothing.
+        """
+
     def close(self) -> None:
         """Release everything the engine opened. Safe to call twice."""
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from collections.abc import Callable
 
 #: mallopt(3) parameters
 M_TRIM_THRESHOLD = -1
@@ -80,14 +81,16 @@ def give_back() -> bool:
 
 
 class AtRest:
-    """Calls :func:`give_back` once a busy service has run nothing for ``quiet`` seconds.
+    """Calls :func:`give_back` once a busy service has run nothing for ``quiet`` seconds,
+    after ``tidy`` (the engines' own giving back: :meth:`gateway.core.Gateway.at_rest`).
 
     ``seen(started, running)`` is told, from time to time, how many statements have
     started so far and how many run now.
     """
 
-    def __init__(self, quiet: float = 5.0) -> None:
+    def __init__(self, quiet: float = 5.0, tidy: Callable[[], None] | None = None) -> None:
         self.quiet = quiet
+        self.tidy = tidy
         self.trims = 0
         self._started = 0         # statements started, at the last look
         self._trimmed_at = 0      # ... when memory was last given back
@@ -99,6 +102,8 @@ class AtRest:
             return
         if started != self._trimmed_at and now - self._changed >= self.quiet:
             self._trimmed_at = started
+            if self.tidy is not None:
+                self.tidy()
             if give_back():
                 self.trims += 1
 

@@ -102,7 +102,8 @@ class FlightSqlServer(flight.FlightServerBase):
         self.settings = settings
         self.auth = Authenticator(settings)
         self.sessions = SessionStore(settings.session_idle)
-        self.at_rest = AtRest()  # the allocator's free memory given back once nothing runs
+        # what the engines and the allocator keep, given back once nothing runs
+        self.at_rest = AtRest(tidy=gw.at_rest)
         self._statements = 0
         self.queries = Queries(settings)
         self.prepared = PreparedStatements(settings.session_idle)

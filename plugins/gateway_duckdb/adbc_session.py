@@ -72,6 +72,8 @@ class AdbcSession:
         import adbc_driver_manager.dbapi as dbapi
 
         self.engine = engine
+        #: the DuckDB library this session runs in (its allocator: gateway_duckdb.jemalloc)
+        self.library = library
         per_connection = list(per_connection)
         db_kwargs: dict[str, str] = {}
         if database != ":memory:":

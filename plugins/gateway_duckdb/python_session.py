@@ -48,6 +48,8 @@ class PythonSession:
         import duckdb
 
         self.engine = engine
+        #: the DuckDB library this session runs in (its allocator: gateway_duckdb.jemalloc)
+        self.library: str | None = getattr(getattr(duckdb, "_duckdb", None), "__file__", None)
         self._per_cursor = list(per_cursor)
         self._lock = threading.Lock()
         self._running: set[Any] = set()

@@ -300,6 +300,10 @@ class DuckLakeEngine(DuckDBEngine):
         if reset is not None:
             reset()
 
+    #: the in-memory database only: on the lake itself, CHECKPOINT is DuckLake's
+    #: maintenance (it flushes inlined rows, expires snapshots, rewrites files)
+    rest_sql = "CHECKPOINT memory"
+
     # -- queries -----------------------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> EngineResult:
         try:
