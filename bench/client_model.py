@@ -360,6 +360,16 @@ def rest_figures(service: Served, sampled: Path | None = None) -> dict[str, floa
             "sessions": health.get("sessions")}
 
 
+def last_words(service: Served) -> str:
+    """What a dead service left in its log: from faulthandler's "Fatal Python error" on
+    (every thread's stack: ``arrowgate serve`` enables it), else its last 20 lines."""
+    log = service.log
+    fatal = next((i for i, line in enumerate(log) if line.startswith("Fatal Python error")),
+                 max(0, len(log) - 20))
+    return (f"the service died (exit {service.proc.returncode}); its last lines:\n"
+            + "".join(log[fatal:fatal + 200]))
+
+
 def probe_env(folder: Path, probe: Path | None, every: float) -> dict[str, str]:
     """The environment that has the served process sample itself into ``probe``
     (bench/served_probe.py, through a ``sitecustomize`` on its path); none without one."""
@@ -431,6 +441,8 @@ def run_model(folder: Path, seconds: float, threads: int, seed: int, lake: str |
             worker.start()
         for worker in warm_up:
             worker.join()
+        if not service.alive:
+            raise ModelFailure(last_words(service))
         before = rest_figures(service, probe)
         print(f"after the warm-up: {before}", file=out, flush=True)
         deadline = time.monotonic() + seconds
@@ -454,8 +466,7 @@ def run_model(folder: Path, seconds: float, threads: int, seed: int, lake: str |
         report.before, report.after = before, after  # type: ignore[attr-defined]
         report.alive = service.alive  # type: ignore[attr-defined]
         if not service.alive:
-            print(f"the service died (exit {service.proc.returncode}); its last lines:\n"
-                  + "".join(service.log[-20:]), file=out, flush=True)
+            print(last_words(service), file=out, flush=True)
         if service.alive and after["rss_mb"] - before["rss_mb"] > RSS_BOUND_MB:
             report.failures.append((-1, [], f"RSS grew {after['rss_mb'] - before['rss_mb']:.0f}"
                                             f" MB at rest (bound {RSS_BOUND_MB} MB)"))

@@ -18,10 +18,11 @@ seconds (60 by default) the probe appends one JSON line to that file:
 - ``registries``: the Flight service's sessions, tickets, finished queries, prepared
   statements, transactions, tokens; ``threads``: Python's and the process's.
 
-A warning: a probed service died with SIGSEGV in a gRPC thread in 4 of the 8 runs of
-docs/benchmarks.md ("The growth at rest, component by component"), on ``main``'s code
-too; no unprobed run did. Not traced: the probe's statements from a thread of its own,
-or its extra references to every object, expose something the service does not survive.
+A probed service died with SIGSEGV in 4 of the 8 runs of docs/benchmarks.md ("The growth
+at rest, component by component"): the probe's ``gc.get_objects()`` kept DoGet stream
+generators alive past their calls, and the client watch asked their freed call contexts
+whether they were cancelled. That was the service's bug (a reference cycle could do the
+same), fixed in gateway/flight/watch.py; faulthandler's stacks in the log found it.
 """
 
 from __future__ import annotations

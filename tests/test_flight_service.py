@@ -75,6 +75,19 @@ def test_sigterm_cancels_running_streams_after_the_grace_period(process):
     assert [line["outcome"] for line in lines] == ["cancelled"]
 
 
+def test_a_crash_leaves_every_threads_stack_in_the_log(process):
+    """A segfault in a library took the service down with nothing logged (issue 36); the
+    log now holds each thread's Python stack, which is how the client watch's was found."""
+    proc, location = process
+    with flight.connect(location) as client:
+        assert action(client, "health")["running_queries"] == 0
+    proc.send_signal(signal.SIGSEGV)
+    assert proc.wait(timeout=HANG_GUARD) == -signal.SIGSEGV
+    log = proc.stderr.read()
+    assert "Fatal Python error: Segmentation fault" in log
+    assert "gateway/flight/service.py" in log  # the main thread, serving
+
+
 def test_one_log_line_per_query(caplog):
     caplog.set_level(logging.INFO, logger="arrowgate.flight.query")
     with serving() as server, flight.connect(server.location) as client:

@@ -43,8 +43,14 @@ def run(args: argparse.Namespace) -> int:
             sys.stdin.readline().rstrip("\n")
         print(hash_password(password))
         return EXIT_OK
+    import faulthandler
+
     from gateway.cli.startup import restore_collector
 
+    # a crash in a library (a segfault in an engine or in gRPC) leaves the Python stack of
+    # every thread in the log, where it went out with nothing (issue 36): names and lines
+    # of code only, never a value
+    faulthandler.enable(all_threads=True)
     restore_collector()
     from gateway.flight.service import serve
 
