@@ -41,6 +41,7 @@ STAMP = VENV / ".arrowgate-installed"
 # the csv engine's C modules are compiled by the install: a change to them reinstalls too
 INPUTS = ["pyproject.toml", "setup.py", "examples/plugin_minimal/pyproject.toml",
           "plugins/gateway_csv/_scanner.c", "plugins/gateway_csv/_mapfile.h",
+          "plugins/gateway_csv/_rows.h",
           "plugins/gateway_csv/_dialect.c"]
 
 

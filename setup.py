@@ -34,7 +34,7 @@ setup(
         Extension(
             "gateway_csv._scanner",
             sources=["plugins/gateway_csv/_scanner.c"],
-            depends=["plugins/gateway_csv/_mapfile.h"],
+            depends=["plugins/gateway_csv/_mapfile.h", "plugins/gateway_csv/_rows.h"],
         ),
         Extension("gateway_csv._dialect", sources=["plugins/gateway_csv/_dialect.c"]),
     ],
