@@ -42,7 +42,8 @@ STAMP = VENV / ".arrowgate-installed"
 # a change to them reinstalls too
 INPUTS = ["pyproject.toml", "setup.py", "examples/plugin_minimal/pyproject.toml",
           "plugins/gateway_csv/_scanner.c", "plugins/gateway_csv/_mapfile.h",
-          "plugins/gateway_csv/_dialect.c", "gateway/verify/_row_match.c"]
+          "plugins/gateway_csv/_rows.h", "plugins/gateway_csv/_dialect.c",
+          "gateway/verify/_row_match.c"]
 
 
 #: The Debian packages the tests need, each with what needs it and the pytest marker of

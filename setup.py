@@ -36,7 +36,7 @@ setup(
         Extension(
             "gateway_csv._scanner",
             sources=["plugins/gateway_csv/_scanner.c"],
-            depends=["plugins/gateway_csv/_mapfile.h"],
+            depends=["plugins/gateway_csv/_mapfile.h", "plugins/gateway_csv/_rows.h"],
         ),
         Extension("gateway_csv._dialect", sources=["plugins/gateway_csv/_dialect.c"]),
         Extension("gateway.verify._row_match", sources=["gateway/verify/_row_match.c"]),

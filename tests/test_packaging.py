@@ -75,6 +75,7 @@ def test_the_wheel_and_the_sdist_carry_the_license_and_every_example(tmp_path):
     # the tests need the repository (fixtures, conftest.py, dev.py): none half-shipped
     assert not any(name.startswith("tests/") for name in sdist)
     assert "plugins/gateway_csv/_mapfile.h" in sdist
+    assert "plugins/gateway_csv/_rows.h" in sdist
 
 
 def test_the_license_is_the_one_pyproject_names():

@@ -804,6 +804,8 @@ AVX2 static const char *count_to_row_end_avx2(const char *p, const char *end, ch
 }
 #endif
 
+#include "_rows.h"
+
 /* ----------------------------------------------------------------- plans */
 
 typedef struct {
@@ -1912,6 +1914,7 @@ typedef struct {
     /* an unindexed scan stops at the first row starting spill bytes past its start
      * (spill_at: that offset, set once it stops looking up), when spill >= 0 */
     Py_ssize_t spill, spill_at;
+    int64_t counted; /* rows counted by rows_count (count_rows), added to agg at the end */
 } Scan;
 
 static inline int is_null_text(const Plan *p, const char *s, size_t n) {
@@ -2401,13 +2404,37 @@ static int aggregate_row(Scan *sc) {
     return 0;
 }
 
-/* fold in the rows still pending, at the end of a scan */
+/* fold in the rows still pending, at the end of a scan, and the rows count_rows counted
+ * (a plan of counts and no key: the one group, keyed by nothing) */
 static int aggregate_flush(Scan *sc) {
     size_t first = sc->agg_rows >= AGG_LAG ? sc->agg_rows - AGG_LAG : 0;
     for (size_t r = first; r < sc->agg_rows; r++)
         if (aggregate_pending(sc, &sc->pending[r & (AGG_ROWS - 1)])) return -1;
     sc->agg_rows = 0;
+    if (sc->counted) {
+        Cell *c = table_find(sc->agg, "", 0, hash_bytes("", 0));
+        if (!c) return -1;
+        for (int a = 0; a < sc->plan->naggs; a++) c[a].n += sc->counted;
+        sc->counted = 0;
+    }
     return 0;
+}
+
+/* Whether a scan only counts rows (count(*) and nothing else, no key, no filter, no
+ * limit), which rows_count can do for it, and its dialect for that */
+static int counts_only(const Scan *sc, RowsDialect *dl) {
+    const Plan *pl = sc->plan;
+    if (!sc->agg || pl->nslots || pl->nfilters || pl->nkeys || !pl->naggs || sc->limit >= 0 || pl->trailing)
+        return 0;
+    for (int a = 0; a < pl->naggs; a++)
+        if (pl->aggs[a].fn != A_COUNT_STAR) return 0;
+    dl->delim = pl->delim;
+    dl->quote = pl->quote;
+    dl->escape = pl->escape;
+    dl->comment = pl->comment;
+    dl->pad = pl->pad;
+    dl->ncols = pl->ncols;
+    return rows_dialect_ok(dl);
 }
 
 static int bit_append(Buf *b, size_t row, int bit) {
@@ -2469,6 +2496,16 @@ static void run_scan(Scan *sc) {
     const char *populated = p; /* the window's pages are mapped up to here */
     /* rows start before the boundary; only the last one reads past it */
     const char *last = sc->boundary < sc->size ? base + sc->boundary : end;
+    RowsDialect rows;
+    const int fast = counts_only(sc, &rows);
+#ifdef HAVE_AVX2
+    const int simd = use_avx2 ? 2 : 1;
+#elif defined(HAVE_SSE2)
+    const int simd = 1;
+#else
+    const int simd = 0;
+#endif
+    int64_t careful = 0, backoff = 1; /* rows to parse with care before rows_count again */
     while (p < end && p - base < sc->boundary) {
         if (p >= populated) { /* map the next window in one call, not a fault per 64 KiB */
             const char *to = populated + RELEASE_EVERY;
@@ -2480,6 +2517,28 @@ static void run_scan(Scan *sc) {
         }
         if (sc->limit >= 0 && sc->rows_out >= sc->limit) break;
         if (sc->spill_at >= 0 && p - base >= sc->spill_at) break;
+        if (fast && careful-- <= 0) {
+            /* whole well-formed rows, 64 bytes a step; the row it stops at (a blank, a
+             * comment, a ragged or oddly quoted row) is parsed with care below, and
+             * after each stop without progress twice as many (up to 4096) */
+            int64_t n = 0;
+            const char *q = rows_count(&rows, p, populated < last ? populated : last, end, simd, &n);
+            if (q != p) {
+                sc->counted += n;
+                sc->rows_seen += n;
+                sc->rows_out += n;
+                p = q;
+                careful = 0;
+                backoff = 1;
+                if (p - released >= (Py_ssize_t)RELEASE_EVERY) {
+                    mapfile_release(base, released - base, p - base);
+                    released = p;
+                }
+                continue;
+            }
+            careful = backoff - 1;
+            if (backoff < 4096) backoff *= 2;
+        }
         const char *row = p;
         if (sc->plan->ncols != 1 && (*p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n'))) {
             /* blank lines are skipped, as DuckDB does, except in a file of one
