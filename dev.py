@@ -59,7 +59,8 @@ SYSTEM_PACKAGES: dict[str, tuple[str, str]] = {
     "default-jre-headless": ("spark", "Java for the local Spark Connect server of the spark "
                              "engine's tests (tests/spark.py)"),
 }
-#: What building the csv engine's C scanner needs: a compiler and Python's headers.
+#: What building arrowgate's C modules (the csv engine's scanner, the row matcher) needs:
+#: a compiler and Python's headers.
 BUILD_PACKAGES = ("gcc", "python3-dev")
 
 
@@ -156,16 +157,24 @@ def run(*cmd: str | Path) -> None:
         sys.exit(done.returncode)
 
 
+def check_python() -> None:
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py runs on any python3
+        sys.exit(f"arrowgate needs Python 3.11 or newer; this is {sys.version.split()[0]}")
+
+
+def ensure_build_packages() -> None:
+    if ensure_system_packages(list(BUILD_PACKAGES), "building arrowgate's C modules",
+                              "arrowgate's C modules cannot be built"):
+        sys.exit(1)
+
+
 def install() -> None:
     digest = hashlib.sha256(b"".join((ROOT / p).read_bytes() for p in INPUTS
                                      if (ROOT / p).exists())).hexdigest()
     if STAMP.exists() and STAMP.read_text() == digest:
         return
-    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py runs on any python3
-        sys.exit(f"arrowgate needs Python 3.11 or newer; this is {sys.version.split()[0]}")
-    if ensure_system_packages(list(BUILD_PACKAGES), "building the csv engine's C scanner",
-                              "the csv engine's C scanner cannot be built"):
-        sys.exit(1)
+    check_python()
+    ensure_build_packages()
     if not PY.exists():
         print(f"creating {VENV}", flush=True)
         venv.create(VENV, with_pip=True)
@@ -181,11 +190,39 @@ def demo() -> None:
     run(BIN / "arrowgate", "demo")
 
 
-def test(extra: list[str]) -> None:
-    ensure_system_packages(list(SYSTEM_PACKAGES), "the tests")
+class Alongside:
+    """A job on a thread of its own, waited for (its exception raised) where its result is
+    needed: `dev.py test` installs the tests' system packages while pip fills the venv and
+    the linters run, since on a fresh machine each takes about a minute of downloads."""
+
+    def __init__(self, job: Any) -> None:
+        import threading
+
+        self._error: BaseException | None = None
+
+        def work() -> None:
+            try:
+                job()
+            except BaseException as error:  # raised again by wait()
+                self._error = error
+
+        self._thread = threading.Thread(target=work, name="dev-alongside", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+def test(extra: list[str], system: Alongside | None = None) -> None:
+    if system is None:
+        ensure_system_packages(list(SYSTEM_PACKAGES), "the tests")
     run(BIN / "ruff", "check", "gateway", "plugins", "tests", "examples", "bench", "dev.py")
     run(BIN / "mypy")
     run(BIN / "lint-imports")
+    if system is not None:  # the examples with an odbc extra load unixODBC from here on
+        system.wait()
     wheel_check()  # the wheel alone, as a user installs it, then with [all]
     # one worker more than the cores (at most 8): the tests wait (servers starting,
     # subprocesses, the console's pilot) for much of their time; on 2 cores the suite took
@@ -395,11 +432,18 @@ def main() -> None:
         sys.exit(1 if ensure_system_packages(list(BUILD_PACKAGES) + list(SYSTEM_PACKAGES),
                                              "the tests", "the build or some tests need them")
                  else 0)
+    system = None
+    if sys.argv[1] == "test":
+        # the compiler first (pip builds the C modules), then the tests' packages while pip
+        # installs (apt holds one lock: the two cannot overlap each other)
+        check_python()
+        ensure_build_packages()
+        system = Alongside(lambda: ensure_system_packages(list(SYSTEM_PACKAGES), "the tests"))
     install()
     if sys.argv[1] == "demo":
         demo()
     elif sys.argv[1] == "test":
-        test(sys.argv[2:])
+        test(sys.argv[2:], system)
     elif sys.argv[1] == "wheel-check":
         wheel_check(network="--network" in sys.argv[2:])
 

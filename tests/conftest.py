@@ -43,6 +43,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.skip(reason=reason))
                 break
+    # the tests marked slow (tens of seconds each, by design) first: pytest-xdist hands out
+    # the tests in collection order, and one of them handed out last ends the run alone
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)

@@ -246,6 +246,7 @@ def test_prepared_statement_on_a_driver_without_execute_schema(tmp_path):
             assert lookup.execute([1]).to_arrow().to_pylist() == [{"b": "x"}]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_cancel_stops_that_query_only(pg):
     postgres, name = pg

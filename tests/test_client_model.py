@@ -19,6 +19,7 @@ pytestmark = pytest.mark.postgres
 SECONDS = 30
 
 
+@pytest.mark.slow
 def test_random_clients_find_the_service_alive_and_every_answer_right(postgres, tmp_path):
     lake = lake_toml(postgres.create_database("client_model_lake"), tmp_path)
     out = io.StringIO()

@@ -74,6 +74,7 @@ type = "duckdb"
     return str(path), [pw, TOKEN]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_no_probe_shows_a_credential(postgres, tmp_path, monkeypatch, cli, caplog):
     monkeypatch.setenv("ARROWGATE_TEST_LAKE_PW", postgres.password)

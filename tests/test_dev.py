@@ -8,6 +8,7 @@ break every other test running here).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -78,7 +79,7 @@ def test_the_install_checks_the_build_packages_first(tmp_path, package):
                           env=_env(ARROWGATE_ASSUME_MISSING=package), timeout=60)
     assert done.returncode == 1
     assert done.stdout.strip() == (
-        f"missing system packages {package} (the csv engine's C scanner cannot be built): "
+        f"missing system packages {package} (arrowgate's C modules cannot be built): "
         f"install them with: sudo apt-get install -y {package}")
 
 
@@ -87,3 +88,74 @@ def test_ci_runs_the_same_check_as_dev_py():
     assert "python3 dev.py system" in script
     assert "apt-get" not in script
     assert Path(ROOT / "dev.py").read_text().count("SYSTEM_PACKAGES: dict") == 1
+
+
+def test_the_tests_system_packages_install_while_pip_fills_the_venv():
+    """On a fresh machine apt's downloads and pip's each take about a minute: `dev.py test`
+    runs them at once, and waits for apt before the wheel-check and pytest need its
+    packages. Here apt's stand-in waits for pip's: one after the other would never end."""
+    code = textwrap.dedent("""
+        import json, sys, threading
+        import dev
+        pip_ran, order = threading.Event(), []
+        def system(packages, needed_for, consequence=None):
+            if needed_for == "the tests":
+                order.append("apt started")
+                if not pip_ran.wait(30):  # a hang guard: pip runs in well under a second here
+                    raise RuntimeError("pip waited for apt")
+                order.append("apt done")
+            return []
+        def install():
+            order.append("pip")
+            pip_ran.set()
+        def test(extra, system):
+            order.append("linters")
+            system.wait()
+            order.append("wheel-check, pytest")
+        dev.ensure_system_packages, dev.install, dev.test = system, install, test
+        sys.argv = ["dev.py", "test"]
+        dev.main()
+        print(json.dumps(order))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    order = json.loads(done.stdout)
+    assert order.index("apt started") < order.index("pip") < order.index("apt done")
+    assert order[-1] == "wheel-check, pytest" and order.index("apt done") < len(order) - 1
+
+
+def test_an_error_of_the_system_install_is_raised_where_it_is_waited_for():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dev_alongside", ROOT / "dev.py")
+    assert spec is not None and spec.loader is not None
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+
+    def failing() -> None:
+        raise OSError("apt-get: no such file")
+
+    job = dev.Alongside(failing)
+    with pytest.raises(OSError, match="no such file"):
+        job.wait()
+
+
+def test_the_tests_marked_slow_are_handed_out_first(tmp_path):
+    (tmp_path / "test_order.py").write_text(textwrap.dedent("""
+        import pytest
+
+        def test_quick():
+            pass
+
+        @pytest.mark.slow
+        def test_long():
+            pass
+    """))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+         "-c", str(ROOT / "pyproject.toml"), "-p", "tests.conftest",
+         str(tmp_path / "test_order.py")],
+        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    names = [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
+    assert names == ["test_long", "test_quick"], done.stdout + done.stderr

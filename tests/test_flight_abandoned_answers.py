@@ -88,6 +88,7 @@ def test_a_raw_client_that_cancels_after_one_batch_and_closes_at_once(service):
         assert table == pa.table({"s": pa.array([499500], pa.decimal128(38, 0))})
 
 
+@pytest.mark.slow
 def test_abandoned_answers_give_their_memory_back(service):
     """Each answer a client stops reading kept about 1 MB for good before: 400 of them
     grew the service by some 300 MB. The bound is the issue's: within 50 MB."""

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.flight as flight
+import pytest
 
 from gateway.flight import protobuf as M
 from tests.flight_support import action, serving
@@ -35,6 +36,7 @@ def client_run(location: str, seed: int) -> int:
     return rows
 
 
+@pytest.mark.slow
 def test_32_clients_100_queries_each():
     with serving() as server:
         client_run(server.location, 0)  # warm up: engine started, pools filled

@@ -46,6 +46,7 @@ def drive(python: Path, location: str, home: Path, *statements: str) -> None:
     assert done.stdout.count("ran:") == len(statements)
 
 
+@pytest.mark.slow
 def test_a_harlequin_users_work_is_kept(harlequin_python, tmp_path):
     with serving() as server:
         drive(harlequin_python, server.location, tmp_path,

@@ -22,6 +22,7 @@ def write_config(path, sections: dict[str, dict]) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_lakebench_runs_end_to_end(postgres, tmp_path, cli):
     config = write_config(tmp_path / "arrowgate.toml", {

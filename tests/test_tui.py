@@ -134,6 +134,7 @@ async def test_shadow_match_and_earlier_verdicts_stay_browsable():
         assert panel.current.category == "values"
 
 
+@pytest.mark.slow
 async def test_a_shadowed_answer_streams_its_first_rows_before_the_verdict(monkeypatch):
     from gateway.tui import console
     from gateway.tui.messages import ResultsFetched, VerdictReady
@@ -266,6 +267,7 @@ async def test_export_to_the_clipboard_copies_the_answer_as_csv():
                                               "fhv,33"]  # quoted only as needed
 
 
+@pytest.mark.slow
 async def test_the_command_palette_runs_the_consoles_commands():
     app = make_app(quickstart_config())
     async with app.run_test(size=(140, 40)) as pilot:

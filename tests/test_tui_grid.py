@@ -89,6 +89,7 @@ async def test_equals_fits_the_column_to_its_widest_value_and_back():
         assert grid.ordered_columns[1].render_width <= MAX_CELL_WIDTH + 2
 
 
+@pytest.mark.slow
 async def test_focus_stays_in_the_grid_when_the_answer_is_replaced(monkeypatch):
     from gateway.tui import console
     from gateway.tui.components.cell_viewer import CellViewer

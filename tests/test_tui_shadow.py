@@ -57,6 +57,7 @@ def core_verdict(sql: str):  # type: ignore[no-untyped-def]
         return result.shadow
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("expected", sorted(QUERIES))
 async def test_a_shadowed_million_rows_get_the_cores_verdict_with_the_reference_never_held(
         expected):

@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import gateway
 from gateway.flight.serve_config import ServeSettings
 from gateway.flight.server import FlightSqlServer
@@ -17,6 +19,7 @@ from tests.conftest import ROOT, run_arrowgate
 EXAMPLE = ROOT / "examples" / "upgrade"
 
 
+@pytest.mark.slow
 def test_the_upgrade_example_finds_the_divergences_between_releases(tmp_path):
     folder = tmp_path / "capture"
     config = EXAMPLE / "arrowgate.toml"
