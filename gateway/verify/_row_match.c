@@ -760,11 +760,154 @@ finally:
     return result;
 }
 
+/* -- the order of each map's entries by key ------------------------------------------------ */
+typedef struct Keys {
+    int kind;                /* K_INT, K_UINT, K_BIN32, K_BIN64 */
+    int64_t width;
+    const uint8_t *values;   /* numbers, or offsets */
+    const uint8_t *bytes;    /* of a binary */
+    int64_t off;
+} Keys;
+
+/* key a against key b (indices of the keys array): <0, 0, >0, as Arrow's sort orders them
+   (numbers by value, strings and binaries byte for byte, a prefix first) */
+static inline int key_cmp(const Keys *k, int64_t a, int64_t b) {
+    a += k->off;
+    b += k->off;
+    switch (k->kind) {
+    case K_INT: {
+        int64_t x, y;
+        switch (k->width) {
+        case 1: x = ((const int8_t *)k->values)[a]; y = ((const int8_t *)k->values)[b]; break;
+        case 2: x = ((const int16_t *)k->values)[a]; y = ((const int16_t *)k->values)[b]; break;
+        case 4: x = ((const int32_t *)k->values)[a]; y = ((const int32_t *)k->values)[b]; break;
+        default: x = ((const int64_t *)k->values)[a]; y = ((const int64_t *)k->values)[b]; break;
+        }
+        return (x > y) - (x < y);
+    }
+    case K_UINT: {
+        uint64_t x, y;
+        switch (k->width) {
+        case 1: x = ((const uint8_t *)k->values)[a]; y = ((const uint8_t *)k->values)[b]; break;
+        case 2: x = ((const uint16_t *)k->values)[a]; y = ((const uint16_t *)k->values)[b]; break;
+        case 4: x = ((const uint32_t *)k->values)[a]; y = ((const uint32_t *)k->values)[b]; break;
+        default: x = ((const uint64_t *)k->values)[a]; y = ((const uint64_t *)k->values)[b]; break;
+        }
+        return (x > y) - (x < y);
+    }
+    default: {
+        int64_t sa, na, sb, nb;
+        if (k->kind == K_BIN32) {
+            const int32_t *o = (const int32_t *)k->values;
+            sa = o[a]; na = o[a + 1] - sa; sb = o[b]; nb = o[b + 1] - sb;
+        } else {
+            const int64_t *o = (const int64_t *)k->values;
+            sa = o[a]; na = o[a + 1] - sa; sb = o[b]; nb = o[b + 1] - sb;
+        }
+        int64_t common = na < nb ? na : nb;
+        const uint8_t *x = k->bytes + sa, *y = k->bytes + sb;
+        if (common > 16) {
+            int c = memcmp(x, y, (size_t)common);
+            if (c) return c;
+        } else {
+            for (int64_t i = 0; i < common; i++)
+                if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+        }
+        return (na > nb) - (na < nb);
+    }
+    }
+}
+
+/* sorts idx[0..n) by key, stably (equal keys keep their order); tmp holds n */
+static void sort_entries(const Keys *k, int64_t *idx, int64_t *tmp, int64_t n) {
+    if (n <= 16) {
+        for (int64_t i = 1; i < n; i++) {
+            int64_t x = idx[i], j = i;
+            while (j > 0 && key_cmp(k, idx[j - 1], x) > 0) {
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = x;
+        }
+        return;
+    }
+    int64_t half = n / 2;
+    sort_entries(k, idx, tmp, half);
+    sort_entries(k, idx + half, tmp, n - half);
+    if (key_cmp(k, idx[half - 1], idx[half]) <= 0) return;
+    memcpy(tmp, idx, (size_t)half * sizeof(int64_t));
+    int64_t a = 0, b = half, out = 0;
+    while (a < half && b < n) idx[out++] = key_cmp(k, idx[b], tmp[a]) < 0 ? idx[b++] : tmp[a++];
+    while (a < half) idx[out++] = tmp[a++];
+}
+
+/* key_order(keys, offsets): keys and offsets (int32 or int64, one more than the maps, the
+   first 0) as (schema, array) capsule pairs; the entries' order that sorts each map's
+   entries by key, stably (int64 bytes); b"" when they are in that order already; None when
+   the keys' type is not read here or holds a NULL. */
+static PyObject *key_order(PyObject *self, PyObject *args) {
+    PyObject *keys_pair, *offsets_pair;
+    if (!PyArg_ParseTuple(args, "OO", &keys_pair, &offsets_pair)) return NULL;
+    struct ArrowSchema *ks, *os;
+    struct ArrowArray *ka, *oa;
+    if (!capsules(keys_pair, &ks, &ka) || !capsules(offsets_pair, &os, &oa)) return NULL;
+    Type t;
+    if (ks->dictionary != NULL || ka->null_count != 0 || ka->n_buffers < 2 ||
+        !parse_type(ks, &t))
+        Py_RETURN_NONE;
+    int plain = !strcmp(ks->format, "c") || !strcmp(ks->format, "s") ||
+                !strcmp(ks->format, "i") || !strcmp(ks->format, "l") || t.kind == K_UINT ||
+                t.kind == K_BIN32 || t.kind == K_BIN64;
+    free_type(&t);
+    if (!plain || (strcmp(os->format, "i") && strcmp(os->format, "l")) || oa->n_buffers < 2 ||
+        oa->null_count != 0 || oa->length < 1)
+        Py_RETURN_NONE;
+    Keys k = {t.kind, t.width, (const uint8_t *)ka->buffers[1], NULL, ka->offset};
+    if (t.kind == K_BIN32 || t.kind == K_BIN64) {
+        if (ka->n_buffers < 3) Py_RETURN_NONE;
+        k.bytes = (const uint8_t *)ka->buffers[2];
+    }
+    int wide = os->format[0] == 'l';
+    const void *ob = oa->buffers[1];
+    int64_t maps = oa->length - 1, at = oa->offset;
+#define OFFSET(i) (wide ? ((const int64_t *)ob)[at + (i)] : (int64_t)((const int32_t *)ob)[at + (i)])
+    int64_t n = OFFSET(maps) - OFFSET(0);
+    if (OFFSET(0) != 0 || n > ka->length) Py_RETURN_NONE;
+    int ordered = 1;
+    for (int64_t m = 0; m < maps && ordered; m++)
+        for (int64_t e = OFFSET(m) + 1; e < OFFSET(m + 1); e++)
+            if (key_cmp(&k, e - 1, e) > 0) { ordered = 0; break; }
+    if (ordered) return PyBytes_FromStringAndSize(NULL, 0);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    if (out == NULL) return NULL;
+    int64_t *idx = (int64_t *)PyBytes_AS_STRING(out);
+    int64_t longest = 0;
+    for (int64_t m = 0; m < maps; m++)
+        if (OFFSET(m + 1) - OFFSET(m) > longest) longest = OFFSET(m + 1) - OFFSET(m);
+    int64_t *tmp = malloc((size_t)(longest / 2 + 1) * sizeof(int64_t));
+    if (tmp == NULL) {
+        Py_DECREF(out);
+        return PyErr_NoMemory();
+    }
+    for (int64_t e = 0; e < n; e++) idx[e] = e;
+    for (int64_t m = 0; m < maps; m++) {
+        int64_t start = OFFSET(m), stop = OFFSET(m + 1);
+        if (stop - start > 1) sort_entries(&k, idx + start, tmp, stop - start);
+    }
+#undef OFFSET
+    free(tmp);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"prove", prove, METH_VARARGS,
      "prove(primary, reference, columns, folder, parts, hash_mask): the rows of each side "
      "left without an equal partner (int64 bytes), or None when a column's type is not read "
      "here; see gateway/verify/row_match.py"},
+    {"key_order", key_order, METH_VARARGS,
+     "key_order(keys, offsets): the order sorting each map's entries by key (int64 bytes), "
+     "b'' when already so, or None when the keys' type is not read here; see "
+     "gateway/verify/compare_types.py"},
     {NULL},
 };
 
