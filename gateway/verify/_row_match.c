@@ -52,6 +52,7 @@ enum { K_NULL, K_BOOL, K_INT, K_UINT, K_FIXED, K_F32, K_F64, K_BIN32, K_BIN64, K
 
 typedef struct Type {
     int kind;
+    int leaf;      /* holds no other type */
     int64_t width; /* bytes of a K_INT, K_UINT or K_FIXED value; values of a K_FLIST */
     int64_t n_children;
     struct Type *children;
@@ -140,6 +141,7 @@ static int parse_type(const struct ArrowSchema *s, Type *t) {
         if (t->width < 0) return 0;
     } else if (!strcmp(f, "+s")) t->kind = K_STRUCT;
     else return 0;
+    t->leaf = t->kind < K_LIST32;
     int nested = t->kind == K_LIST32 || t->kind == K_LIST64 || t->kind == K_FLIST;
     if (nested && s->n_children != 1) return 0;
     if (nested || t->kind == K_STRUCT) {
@@ -243,13 +245,10 @@ static inline void put_tagged(Bytes *b, uint8_t base, uint64_t x) {
     b->used += 1 + n;
 }
 
-/* Appends value ``i`` of ``v``: a NULL is one byte 0 (what it hides is not read); a value
-   starts with a tag of 1 or more and is self-delimiting (the tag says how many bytes its
-   number or length takes, lengths come before bytes and elements), so that two rows of one
-   type encode alike exactly when their values are equal. 1: done; 0: a NaN (never equal:
-   the row is left to the pairing); -1: out of memory. */
-static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
-    int64_t j = v->off + i;
+/* Appends value ``j`` (its offset in ``v``'s buffers already added) of a type that holds
+   no other: see encode_value. Inlined where it is called: no call a value. */
+static inline __attribute__((always_inline)) int encode_leaf(const Type *t, const View *v,
+                                                              int64_t j, Bytes *out) {
     if (!room(out, ROOM)) return -1;
     uint8_t *at = out->at + out->used;
     if (t->kind == K_NULL || (v->valid != NULL && !bit(v->valid, j))) {
@@ -257,12 +256,7 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
         out->used++;
         return 1;
     }
-    switch (t->kind) {
-    case K_BOOL:
-        *at = (uint8_t)(1 + bit(v->b1, j));
-        out->used++;
-        return 1;
-    case K_INT: {
+    if (t->kind == K_INT) {
         int64_t x;
         switch (t->width) {
         case 1: x = ((const int8_t *)v->b1)[j]; break;
@@ -274,6 +268,38 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
         put_tagged(out, 1, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63));
         return 1;
     }
+    if (t->kind == K_BIN32 || t->kind == K_BIN64) {
+        int64_t start, n;
+        if (t->kind == K_BIN32) {
+            const int32_t *o = (const int32_t *)v->b1;
+            start = o[j];
+            n = o[j + 1] - start;
+        } else {
+            const int64_t *o = (const int64_t *)v->b1;
+            start = o[j];
+            n = o[j + 1] - start;
+        }
+        if (n > ROOM - 10 && !room(out, 10 + (size_t)n)) return -1;
+        put_tagged(out, 1, (uint64_t)n);
+        memcpy(out->at + out->used, v->b2 + start, (size_t)n);
+        out->used += (size_t)n;
+        return 1;
+    }
+    if (t->kind == K_F64) {
+        double x;
+        memcpy(&x, v->b1 + 8 * j, 8);
+        if (x != x) return 0;
+        if (x == 0) x = 0; /* -0.0 equals 0.0 (asked only with signed_zero_equal) */
+        *at = 1;
+        memcpy(at + 1, &x, 8);
+        out->used += 9;
+        return 1;
+    }
+    switch (t->kind) {
+    case K_BOOL:
+        *at = (uint8_t)(1 + bit(v->b1, j));
+        out->used++;
+        return 1;
     case K_UINT: {
         uint64_t x;
         switch (t->width) {
@@ -303,40 +329,38 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
         float x;
         memcpy(&x, v->b1 + 4 * j, 4);
         if (x != x) return 0;
-        if (x == 0) x = 0; /* -0.0 equals 0.0 (asked only with signed_zero_equal) */
+        if (x == 0) x = 0;
         *at = 1;
         memcpy(at + 1, &x, 4);
         out->used += 5;
         return 1;
     }
-    case K_F64: {
-        double x;
-        memcpy(&x, v->b1 + 8 * j, 8);
-        if (x != x) return 0;
-        if (x == 0) x = 0;
-        *at = 1;
-        memcpy(at + 1, &x, 8);
-        out->used += 9;
+    }
+    return 1;
+}
+
+static int encode_nested(const Type *t, const View *v, int64_t j, Bytes *out);
+
+/* Appends value ``i`` of ``v``: a NULL is one byte 0 (what it hides is not read); a value
+   starts with a tag of 1 or more and is self-delimiting (the tag says how many bytes its
+   number or length takes, lengths come before bytes and elements), so that two rows of one
+   type encode alike exactly when their values are equal. 1: done; 0: a NaN (never equal:
+   the row is left to the pairing); -1: out of memory. */
+static inline __attribute__((always_inline)) int encode_value(const Type *t, const View *v,
+                                                               int64_t i, Bytes *out) {
+    return t->leaf ? encode_leaf(t, v, v->off + i, out) : encode_nested(t, v, v->off + i, out);
+}
+
+/* encode_value for a list or a struct (``j``: offset added) */
+static int encode_nested(const Type *t, const View *v, int64_t j, Bytes *out) {
+    if (!room(out, ROOM)) return -1;
+    uint8_t *at = out->at + out->used;
+    if (v->valid != NULL && !bit(v->valid, j)) {
+        *at = 0;
+        out->used++;
         return 1;
     }
-    case K_BIN32:
-    case K_BIN64: {
-        int64_t start, n;
-        if (t->kind == K_BIN32) {
-            const int32_t *o = (const int32_t *)v->b1;
-            start = o[j];
-            n = o[j + 1] - start;
-        } else {
-            const int64_t *o = (const int64_t *)v->b1;
-            start = o[j];
-            n = o[j + 1] - start;
-        }
-        if (n > ROOM - 10 && !room(out, 10 + (size_t)n)) return -1;
-        put_tagged(out, 1, (uint64_t)n);
-        memcpy(out->at + out->used, v->b2 + start, (size_t)n);
-        out->used += (size_t)n;
-        return 1;
-    }
+    switch (t->kind) {
     case K_LIST32:
     case K_LIST64: {
         int64_t start, stop;
