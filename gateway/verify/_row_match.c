@@ -612,6 +612,8 @@ static int read_part(const char *folder, int side, uint32_t part, Bytes *into) {
 /* a reference record walks at most this many records of its hash (records of one hash that
    are not equal are collisions: this keeps a forced run of them from being quadratic) */
 #define MAX_WALK 64
+/* how many records ahead the cache is asked for what they will read */
+#define AHEAD 8
 
 /* a hash of the range, and where its first primary record not yet given out is (END: none
    left; EMPTY: a free slot) */
@@ -639,8 +641,17 @@ static int pair_part(Bytes *p, const Bytes *r, uint8_t *p_done, uint8_t *r_done,
     if (!grow(table, slots * sizeof(Slot))) return 0;
     Slot *slot = (Slot *)table->at;
     memset(slot, 0xff, slots * sizeof(Slot));
+    /* a cursor some records ahead fetches their slots into the cache before they are needed */
+    size_t ahead = 0;
+    for (int k = 0; k < AHEAD && ahead < p->used; k++)
+        ahead += RECORD_BYTES(((const Record *)(p->at + ahead))->n);
     for (size_t at = 0; at < p->used;) {
         Record *head = (Record *)(p->at + at);
+        if (ahead < p->used) {
+            const Record *next = (const Record *)(p->at + ahead);
+            __builtin_prefetch(&slot[next->hash & mask], 1);
+            ahead += RECORD_BYTES(next->n);
+        }
         size_t s = head->hash & mask;
         while (slot[s].head != EMPTY && slot[s].hash != head->hash) s = (s + 1) & mask;
         if (slot[s].head == EMPTY) {
@@ -651,10 +662,28 @@ static int pair_part(Bytes *p, const Bytes *r, uint8_t *p_done, uint8_t *r_done,
         slot[s].head = (uint32_t)at;
         at += RECORD_BYTES(head->n);
     }
+    /* two cursors ahead: the farther fetches slots, the nearer the records they lead to */
+    size_t far = 0, near = 0;
+    for (int k = 0; k < 2 * AHEAD && far < r->used; k++) {
+        far += RECORD_BYTES(((const Record *)(r->at + far))->n);
+        if (k < AHEAD) near = far;
+    }
     for (size_t at = 0; at < r->used;) {
         const Record *head = (const Record *)(r->at + at);
         const uint8_t *bytes = r->at + at + sizeof(Record);
         at += RECORD_BYTES(head->n);
+        if (far < r->used) {
+            const Record *next = (const Record *)(r->at + far);
+            __builtin_prefetch(&slot[next->hash & mask]);
+            far += RECORD_BYTES(next->n);
+        }
+        if (near < r->used) {
+            const Record *next = (const Record *)(r->at + near);
+            const Slot *first = &slot[next->hash & mask];
+            if (first->hash == next->hash && first->head < END)
+                __builtin_prefetch(p->at + first->head);
+            near += RECORD_BYTES(next->n);
+        }
         size_t s = head->hash & mask;
         while (slot[s].head != EMPTY && slot[s].hash != head->hash) s = (s + 1) & mask;
         if (slot[s].head == EMPTY) continue;
