@@ -486,17 +486,17 @@ static int read_side(PyObject *batches, const Columns *cols, const struct ArrowS
 }
 
 /* -- routing each side's rows to files, a range of hashes each ----------------------------- */
-/* A record: the low half of the row's hash (the high half chose its range), its index, its
-   bytes' length, a link (the next primary record of its hash, once read back), its bytes
-   (padded to 4). */
-typedef struct Record {
+/* A record: the low half of the row's hash (the high half chose its range; once a primary
+   record is read back and in its hash's chain, the slot holds the hash and this field the
+   link to the next record of the chain), its index, its bytes' length, then its bytes.
+   Packed (12 bytes, unaligned reads): each byte is written and read back once. */
+typedef struct __attribute__((packed)) Record {
     uint32_t hash;
     uint32_t row;
     uint32_t n;
-    uint32_t next;
 } Record;
 
-#define RECORD_BYTES(n) (sizeof(Record) + (((size_t)(n) + 3) & ~(size_t)3))
+#define RECORD_BYTES(n) (sizeof(Record) + (size_t)(n))
 
 #define WRITE_BUFFER (1 << 16)
 
@@ -537,11 +537,11 @@ static int route_side(const Side *s, const Columns *cols, Parts *ps, uint64_t ma
             if (encoded < 0) { done = 0; break; }
             if (encoded == 0) continue;
             if (row.used > UINT32_MAX - 64) continue; /* (not in a record: left unproven) */
-            /* 16 zero bytes after the row: the hash reads whole words, the record is padded */
+            /* 16 zero bytes after the row: the hash reads whole words */
             if (!room(&row, 16)) { done = 0; break; }
             memset(row.at + row.used, 0, 16);
             uint64_t h = hash_bytes(row.at, row.used) & mask;
-            Record head = {(uint32_t)h, (uint32_t)(first + i), (uint32_t)row.used, 0};
+            Record head = {(uint32_t)h, (uint32_t)(first + i), (uint32_t)row.used};
             uint32_t part = part_of(h, ps->n);
             Bytes *out = &ps->buffers[part];
             size_t bytes = RECORD_BYTES(row.used);
@@ -658,7 +658,7 @@ static int pair_part(Bytes *p, const Bytes *r, uint8_t *p_done, uint8_t *r_done,
             slot[s].hash = head->hash;
             slot[s].head = END;
         }
-        head->next = slot[s].head;
+        head->hash = slot[s].head; /* the link: the slot holds the hash */
         slot[s].head = (uint32_t)at;
         at += RECORD_BYTES(head->n);
     }
@@ -692,14 +692,14 @@ static int pair_part(Bytes *p, const Bytes *r, uint8_t *p_done, uint8_t *r_done,
         for (int walked = 0; cur != END && walked < MAX_WALK; walked++) {
             Record *other = (Record *)(p->at + cur);
             if (other->n == head->n && !memcmp(other + 1, bytes, head->n)) {
-                if (prev == NULL) slot[s].head = other->next;
-                else prev->next = other->next;
+                if (prev == NULL) slot[s].head = other->hash;
+                else prev->hash = other->hash;
                 set_bit(p_done, other->row);
                 set_bit(r_done, head->row);
                 break;
             }
             prev = other;
-            cur = other->next;
+            cur = other->hash;
         }
     }
     return 1;
