@@ -275,3 +275,49 @@ def test_map_keys_of_other_types_are_left_to_arrow():
                                     offsets.__arrow_c_array__()) is None
     assert _row_match.key_order(pa.array([1, 2]).__arrow_c_array__(),
                                 offsets.__arrow_c_array__()) == b""
+
+
+def _left(p: pa.Table, r: pa.Table, tmp_path) -> list[list[int]]:
+    left = row_match.unmatched_rows(p.to_batches(), r.to_batches(), list(range(p.num_columns)),
+                                    str(tmp_path), 1 << 20)
+    assert left is not None
+    return [a.to_pylist() for a in left]
+
+
+def test_numbers_and_lengths_that_share_their_low_bytes_are_told_apart(tmp_path):
+    """A number (or a length) is written as a tag saying how many of its bytes follow, then
+    those bytes: values that agree in their low bytes, or in all but the tag, never match,
+    and each equals itself, at the edges of each width."""
+    ints = [0, 1, -1, 255, 256, -256, 2**16, 2**24 + 1, 2**32, -(2**31), 2**40 + 255,
+            2**56, 2**62, 2**63 - 1, -(2**63)]
+    uints = [0, 1, 255, 256, 2**16, 2**32, 2**56, 2**63, 2**64 - 1, 2**64 - 256]
+    strings = ["", "a", "a" * 38, "a" * 39, "a" * 40, "a" * 255, "a" * 256, "b" * 1000]
+    lists = [[], [0], [0] * 255, [0] * 256, [256], [0, 0]]
+    for values, type_ in ((ints, pa.int64()), (uints, pa.uint64()), (strings, pa.string()),
+                          (lists, pa.list_(pa.int64()))):
+        table = pa.table({"v": pa.array(values, type_)})
+        # each value against itself, in another order: all matched
+        assert _left(table.take(pa.array(range(len(values) - 1, -1, -1))), table,
+                     tmp_path) == [[], []]
+        # the values at even places against those at odd places (their neighbours): none
+        evens = pa.table({"v": pa.array(values[0::2], type_)})
+        odds = pa.table({"v": pa.array(values[1::2], type_)})
+        assert _left(evens, odds, tmp_path) == [list(range(evens.num_rows)),
+                                                list(range(odds.num_rows))]
+    # in a struct, beside other fields: a long string's bytes then a number
+    struct = pa.struct([("s", pa.string()), ("i", pa.int64())])
+    a = pa.table({"v": pa.array([{"s": "x" * 300, "i": 256}, {"s": "x" * 300, "i": 1}], struct)})
+    b = pa.table({"v": pa.array([{"s": "x" * 300, "i": 1}, {"s": "x" * 300, "i": 2}], struct)})
+    assert _left(a, b, tmp_path) == [[0], [1]]
+
+
+def test_rows_of_a_hash_are_found_after_an_earlier_hash_of_their_slot_is_used_up(monkeypatch):
+    """Four hashes that fall in one slot of the range's table (a mask keeping only bits 10
+    and 11): each takes the next free slot, and a hash whose rows are all given out keeps
+    its slot, so the hashes after it are still found."""
+    monkeypatch.setattr(row_match, "HASH_MASK", 0xC00)
+    reference = _answer(200)
+    primary = _shuffled(_answer(200, reversed_maps=True), seed=3)
+    verdict = _assert_as_in_memory(primary, reference)
+    assert verdict.category == "match"
+    assert verdict.evidence["matched_by_values"] == 2 * 200
