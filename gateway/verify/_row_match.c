@@ -3,12 +3,16 @@
  * C data in place (memory-mapped spills are not copied into the process).
  *
  * Used by gateway/verify/row_match.py (the contract is there). Each row of each side is
- * encoded as bytes (a NULL as one byte, a value as its bytes after its length: two rows of
- * one type encode alike exactly when their values are equal), hashed, and written with its
- * index to the file of its range of hashes, both sides read once. Then a range at a time
- * (each a few MiB, in cache), each reference row is given the first primary row of its hash
- * whose bytes equal its own, and both are proven. The hash only offers candidates: bytes
- * decide. What is left without an equal partner goes to the pairing.
+ * encoded as bytes (a NULL as one byte 0, a value as a tag then its bytes, the tag saying
+ * how many bytes its number or length takes: two rows of one type encode alike exactly
+ * when their values are equal), hashed, and written with its index to the file of its
+ * range of hashes, both sides read once. Then a range at a time (each a few MiB), each
+ * reference row is given the first primary row of its hash whose bytes equal its own, and
+ * both are proven (a bit a row). The hash only offers candidates: bytes decide. What is
+ * left without an equal partner goes to the pairing.
+ *
+ * Also key_order: the order sorting each map's entries by key (the spills' maps are sorted
+ * so once, as they arrive: gateway/verify/compare_types.py).
  *
  * Never looser than the comparator's equality: NULL equals NULL, a row holding a NaN is
  * never proven, -0.0 is written as 0.0 (the caller asks only with signed_zero_equal), and
