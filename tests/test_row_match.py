@@ -214,3 +214,110 @@ def test_the_rows_left_are_those_without_an_equal_partner(tmp_path):
     # one of the primary's two (4, [4]) rows is the partner of the reference's one
     assert [a.to_pylist() for a in left] in ([[1, 3], [2, 3]], [[1, 4], [2, 3]])
     assert list(tmp_path.iterdir()) == []  # the routed rows' files are removed
+
+
+def _maps(keys: list[object], key_type: pa.DataType, sizes: list[int],
+          seed: int) -> pa.MapArray:
+    """Maps of ``sizes`` entries over ``keys`` in a random order (items number the entries,
+    so that the order of equal keys shows), every fifth map NULL with its entries kept."""
+    rng = random.Random(seed)
+    entries = [rng.choice(keys) for _ in range(sum(sizes))]
+    offsets = [0]
+    for size in sizes:
+        offsets.append(offsets[-1] + size)
+    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(entries, key_type),
+                                   pa.array(range(len(entries)), pa.int64()),
+                                   mask=pa.array([i % 5 == 4 for i in range(len(sizes))]))
+
+
+@pytest.mark.parametrize("keys, key_type", [
+    (["b", "a", "", "ab", "a\x00", "é", "z" * 40, "z" * 39 + "y", "z" * 41], pa.string()),
+    (["b", "a", "", "ab", "é", "z" * 40, "z" * 41], pa.large_string()),
+    ([b"\xff", b"\x00", b"", b"\x7f\x80", b"\x80"], pa.binary()),
+    ([-128, -1, 0, 1, 127], pa.int8()),
+    ([-2**15, -1, 0, 2**15 - 1], pa.int16()),
+    ([-2**31, -5, 0, 7, 2**31 - 1], pa.int32()),
+    ([-2**63, -5, 0, 7, 2**63 - 1], pa.int64()),
+    ([0, 1, 255], pa.uint8()),
+    ([0, 1, 2**16 - 1], pa.uint16()),
+    ([0, 1, 2**32 - 1], pa.uint32()),
+    ([0, 1, 2**63, 2**64 - 1], pa.uint64()),
+])
+def test_map_entries_are_sorted_by_key_in_c_as_by_arrow(monkeypatch, keys, key_type):
+    """Each map's entries sorted by key in C (``_row_match.key_order``) come out in the
+    order Arrow's stable sort gives, equal keys in their order, NULL maps' entries too,
+    short maps and long ones (more than 16 entries: merged), sliced arrays included."""
+    from gateway.verify import _row_match, compare_types
+
+    sizes = [0, 1, 2, 3, 17, 40, 2, 5, 100, 1, 16, 33]
+    maps = _maps(keys, key_type, sizes, seed=len(keys))
+    cases = [maps, maps.slice(3), maps.slice(2, 5)]
+    in_c = [compare_types._entries_in_key_order(m) for m in cases]
+    monkeypatch.setattr(_row_match, "key_order", lambda keys, offsets: None)
+    by_arrow = [compare_types._entries_in_key_order(m) for m in cases]
+    for c, a in zip(in_c, by_arrow, strict=True):
+        assert c.offsets.to_pylist() == a.offsets.to_pylist()
+        assert c.keys.to_pylist() == a.keys.to_pylist()
+        assert c.items.to_pylist() == a.items.to_pylist()
+        assert c.to_pylist() == a.to_pylist()
+    assert in_c[0].keys.to_pylist() != maps.keys.to_pylist()  # there was sorting to do
+
+
+def test_map_keys_of_other_types_are_left_to_arrow():
+    """Keys this sort does not read (floats, whose NaNs Arrow places its own way; dates;
+    structs) or that hold a NULL are not sorted in C."""
+    from gateway.verify import _row_match
+
+    offsets = pa.array([0, 2], pa.int32())
+    for keys in (pa.array([2.0, 1.0]), pa.array([dt.date(2020, 1, 2), dt.date(2020, 1, 1)]),
+                 pa.array([{"a": 2}, {"a": 1}]), pa.array([2, None])):
+        assert _row_match.key_order(keys.__arrow_c_array__(),
+                                    offsets.__arrow_c_array__()) is None
+    assert _row_match.key_order(pa.array([1, 2]).__arrow_c_array__(),
+                                offsets.__arrow_c_array__()) == b""
+
+
+def _left(p: pa.Table, r: pa.Table, tmp_path) -> list[list[int]]:
+    left = row_match.unmatched_rows(p.to_batches(), r.to_batches(), list(range(p.num_columns)),
+                                    str(tmp_path), 1 << 20)
+    assert left is not None
+    return [a.to_pylist() for a in left]
+
+
+def test_numbers_and_lengths_that_share_their_low_bytes_are_told_apart(tmp_path):
+    """A number (or a length) is written as a tag saying how many of its bytes follow, then
+    those bytes: values that agree in their low bytes, or in all but the tag, never match,
+    and each equals itself, at the edges of each width."""
+    ints = [0, 1, -1, 255, 256, -256, 2**16, 2**24 + 1, 2**32, -(2**31), 2**40 + 255,
+            2**56, 2**62, 2**63 - 1, -(2**63)]
+    uints = [0, 1, 255, 256, 2**16, 2**32, 2**56, 2**63, 2**64 - 1, 2**64 - 256]
+    strings = ["", "a", "a" * 38, "a" * 39, "a" * 40, "a" * 255, "a" * 256, "b" * 1000]
+    lists = [[], [0], [0] * 255, [0] * 256, [256], [0, 0]]
+    for values, type_ in ((ints, pa.int64()), (uints, pa.uint64()), (strings, pa.string()),
+                          (lists, pa.list_(pa.int64()))):
+        table = pa.table({"v": pa.array(values, type_)})
+        # each value against itself, in another order: all matched
+        assert _left(table.take(pa.array(range(len(values) - 1, -1, -1))), table,
+                     tmp_path) == [[], []]
+        # the values at even places against those at odd places (their neighbours): none
+        evens = pa.table({"v": pa.array(values[0::2], type_)})
+        odds = pa.table({"v": pa.array(values[1::2], type_)})
+        assert _left(evens, odds, tmp_path) == [list(range(evens.num_rows)),
+                                                list(range(odds.num_rows))]
+    # in a struct, beside other fields: a long string's bytes then a number
+    struct = pa.struct([("s", pa.string()), ("i", pa.int64())])
+    a = pa.table({"v": pa.array([{"s": "x" * 300, "i": 256}, {"s": "x" * 300, "i": 1}], struct)})
+    b = pa.table({"v": pa.array([{"s": "x" * 300, "i": 1}, {"s": "x" * 300, "i": 2}], struct)})
+    assert _left(a, b, tmp_path) == [[0], [1]]
+
+
+def test_rows_of_a_hash_are_found_after_an_earlier_hash_of_their_slot_is_used_up(monkeypatch):
+    """Four hashes that fall in one slot of the range's table (a mask keeping only bits 10
+    and 11): each takes the next free slot, and a hash whose rows are all given out keeps
+    its slot, so the hashes after it are still found."""
+    monkeypatch.setattr(row_match, "HASH_MASK", 0xC00)
+    reference = _answer(200)
+    primary = _shuffled(_answer(200, reversed_maps=True), seed=3)
+    verdict = _assert_as_in_memory(primary, reference)
+    assert verdict.category == "match"
+    assert verdict.evidence["matched_by_values"] == 2 * 200

@@ -3,12 +3,16 @@
  * C data in place (memory-mapped spills are not copied into the process).
  *
  * Used by gateway/verify/row_match.py (the contract is there). Each row of each side is
- * encoded as bytes (a NULL as one byte, a value as its bytes after its length: two rows of
- * one type encode alike exactly when their values are equal), hashed, and written with its
- * index to the file of its range of hashes, both sides read once. Then a range at a time
- * (each a few MiB, in cache), each reference row is given the first primary row of its hash
- * whose bytes equal its own, and both are proven. The hash only offers candidates: bytes
- * decide. What is left without an equal partner goes to the pairing.
+ * encoded as bytes (a NULL as one byte 0, a value as a tag then its bytes, the tag saying
+ * how many bytes its number or length takes: two rows of one type encode alike exactly
+ * when their values are equal), hashed, and written with its index to the file of its
+ * range of hashes, both sides read once. Then a range at a time (each a few MiB), each
+ * reference row is given the first primary row of its hash whose bytes equal its own, and
+ * both are proven (a bit a row). The hash only offers candidates: bytes decide. What is
+ * left without an equal partner goes to the pairing.
+ *
+ * Also key_order: the order sorting each map's entries by key (the spills' maps are sorted
+ * so once, as they arrive: gateway/verify/compare_types.py).
  *
  * Never looser than the comparator's equality: NULL equals NULL, a row holding a NaN is
  * never proven, -0.0 is written as 0.0 (the caller asks only with signed_zero_equal), and
@@ -20,6 +24,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct ArrowSchema {
     const char *format;
@@ -51,6 +56,7 @@ enum { K_NULL, K_BOOL, K_INT, K_UINT, K_FIXED, K_F32, K_F64, K_BIN32, K_BIN64, K
 
 typedef struct Type {
     int kind;
+    int leaf;      /* holds no other type */
     int64_t width; /* bytes of a K_INT, K_UINT or K_FIXED value; values of a K_FLIST */
     int64_t n_children;
     struct Type *children;
@@ -139,6 +145,7 @@ static int parse_type(const struct ArrowSchema *s, Type *t) {
         if (t->width < 0) return 0;
     } else if (!strcmp(f, "+s")) t->kind = K_STRUCT;
     else return 0;
+    t->leaf = t->kind < K_LIST32;
     int nested = t->kind == K_LIST32 || t->kind == K_LIST64 || t->kind == K_FLIST;
     if (nested && s->n_children != 1) return 0;
     if (nested || t->kind == K_STRUCT) {
@@ -215,42 +222,45 @@ static int grow(Bytes *b, size_t more) {
     return 1;
 }
 
-static inline int put(Bytes *b, const void *from, size_t n) {
-    if (b->used + n > b->size && !grow(b, n)) return -1;
-    memcpy(b->at + b->used, from, n);
-    b->used += n;
-    return 1;
+/* the bytes a row's encoder may write past what it reserved for a value's fixed part: a tag,
+   an 8-byte number (written whole, kept in part), 16 bytes of a fixed-width value, slack */
+#define ROOM 48
+
+static inline int room(Bytes *b, size_t more) {
+    return b->used + more <= b->size || grow(b, more);
 }
 
-static inline int put_byte(Bytes *b, uint8_t x) {
-    if (b->used == b->size && !grow(b, 1)) return -1;
-    b->at[b->used++] = x;
-    return 1;
+/* the bytes of ``x`` that are not leading zeros (0 for 0) */
+static inline unsigned significant(uint64_t x) {
+    return x ? (unsigned)((71 - __builtin_clzll(x)) >> 3) : 0;
 }
 
-/* a length or an integer, seven bits a byte (one way only: equal numbers, equal bytes) */
-static inline int put_length(Bytes *b, uint64_t n) {
-    if (!grow(b, 10)) return -1;
-    while (n >= 0x80) {
-        b->at[b->used++] = (uint8_t)(n | 0x80);
-        n >>= 7;
+/* A value's tag and a number: the tag is ``base`` + the number's significant bytes (so that
+   it says how many follow), then those bytes, least significant first. Equal numbers, equal
+   bytes; unequal numbers (or bases) differ in the tag or the bytes. The caller reserved ROOM. */
+static inline void put_tagged(Bytes *b, uint8_t base, uint64_t x) {
+    unsigned n = significant(x);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    uint8_t *at = b->at + b->used;
+    at[0] = (uint8_t)(base + n);
+    memcpy(at + 1, &x, 8); /* whole: only ``n`` of them are kept */
+    b->used += 1 + n;
+}
+
+/* Appends value ``j`` (its offset in ``v``'s buffers already added) of a type that holds
+   no other: see encode_value. Inlined where it is called: no call a value. */
+static inline __attribute__((always_inline)) int encode_leaf(const Type *t, const View *v,
+                                                              int64_t j, Bytes *out) {
+    if (!room(out, ROOM)) return -1;
+    uint8_t *at = out->at + out->used;
+    if (t->kind == K_NULL || (v->valid != NULL && !bit(v->valid, j))) {
+        *at = 0;
+        out->used++;
+        return 1;
     }
-    b->at[b->used++] = (uint8_t)n;
-    return 1;
-}
-
-/* Appends value ``i`` of ``v``: a NULL is one byte 0 (what it hides is not read), a value
-   is byte 1 and its bytes, self-delimiting (lengths before bytes and elements), so that
-   two rows of one type encode alike exactly when their values are equal. 1: done; 0: a
-   NaN (never equal: the row is left to the pairing); -1: out of memory. */
-static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
-    int64_t j = v->off + i;
-    if (t->kind == K_NULL || (v->valid != NULL && !bit(v->valid, j))) return put_byte(out, 0);
-    if (put_byte(out, 1) < 0) return -1;
-    switch (t->kind) {
-    case K_BOOL:
-        return put_byte(out, (uint8_t)bit(v->b1, j));
-    case K_INT: {
+    if (t->kind == K_INT) {
         int64_t x;
         switch (t->width) {
         case 1: x = ((const int8_t *)v->b1)[j]; break;
@@ -258,9 +268,42 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
         case 4: x = ((const int32_t *)v->b1)[j]; break;
         default: x = ((const int64_t *)v->b1)[j]; break;
         }
-        /* small magnitudes in few bytes: zigzag, then seven bits a byte */
-        return put_length(out, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63));
+        /* small magnitudes in few bytes: zigzag */
+        put_tagged(out, 1, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63));
+        return 1;
     }
+    if (t->kind == K_BIN32 || t->kind == K_BIN64) {
+        int64_t start, n;
+        if (t->kind == K_BIN32) {
+            const int32_t *o = (const int32_t *)v->b1;
+            start = o[j];
+            n = o[j + 1] - start;
+        } else {
+            const int64_t *o = (const int64_t *)v->b1;
+            start = o[j];
+            n = o[j + 1] - start;
+        }
+        if (n > ROOM - 10 && !room(out, 10 + (size_t)n)) return -1;
+        put_tagged(out, 1, (uint64_t)n);
+        memcpy(out->at + out->used, v->b2 + start, (size_t)n);
+        out->used += (size_t)n;
+        return 1;
+    }
+    if (t->kind == K_F64) {
+        double x;
+        memcpy(&x, v->b1 + 8 * j, 8);
+        if (x != x) return 0;
+        if (x == 0) x = 0; /* -0.0 equals 0.0 (asked only with signed_zero_equal) */
+        *at = 1;
+        memcpy(at + 1, &x, 8);
+        out->used += 9;
+        return 1;
+    }
+    switch (t->kind) {
+    case K_BOOL:
+        *at = (uint8_t)(1 + bit(v->b1, j));
+        out->used++;
+        return 1;
     case K_UINT: {
         uint64_t x;
         switch (t->width) {
@@ -269,40 +312,59 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
         case 4: x = ((const uint32_t *)v->b1)[j]; break;
         default: x = ((const uint64_t *)v->b1)[j]; break;
         }
-        return put_length(out, x);
+        put_tagged(out, 1, x);
+        return 1;
     }
     case K_FIXED:
+        *at = 1;
         switch (t->width) {  /* (a constant size: no call) */
-        case 4: return put(out, v->b1 + 4 * j, 4);
-        case 8: return put(out, v->b1 + 8 * j, 8);
-        default: return put(out, v->b1 + t->width * j, (size_t)t->width);
+        case 4: memcpy(at + 1, v->b1 + 4 * j, 4); break;
+        case 8: memcpy(at + 1, v->b1 + 8 * j, 8); break;
+        case 16: memcpy(at + 1, v->b1 + 16 * j, 16); break;
+        default:
+            if (!room(out, 1 + (size_t)t->width)) return -1;
+            at = out->at + out->used;
+            *at = 1;
+            memcpy(at + 1, v->b1 + t->width * j, (size_t)t->width);
         }
+        out->used += 1 + (size_t)t->width;
+        return 1;
     case K_F32: {
         float x;
         memcpy(&x, v->b1 + 4 * j, 4);
         if (x != x) return 0;
-        if (x == 0) x = 0; /* -0.0 equals 0.0 (asked only with signed_zero_equal) */
-        return put(out, &x, 4);
-    }
-    case K_F64: {
-        double x;
-        memcpy(&x, v->b1 + 8 * j, 8);
-        if (x != x) return 0;
         if (x == 0) x = 0;
-        return put(out, &x, 8);
+        *at = 1;
+        memcpy(at + 1, &x, 4);
+        out->used += 5;
+        return 1;
     }
-    case K_BIN32: {
-        const int32_t *o = (const int32_t *)v->b1;
-        int32_t n = o[j + 1] - o[j];
-        if (put_length(out, (uint64_t)n) < 0) return -1;
-        return put(out, v->b2 + o[j], (size_t)n);
     }
-    case K_BIN64: {
-        const int64_t *o = (const int64_t *)v->b1;
-        int64_t n = o[j + 1] - o[j];
-        if (put_length(out, (uint64_t)n) < 0) return -1;
-        return put(out, v->b2 + o[j], (size_t)n);
+    return 1;
+}
+
+static int encode_nested(const Type *t, const View *v, int64_t j, Bytes *out);
+
+/* Appends value ``i`` of ``v``: a NULL is one byte 0 (what it hides is not read); a value
+   starts with a tag of 1 or more and is self-delimiting (the tag says how many bytes its
+   number or length takes, lengths come before bytes and elements), so that two rows of one
+   type encode alike exactly when their values are equal. 1: done; 0: a NaN (never equal:
+   the row is left to the pairing); -1: out of memory. */
+static inline __attribute__((always_inline)) int encode_value(const Type *t, const View *v,
+                                                               int64_t i, Bytes *out) {
+    return t->leaf ? encode_leaf(t, v, v->off + i, out) : encode_nested(t, v, v->off + i, out);
+}
+
+/* encode_value for a list or a struct (``j``: offset added) */
+static int encode_nested(const Type *t, const View *v, int64_t j, Bytes *out) {
+    if (!room(out, ROOM)) return -1;
+    uint8_t *at = out->at + out->used;
+    if (v->valid != NULL && !bit(v->valid, j)) {
+        *at = 0;
+        out->used++;
+        return 1;
     }
+    switch (t->kind) {
     case K_LIST32:
     case K_LIST64: {
         int64_t start, stop;
@@ -313,7 +375,7 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
             start = ((const int64_t *)v->b1)[j];
             stop = ((const int64_t *)v->b1)[j + 1];
         }
-        if (put_length(out, (uint64_t)(stop - start)) < 0) return -1;
+        put_tagged(out, 1, (uint64_t)(stop - start));
         for (int64_t k = start; k < stop; k++) {
             int done = encode_value(&t->children[0], &v->children[0], k, out);
             if (done != 1) return done;
@@ -321,12 +383,16 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
         return 1;
     }
     case K_FLIST:
+        *at = 1;
+        out->used++;
         for (int64_t k = 0; k < t->width; k++) {
             int done = encode_value(&t->children[0], &v->children[0], j * t->width + k, out);
             if (done != 1) return done;
         }
         return 1;
     case K_STRUCT:
+        *at = 1;
+        out->used++;
         for (int64_t c = 0; c < t->n_children; c++) {
             int done = encode_value(&t->children[c], &v->children[c], j, out);
             if (done != 1) return done;
@@ -336,19 +402,24 @@ static int encode_value(const Type *t, const View *v, int64_t i, Bytes *out) {
     return 1;
 }
 
-static uint64_t hash_bytes(const uint8_t *p, size_t n) {
-    uint64_t h = mix(0, (uint64_t)n);
-    while (n >= 8) {
-        uint64_t x;
-        memcpy(&x, p, 8);
-        h = mix(h, x);
-        p += 8;
-        n -= 8;
-    }
-    if (n) {
-        uint64_t x = 0;
-        memcpy(&x, p, n);
-        h = mix(h, x);
+#define K2 0xe7037ed1a0b428dbULL
+#define K3 0xa0761d6478bd642fULL
+
+/* 64 x 64 -> 128 bits, folded */
+static inline uint64_t mum(uint64_t a, uint64_t b) {
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+/* A row's hash, 16 bytes a step. Reads whole words: the caller's buffer has 16 zero bytes
+   after ``n`` (``hash_room``). Only candidates come of it: bytes decide. */
+static inline uint64_t hash_bytes(const uint8_t *p, size_t n) {
+    uint64_t h = mum((uint64_t)n ^ K1, K2);
+    for (size_t at = 0; at < n; at += 16) {
+        uint64_t a, b;
+        memcpy(&a, p + at, 8);
+        memcpy(&b, p + at + 8, 8);
+        h = mum(a ^ K1 ^ h, b ^ K3);
     }
     return fmix(h);
 }
@@ -419,12 +490,17 @@ static int read_side(PyObject *batches, const Columns *cols, const struct ArrowS
 }
 
 /* -- routing each side's rows to files, a range of hashes each ----------------------------- */
-/* A record: the row's hash, its index, its bytes' length, its bytes (padded to 8). */
-typedef struct Record {
-    uint64_t hash;
+/* A record: the low half of the row's hash (the high half chose its range; once a primary
+   record is read back and in its hash's chain, the slot holds the hash and this field the
+   link to the next record of the chain), its index, its bytes' length, then its bytes.
+   Packed (12 bytes, unaligned reads): each byte is written and read back once. */
+typedef struct __attribute__((packed)) Record {
+    uint32_t hash;
     uint32_t row;
     uint32_t n;
 } Record;
+
+#define RECORD_BYTES(n) (sizeof(Record) + (size_t)(n))
 
 #define WRITE_BUFFER (1 << 16)
 
@@ -464,16 +540,19 @@ static int route_side(const Side *s, const Columns *cols, Parts *ps, uint64_t ma
                 encoded = encode_value(&cols->types[c], &views[c], i, &row);
             if (encoded < 0) { done = 0; break; }
             if (encoded == 0) continue;
-            Record head = {hash_bytes(row.at, row.used) & mask, (uint32_t)(first + i),
-                           (uint32_t)row.used};
-            uint32_t part = part_of(head.hash, ps->n);
+            if (row.used > UINT32_MAX - 64) continue; /* (not in a record: left unproven) */
+            /* 16 zero bytes after the row: the hash reads whole words */
+            if (!room(&row, 16)) { done = 0; break; }
+            memset(row.at + row.used, 0, 16);
+            uint64_t h = hash_bytes(row.at, row.used) & mask;
+            Record head = {(uint32_t)h, (uint32_t)(first + i), (uint32_t)row.used};
+            uint32_t part = part_of(h, ps->n);
             Bytes *out = &ps->buffers[part];
-            size_t padded = (row.used + 7) & ~(size_t)7;
-            if (!grow(out, sizeof(head) + padded)) { done = 0; break; }
+            size_t bytes = RECORD_BYTES(row.used);
+            if (!room(out, bytes)) { done = 0; break; }
             memcpy(out->at + out->used, &head, sizeof(head));
-            memcpy(out->at + out->used + sizeof(head), row.at, row.used);
-            memset(out->at + out->used + sizeof(head) + row.used, 0, padded - row.used);
-            out->used += sizeof(head) + padded;
+            memcpy(out->at + out->used + sizeof(head), row.at, bytes - sizeof(head));
+            out->used += bytes;
             if (out->used >= WRITE_BUFFER && !flush_part(ps, part)) { done = -1; break; }
         }
     }
@@ -515,7 +594,10 @@ static int read_part(const char *folder, int side, uint32_t part, Bytes *into) {
     into->used = 0;
     if (f == NULL) return -1;
     int done = 1;
-    for (;;) {
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size > 0 && !grow(into, (size_t)st.st_size + 1))
+        done = 0;
+    while (done == 1) {
         if (!grow(into, WRITE_BUFFER)) { done = 0; break; }
         size_t got = fread(into->at + into->used, 1, into->size - into->used, f);
         into->used += got;
@@ -528,90 +610,113 @@ static int read_part(const char *folder, int side, uint32_t part, Bytes *into) {
 }
 
 /* -- pairing one range's rows ------------------------------------------------------------ */
-#define NONE UINT32_MAX
+/* the end of a chain of records; a slot no hash took */
+#define END (UINT32_MAX - 1)
+#define EMPTY UINT32_MAX
 /* a reference record walks at most this many records of its hash (records of one hash that
    are not equal are collisions: this keeps a forced run of them from being quadratic) */
 #define MAX_WALK 64
+/* how many records ahead the cache is asked for what they will read */
+#define AHEAD 8
 
-/* a hash of the range, and the first of its primary records not yet given out */
-typedef struct Entry {
-    uint64_t hash;
+/* a hash of the range, and where its first primary record not yet given out is (END: none
+   left; EMPTY: a free slot) */
+typedef struct Slot {
+    uint32_t hash;
     uint32_t head;
-} Entry;
+} Slot;
+
+static inline void set_bit(uint8_t *bits, uint32_t i) { bits[i >> 3] |= (uint8_t)(1u << (i & 7)); }
 
 /* Gives each reference record of a range the first primary record of its hash with the same
-   bytes, which leaves its chain; marks both rows proven. 0: out of memory. */
-static int pair_part(const Bytes *p, const Bytes *r, uint8_t *p_done, uint8_t *r_done) {
-    uint32_t records = 0;
-    for (size_t at = 0; at < p->used; records++) {
-        const Record *head = (const Record *)(p->at + at);
-        at += sizeof(Record) + ((head->n + 7) & ~(size_t)7);
-    }
+   bytes, which leaves its chain (the records' links are written in ``p``); marks both rows
+   proven (a bit a row). ``table`` is reused from range to range. 0: out of memory. */
+static int pair_part(Bytes *p, const Bytes *r, uint8_t *p_done, uint8_t *r_done,
+                     Bytes *table) {
+    if (p->used >= END) return 1; /* (offsets are 32 bits: its rows are left unproven) */
+    size_t records = 0;
+    for (size_t at = 0; at < p->used; records++)
+        at += RECORD_BYTES(((const Record *)(p->at + at))->n);
     if (records == 0) return 1;
     size_t slots = 1024;
-    while (slots < (size_t)records * 2) slots *= 2;
+    while (slots < records * 2) slots *= 2;
     size_t mask = slots - 1;
-    uint32_t *table = calloc(slots, 4); /* an entry + 1; 0: free */
-    Entry *entries = malloc((size_t)records * sizeof(Entry));
-    uint32_t *next = malloc((size_t)records * 4);
-    uint32_t *where = malloc((size_t)records * 4);
-    if (table == NULL || entries == NULL || next == NULL || where == NULL) {
-        free(table); free(entries); free(next); free(where);
-        return 0;
-    }
-    uint32_t k = 0, used = 0;
-    for (size_t at = 0; at < p->used; k++) {
-        const Record *head = (const Record *)(p->at + at);
-        where[k] = (uint32_t)at;
-        size_t s = head->hash & mask;
-        while (table[s] != 0 && entries[table[s] - 1].hash != head->hash) s = (s + 1) & mask;
-        if (table[s] == 0) {
-            entries[used].hash = head->hash;
-            entries[used].head = NONE;
-            table[s] = ++used;
+    table->used = 0;
+    if (!grow(table, slots * sizeof(Slot))) return 0;
+    Slot *slot = (Slot *)table->at;
+    memset(slot, 0xff, slots * sizeof(Slot));
+    /* a cursor some records ahead fetches their slots into the cache before they are needed */
+    size_t ahead = 0;
+    for (int k = 0; k < AHEAD && ahead < p->used; k++)
+        ahead += RECORD_BYTES(((const Record *)(p->at + ahead))->n);
+    for (size_t at = 0; at < p->used;) {
+        Record *head = (Record *)(p->at + at);
+        if (ahead < p->used) {
+            const Record *next = (const Record *)(p->at + ahead);
+            __builtin_prefetch(&slot[next->hash & mask], 1);
+            ahead += RECORD_BYTES(next->n);
         }
-        Entry *e = &entries[table[s] - 1];
-        next[k] = e->head;
-        e->head = k;
-        at += sizeof(Record) + ((head->n + 7) & ~(size_t)7);
+        size_t s = head->hash & mask;
+        while (slot[s].head != EMPTY && slot[s].hash != head->hash) s = (s + 1) & mask;
+        if (slot[s].head == EMPTY) {
+            slot[s].hash = head->hash;
+            slot[s].head = END;
+        }
+        head->hash = slot[s].head; /* the link: the slot holds the hash */
+        slot[s].head = (uint32_t)at;
+        at += RECORD_BYTES(head->n);
+    }
+    /* two cursors ahead: the farther fetches slots, the nearer the records they lead to */
+    size_t far = 0, near = 0;
+    for (int k = 0; k < 2 * AHEAD && far < r->used; k++) {
+        far += RECORD_BYTES(((const Record *)(r->at + far))->n);
+        if (k < AHEAD) near = far;
     }
     for (size_t at = 0; at < r->used;) {
         const Record *head = (const Record *)(r->at + at);
         const uint8_t *bytes = r->at + at + sizeof(Record);
-        at += sizeof(Record) + ((head->n + 7) & ~(size_t)7);
+        at += RECORD_BYTES(head->n);
+        if (far < r->used) {
+            const Record *next = (const Record *)(r->at + far);
+            __builtin_prefetch(&slot[next->hash & mask]);
+            far += RECORD_BYTES(next->n);
+        }
+        if (near < r->used) {
+            const Record *next = (const Record *)(r->at + near);
+            const Slot *first = &slot[next->hash & mask];
+            if (first->hash == next->hash && first->head < END)
+                __builtin_prefetch(p->at + first->head);
+            near += RECORD_BYTES(next->n);
+        }
         size_t s = head->hash & mask;
-        while (table[s] != 0 && entries[table[s] - 1].hash != head->hash) s = (s + 1) & mask;
-        if (table[s] == 0) continue;
-        Entry *e = &entries[table[s] - 1];
-        uint32_t prev = NONE, cur = e->head;
-        for (int walked = 0; cur != NONE && walked < MAX_WALK; walked++) {
-            const Record *other = (const Record *)(p->at + where[cur]);
+        while (slot[s].head != EMPTY && slot[s].hash != head->hash) s = (s + 1) & mask;
+        if (slot[s].head == EMPTY) continue;
+        Record *prev = NULL;
+        uint32_t cur = slot[s].head;
+        for (int walked = 0; cur != END && walked < MAX_WALK; walked++) {
+            Record *other = (Record *)(p->at + cur);
             if (other->n == head->n && !memcmp(other + 1, bytes, head->n)) {
-                if (prev == NONE) e->head = next[cur];
-                else next[prev] = next[cur];
-                p_done[other->row] = 1;
-                r_done[head->row] = 1;
+                if (prev == NULL) slot[s].head = other->hash;
+                else prev->hash = other->hash;
+                set_bit(p_done, other->row);
+                set_bit(r_done, head->row);
                 break;
             }
-            prev = cur;
-            cur = next[cur];
+            prev = other;
+            cur = other->hash;
         }
     }
-    free(table);
-    free(entries);
-    free(next);
-    free(where);
     return 1;
 }
 
 static PyObject *left_rows(const uint8_t *done, int64_t n) {
     int64_t left = 0;
-    for (int64_t i = 0; i < n; i++) left += !done[i];
+    for (int64_t i = 0; i < n; i++) left += !((done[i >> 3] >> (i & 7)) & 1);
     PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(left * 8));
     if (out == NULL) return NULL;
     int64_t *at = (int64_t *)PyBytes_AS_STRING(out);
     for (int64_t i = 0; i < n; i++)
-        if (!done[i]) *at++ = i;
+        if (!((done[i >> 3] >> (i & 7)) & 1)) *at++ = i;
     return out;
 }
 
@@ -627,7 +732,7 @@ static PyObject *prove(PyObject *self, PyObject *args) {
     Side sides[2] = {{0}, {0}};
     uint8_t *done[2] = {NULL, NULL};
     Parts routed = {0};
-    Bytes held[2] = {{0}, {0}};
+    Bytes held[2] = {{0}, {0}}, table = {0};
     struct ArrowSchema *like_p, *like_r;
     struct ArrowArray *unused;
     int ok = 1;
@@ -664,11 +769,11 @@ static PyObject *prove(PyObject *self, PyObject *args) {
             if (read == -1) result = Py_NewRef(Py_None);
             goto finally;
         }
-        if (sides[side].rows >= (int64_t)NONE) {
+        if (sides[side].rows >= (int64_t)UINT32_MAX) {
             result = Py_NewRef(Py_None);
             goto finally;
         }
-        done[side] = calloc((size_t)sides[side].rows + 1, 1);
+        done[side] = calloc((size_t)sides[side].rows / 8 + 1, 1); /* a bit a row */
         if (done[side] == NULL) {
             PyErr_NoMemory();
             goto finally;
@@ -686,7 +791,7 @@ static PyObject *prove(PyObject *self, PyObject *args) {
             int read = read_part(folder, side, part, &held[side]);
             if (ok == 1) ok = read;
         }
-        if (ok == 1 && !pair_part(&held[0], &held[1], done[0], done[1])) ok = 0;
+        if (ok == 1 && !pair_part(&held[0], &held[1], done[0], done[1], &table)) ok = 0;
     }
     Py_END_ALLOW_THREADS
     if (ok != 1) {
@@ -700,6 +805,7 @@ static PyObject *prove(PyObject *self, PyObject *args) {
     Py_XDECREF(p_left);
     Py_XDECREF(r_left);
 finally:
+    free(table.at);
     for (int side = 0; side < 2; side++) {
         free(done[side]);
         free(held[side].at);
@@ -711,11 +817,154 @@ finally:
     return result;
 }
 
+/* -- the order of each map's entries by key ------------------------------------------------ */
+typedef struct Keys {
+    int kind;                /* K_INT, K_UINT, K_BIN32, K_BIN64 */
+    int64_t width;
+    const uint8_t *values;   /* numbers, or offsets */
+    const uint8_t *bytes;    /* of a binary */
+    int64_t off;
+} Keys;
+
+/* key a against key b (indices of the keys array): <0, 0, >0, as Arrow's sort orders them
+   (numbers by value, strings and binaries byte for byte, a prefix first) */
+static inline int key_cmp(const Keys *k, int64_t a, int64_t b) {
+    a += k->off;
+    b += k->off;
+    switch (k->kind) {
+    case K_INT: {
+        int64_t x, y;
+        switch (k->width) {
+        case 1: x = ((const int8_t *)k->values)[a]; y = ((const int8_t *)k->values)[b]; break;
+        case 2: x = ((const int16_t *)k->values)[a]; y = ((const int16_t *)k->values)[b]; break;
+        case 4: x = ((const int32_t *)k->values)[a]; y = ((const int32_t *)k->values)[b]; break;
+        default: x = ((const int64_t *)k->values)[a]; y = ((const int64_t *)k->values)[b]; break;
+        }
+        return (x > y) - (x < y);
+    }
+    case K_UINT: {
+        uint64_t x, y;
+        switch (k->width) {
+        case 1: x = ((const uint8_t *)k->values)[a]; y = ((const uint8_t *)k->values)[b]; break;
+        case 2: x = ((const uint16_t *)k->values)[a]; y = ((const uint16_t *)k->values)[b]; break;
+        case 4: x = ((const uint32_t *)k->values)[a]; y = ((const uint32_t *)k->values)[b]; break;
+        default: x = ((const uint64_t *)k->values)[a]; y = ((const uint64_t *)k->values)[b]; break;
+        }
+        return (x > y) - (x < y);
+    }
+    default: {
+        int64_t sa, na, sb, nb;
+        if (k->kind == K_BIN32) {
+            const int32_t *o = (const int32_t *)k->values;
+            sa = o[a]; na = o[a + 1] - sa; sb = o[b]; nb = o[b + 1] - sb;
+        } else {
+            const int64_t *o = (const int64_t *)k->values;
+            sa = o[a]; na = o[a + 1] - sa; sb = o[b]; nb = o[b + 1] - sb;
+        }
+        int64_t common = na < nb ? na : nb;
+        const uint8_t *x = k->bytes + sa, *y = k->bytes + sb;
+        if (common > 16) {
+            int c = memcmp(x, y, (size_t)common);
+            if (c) return c;
+        } else {
+            for (int64_t i = 0; i < common; i++)
+                if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+        }
+        return (na > nb) - (na < nb);
+    }
+    }
+}
+
+/* sorts idx[0..n) by key, stably (equal keys keep their order); tmp holds n */
+static void sort_entries(const Keys *k, int64_t *idx, int64_t *tmp, int64_t n) {
+    if (n <= 16) {
+        for (int64_t i = 1; i < n; i++) {
+            int64_t x = idx[i], j = i;
+            while (j > 0 && key_cmp(k, idx[j - 1], x) > 0) {
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = x;
+        }
+        return;
+    }
+    int64_t half = n / 2;
+    sort_entries(k, idx, tmp, half);
+    sort_entries(k, idx + half, tmp, n - half);
+    if (key_cmp(k, idx[half - 1], idx[half]) <= 0) return;
+    memcpy(tmp, idx, (size_t)half * sizeof(int64_t));
+    int64_t a = 0, b = half, out = 0;
+    while (a < half && b < n) idx[out++] = key_cmp(k, idx[b], tmp[a]) < 0 ? idx[b++] : tmp[a++];
+    while (a < half) idx[out++] = tmp[a++];
+}
+
+/* key_order(keys, offsets): keys and offsets (int32 or int64, one more than the maps, the
+   first 0) as (schema, array) capsule pairs; the entries' order that sorts each map's
+   entries by key, stably (int64 bytes); b"" when they are in that order already; None when
+   the keys' type is not read here or holds a NULL. */
+static PyObject *key_order(PyObject *self, PyObject *args) {
+    PyObject *keys_pair, *offsets_pair;
+    if (!PyArg_ParseTuple(args, "OO", &keys_pair, &offsets_pair)) return NULL;
+    struct ArrowSchema *ks, *os;
+    struct ArrowArray *ka, *oa;
+    if (!capsules(keys_pair, &ks, &ka) || !capsules(offsets_pair, &os, &oa)) return NULL;
+    Type t;
+    if (ks->dictionary != NULL || ka->null_count != 0 || ka->n_buffers < 2 ||
+        !parse_type(ks, &t))
+        Py_RETURN_NONE;
+    int plain = !strcmp(ks->format, "c") || !strcmp(ks->format, "s") ||
+                !strcmp(ks->format, "i") || !strcmp(ks->format, "l") || t.kind == K_UINT ||
+                t.kind == K_BIN32 || t.kind == K_BIN64;
+    free_type(&t);
+    if (!plain || (strcmp(os->format, "i") && strcmp(os->format, "l")) || oa->n_buffers < 2 ||
+        oa->null_count != 0 || oa->length < 1)
+        Py_RETURN_NONE;
+    Keys k = {t.kind, t.width, (const uint8_t *)ka->buffers[1], NULL, ka->offset};
+    if (t.kind == K_BIN32 || t.kind == K_BIN64) {
+        if (ka->n_buffers < 3) Py_RETURN_NONE;
+        k.bytes = (const uint8_t *)ka->buffers[2];
+    }
+    int wide = os->format[0] == 'l';
+    const void *ob = oa->buffers[1];
+    int64_t maps = oa->length - 1, at = oa->offset;
+#define OFFSET(i) (wide ? ((const int64_t *)ob)[at + (i)] : (int64_t)((const int32_t *)ob)[at + (i)])
+    int64_t n = OFFSET(maps) - OFFSET(0);
+    if (OFFSET(0) != 0 || n > ka->length) Py_RETURN_NONE;
+    int ordered = 1;
+    for (int64_t m = 0; m < maps && ordered; m++)
+        for (int64_t e = OFFSET(m) + 1; e < OFFSET(m + 1); e++)
+            if (key_cmp(&k, e - 1, e) > 0) { ordered = 0; break; }
+    if (ordered) return PyBytes_FromStringAndSize(NULL, 0);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    if (out == NULL) return NULL;
+    int64_t *idx = (int64_t *)PyBytes_AS_STRING(out);
+    int64_t longest = 0;
+    for (int64_t m = 0; m < maps; m++)
+        if (OFFSET(m + 1) - OFFSET(m) > longest) longest = OFFSET(m + 1) - OFFSET(m);
+    int64_t *tmp = malloc((size_t)(longest / 2 + 1) * sizeof(int64_t));
+    if (tmp == NULL) {
+        Py_DECREF(out);
+        return PyErr_NoMemory();
+    }
+    for (int64_t e = 0; e < n; e++) idx[e] = e;
+    for (int64_t m = 0; m < maps; m++) {
+        int64_t start = OFFSET(m), stop = OFFSET(m + 1);
+        if (stop - start > 1) sort_entries(&k, idx + start, tmp, stop - start);
+    }
+#undef OFFSET
+    free(tmp);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"prove", prove, METH_VARARGS,
      "prove(primary, reference, columns, folder, parts, hash_mask): the rows of each side "
      "left without an equal partner (int64 bytes), or None when a column's type is not read "
      "here; see gateway/verify/row_match.py"},
+    {"key_order", key_order, METH_VARARGS,
+     "key_order(keys, offsets): the order sorting each map's entries by key (int64 bytes), "
+     "b'' when already so, or None when the keys' type is not read here; see "
+     "gateway/verify/compare_types.py"},
     {NULL},
 };
 

@@ -544,6 +544,17 @@ def _entries_in_key_order(column: Any) -> Any:
         return maps
     offsets = pc.subtract(maps.offsets, first)
     keys, items = maps.keys.slice(first, last - first), maps.items.slice(first, last - first)
+    # each map sorted on its own, in C, for keys of a number or a string (as Arrow's sort)
+    from gateway.verify import _row_match
+
+    ordered = _row_match.key_order(keys.__arrow_c_array__(), offsets.__arrow_c_array__())
+    if ordered is not None:
+        if not ordered:
+            return maps
+        order = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(ordered)])
+        return pa.MapArray.from_arrays(offsets, keys.take(order), items.take(order),
+                                       type=maps.type,
+                                       mask=maps.is_null() if maps.null_count else None)
     # each entry's map (a null map's entries too, so that none is left out of place)
     owner = pc.list_parent_indices(pa.LargeListArray.from_arrays(offsets.cast(pa.int64()),
                                                                  pa.nulls(n)))

@@ -16,7 +16,7 @@ holding a NaN is never proven, -0.0 equals 0.0 (so it is asked only with
 order, :mod:`gateway.verify.spilled_answer`). It is asked only where each column has one
 type on both sides (:meth:`gateway.verify.compare_stream.StreamingComparison._unmatched`).
 
-Memory: one byte a row a side (which rows are proven), one range of both sides at a time
+Memory: one bit a row a side (which rows are proven), one range of both sides at a time
 (``part_bytes`` each, about), and 64 KiB a range while the rows are written.
 """
 
