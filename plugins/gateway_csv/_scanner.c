@@ -3514,6 +3514,171 @@ static PyObject *unpad(PyObject *mod, PyObject *args) {
     return Py_BuildValue("(NO)", out, in_quote ? Py_True : Py_False);
 }
 
+/* csv.reader's states (CPython's Modules/_csv.c), for unquote */
+enum { CR_START_RECORD, CR_START_FIELD, CR_ESCAPED_CHAR, CR_IN_FIELD, CR_IN_QUOTED_FIELD,
+       CR_ESCAPE_IN_QUOTED_FIELD, CR_QUOTE_IN_QUOTED_FIELD, CR_EAT_CRNL, CR_AFTER_ESCAPED_CRNL };
+#define CR_EOL (-2)
+/* csv.reader's field size limit by default: a longer field of a quoted line is left
+ * to the Python form (layout.unquoted), whose reader may refuse it */
+#define CR_FIELD_LIMIT 131072
+
+/* unquote(text, delim, quote, escape) -> bytes or None: the sniffer's sample
+ * (layout.unquoted) written without quotes and escapes: each line holding a quote
+ * or an escape as csv.reader reads it alone (strict=False; quote -1 for
+ * QUOTE_NONE; an escape equal to the quote a doubled quote), its fields joined by
+ * 0x1F, a CR before its LF kept; the other lines with each delimiter made 0x1F.
+ * All four characters ASCII. None where layout.unquoted's reader reading would
+ * differ from a split of the result, or where it is not sure to read the same:
+ * the text holds 0x1F, a NUL or a CR not before a LF; a quoted line's row runs
+ * past its line end, is one empty field, holds a CR or LF in a field, or a
+ * field of CR_FIELD_LIMIT bytes or more. layout.unquoted_by_reader is the
+ * reference; this form has no bound on the number of quoted lines. */
+static PyObject *unquote(PyObject *mod, PyObject *args) {
+    Py_buffer in;
+    int delim, quote, escape;
+    if (!PyArg_ParseTuple(args, "y*iii", &in, &delim, &quote, &escape)) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, in.len);
+    if (!out) return PyBuffer_Release(&in), NULL;
+    const unsigned char *p = in.buf, *end = p + in.len;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    const int escapechar = quote >= 0 && escape >= 0 && escape != quote ? escape : -1;
+    const int doublequote = escapechar < 0;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    /* what no line may hold */
+    for (const unsigned char *c = p; c < end; c++) {
+        if (*c == 0x1F || *c == 0 || (*c == '\r' && (c + 1 == end || c[1] != '\n'))) {
+            ok = 0;
+            break;
+        }
+    }
+    while (ok && p < end) {
+        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+        const unsigned char *line_end = nl ? nl : end;
+        size_t len = (size_t)(line_end - p);
+        int special = (quote >= 0 && memchr(p, quote, len)) ||
+                      (escape >= 0 && escape != quote && memchr(p, escape, len));
+        if (!special) {
+            for (const unsigned char *c = p; c < line_end; c++) *o++ = *c == delim ? 0x1F : *c;
+        } else {
+            /* csv.reader over [line + "\n", ...]: the line's characters, a LF, then EOL */
+            int state = CR_START_RECORD, fields = 0;
+            Py_ssize_t field_len = 0;
+            unsigned char *row = o;
+            for (Py_ssize_t i = 0; ok && i <= (Py_ssize_t)len + 1; i++) {
+                int c = i < (Py_ssize_t)len ? p[i] : i == (Py_ssize_t)len ? '\n' : CR_EOL;
+                int add = 0, save = 0;
+                switch (state) {
+                case CR_START_RECORD:
+                    if (c == CR_EOL) break;
+                    if (c == '\n' || c == '\r') {
+                        state = CR_EAT_CRNL;
+                        break;
+                    }
+                    state = CR_START_FIELD;
+                    /* fall through */
+                case CR_START_FIELD:
+                    if (c == '\n' || c == '\r' || c == CR_EOL) {
+                        save = 1;
+                        state = c == CR_EOL ? CR_START_RECORD : CR_EAT_CRNL;
+                    } else if (c == quote && quote >= 0) {
+                        state = CR_IN_QUOTED_FIELD;
+                    } else if (c == escapechar) {
+                        state = CR_ESCAPED_CHAR;
+                    } else if (c == delim) {
+                        save = 1;
+                    } else {
+                        add = 1;
+                        state = CR_IN_FIELD;
+                    }
+                    break;
+                case CR_ESCAPED_CHAR:
+                case CR_ESCAPE_IN_QUOTED_FIELD:
+                    /* a CR, LF or EOL escaped becomes a line end in the field */
+                    if (c == '\n' || c == '\r' || c == CR_EOL) ok = 0;
+                    add = 1;
+                    state = state == CR_ESCAPED_CHAR ? CR_IN_FIELD : CR_IN_QUOTED_FIELD;
+                    break;
+                case CR_AFTER_ESCAPED_CRNL: /* never reached: the line end refused it */
+                    ok = 0;
+                    break;
+                case CR_IN_FIELD:
+                    if (c == '\n' || c == '\r' || c == CR_EOL) {
+                        save = 1;
+                        state = c == CR_EOL ? CR_START_RECORD : CR_EAT_CRNL;
+                    } else if (c == escapechar) {
+                        state = CR_ESCAPED_CHAR;
+                    } else if (c == delim) {
+                        save = 1;
+                        state = CR_START_FIELD;
+                    } else {
+                        add = 1;
+                    }
+                    break;
+                case CR_IN_QUOTED_FIELD:
+                    if (c == CR_EOL) {
+                    } else if (c == escapechar) {
+                        state = CR_ESCAPE_IN_QUOTED_FIELD;
+                    } else if (c == quote) {
+                        state = doublequote ? CR_QUOTE_IN_QUOTED_FIELD : CR_IN_FIELD;
+                    } else {
+                        add = 1; /* a line end here: the field is still open, refused below */
+                    }
+                    break;
+                case CR_QUOTE_IN_QUOTED_FIELD:
+                    if (c == quote) {
+                        add = 1;
+                        state = CR_IN_QUOTED_FIELD;
+                    } else if (c == delim) {
+                        save = 1;
+                        state = CR_START_FIELD;
+                    } else if (c == '\n' || c == '\r' || c == CR_EOL) {
+                        save = 1;
+                        state = c == CR_EOL ? CR_START_RECORD : CR_EAT_CRNL;
+                    } else {
+                        add = 1; /* strict=False: text after the closing quote */
+                        state = CR_IN_FIELD;
+                    }
+                    break;
+                case CR_EAT_CRNL:
+                    if (c == '\n' || c == '\r') {
+                    } else if (c == CR_EOL) {
+                        state = CR_START_RECORD;
+                    } else {
+                        ok = 0; /* the reader's "new-line character seen in unquoted field" */
+                    }
+                    break;
+                }
+                if (add) {
+                    if (c == '\n' || c == '\r' || c == CR_EOL || ++field_len >= CR_FIELD_LIMIT) ok = 0;
+                    else *o++ = (unsigned char)c;
+                }
+                if (save) {
+                    *o++ = 0x1F;
+                    fields++;
+                    field_len = 0;
+                }
+            }
+            /* the row must end with the line, and be more than one empty field */
+            if (state != CR_START_RECORD || (fields == 1 && o - row == 1)) ok = 0;
+            if (!ok) break;
+            if (fields) o--; /* the separator after the last field */
+            if (len && p[len - 1] == '\r') *o++ = '\r';
+        }
+        if (nl) *o++ = '\n';
+        p = nl ? nl + 1 : end;
+    }
+    Py_END_ALLOW_THREADS
+    Py_ssize_t n = o - (unsigned char *)PyBytes_AS_STRING(out);
+    PyBuffer_Release(&in);
+    if (!ok) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    if (_PyBytes_Resize(&out, n) < 0) return NULL;
+    return out;
+}
+
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 /* uncomment(block, mark, quote, in_quote) -> (block, in_quote): the lines of block
@@ -3590,6 +3755,7 @@ static PyMethodDef module_methods[] = {
     {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
     {"sample_columns", sample_columns, METH_VARARGS, "the sniffer's sample of a text without quotes, as columns"},
     {"sample_shapes", sample_shapes, METH_VARARGS, "the sniffer's sample of a text without quotes, typed"},
+    {"unquote", unquote, METH_VARARGS, "unquote(text, delim, quote, escape): the sniffer's sample without quotes"},
     {"unpad", unpad, METH_VARARGS, "unpad(block, delim, quote, escape, in_quote): blanks around quotes dropped"},
     {"quoted_cr", quoted_cr, METH_VARARGS, "quoted_cr(block, in_quote): a CR inside double quotes?"},
     {"uncomment", uncomment, METH_VARARGS, "uncomment(block, mark, quote, in_quote): lines cut at comments"},

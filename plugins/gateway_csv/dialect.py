@@ -139,6 +139,27 @@ def _counted(cands: list[Dialect], sample: bytes, newline: int,
     return counts
 
 
+def _twins(cands: list[Dialect]) -> dict[int, Dialect]:
+    """Each candidate without an escape (by ``id``) -> the candidate of the same
+    delimiter, quote and comment whose escape is its quote, when there is one.
+
+    Their state machines differ in one place only: a quote right after a closing one
+    (blanks between) starts a quoted field again under the second, where the first
+    fails. The second's count says whether that happened (its ``escaped``: it is the
+    only way there); where it did not, both read every byte alike, and one count
+    stands for both. TPC-H's lineitem, a quoted comment on every row, left both, and
+    two counts of its 20,480-row sample (10 ms each)."""
+    doubled = {(c.delimiter, c.quote, c.comment): c for c in cands
+               if c.quote and c.escape == c.quote}
+    found = {}
+    for cand in cands:
+        twin = doubled.get((cand.delimiter, cand.quote, cand.comment)) \
+            if cand.quote and not cand.escape else None
+        if twin is not None:
+            found[id(cand)] = twin
+    return found
+
+
 def cut_comment(line: AnyStr, mark: AnyStr, quote: AnyStr, in_quote: bool) \
         -> tuple[AnyStr, bool]:
     """``line`` (with its line end) cut at its comment ``mark``, and whether a quoted
@@ -379,8 +400,16 @@ class _Choice:
         cands = self.successful
         if len(cands) <= 1 or cands[0].finished:
             return cands
-        counts = _counted([cand for cand in cands if not cand.finished], sample, newline,
-                          complete)
+        pending = [cand for cand in cands if not cand.finished]
+        twins = _twins(pending)
+        counts = _counted([cand for cand in pending if id(cand) not in twins], sample,
+                          newline, complete)
+        for cand in pending:
+            twin = twins.get(id(cand))
+            if twin is not None:
+                found = counts[id(twin)]
+                counts[id(cand)] = found if not found[2] else \
+                    _counted([cand], sample, newline, complete)[id(cand)]
         kept = []
         for cand in cands:
             if cand.finished:
