@@ -577,3 +577,20 @@ def test_a_candidate_without_an_escape_shares_its_twins_count(doubled):
     assert [(c.delimiter, c.quote, c.escape, c.quoted, c.escaped, c.ncols) for c in found] == \
         [(c.delimiter, c.quote, c.escape, c.quoted, c.escaped, c.ncols) for c in each] == \
         [(",", '"', '"', True, doubled, 2)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.sampled_from(["1,2", "1,2,3", "#c", "1,#c", "", '"a,b",1', '"a', "x"]),
+                      max_size=40),
+       first=st.integers(min_value=0, max_value=12), end=st.integers(min_value=0, max_value=40),
+       ncols=st.integers(min_value=1, max_value=3), complete=st.booleans())
+def test_count_rows_checks_the_rows_it_would_list(lines, first, end, ncols, complete):
+    """count_rows' check (the refinement's question, answered in C) is what its rows say."""
+    from gateway_csv import _dialect
+
+    sample = ("\n".join(lines) + "\n").encode()
+    args = (sample, ord(","), ord('"'), 0, ord("#"), 0, 30, complete)
+    error, quoted, escaped, finished, rows = _dialect.count_rows(*args)
+    checked = _dialect.count_rows(*args, (first, end, ncols))
+    assert checked == (error, quoted, escaped, finished,
+                       all(r[0] == ncols or r[2] for r in rows[first:end]))

@@ -147,20 +147,23 @@ static int end_row(Counts *r, int s0, int s1) {
     return add_row(r, last_empty, kind);
 }
 
-/* count_rows(data, delimiter, quote, escape, comment, newline, max_rows, complete)
- *   -> (error, ever_quoted, ever_escaped, finished, rows)
+/* count_rows(data, delimiter, quote, escape, comment, newline, max_rows, complete,
+ *            check=None) -> (error, ever_quoted, ever_escaped, finished, rows)
  * One-byte characters as ints (0 for none); newline 0 = \n, 1 = \r, 2 = \r\n.
  * rows: (fields, last_value_always_empty, is_comment, is_mid_comment, empty_lines
  * before it). error: the state machine reached an invalid state (DuckDB drops the
  * candidate), a quote is still open at the end of a complete sample, or open over
  * all of an incomplete one. finished:
- * the sample ended before max_rows rows. */
+ * the sample ended before max_rows rows. check: (first, end, ncols) for rows, in
+ * place of the list, whether every row of [first, end) has ncols fields or is a
+ * comment (the sniffer's refinement, which needs no more of them). */
 static PyObject *count_rows(PyObject *mod, PyObject *args) {
     const unsigned char *p;
     Py_ssize_t n, max_rows;
     int delim, quote, escape, comment, nl, complete;
-    if (!PyArg_ParseTuple(args, "y#iiiiinp", &p, &n, &delim, &quote, &escape, &comment, &nl, &max_rows,
-                          &complete))
+    Py_ssize_t check_first = 0, check_end = -1, check_ncols = 0;
+    if (!PyArg_ParseTuple(args, "y#iiiiinp|(nnn)", &p, &n, &delim, &quote, &escape, &comment, &nl,
+                          &max_rows, &complete, &check_first, &check_end, &check_ncols))
         return NULL;
     Table t;
     build(t, delim, quote, escape, comment, nl);
@@ -223,6 +226,18 @@ static PyObject *count_rows(PyObject *mod, PyObject *args) {
     }
 counted:
     Py_END_ALLOW_THREADS
+    if (check_end >= 0 && !oom) {
+        int all = 1;
+        for (Py_ssize_t i = check_first; i < check_end && i < r.n; i++)
+            if (r.rows[i].fields != check_ncols && r.rows[i].as_comment != 1) {
+                all = 0;
+                break;
+            }
+        free(r.rows);
+        return Py_BuildValue("(OOOOO)", error ? Py_True : Py_False, ever_quoted ? Py_True : Py_False,
+                             ever_escaped ? Py_True : Py_False, finished ? Py_True : Py_False,
+                             all ? Py_True : Py_False);
+    }
     PyObject *rows = oom ? PyErr_NoMemory() : PyList_New(r.n);
     for (Py_ssize_t i = 0; rows && i < r.n; i++) {
         const Row *row = &r.rows[i];
