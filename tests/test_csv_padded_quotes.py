@@ -37,6 +37,10 @@ def test_unpad_is_the_line_by_line_reference(text, delimiter, escape, in_quote):
                          data, in_quote)
     got = _scanner.unpad(data, ord(delimiter), ord('"'), ord(escape) if escape else -1, in_quote)
     assert got == expected
+    # asked only whether a blank goes (opening.unpadded_layout): no copy, the same answer
+    changed, _ = _scanner.unpad(data, ord(delimiter), ord('"'), ord(escape) if escape else -1,
+                                in_quote, True)
+    assert changed == (expected[0] != data)
 
 
 @settings(max_examples=400, deadline=None)

@@ -3447,22 +3447,25 @@ static const char *line_after(const char *p, const char *end, const char **body)
     return after;
 }
 
-/* unpad(block, delim, quote, escape, in_quote) -> (block, in_quote): the lines of
- * block without the blanks between a field's start and its opening quote and
- * between its closing quote and the field's end (DuckDB's state machine skips
- * them); dialect.unpad_quotes is the reference, line by line. */
+/* unpad(block, delim, quote, escape, in_quote, check=False) -> (block, in_quote): the
+ * lines of block without the blanks between a field's start and its opening quote and
+ * between its closing quote and the field's end (DuckDB's state machine skips them);
+ * dialect.unpad_quotes is the reference, line by line. check: whether any blank would
+ * go, in place of the block (and in_quote where it stopped looking): nothing is
+ * written, and it stops at the first such blank. */
 static PyObject *unpad(PyObject *mod, PyObject *args) {
     Py_buffer in;
-    int delim, quote, escape, in_quote;
-    if (!PyArg_ParseTuple(args, "y*iiip", &in, &delim, &quote, &escape, &in_quote)) return NULL;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, in.len);
-    if (!out) return PyBuffer_Release(&in), NULL;
+    int delim, quote, escape, in_quote, check = 0, changed = 0;
+    if (!PyArg_ParseTuple(args, "y*iiip|p", &in, &delim, &quote, &escape, &in_quote, &check)) return NULL;
+    PyObject *out = check ? NULL : PyBytes_FromStringAndSize(NULL, in.len);
+    if (!check && !out) return PyBuffer_Release(&in), NULL;
     const char *p = in.buf, *end = p + in.len;
-    char *o = PyBytes_AS_STRING(out);
+    char *o = check ? NULL : PyBytes_AS_STRING(out);
+#define PUT(c) do { if (!check) *o++ = (c); } while (0)
     char d = (char)delim, q = (char)quote, e = (char)escape;
     int has_escape = escape >= 0 && escape != quote;
     Py_BEGIN_ALLOW_THREADS
-    while (p < end) {
+    while (p < end && !changed) {
         const char *n;
         const char *next = line_after(p, end, &n);
         int at_start = !in_quote;
@@ -3470,23 +3473,29 @@ static PyObject *unpad(PyObject *mod, PyObject *args) {
             if (in_quote) {
                 char c = *p;
                 if (has_escape && c == e && p + 1 < n) {
-                    *o++ = p[0];
-                    *o++ = p[1];
+                    PUT(p[0]);
+                    PUT(p[1]);
                     p += 2;
                     continue;
                 }
-                *o++ = c;
+                PUT(c);
                 p++;
                 if (c == q) {
                     if (p < n && *p == q) { /* a doubled quote */
-                        *o++ = q;
+                        PUT(q);
                         p++;
                         continue;
                     }
                     in_quote = 0;
                     const char *j = p;
                     while (j < n && *j == ' ') j++;
-                    if (j == n || *j == d) p = j; /* blanks after the closing quote */
+                    if (j == n || *j == d) { /* blanks after the closing quote */
+                        if (j != p && check) {
+                            changed = 1;
+                            break;
+                        }
+                        p = j;
+                    }
                 }
                 continue;
             }
@@ -3494,7 +3503,11 @@ static PyObject *unpad(PyObject *mod, PyObject *args) {
                 const char *j = p;
                 if (j < n && *j == ' ') j++;
                 if (j < n && *j == q) { /* a blank before the opening quote */
-                    *o++ = q;
+                    if (j != p && check) {
+                        changed = 1;
+                        break;
+                    }
+                    PUT(q);
                     p = j + 1;
                     in_quote = 1;
                     at_start = 0;
@@ -3502,14 +3515,19 @@ static PyObject *unpad(PyObject *mod, PyObject *args) {
                 }
             }
             char c = *p++;
-            *o++ = c;
+            PUT(c);
             at_start = c == d;
         }
-        while (p < next) *o++ = *p++;
+        if (changed) break;
+        if (check) p = next;
+        else
+            while (p < next) *o++ = *p++;
     }
     Py_END_ALLOW_THREADS
-    Py_ssize_t len = o - PyBytes_AS_STRING(out);
+#undef PUT
     PyBuffer_Release(&in);
+    if (check) return Py_BuildValue("(OO)", changed ? Py_True : Py_False, in_quote ? Py_True : Py_False);
+    Py_ssize_t len = o - PyBytes_AS_STRING(out);
     if (_PyBytes_Resize(&out, len) < 0) return NULL;
     return Py_BuildValue("(NO)", out, in_quote ? Py_True : Py_False);
 }
