@@ -105,6 +105,33 @@ def test_the_c_form_of_a_sample_without_quotes_is_the_readers(lines, end, last, 
         assert expected is None or "\x1f" in text or "\x00" in text
 
 
+@settings(max_examples=500, deadline=None)
+@given(lines=st.lists(st.sampled_from(["1,2", '"a,b",1', "", "\r", "x\x1f", "y\x00", "z\rz",
+                                       '"open']), max_size=12),
+       limit=st.integers(min_value=1, max_value=12))
+def test_the_c_form_stops_after_the_rows_a_sample_takes(lines, limit):
+    """With a limit, _scanner.unquote writes (and checks) the text up to the line end of
+    its limit-th row (a line not blank once a CR before its LF goes): the unlimited
+    answer cut there, whatever follows; and the sample typed from it is the same."""
+    text = "".join(line + "\n" for line in lines)
+    args = (ord(","), ord('"'), ord('"'))
+    rows, cut = 0, len(lines)
+    for i, line in enumerate(lines):
+        rows += line not in ("", "\r")
+        if rows == limit:
+            cut = i + 1
+            break
+    head = "".join(line + "\n" for line in lines[:cut])
+    expected = _scanner.unquote(head.encode(), *args)
+    assert _scanner.unquote(text.encode(), *args, limit) == expected
+    if expected is not None:
+        whole = _scanner.unquote(text.encode(), *args)
+        sample = (0x1F, 2, 0, limit, False, (b"",))
+        if whole is not None:
+            assert _scanner.sample_shapes(expected, *sample) == \
+                _scanner.sample_shapes(whole, *sample)
+
+
 def test_the_c_form_leaves_a_field_past_the_readers_limit_to_the_reader():
     """A quoted line's field past csv.reader's size limit: the reader may refuse it
     (the limit is the process's), so C leaves the line to it."""

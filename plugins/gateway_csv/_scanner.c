@@ -3540,7 +3540,7 @@ enum { CR_START_RECORD, CR_START_FIELD, CR_ESCAPED_CHAR, CR_IN_FIELD, CR_IN_QUOT
  * to the Python form (layout.unquoted), whose reader may refuse it */
 #define CR_FIELD_LIMIT 131072
 
-/* unquote(text, delim, quote, escape) -> bytes or None: the sniffer's sample
+/* unquote(text, delim, quote, escape, limit=-1) -> bytes or None: the sniffer's sample
  * (layout.unquoted) written without quotes and escapes: each line holding a quote
  * or an escape as csv.reader reads it alone (strict=False; quote -1 for
  * QUOTE_NONE; an escape equal to the quote a doubled quote), its fields joined by
@@ -3550,11 +3550,15 @@ enum { CR_START_RECORD, CR_START_FIELD, CR_ESCAPED_CHAR, CR_IN_FIELD, CR_IN_QUOT
  * the text holds 0x1F, a NUL or a CR not before a LF; a quoted line's row runs
  * past its line end, is one empty field, holds a CR or LF in a field, or a
  * field of CR_FIELD_LIMIT bytes or more. layout.unquoted_by_reader is the
- * reference; this form has no bound on the number of quoted lines. */
+ * reference; this form has no bound on the number of quoted lines. limit: the
+ * text only up to the line end of its limit-th row (a line not empty once a CR
+ * before its LF goes, as sample_shapes counts them), the rest neither checked nor
+ * written: the sample those rows make is the same. */
 static PyObject *unquote(PyObject *mod, PyObject *args) {
     Py_buffer in;
     int delim, quote, escape;
-    if (!PyArg_ParseTuple(args, "y*iii", &in, &delim, &quote, &escape)) return NULL;
+    Py_ssize_t limit = -1, rows = 0;
+    if (!PyArg_ParseTuple(args, "y*iii|n", &in, &delim, &quote, &escape, &limit)) return NULL;
     PyObject *out = PyBytes_FromStringAndSize(NULL, in.len);
     if (!out) return PyBuffer_Release(&in), NULL;
     const unsigned char *p = in.buf, *end = p + in.len;
@@ -3563,17 +3567,20 @@ static PyObject *unquote(PyObject *mod, PyObject *args) {
     const int doublequote = escapechar < 0;
     int ok = 1;
     Py_BEGIN_ALLOW_THREADS
-    /* what no line may hold */
-    for (const unsigned char *c = p; c < end; c++) {
-        if (*c == 0x1F || *c == 0 || (*c == '\r' && (c + 1 == end || c[1] != '\n'))) {
-            ok = 0;
-            break;
-        }
-    }
-    while (ok && p < end) {
+    while (ok && p < end && (limit < 0 || rows < limit)) {
         const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
         const unsigned char *line_end = nl ? nl : end;
         size_t len = (size_t)(line_end - p);
+        /* what no line may hold: 0x1F, a NUL, a CR not before a LF */
+        for (const unsigned char *c = p; c < line_end; c++) {
+            if (*c == 0x1F || *c == 0 || (*c == '\r' && (c + 1 != line_end || !nl))) {
+                ok = 0;
+                break;
+            }
+        }
+        if (!ok) break;
+        /* a row of the sample (SampleLines: a line not empty once a CR before its LF goes) */
+        rows += len > 1 || (len == 1 && *p != '\r');
         int special = (quote >= 0 && memchr(p, quote, len)) ||
                       (escape >= 0 && escape != quote && memchr(p, escape, len));
         if (!special) {
