@@ -621,3 +621,28 @@ def test_count_rows_checks_the_rows_it_would_list(lines, first, end, ncols, comp
     checked = _dialect.count_rows(*args, (first, end, ncols))
     assert checked == (error, quoted, escaped, finished,
                        all(r[0] == ncols or r[2] for r in rows[first:end]))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(sample=st.lists(st.sampled_from([*",;| \t\"'\\#ab1\n\r", "\r\n", '""', "xyz", "\x00"]),
+                       max_size=80).map("".join),
+       delimiter=st.sampled_from([",", ";", " "]), quote=st.sampled_from(['"', "'", ""]),
+       escape=st.sampled_from(['"', "'", "\\", ""]), comment=st.sampled_from(["", "#"]),
+       newline=st.sampled_from([0, 1, 2]), max_rows=st.integers(min_value=1, max_value=6),
+       complete=st.booleans())
+def test_count_rows_passing_over_runs_is_the_state_machine(sample, delimiter, quote, escape,
+                                                          comment, newline, max_rows, complete):
+    """count_rows passes over runs of bytes that keep it in a field or in quotes (8 ms of
+    lineitem's 20,480-row refinement, byte by byte): the same answer as the state
+    machine's every step."""
+    from gateway_csv import _dialect
+
+    args = (sample.encode(), ord(delimiter), dialect._byte(quote), dialect._byte(escape),
+            dialect._byte(comment), newline, max_rows, complete)
+    fast = _dialect.count_rows(*args)
+    was = _dialect.runs(False)
+    try:
+        slow = _dialect.count_rows(*args)
+    finally:
+        _dialect.runs(was)
+    assert was and fast == slow
