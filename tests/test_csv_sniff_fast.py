@@ -592,7 +592,7 @@ def test_a_candidate_without_an_escape_shares_its_twins_count(doubled):
     count_rows = _dialect.count_rows
 
     def counting(*args):
-        calls.append(args[1:4] + (args[6],))
+        calls.append((*args[1:4], args[6]))
         return count_rows(*args)
 
     with mock.patch.object(_dialect, "count_rows", counting):
