@@ -3447,6 +3447,39 @@ static const char *line_after(const char *p, const char *end, const char **body)
     return after;
 }
 
+/* Whether unpad would drop a blank of [s, end) (its check), found a quote at a time
+ * (memchr) rather than a byte at a time: with no escape apart from the quote, and
+ * neither the delimiter nor the quote a blank. Outside quotes only a quote matters:
+ * it opens a field where a field starts (the block's start, after a line end or a
+ * delimiter), and a blank before it there is dropped; inside, a quote closes the
+ * field (or is doubled), and blanks between it and a delimiter or line end are
+ * dropped. *in_quote: whether a quoted field is open, before and after. */
+static int unpad_changes(const char *s, const char *end, char d, char q, int *in_quote) {
+    const char *p = s;
+#define AT_FIELD_START(y) ((y) == s || (y)[-1] == d || (y)[-1] == '\n' || (y)[-1] == '\r')
+    while (p < end) {
+        const char *x = memchr(p, q, (size_t)(end - p));
+        if (!x) return 0;
+        if (*in_quote) {
+            if (x + 1 < end && x[1] == q) { /* a doubled quote */
+                p = x + 2;
+                continue;
+            }
+            *in_quote = 0;
+            const char *j = x + 1;
+            while (j < end && *j == ' ') j++;
+            if (j > x + 1 && (j == end || *j == d || *j == '\n' || *j == '\r')) return 1;
+        } else if (AT_FIELD_START(x)) {
+            *in_quote = 1;
+        } else if (x[-1] == ' ' && AT_FIELD_START(x - 1)) {
+            return 1;
+        }
+        p = x + 1;
+    }
+#undef AT_FIELD_START
+    return 0;
+}
+
 /* unpad(block, delim, quote, escape, in_quote, check=False) -> (block, in_quote): the
  * lines of block without the blanks between a field's start and its opening quote and
  * between its closing quote and the field's end (DuckDB's state machine skips them);
@@ -3465,6 +3498,10 @@ static PyObject *unpad(PyObject *mod, PyObject *args) {
     char d = (char)delim, q = (char)quote, e = (char)escape;
     int has_escape = escape >= 0 && escape != quote;
     Py_BEGIN_ALLOW_THREADS
+    if (check && !has_escape && d != ' ' && q != ' ') {
+        changed = unpad_changes(p, end, d, q, &in_quote);
+        p = end;
+    }
     while (p < end && !changed) {
         const char *n;
         const char *next = line_after(p, end, &n);
