@@ -245,8 +245,8 @@ def unquoted(text: str, delimiter: str, quote: str, escape: str,
     a sample of that many is read from.
 
     TPC-H's lineitem, a quoted comment ending every row, went to the reader and its
-    rows to :meth:`_Sample.of_rows`: 80-90 ms of a one-query process, against 5-10 ms
-    (docs/benchmarks.md)."""
+    rows to :meth:`_Sample.of_rows`: 70-90 ms of the 110 ms its head's sniff took,
+    which now takes 18-19 ms in all (docs/benchmarks.md)."""
     if len(text) > DIALECT_BYTES:
         return None
     if len(delimiter) == 1 and all(c.isascii() for c in (delimiter, quote, escape)):
