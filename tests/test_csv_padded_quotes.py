@@ -39,6 +39,22 @@ def test_unpad_is_the_line_by_line_reference(text, delimiter, escape, in_quote):
     assert got == expected
 
 
+@settings(max_examples=1500, deadline=None)
+@given(text=_TEXT, delimiter=st.sampled_from([",", ";"]), escape=st.sampled_from(['"', "\\", ""]),
+       in_quote=st.booleans())
+def test_unpads_check_is_whether_its_copy_differs(text, delimiter, escape, in_quote):
+    """Asked only whether a blank goes (opening.unpadded_layout): no copy, and a quote
+    at a time where there is no escape apart from the quote; the same answer, and
+    where none goes the same quote open at the end."""
+    data = text.encode()
+    args = (ord(delimiter), ord('"'), ord(escape) if escape else -1, in_quote)
+    copy, open_after = _scanner.unpad(data, *args)
+    changed, open_then = _scanner.unpad(data, *args, True)
+    assert changed == (copy != data)
+    if not changed:
+        assert open_then == open_after
+
+
 @settings(max_examples=400, deadline=None)
 @given(text=_TEXT, quote=st.sampled_from(['"', ""]), in_quote=st.booleans())
 def test_uncomment_is_the_line_by_line_reference(text, quote, in_quote):

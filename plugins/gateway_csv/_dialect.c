@@ -147,23 +147,46 @@ static int end_row(Counts *r, int s0, int s1) {
     return add_row(r, last_empty, kind);
 }
 
-/* count_rows(data, delimiter, quote, escape, comment, newline, max_rows, complete)
- *   -> (error, ever_quoted, ever_escaped, finished, rows)
+/* count_rows(data, delimiter, quote, escape, comment, newline, max_rows, complete,
+ *            check=None) -> (error, ever_quoted, ever_escaped, finished, rows)
  * One-byte characters as ints (0 for none); newline 0 = \n, 1 = \r, 2 = \r\n.
  * rows: (fields, last_value_always_empty, is_comment, is_mid_comment, empty_lines
  * before it). error: the state machine reached an invalid state (DuckDB drops the
  * candidate), a quote is still open at the end of a complete sample, or open over
  * all of an incomplete one. finished:
- * the sample ended before max_rows rows. */
+ * the sample ended before max_rows rows. check: (first, end, ncols) for rows, in
+ * place of the list, whether every row of [first, end) has ncols fields or is a
+ * comment (the sniffer's refinement, which needs no more of them). */
+/* whether count_rows passes over runs of bytes that keep its state (runs(False): the
+ * plain state machine, byte by byte, for the tests to compare) */
+static int runs = 1;
+
+static PyObject *set_runs(PyObject *mod, PyObject *args) {
+    int on = 1;
+    if (!PyArg_ParseTuple(args, "|p", &on)) return NULL;
+    int was = runs;
+    runs = on;
+    return PyBool_FromLong(was);
+}
+
 static PyObject *count_rows(PyObject *mod, PyObject *args) {
     const unsigned char *p;
     Py_ssize_t n, max_rows;
     int delim, quote, escape, comment, nl, complete;
-    if (!PyArg_ParseTuple(args, "y#iiiiinp", &p, &n, &delim, &quote, &escape, &comment, &nl, &max_rows,
-                          &complete))
+    Py_ssize_t check_first = 0, check_end = -1, check_ncols = 0;
+    if (!PyArg_ParseTuple(args, "y#iiiiinp|(nnn)", &p, &n, &delim, &quote, &escape, &comment, &nl,
+                          &max_rows, &complete, &check_first, &check_end, &check_ncols))
         return NULL;
     Table t;
     build(t, delim, quote, escape, comment, nl);
+    /* the bytes that leave STANDARD and QUOTED as they are: a run of them is passed
+     * over without the state machine's chain of lookups (nothing else happens there:
+     * s0 and s1 are both that state after one of them, as after many) */
+    unsigned char stay_standard[256], stay_quoted[256];
+    for (int c = 0; c < 256; c++) {
+        stay_standard[c] = runs && t[c][STANDARD] == STANDARD;
+        stay_quoted[c] = runs && t[c][QUOTED] == QUOTED;
+    }
     Counts r = {NULL, 0, 0, 0, 0, 0, 0};
     int s0 = NOT_SET, s1 = NOT_SET, error = 0, ever_quoted = 0, ever_escaped = 0, finished = 1, oom = 0;
     /* without the GIL: the loop reads the argument's bytes, which the call holds */
@@ -200,6 +223,14 @@ static PyObject *count_rows(PyObject *mod, PyObject *args) {
             while (i + 1 < n - 1 && p[i + 1] != '\n' && p[i + 1] != '\r') i++;
             break;
         }
+        if (s1 == STANDARD || s1 == QUOTED) {
+            const unsigned char *stay = s1 == STANDARD ? stay_standard : stay_quoted;
+            if (i + 1 < n && stay[p[i + 1]]) {
+                i++;
+                while (i + 1 < n && stay[p[i + 1]]) i++;
+                s0 = s1;
+            }
+        }
         if (row_end) {
             if (end_row(&r, s0, s1)) {
                 oom = 1;
@@ -223,6 +254,18 @@ static PyObject *count_rows(PyObject *mod, PyObject *args) {
     }
 counted:
     Py_END_ALLOW_THREADS
+    if (check_end >= 0 && !oom) {
+        int all = 1;
+        for (Py_ssize_t i = check_first; i < check_end && i < r.n; i++)
+            if (r.rows[i].fields != check_ncols && r.rows[i].as_comment != 1) {
+                all = 0;
+                break;
+            }
+        free(r.rows);
+        return Py_BuildValue("(OOOOO)", error ? Py_True : Py_False, ever_quoted ? Py_True : Py_False,
+                             ever_escaped ? Py_True : Py_False, finished ? Py_True : Py_False,
+                             all ? Py_True : Py_False);
+    }
     PyObject *rows = oom ? PyErr_NoMemory() : PyList_New(r.n);
     for (Py_ssize_t i = 0; rows && i < r.n; i++) {
         const Row *row = &r.rows[i];
@@ -240,6 +283,7 @@ counted:
 
 static PyMethodDef module_methods[] = {
     {"count_rows", count_rows, METH_VARARGS, "DuckDB's sniffing state machine over a sample; see the source"},
+    {"runs", set_runs, METH_VARARGS, "runs(on=True) -> whether count_rows passed over runs of one state"},
     {NULL},
 };
 

@@ -171,6 +171,21 @@ static inline uint64_t rows_bad_quote(const RowsDialect *dl, const char *p, uint
     return 0;
 }
 
+/* The bytes ROWS_AHEAD past a block are asked for as it is read: the processor's
+ * own prefetcher stops at each 4 KiB page, and the first read of a page of the
+ * file (mapped, not yet read) otherwise waits for memory. On lineitem's count,
+ * 2-4% less CPU in three runs of each alternated (8 KiB ahead; 2 KiB showed no
+ * difference in runs not alternated). A prefetch past the mapping, or of a page
+ * not mapped, is dropped: no fault. */
+#ifndef ROWS_AHEAD
+#define ROWS_AHEAD 8192
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define ROWS_PREFETCH(p) __builtin_prefetch((p) + ROWS_AHEAD)
+#else
+#define ROWS_PREFETCH(p) ((void)0)
+#endif
+
 /* The kernel over one mask builder: see rows_count. */
 #define ROWS_KERNEL(NAME, ATTR, MASKS)                                                                            \
     ATTR static const char *NAME(const RowsDialect *dl, const char *p, const char *stop, const char *end,        \
@@ -182,6 +197,7 @@ static inline uint64_t rows_bad_quote(const RowsDialect *dl, const char *p, uint
         uint64_t carry = 0;   /* all ones when p is inside quotes */                                              \
         while (end - p >= 64 && p < stop) {                                                                       \
             RowsMasks m;                                                                                          \
+            ROWS_PREFETCH(p);                                                                                     \
             MASKS(p, dl, &m);                                                                                     \
             uint64_t inside = carry, bad = 0;                                                                     \
             if (m.q) {                                                                                            \

@@ -3447,22 +3447,62 @@ static const char *line_after(const char *p, const char *end, const char **body)
     return after;
 }
 
-/* unpad(block, delim, quote, escape, in_quote) -> (block, in_quote): the lines of
- * block without the blanks between a field's start and its opening quote and
- * between its closing quote and the field's end (DuckDB's state machine skips
- * them); dialect.unpad_quotes is the reference, line by line. */
+/* Whether unpad would drop a blank of [s, end) (its check), found a quote at a time
+ * (memchr) rather than a byte at a time: with no escape apart from the quote, and
+ * neither the delimiter nor the quote a blank. Outside quotes only a quote matters:
+ * it opens a field where a field starts (the block's start, after a line end or a
+ * delimiter), and a blank before it there is dropped; inside, a quote closes the
+ * field (or is doubled), and blanks between it and a delimiter or line end are
+ * dropped. *in_quote: whether a quoted field is open, before and after. */
+static int unpad_changes(const char *s, const char *end, char d, char q, int *in_quote) {
+    const char *p = s;
+#define AT_FIELD_START(y) ((y) == s || (y)[-1] == d || (y)[-1] == '\n' || (y)[-1] == '\r')
+    while (p < end) {
+        const char *x = memchr(p, q, (size_t)(end - p));
+        if (!x) return 0;
+        if (*in_quote) {
+            if (x + 1 < end && x[1] == q) { /* a doubled quote */
+                p = x + 2;
+                continue;
+            }
+            *in_quote = 0;
+            const char *j = x + 1;
+            while (j < end && *j == ' ') j++;
+            if (j > x + 1 && (j == end || *j == d || *j == '\n' || *j == '\r')) return 1;
+        } else if (AT_FIELD_START(x)) {
+            *in_quote = 1;
+        } else if (x[-1] == ' ' && AT_FIELD_START(x - 1)) {
+            return 1;
+        }
+        p = x + 1;
+    }
+#undef AT_FIELD_START
+    return 0;
+}
+
+/* unpad(block, delim, quote, escape, in_quote, check=False) -> (block, in_quote): the
+ * lines of block without the blanks between a field's start and its opening quote and
+ * between its closing quote and the field's end (DuckDB's state machine skips them);
+ * dialect.unpad_quotes is the reference, line by line. check: whether any blank would
+ * go, in place of the block (and in_quote where it stopped looking): nothing is
+ * written, and it stops at the first such blank. */
 static PyObject *unpad(PyObject *mod, PyObject *args) {
     Py_buffer in;
-    int delim, quote, escape, in_quote;
-    if (!PyArg_ParseTuple(args, "y*iiip", &in, &delim, &quote, &escape, &in_quote)) return NULL;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, in.len);
-    if (!out) return PyBuffer_Release(&in), NULL;
+    int delim, quote, escape, in_quote, check = 0, changed = 0;
+    if (!PyArg_ParseTuple(args, "y*iiip|p", &in, &delim, &quote, &escape, &in_quote, &check)) return NULL;
+    PyObject *out = check ? NULL : PyBytes_FromStringAndSize(NULL, in.len);
+    if (!check && !out) return PyBuffer_Release(&in), NULL;
     const char *p = in.buf, *end = p + in.len;
-    char *o = PyBytes_AS_STRING(out);
+    char *o = check ? NULL : PyBytes_AS_STRING(out);
+#define PUT(c) do { if (!check) *o++ = (c); } while (0)
     char d = (char)delim, q = (char)quote, e = (char)escape;
     int has_escape = escape >= 0 && escape != quote;
     Py_BEGIN_ALLOW_THREADS
-    while (p < end) {
+    if (check && !has_escape && d != ' ' && q != ' ') {
+        changed = unpad_changes(p, end, d, q, &in_quote);
+        p = end;
+    }
+    while (p < end && !changed) {
         const char *n;
         const char *next = line_after(p, end, &n);
         int at_start = !in_quote;
@@ -3470,23 +3510,29 @@ static PyObject *unpad(PyObject *mod, PyObject *args) {
             if (in_quote) {
                 char c = *p;
                 if (has_escape && c == e && p + 1 < n) {
-                    *o++ = p[0];
-                    *o++ = p[1];
+                    PUT(p[0]);
+                    PUT(p[1]);
                     p += 2;
                     continue;
                 }
-                *o++ = c;
+                PUT(c);
                 p++;
                 if (c == q) {
                     if (p < n && *p == q) { /* a doubled quote */
-                        *o++ = q;
+                        PUT(q);
                         p++;
                         continue;
                     }
                     in_quote = 0;
                     const char *j = p;
                     while (j < n && *j == ' ') j++;
-                    if (j == n || *j == d) p = j; /* blanks after the closing quote */
+                    if (j == n || *j == d) { /* blanks after the closing quote */
+                        if (j != p && check) {
+                            changed = 1;
+                            break;
+                        }
+                        p = j;
+                    }
                 }
                 continue;
             }
@@ -3494,7 +3540,11 @@ static PyObject *unpad(PyObject *mod, PyObject *args) {
                 const char *j = p;
                 if (j < n && *j == ' ') j++;
                 if (j < n && *j == q) { /* a blank before the opening quote */
-                    *o++ = q;
+                    if (j != p && check) {
+                        changed = 1;
+                        break;
+                    }
+                    PUT(q);
                     p = j + 1;
                     in_quote = 1;
                     at_start = 0;
@@ -3502,16 +3552,193 @@ static PyObject *unpad(PyObject *mod, PyObject *args) {
                 }
             }
             char c = *p++;
-            *o++ = c;
+            PUT(c);
             at_start = c == d;
         }
-        while (p < next) *o++ = *p++;
+        if (changed) break;
+        if (check) p = next;
+        else
+            while (p < next) *o++ = *p++;
     }
     Py_END_ALLOW_THREADS
-    Py_ssize_t len = o - PyBytes_AS_STRING(out);
+#undef PUT
     PyBuffer_Release(&in);
+    if (check) return Py_BuildValue("(OO)", changed ? Py_True : Py_False, in_quote ? Py_True : Py_False);
+    Py_ssize_t len = o - PyBytes_AS_STRING(out);
     if (_PyBytes_Resize(&out, len) < 0) return NULL;
     return Py_BuildValue("(NO)", out, in_quote ? Py_True : Py_False);
+}
+
+/* csv.reader's states (CPython's Modules/_csv.c), for unquote */
+enum { CR_START_RECORD, CR_START_FIELD, CR_ESCAPED_CHAR, CR_IN_FIELD, CR_IN_QUOTED_FIELD,
+       CR_ESCAPE_IN_QUOTED_FIELD, CR_QUOTE_IN_QUOTED_FIELD, CR_EAT_CRNL, CR_AFTER_ESCAPED_CRNL };
+#define CR_EOL (-2)
+/* csv.reader's field size limit by default: a longer field of a quoted line is left
+ * to the Python form (layout.unquoted), whose reader may refuse it */
+#define CR_FIELD_LIMIT 131072
+
+/* unquote(text, delim, quote, escape, limit=-1) -> bytes or None: the sniffer's sample
+ * (layout.unquoted) written without quotes and escapes: each line holding a quote
+ * or an escape as csv.reader reads it alone (strict=False; quote -1 for
+ * QUOTE_NONE; an escape equal to the quote a doubled quote), its fields joined by
+ * 0x1F, a CR before its LF kept; the other lines with each delimiter made 0x1F.
+ * All four characters ASCII. None where layout.unquoted's reader reading would
+ * differ from a split of the result, or where it is not sure to read the same:
+ * the text holds 0x1F, a NUL or a CR not before a LF; a quoted line's row runs
+ * past its line end, is one empty field, holds a CR or LF in a field, or a
+ * field of CR_FIELD_LIMIT bytes or more. layout.unquoted_by_reader is the
+ * reference; this form has no bound on the number of quoted lines. limit: the
+ * text only up to the line end of its limit-th row (a line not empty once a CR
+ * before its LF goes, as sample_shapes counts them), the rest neither checked nor
+ * written: the sample those rows make is the same. */
+static PyObject *unquote(PyObject *mod, PyObject *args) {
+    Py_buffer in;
+    int delim, quote, escape;
+    Py_ssize_t limit = -1, rows = 0;
+    if (!PyArg_ParseTuple(args, "y*iii|n", &in, &delim, &quote, &escape, &limit)) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, in.len);
+    if (!out) return PyBuffer_Release(&in), NULL;
+    const unsigned char *p = in.buf, *end = p + in.len;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    const int escapechar = quote >= 0 && escape >= 0 && escape != quote ? escape : -1;
+    const int doublequote = escapechar < 0;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    while (ok && p < end && (limit < 0 || rows < limit)) {
+        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+        const unsigned char *line_end = nl ? nl : end;
+        size_t len = (size_t)(line_end - p);
+        /* what no line may hold: 0x1F, a NUL, a CR not before a LF */
+        for (const unsigned char *c = p; c < line_end; c++) {
+            if (*c == 0x1F || *c == 0 || (*c == '\r' && (c + 1 != line_end || !nl))) {
+                ok = 0;
+                break;
+            }
+        }
+        if (!ok) break;
+        /* a row of the sample (SampleLines: a line not empty once a CR before its LF goes) */
+        rows += len > 1 || (len == 1 && *p != '\r');
+        int special = (quote >= 0 && memchr(p, quote, len)) ||
+                      (escape >= 0 && escape != quote && memchr(p, escape, len));
+        if (!special) {
+            for (const unsigned char *c = p; c < line_end; c++) *o++ = *c == delim ? 0x1F : *c;
+        } else {
+            /* csv.reader over [line + "\n", ...]: the line's characters, a LF, then EOL */
+            int state = CR_START_RECORD, fields = 0;
+            Py_ssize_t field_len = 0;
+            unsigned char *row = o;
+            for (Py_ssize_t i = 0; ok && i <= (Py_ssize_t)len + 1; i++) {
+                int c = i < (Py_ssize_t)len ? p[i] : i == (Py_ssize_t)len ? '\n' : CR_EOL;
+                int add = 0, save = 0;
+                switch (state) {
+                case CR_START_RECORD:
+                    if (c == CR_EOL) break;
+                    if (c == '\n' || c == '\r') {
+                        state = CR_EAT_CRNL;
+                        break;
+                    }
+                    state = CR_START_FIELD;
+                    /* fall through */
+                case CR_START_FIELD:
+                    if (c == '\n' || c == '\r' || c == CR_EOL) {
+                        save = 1;
+                        state = c == CR_EOL ? CR_START_RECORD : CR_EAT_CRNL;
+                    } else if (c == quote && quote >= 0) {
+                        state = CR_IN_QUOTED_FIELD;
+                    } else if (c == escapechar) {
+                        state = CR_ESCAPED_CHAR;
+                    } else if (c == delim) {
+                        save = 1;
+                    } else {
+                        add = 1;
+                        state = CR_IN_FIELD;
+                    }
+                    break;
+                case CR_ESCAPED_CHAR:
+                case CR_ESCAPE_IN_QUOTED_FIELD:
+                    /* a CR, LF or EOL escaped becomes a line end in the field */
+                    if (c == '\n' || c == '\r' || c == CR_EOL) ok = 0;
+                    add = 1;
+                    state = state == CR_ESCAPED_CHAR ? CR_IN_FIELD : CR_IN_QUOTED_FIELD;
+                    break;
+                case CR_AFTER_ESCAPED_CRNL: /* never reached: the line end refused it */
+                    ok = 0;
+                    break;
+                case CR_IN_FIELD:
+                    if (c == '\n' || c == '\r' || c == CR_EOL) {
+                        save = 1;
+                        state = c == CR_EOL ? CR_START_RECORD : CR_EAT_CRNL;
+                    } else if (c == escapechar) {
+                        state = CR_ESCAPED_CHAR;
+                    } else if (c == delim) {
+                        save = 1;
+                        state = CR_START_FIELD;
+                    } else {
+                        add = 1;
+                    }
+                    break;
+                case CR_IN_QUOTED_FIELD:
+                    if (c == CR_EOL) {
+                    } else if (c == escapechar) {
+                        state = CR_ESCAPE_IN_QUOTED_FIELD;
+                    } else if (c == quote) {
+                        state = doublequote ? CR_QUOTE_IN_QUOTED_FIELD : CR_IN_FIELD;
+                    } else {
+                        add = 1; /* a line end here: the field is still open, refused below */
+                    }
+                    break;
+                case CR_QUOTE_IN_QUOTED_FIELD:
+                    if (c == quote) {
+                        add = 1;
+                        state = CR_IN_QUOTED_FIELD;
+                    } else if (c == delim) {
+                        save = 1;
+                        state = CR_START_FIELD;
+                    } else if (c == '\n' || c == '\r' || c == CR_EOL) {
+                        save = 1;
+                        state = c == CR_EOL ? CR_START_RECORD : CR_EAT_CRNL;
+                    } else {
+                        add = 1; /* strict=False: text after the closing quote */
+                        state = CR_IN_FIELD;
+                    }
+                    break;
+                case CR_EAT_CRNL:
+                    if (c == '\n' || c == '\r') {
+                    } else if (c == CR_EOL) {
+                        state = CR_START_RECORD;
+                    } else {
+                        ok = 0; /* the reader's "new-line character seen in unquoted field" */
+                    }
+                    break;
+                }
+                if (add) {
+                    if (c == '\n' || c == '\r' || c == CR_EOL || ++field_len >= CR_FIELD_LIMIT) ok = 0;
+                    else *o++ = (unsigned char)c;
+                }
+                if (save) {
+                    *o++ = 0x1F;
+                    fields++;
+                    field_len = 0;
+                }
+            }
+            /* the row must end with the line, and be more than one empty field */
+            if (state != CR_START_RECORD || (fields == 1 && o - row == 1)) ok = 0;
+            if (!ok) break;
+            if (fields) o--; /* the separator after the last field */
+            if (len && p[len - 1] == '\r') *o++ = '\r';
+        }
+        if (nl) *o++ = '\n';
+        p = nl ? nl + 1 : end;
+    }
+    Py_END_ALLOW_THREADS
+    Py_ssize_t n = o - (unsigned char *)PyBytes_AS_STRING(out);
+    PyBuffer_Release(&in);
+    if (!ok) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    if (_PyBytes_Resize(&out, n) < 0) return NULL;
+    return out;
 }
 
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
@@ -3590,6 +3817,7 @@ static PyMethodDef module_methods[] = {
     {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
     {"sample_columns", sample_columns, METH_VARARGS, "the sniffer's sample of a text without quotes, as columns"},
     {"sample_shapes", sample_shapes, METH_VARARGS, "the sniffer's sample of a text without quotes, typed"},
+    {"unquote", unquote, METH_VARARGS, "unquote(text, delim, quote, escape): the sniffer's sample without quotes"},
     {"unpad", unpad, METH_VARARGS, "unpad(block, delim, quote, escape, in_quote): blanks around quotes dropped"},
     {"quoted_cr", quoted_cr, METH_VARARGS, "quoted_cr(block, in_quote): a CR inside double quotes?"},
     {"uncomment", uncomment, METH_VARARGS, "uncomment(block, mark, quote, in_quote): lines cut at comments"},

@@ -234,7 +234,35 @@ _PAST_THE_LINE = "\x1e\x1farrowgate\x1f\x1e"
 UNQUOTED_DELIMITER = "\x1f"
 
 
-def unquoted(text: str, delimiter: str, quote: str, escape: str) -> str | None:
+def unquoted(text: str, delimiter: str, quote: str, escape: str,
+             data: bytes | memoryview | None = None, limit: int = -1) -> bytes | None:
+    """:func:`unquoted_by_reader`'s text as UTF-8, written in C
+    (:func:`gateway_csv._scanner.unquote`) where the delimiter, quote and escape are
+    ASCII, however many lines hold a quote; the reader's form where C leaves it (a
+    field past the reader's size limit in a quoted line, or characters not ASCII).
+    ``data``: the text's UTF-8, where it is at hand. ``limit``: C may stop at the line
+    end of the text's limit-th row (as :meth:`_Sample.plain` counts rows), the rows
+    a sample of that many is read from.
+
+    TPC-H's lineitem, a quoted comment ending every row, went to the reader and its
+    rows to :meth:`_Sample.of_rows`: 70-90 ms of the 110 ms its head's sniff took,
+    which now takes 18-19 ms in all (docs/benchmarks.md)."""
+    if len(text) > DIALECT_BYTES:
+        return None
+    if len(delimiter) == 1 and all(c.isascii() for c in (delimiter, quote, escape)):
+        from gateway_csv import _scanner
+
+        found = _scanner.unquote(text.encode() if data is None else data, ord(delimiter),
+                                 ord(quote) if quote else -1, ord(escape) if escape else -1,
+                                 limit)
+        if found is not None:
+            return found
+    rewritten = unquoted_by_reader(text, delimiter, quote, escape)
+    return None if rewritten is None else rewritten.encode()
+
+
+def unquoted_by_reader(text: str, delimiter: str, quote: str, escape: str,
+                       budget: bool = True) -> str | None:
     """``text`` with the rows the reader reads in it (:func:`_split_lines`), written
     without quotes or escapes: fields separated by :data:`UNQUOTED_DELIMITER`, rows by
     the same line ends, so that :meth:`_Sample.plain` types it in C. None where it
@@ -250,7 +278,10 @@ def unquoted(text: str, delimiter: str, quote: str, escape: str) -> str | None:
 
     A single quoted value (``"Midtown, East"``) sent the taxi file's 8 MiB head to the
     reader and its rows to :meth:`_Sample.of_rows`, a Python object per field: 343 ms
-    of sniffing, against 13 ms without it (docs/benchmarks.md)."""
+    of sniffing, against 13 ms without it (docs/benchmarks.md).
+
+    ``budget``: give up past a tenth of the lines quoted (the reader reads each
+    alone); False only as the reference of the C form."""
     if UNQUOTED_DELIMITER in text or "\x00" in text or _PAST_THE_LINE in text or \
             ("\r" in text and text.count("\r") != text.count("\r\n")):
         return None
@@ -258,7 +289,7 @@ def unquoted(text: str, delimiter: str, quote: str, escape: str) -> str | None:
         return None
     # the lines holding a quote or an escape, as (start, end) in text, found by search
     spans: dict[int, int] = {}
-    budget = text.count("\n") // 10 + 1
+    most = text.count("\n") // 10 + 1  # quoted lines
     for c in {quote, escape} - {""}:
         at = text.find(c)
         while at >= 0:
@@ -266,7 +297,7 @@ def unquoted(text: str, delimiter: str, quote: str, escape: str) -> str | None:
             end = text.find("\n", at)
             end = len(text) if end < 0 else end
             spans[start] = end
-            if len(spans) > budget:
+            if budget and len(spans) > most:
                 return None
             at = text.find(c, end)
     kwargs = reader_options(delimiter, quote, escape)
@@ -579,7 +610,7 @@ class _Sample(Record):
         return cls(rows[0], len(rows), len(body), columns)
 
     @classmethod
-    def plain(cls, text: str, delimiter: str, quote: str, escape: str, limit: int, skip: int,
+    def plain(cls, text: str | None, delimiter: str, quote: str, escape: str, limit: int, skip: int,
               ncols: int, trailing: bool, null_set: tuple[str, ...],
               data: bytes | memoryview | None = None) -> _Sample | None:
         """The sample typed by C (:func:`gateway_csv._scanner.sample_shapes`) where
@@ -587,14 +618,19 @@ class _Sample(Record):
         text, an ASCII delimiter, up to 65,536 columns (the C side's bound). Its
         columns come with their shapes, their text read
         (:func:`gateway_csv._scanner.sample_columns`, the same sample) only when
-        asked for. ``data``: the text's UTF-8, where it is at hand. None where that does
-        not hold, or no row is left."""
-        if len(delimiter.encode()) != 1 or len(text) > DIALECT_BYTES or \
-                not 1 <= ncols <= 1 << 16 or not _is_plain(text, quote, escape):
+        asked for. ``data``: the text's UTF-8, where it is at hand (``text`` None: only
+        ``data``, known to hold no quote, escape, NUL or lone CR: :func:`unquoted`'s).
+        None where that does not hold, or no row is left."""
+        if len(delimiter.encode()) != 1 or not 1 <= ncols <= 1 << 16 or \
+                (text is not None and (len(text) > DIALECT_BYTES or
+                                       not _is_plain(text, quote, escape))):
             return None
         from gateway_csv import _scanner
 
-        data, nulls = text.encode() if data is None else data, tuple(n.encode() for n in null_set)
+        if data is None:
+            assert text is not None
+            data = text.encode()
+        nulls = tuple(n.encode() for n in null_set)
         args = (ord(delimiter), ncols, skip, limit, trailing, nulls)
         first, rows, body, columns, with_first = _scanner.sample_shapes(data, *args)
         if first is None:
@@ -831,10 +867,11 @@ def sniff(head: bytes, options: dict[str, Any], *, path: str, complete: bool) ->
         sample = _Sample.plain(text, delimiter, quote, escape, SAMPLE_ROWS + skipped, skipped,
                                ncols, trailing, null_set, data)
         if sample is None and len(delimiter) == 1:
-            rewritten = unquoted(text, delimiter, quote, escape)
+            rewritten = unquoted(text, delimiter, quote, escape, data, SAMPLE_ROWS + skipped)
             if rewritten is not None:
-                sample = _Sample.plain(rewritten, UNQUOTED_DELIMITER, "", "",
-                                       SAMPLE_ROWS + skipped, skipped, ncols, trailing, null_set)
+                sample = _Sample.plain(None, UNQUOTED_DELIMITER, "", "",
+                                       SAMPLE_ROWS + skipped, skipped, ncols, trailing, null_set,
+                                       rewritten)
         if sample is None:
             rows = _split_lines(text, delimiter, quote, escape, SAMPLE_ROWS + skipped) or \
                 [[text.splitlines()[0]]]

@@ -178,11 +178,12 @@ def unpadded_layout(head: bytes, complete: bool, layout: Any, options: dict[str,
         return layout
     d, q = ord(layout.delimiter), ord(layout.quote)
     e = ord(layout.escape) if layout.escape else -1
-    unpadded, _ = _scanner.unpad(head, d, q, e, False)
-    if unpadded == head:
+    if not _scanner.unpad(head, d, q, e, False, True)[0]:
         # the blank beside a quote was inside a quoted field (TPC-H's lineitem: `bold, "`):
-        # sniffing the same bytes again would find the same layout (0.1 s of its head)
+        # sniffing the same bytes again would find the same layout (0.1 s of its head);
+        # asked without the copy (10 ms of lineitem's 8 MiB head, with the comparison)
         return layout
+    unpadded, _ = _scanner.unpad(head, d, q, e, False)
     given = {**options, "delimiter": layout.delimiter, "quote": layout.quote,
              "escape": layout.escape, "comment": layout.comment}
     found = sniff(unpadded, given, path=path, complete=complete)
