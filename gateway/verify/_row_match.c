@@ -709,6 +709,174 @@ static int pair_part(Bytes *p, const Bytes *r, uint8_t *p_done, uint8_t *r_done,
     return 1;
 }
 
+/* -- a range too large to hold: its equal rows counted, not held -------------------------- */
+/* Rows of one value share one hash, so a range can hold far more than its share of the
+   rows (an answer of few distinct rows: millions of records of a handful of hashes), and
+   reading it whole would take memory in proportion to the answer. Such a range is read as
+   a stream, three times: the primary's records counted by value (each distinct value held
+   once), the reference's given the counted ones (first come, first proven), the primary's
+   proven as many times as its value was given out. Memory: the distinct values, at most
+   ``limit`` bytes; past that the range's rows are left unproven (the pairing decides). */
+typedef struct Distinct {
+    uint64_t at;      /* its record in ``values`` (head, then bytes) */
+    uint64_t counted; /* primary records of this value not yet given out */
+    uint64_t given;   /* primary records of this value to prove */
+} Distinct;
+
+typedef struct Counted {
+    Bytes values;    /* the distinct records */
+    Bytes entries;   /* Distinct, by insertion */
+    Bytes slots;     /* uint32 index into entries, EMPTY when free */
+    size_t n, mask;
+} Counted;
+
+static void free_counted(Counted *c) {
+    free(c->values.at);
+    free(c->entries.at);
+    free(c->slots.at);
+    memset(c, 0, sizeof(*c));
+}
+
+/* the entry of a record's value, or NULL */
+static Distinct *find_value(Counted *c, const Record *head, const uint8_t *bytes, size_t *slot) {
+    const uint32_t *slots = (const uint32_t *)c->slots.at;
+    size_t s = head->hash & c->mask;
+    for (; slots[s] != EMPTY; s = (s + 1) & c->mask) {
+        Distinct *d = &((Distinct *)c->entries.at)[slots[s]];
+        const Record *r = (const Record *)(c->values.at + d->at);
+        if (r->hash == head->hash && r->n == head->n && !memcmp(r + 1, bytes, head->n)) {
+            *slot = s;
+            return d;
+        }
+    }
+    *slot = s;
+    return NULL;
+}
+
+/* 1: added; 0: out of memory; -2: past ``limit`` */
+static int add_value(Counted *c, const Record *head, const uint8_t *bytes, size_t limit) {
+    size_t s;
+    Distinct *d = find_value(c, head, bytes, &s);
+    if (d != NULL) {
+        d->counted++;
+        return 1;
+    }
+    if (c->values.used + RECORD_BYTES(head->n) + (c->n + 1) * (sizeof(Distinct) + 8) > limit)
+        return -2;
+    if ((c->n + 1) * 2 > c->mask + 1) { /* grow the slots, placing every entry again */
+        size_t slots = (c->mask + 1) * 2;
+        c->slots.used = 0;
+        if (!grow(&c->slots, slots * sizeof(uint32_t))) return 0;
+        memset(c->slots.at, 0xff, slots * sizeof(uint32_t));
+        c->mask = slots - 1;
+        uint32_t *table = (uint32_t *)c->slots.at;
+        for (size_t i = 0; i < c->n; i++) {
+            const Record *r = (const Record *)(c->values.at + ((Distinct *)c->entries.at)[i].at);
+            size_t t = r->hash & c->mask;
+            while (table[t] != EMPTY) t = (t + 1) & c->mask;
+            table[t] = (uint32_t)i;
+        }
+        find_value(c, head, bytes, &s);
+    }
+    if (!grow(&c->values, RECORD_BYTES(head->n)) || !grow(&c->entries, sizeof(Distinct)))
+        return 0;
+    Distinct fresh = {c->values.used, 1, 0};
+    memcpy(c->values.at + c->values.used, head, sizeof(Record));
+    memcpy(c->values.at + c->values.used + sizeof(Record), bytes, head->n);
+    c->values.used += RECORD_BYTES(head->n);
+    memcpy(c->entries.at + c->entries.used, &fresh, sizeof(fresh));
+    c->entries.used += sizeof(Distinct);
+    ((uint32_t *)c->slots.at)[s] = (uint32_t)c->n++;
+    return 1;
+}
+
+/* Reads the next record of ``f`` into ``row`` (its head, then its bytes). 1: read;
+   0: out of memory; -1: a read error; 2: the end. */
+static int next_record(FILE *f, Bytes *row) {
+    Record head;
+    size_t got = fread(&head, 1, sizeof(head), f);
+    if (got == 0) return ferror(f) ? -1 : 2;
+    if (got != sizeof(head)) return -1;
+    row->used = 0;
+    if (!grow(row, RECORD_BYTES(head.n))) return 0;
+    memcpy(row->at, &head, sizeof(head));
+    if (head.n && fread(row->at + sizeof(head), 1, head.n, f) != head.n) return -1;
+    row->used = RECORD_BYTES(head.n);
+    return 1;
+}
+
+/* One pass over a side's file of ``part``: pass 0 counts (primary), 1 gives out
+   (reference), 2 proves (primary). 1: done; 0: out of memory; -1: read error; -2: past
+   ``limit`` (pass 0). */
+static int counted_pass(const char *folder, int side, uint32_t part, int pass, Counted *c,
+                        uint8_t *done, size_t limit, Bytes *row) {
+    char path[4096];
+    part_path(path, sizeof(path), folder, side, part);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return -1;
+    setvbuf(f, NULL, _IOFBF, WRITE_BUFFER);
+    int ok = 1;
+    for (;;) {
+        int read = next_record(f, row);
+        if (read != 1) {
+            if (read != 2) ok = read;
+            break;
+        }
+        const Record *head = (const Record *)row->at;
+        const uint8_t *bytes = row->at + sizeof(Record);
+        if (pass == 0) {
+            ok = add_value(c, head, bytes, limit);
+            if (ok != 1) break;
+            continue;
+        }
+        size_t s;
+        Distinct *d = find_value(c, head, bytes, &s);
+        if (d == NULL) continue;
+        if (pass == 1 && d->counted) {
+            d->counted--;
+            d->given++;
+            set_bit(done, head->row);
+        } else if (pass == 2 && d->given) {
+            d->given--;
+            set_bit(done, head->row);
+        }
+    }
+    fclose(f);
+    return ok;
+}
+
+/* A range whose files are larger than ``limit``: its rows proven by counting (above), or
+   left unproven where its distinct values would pass ``limit``. Both files are removed.
+   1: done; 0: out of memory; -1: a file could not be read. */
+static int count_part(const char *folder, uint32_t part, uint8_t *p_done, uint8_t *r_done,
+                      size_t limit) {
+    Counted c = {0};
+    Bytes row = {0};
+    int ok = 1;
+    c.mask = 1023;
+    if (!grow(&c.slots, (c.mask + 1) * sizeof(uint32_t))) ok = 0;
+    else memset(c.slots.at, 0xff, (c.mask + 1) * sizeof(uint32_t));
+    if (ok == 1) ok = counted_pass(folder, 0, part, 0, &c, p_done, limit, &row);
+    if (ok == 1) ok = counted_pass(folder, 1, part, 1, &c, r_done, limit, &row);
+    if (ok == 1) ok = counted_pass(folder, 0, part, 2, &c, p_done, limit, &row);
+    if (ok == -2) ok = 1; /* too many distinct values: the range's rows stay unproven */
+    free_counted(&c);
+    free(row.at);
+    for (int side = 0; side < 2; side++) {
+        char path[4096];
+        part_path(path, sizeof(path), folder, side, part);
+        remove(path);
+    }
+    return ok;
+}
+
+static off_t part_size(const char *folder, int side, uint32_t part) {
+    char path[4096];
+    struct stat st;
+    part_path(path, sizeof(path), folder, side, part);
+    return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
 static PyObject *left_rows(const uint8_t *done, int64_t n) {
     int64_t left = 0;
     for (int64_t i = 0; i < n; i++) left += !((done[i >> 3] >> (i & 7)) & 1);
@@ -724,9 +892,10 @@ static PyObject *prove(PyObject *self, PyObject *args) {
     PyObject *p_batches, *r_batches, *columns, *result = NULL;
     const char *folder;
     unsigned int parts;
-    unsigned long long hash_mask;
-    if (!PyArg_ParseTuple(args, "O!O!O!sIK", &PyList_Type, &p_batches, &PyList_Type,
-                          &r_batches, &PyTuple_Type, &columns, &folder, &parts, &hash_mask))
+    unsigned long long hash_mask, limit = 0;
+    if (!PyArg_ParseTuple(args, "O!O!O!sIK|K", &PyList_Type, &p_batches, &PyList_Type,
+                          &r_batches, &PyTuple_Type, &columns, &folder, &parts, &hash_mask,
+                          &limit))
         return NULL;
     Columns cols = {0};
     Side sides[2] = {{0}, {0}};
@@ -786,6 +955,11 @@ static PyObject *prove(PyObject *self, PyObject *args) {
         close_parts(&routed);
     }
     for (uint32_t part = 0; part < parts; part++) {
+        if (limit && ok == 1 && ((unsigned long long)part_size(folder, 0, part) > limit ||
+                                 (unsigned long long)part_size(folder, 1, part) > limit)) {
+            ok = count_part(folder, part, done[0], done[1], (size_t)limit);
+            continue;
+        }
         /* every file is read, so that every one is removed */
         for (int side = 0; side < 2; side++) {
             int read = read_part(folder, side, part, &held[side]);
@@ -958,7 +1132,8 @@ static PyObject *key_order(PyObject *self, PyObject *args) {
 
 static PyMethodDef module_methods[] = {
     {"prove", prove, METH_VARARGS,
-     "prove(primary, reference, columns, folder, parts, hash_mask): the rows of each side "
+     "prove(primary, reference, columns, folder, parts, hash_mask[, limit]): the rows of each "
+     "side "
      "left without an equal partner (int64 bytes), or None when a column's type is not read "
      "here; see gateway/verify/row_match.py"},
     {"key_order", key_order, METH_VARARGS,

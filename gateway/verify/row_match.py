@@ -17,7 +17,12 @@ order, :mod:`gateway.verify.spilled_answer`). It is asked only where each column
 type on both sides (:meth:`gateway.verify.compare_stream.StreamingComparison._unmatched`).
 
 Memory: one bit a row a side (which rows are proven), one range of both sides at a time
-(``part_bytes`` each, about), and 64 KiB a range while the rows are written.
+(``part_bytes`` each, about), and 64 KiB a range while the rows are written. Rows of one
+value share a hash, so a range can hold far more than its share (an answer of a few
+distinct rows in another order: every record in a handful of ranges); a range of more than
+twice ``part_bytes`` a side is not held but read as a stream, its rows counted by value
+(each distinct value held once, within the same bound; past it, the range's rows are left
+to the pairing).
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ def unmatched_rows(primary: list[pa.RecordBatch], reference: list[pa.RecordBatch
     parts = max(1, min(_MAX_PARTS, math.ceil(size / max(1, part_bytes))))
     left = _row_match.prove([b.__arrow_c_array__() for b in primary],
                             [b.__arrow_c_array__() for b in reference], tuple(columns),
-                            folder, parts, HASH_MASK)
+                            folder, parts, HASH_MASK, 2 * max(1, part_bytes))
     if left is None:
         return None
     p_left, r_left = (pa.Array.from_buffers(pa.int64(), len(b) // 8, [None, pa.py_buffer(b)])
