@@ -37,9 +37,10 @@ def _rows(seed: int, n: int) -> str:
     return "\n".join(lines)
 
 
-def _expected(text: str, col: int) -> tuple[int, int, dict[str | None, int]]:
+def _expected(text: str, col: int, pad: bool = False) -> tuple[int, int, dict[str | None, int]]:
     good, bad, counts = 0, 0, {}
-    for row in csv.reader(io.StringIO(text, newline="")):
+    # pad: the only blanks outside quotes are single ones before opening quotes
+    for row in csv.reader(io.StringIO(text, newline=""), skipinitialspace=pad):
         if len(row) != NCOLS:
             bad += 1
             continue
@@ -49,11 +50,11 @@ def _expected(text: str, col: int) -> tuple[int, int, dict[str | None, int]]:
     return good, bad, counts
 
 
-def _scan(path, col: int) -> tuple[int, int, dict[str | None, int]]:
+def _scan(path, col: int, pad: bool = False) -> tuple[int, int, dict[str | None, int]]:
     file = _scanner.File(str(path))
     try:
         _end, _seen, rows_out, skipped, error, state = _scanner.scan(
-            file, 0, file.size, DIALECT, ((col, 0),), (), ((0, 0),), ((0, -1),), -1)
+            file, 0, file.size, (*DIALECT, pad), ((col, 0),), (), ((0, 0),), ((0, -1),), -1)
     finally:
         file.close()
     assert error is None
@@ -148,11 +149,13 @@ def test_a_file_cut_short_while_mapped_is_reported_by_both_loops(tmp_path, both_
         assert run.stdout.split("\n")[:2] == ["('changed', 0, -1)"] * 2, loops
 
 
-def _quoted_rows(seed: int, n: int) -> str:
+def _quoted_rows(seed: int, n: int, pad: bool = False) -> str:
     """Rows whose fields before the last are quoted more often than not: short and long
     (across the 64-byte steps), with delimiters, newlines and doubled quotes inside,
-    empty, and unquoted ones holding a quote mid-field; a few ragged rows."""
+    empty, and unquoted ones holding a quote mid-field; a few ragged rows. With pad, a
+    blank before some opening quotes."""
     rnd = random.Random(seed)
+    blank = (lambda: " " if rnd.random() < 0.3 else "") if pad else (lambda: "")
     lines = []
     for i in range(n):
         fields = NCOLS + rnd.choice([0] * 12 + [-1, 1])
@@ -161,28 +164,33 @@ def _quoted_rows(seed: int, n: int) -> str:
             text = "y" * rnd.choice([0, 1, 3, 5, 12, 30, 31, 32, 33, 61, 62, 63, 64, 65, 70])
             kind = rnd.random()
             if kind < 0.55:
-                row.append(f'"{text}"')
+                row.append(f'{blank()}"{text}"')
             elif kind < 0.65:
                 cut = rnd.randrange(len(text) + 1)
-                row.append('"' + text[:cut] + rnd.choice([",", "\n", '""', ",,", '"",']) + text[cut:] + '"')
-            elif kind < 0.7 and text:
+                row.append(blank() + '"' + text[:cut] + rnd.choice([",", "\n", '""', ",,", '"",']) + text[cut:] + '"')
+            elif kind < 0.8 and text:
                 row.append(text[:1] + '"' + text[1:])  # a quote inside an unquoted field is text
+            elif kind < 0.85 and pad and text:
+                row.append(text[:1] + ' "' + text[1:] + ',y"')  # and one after a blank too
             else:
                 row.append(text)
-        row.append(str(i % 5))
+        row.append(str(i % 5) if rnd.random() < 0.5 else f'{blank()}"{i % 5}"')
         lines.append(",".join(row))
     return "\n".join(lines)
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_quoted_fields_before_the_read_column_are_passed_as_the_csv_module_reads_them(
-        tmp_path, both_loops, seed):
-    """The AVX2 loop passes a quoted field in register when it opens at a field's start
-    and closes before a delimiter in the same 64 bytes, and leaves every other quote to
-    the careful path: the key column after such fields is read as the csv module reads it
-    with either loop, and the file cut anywhere (inside a quote, too, where the csv
-    module reads on and the scanner does not) reads alike with both loops."""
-    text = _quoted_rows(seed, 300)
+@pytest.mark.parametrize("col", [0, NCOLS - 1])
+@pytest.mark.parametrize("pad", [False, True])
+def test_quoted_fields_around_the_read_column_are_passed_as_the_csv_module_reads_them(
+        tmp_path, both_loops, seed, col, pad):
+    """The AVX2 loops pass a quoted field in register when it opens at a field's start
+    and closes before a delimiter (or the row's newline, after the last read column) in
+    the same 64 bytes, and leave every other quote to the careful path: the column read
+    before or after such fields is read as the csv module reads it with either loop, and
+    the file cut anywhere (inside a quote, too, where the csv module reads on and the
+    scanner does not) reads alike with both loops."""
+    text = _quoted_rows(seed, 300, pad)
     for cut in range(0, 140, 13):
         body = text[: len(text) - cut]
         for ending in ("", "\n"):
@@ -190,7 +198,7 @@ def test_quoted_fields_before_the_read_column_are_passed_as_the_csv_module_reads
             read = []
             for loops in both_loops:
                 assert _scanner.simd(loops == "avx2") == loops
-                read.append(_scan(path, NCOLS - 1))
+                read.append(_scan(path, col, pad))
             assert read == [read[0]] * len(read), (cut, ending)
             if cut == 0:
-                assert read[0] == _expected(body, NCOLS - 1), ending
+                assert read[0] == _expected(body, col, pad), ending

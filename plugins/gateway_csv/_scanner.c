@@ -713,8 +713,8 @@ AVX2 static inline int lane_sum32(__m256i lanes) {
 }
 
 /* skip_fields, 32 bytes a step. With quoted (the quote character is the only one that
- * escapes and no blanks may pad quotes: plan_quoted), a quoted field that opens at a
- * field's start and closes right before a delimiter within the same 64 bytes is passed
+ * escapes: Plan.quoted), a quoted field that opens at a field's start (or after one
+ * blank there, with pad: quoted 2) and closes right before a delimiter within the same 64 bytes is passed
  * in register (the prefix XOR of the quote bits marks what lies inside): h2o's rows
  * quote their first three fields, where each stopped this loop and cost a call of
  * quoted_field and memchr. Anything else about a quote (one inside an unquoted field,
@@ -727,7 +727,7 @@ AVX2 static const char *skip_fields_avx2(const char *p, const char *end, int k, 
     const __m256i vd = _mm256_set1_epi8(delim), vn = _mm256_set1_epi8('\n');
     const __m256i vq = _mm256_set1_epi8(quote >= 0 ? (char)quote : '\n');
     if (quoted) {
-        const __m256i vq2 = _mm256_set1_epi8((char)quote);
+        const __m256i vq2 = _mm256_set1_epi8((char)quote), vb = _mm256_set1_epi8(' ');
         uint64_t at_field = 1; /* p is a field's start */
         while (end - p >= 64) {
             __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
@@ -735,7 +735,9 @@ AVX2 static const char *skip_fields_avx2(const char *p, const char *end, int k, 
             uint64_t stop = mn;
             if (mq) {
                 uint64_t inside = rows_prefix_xor(mq), opens = mq & inside, closes = mq & ~inside;
-                stop |= (opens & ~((md << 1) | at_field)) | (closes & ~(md >> 1));
+                uint64_t starts = (md << 1) | at_field; /* fields' first bytes */
+                if (quoted == 2) starts |= (rows_bits32(a, b, vb) & starts) << 1; /* or after one blank */
+                stop |= (opens & ~starts) | (closes & ~(md >> 1));
                 if (inside >> 63) stop |= (uint64_t)1 << (63 - __builtin_clzll(opens));
                 md &= ~inside;
             }
@@ -805,8 +807,45 @@ AVX2 static const char *skip_fields_avx2(const char *p, const char *end, int k, 
     return more ? q : field;
 }
 
+/* count_to_row_end_avx2 from the 64 bytes at p, where a quote comes first, with
+ * Plan.quoted: quoted fields that open right after a delimiter and close right before
+ * one, or before the row's newline, are passed 64 bytes a step (the prefix XOR of the
+ * quote bits, carried from step to step, marks what lies inside; lineitem's last field,
+ * l_comment, is quoted; with pad, one blank may come before an opening quote, none after
+ * a closing one here); *count has the delimiters before p and gets those passed. NULL
+ * for anything else about a quote, a newline inside quotes, or the file's last 64
+ * bytes: the careful path's. */
+AVX2 static const char *quoted_row_end_avx2(const char *p, const char *end, char delim, int quote, int pad,
+                                            int *count) {
+    const __m256i vd = _mm256_set1_epi8(delim), vn = _mm256_set1_epi8('\n'), vq = _mm256_set1_epi8((char)quote);
+    const __m256i vb = _mm256_set1_epi8(' ');
+    uint64_t carry = 0, after_delim = 0; /* p is inside quotes; the byte before p is a delimiter */
+    int n = *count;
+    while (end - p > 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+        uint64_t md = rows_bits32(a, b, vd), mn = rows_bits32(a, b, vn), mq = rows_bits32(a, b, vq);
+        uint64_t inside = rows_prefix_xor(mq) ^ carry, nl = mn & ~inside;
+        uint64_t row = nl ? (nl & (0 - nl)) - 1 : ~(uint64_t)0; /* the row's bytes here */
+        uint64_t next = p[64] == delim || p[64] == '\n' ? (uint64_t)1 << 63 : 0;
+        if (mn & row) return NULL; /* a newline inside quotes */
+        uint64_t starts = (md << 1) | after_delim; /* fields' first bytes, or after one blank (pad) */
+        if (pad) starts |= (rows_bits32(a, b, vb) & starts) << 1;
+        if (mq & inside & row & ~starts || mq & ~inside & row & ~(((md | mn) >> 1) | next)) return NULL;
+        n += __builtin_popcountll(md & ~inside & row);
+        if (nl) {
+            *count = n;
+            return p + __builtin_ctzll(nl) + 1;
+        }
+        carry = 0 - (inside >> 63);
+        after_delim = md >> 63 & ~inside >> 63;
+        p += 64;
+    }
+    return NULL;
+}
+
 /* count_to_row_end, 64 bytes a step while none is a newline or a quote */
-AVX2 static const char *count_to_row_end_avx2(const char *p, const char *end, char delim, int quote, int *count) {
+AVX2 static const char *count_to_row_end_avx2(const char *p, const char *end, char delim, int quote, int quoted,
+                                              int *count) {
     int n = 0;
     const __m256i vd = _mm256_set1_epi8(delim), vn = _mm256_set1_epi8('\n');
     const __m256i vq = _mm256_set1_epi8(quote >= 0 ? (char)quote : '\n');
@@ -837,7 +876,11 @@ AVX2 static const char *count_to_row_end_avx2(const char *p, const char *end, ch
             return next;
         }
         int first = __builtin_ctzll(ms);
-        if (p[first] != '\n') return NULL; /* a quote comes first */
+        if (p[first] != '\n') {
+            if (!quoted) return NULL;
+            *count = n + lane_sum32(lanes);
+            return quoted_row_end_avx2(p, end, delim, quote, quoted == 2, count);
+        }
         *count = n + lane_sum32(lanes) + __builtin_popcountll(md & ((1ull << first) - 1));
         return p + first + 1;
     }
@@ -871,6 +914,8 @@ typedef struct {
     int ncols;
     int trailing; /* every row ends in a delimiter: its last field, not a column, must be empty */
     int pad; /* blanks may sit around quoted fields (1, "a" ,2): skipped, as DuckDB's state machine does */
+    int quoted; /* a quoted field is its quotes and doubled quotes inside, nothing else (2: and one blank
+                 * may come before its opening quote, pad): the AVX2 loops may pass one in register */
     int skip_bad;
     int nnull;
     char **nulls;
@@ -921,6 +966,9 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
                           &PyTuple_Type, &nulls, &p->comment, &p->trailing, &p->pad))
         return -1;
     p->delim = (char)delim;
+    p->quoted = p->quote >= 0 && (p->escape < 0 || p->escape == p->quote) && (char)p->quote != p->delim &&
+                p->quote != '\n' && p->quote != '\r' && p->quote != ' ' && !(p->pad && p->delim == ' ');
+    if (p->quoted && p->pad) p->quoted = 2;
     p->nnull = (int)PyTuple_GET_SIZE(nulls);
     p->nulls = calloc((size_t)p->nnull + 1, sizeof(char *));
     p->null_lens = calloc((size_t)p->nnull + 1, sizeof(size_t));
@@ -1953,7 +2001,6 @@ typedef struct {
      * (spill_at: that offset, set once it stops looking up), when spill >= 0 */
     Py_ssize_t spill, spill_at;
     int64_t counted; /* rows counted by rows_count (count_rows), added to agg at the end */
-    int quoted; /* skip_fields_avx2 may pass quoted fields (plan_quoted) */
 } Scan;
 
 static inline int is_null_text(const Plan *p, const char *s, size_t n) {
@@ -2042,7 +2089,7 @@ static int count_row(const Plan *pl, const char *p, const char *end, int fields,
     const char *from = p;
     int count;
 #ifdef HAVE_AVX2
-    const char *next_row = use_avx2 ? count_to_row_end_avx2(p, end, pl->delim, pl->quote, &count)
+    const char *next_row = use_avx2 ? count_to_row_end_avx2(p, end, pl->delim, pl->quote, pl->quoted, &count)
                                     : count_to_row_end(p, end, pl->delim, pl->quote, &count);
 #else
     const char *next_row = count_to_row_end(p, end, pl->delim, pl->quote, &count);
@@ -2174,7 +2221,7 @@ static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
         while (c < target) {
             int passed;
 #ifdef HAVE_AVX2
-            p = use_avx2 ? skip_fields_avx2(p, end, target - c, pl->delim, pl->quote, sc->quoted, &passed)
+            p = use_avx2 ? skip_fields_avx2(p, end, target - c, pl->delim, pl->quote, pl->quoted, &passed)
                          : skip_fields(p, end, target - c, pl->delim, pl->quote, &passed);
 #else
             p = skip_fields(p, end, target - c, pl->delim, pl->quote, &passed);
@@ -2735,9 +2782,6 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
     sc->limit = limit;
     sc->spill = spill;
     sc->spill_at = -1;
-    /* plan_quoted: a quoted field is its quotes, doubled quotes inside, and nothing else */
-    sc->quoted = plan.quote >= 0 && !plan.pad && (plan.escape < 0 || plan.escape == plan.quote) &&
-                 (char)plan.quote != plan.delim && plan.quote != '\n' && plan.quote != '\r';
     int agg_mode = keys != Py_None;
     if (agg_mode) {
         AggStateObject *st = PyObject_New(AggStateObject, &AggStateType);
