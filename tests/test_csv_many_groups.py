@@ -218,3 +218,47 @@ def test_a_lone_text_key_in_the_record_or_the_arena_answers_as_duckdb(tmp_path, 
     with gateway_for(path, chunk_bytes=chunk_bytes) as gw:
         assert_same(gw, "SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo FROM t GROUP BY k")
         assert_same(gw, "SELECT k, max(v) - min(v) AS r FROM t GROUP BY k")
+
+
+def _direct_rows(seed: int) -> str:
+    """Few groups, then (past the scan's DIRECT_GROUPS, 4096) many: text keys of 0-20
+    bytes either side of the direct cache's 8 and 16, escaped ones (read from the
+    scanner's scratch, not the file), NULL; integer, date and boolean keys; the last row
+    without a newline, its key in the file's last bytes."""
+    rng = random.Random(seed)
+    texts = ["", "a", "x" * 7, "x" * 8, "y" * 8, "x" * 9, "x" * 8 + "y", "z" * 15, "z" * 16, "z" * 15 + "q", "z" * 17,
+             'a""b', '""' * 8, '""' * 9, "é" * 4, "é" * 8] + [f"k{i}" for i in range(40)]
+    lines = ["k,j,i,d,b,v,f"]
+    for r in range(30_000):
+        if r < 12_000:
+            k, i = rng.choice(texts), rng.randrange(-3, 4)
+        else:
+            k, i = f"many{rng.randrange(9000)}", rng.randrange(9000)
+        quoted = '"' in k or rng.random() < 0.5
+        key = "" if r % 61 == 0 else f'"{k}"' if quoted else k
+        j = "" if r % 67 == 0 else rng.choice(texts[:12]).replace('"', "")
+        d = f"2024-0{i % 9 + 1}-1{abs(i) % 10}" if r % 71 else ""
+        b = ("true", "false", "")[r % 3]
+        lines.append(f"{key},{j},{'' if r % 73 == 0 else i},{d},{b},{rng.randrange(-99, 99)},"
+                     f"{rng.uniform(-1, 1)!r}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 14, 1 << 24])
+def test_few_groups_folded_as_read_answer_as_duckdb(tmp_path, chunk_bytes):
+    """A scan of few groups finds a row's group in a small cache by its key's raw bytes
+    and folds the row in at once (aggregate_direct), going on through the pipeline once
+    the groups pass DIRECT_GROUPS: every key shape that cache takes (a lone text of up to
+    16 bytes, two keys of up to 8, values, NULLs) and those it does not (longer texts,
+    a float key), in one chunk that crosses DIRECT_GROUPS and in many small ones."""
+    path = write(tmp_path, "d.csv", _direct_rows(39))
+    with gateway_for(path, chunk_bytes=chunk_bytes) as gw:
+        for sql in ["SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS a, min(f) AS lo FROM t GROUP BY k",
+                    "SELECT k, j, count(*) AS n, sum(v) AS s, max(d) AS d FROM t GROUP BY k, j",
+                    "SELECT j, i, count(i) AS n, sum(f) AS s FROM t GROUP BY j, i",
+                    "SELECT i, avg(v) AS a, max(f) AS hi FROM t GROUP BY i",
+                    "SELECT d, b, count(*) AS n, min(v) AS lo FROM t GROUP BY d, b",
+                    "SELECT b, sum(v) AS s FROM t GROUP BY b",
+                    "SELECT f, count(*) AS n FROM t WHERE v > 90 GROUP BY f",
+                    "SELECT count(*) AS n, sum(v) AS s, avg(f) AS a FROM t"]:
+            assert_same(gw, sql)

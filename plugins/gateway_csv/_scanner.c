@@ -1976,6 +1976,18 @@ typedef struct {
  * new groups, 99% for 1e7 keys); past it, a scan stops looking up when more than 3 in 4
  * of the last UNINDEX_CHECK rows were new groups. */
 #define UNINDEX_FROM 65536
+/* A scan whose table holds at most DIRECT_GROUPS groups (all of them in cache, where
+ * the pipeline's prefetches hide nothing) folds each row in as it is read, and finds its
+ * group in a small cache by the key's raw bytes (direct_sig), without making the key
+ * or hashing it: h2o's q1 and q4 (100 groups), TPC-H Q1 (4). Past DIRECT_GROUPS it
+ * goes on through the pipeline (aggregate_row). */
+#define DIRECT_GROUPS 4096
+#define DIRECT_CACHE 1024 /* a power of two */
+typedef struct {
+    uint64_t w0, w1; /* the key's bytes or values (direct_sig) */
+    uint32_t len;     /* their lengths and NULLs; UINT32_MAX: an empty entry */
+    uint32_t g;       /* the group */
+} DirectEntry;
 
 typedef struct {
     const char *base;
@@ -2001,6 +2013,12 @@ typedef struct {
      * (spill_at: that offset, set once it stops looking up), when spill >= 0 */
     Py_ssize_t spill, spill_at;
     int64_t counted; /* rows counted by rows_count (count_rows), added to agg at the end */
+    /* few groups (aggregate_direct): rows are folded as they are read, their group found
+     * in dcache by the key's raw bytes; pipe_from: the first row of the pipeline since */
+    int direct;
+    size_t pipe_from;
+    Buf dkey;
+    DirectEntry dcache[DIRECT_CACHE];
 } Scan;
 
 static inline int is_null_text(const Plan *p, const char *s, size_t n) {
@@ -2439,6 +2457,119 @@ static int aggregate_pending(Scan *sc, const Pending *row) {
     return 0;
 }
 
+/* n <= 8 bytes at s as a word (the rest zero); limit: how far s may be read */
+static inline uint64_t word_of(const char *s, size_t n, const char *limit) {
+    uint64_t w = 0;
+    if (n == 0) return 0;
+    if (limit - s >= 8) {
+        memcpy(&w, s, 8);
+        return n >= 8 ? w : w & ((1ull << (8 * n)) - 1);
+    }
+    for (size_t i = 0; i < n; i++) w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return w;
+}
+
+/* Whether the plan's keys fit direct_sig: at most two, each a column itself, not a float
+ * (make_key makes -0.0 and NaN one key each) */
+static int direct_plan(const Plan *pl) {
+    if (pl->nkeys > 2) return 0;
+    for (int k = 0; k < pl->nkeys; k++)
+        if (pl->keys[k].fn != F_IDENT || pl->slots[pl->keys[k].slot].kind == K_FLOAT) return 0;
+    return 1;
+}
+
+/* The row's key as two words and their lengths, equal for two rows exactly when
+ * make_key makes the same key of them: a lone text of up to 16 bytes in both words,
+ * else each key a word (a text of up to 8 bytes, or the value); per key a length
+ * byte (a text's length, 0xFF a value, 0xFE NULL). -1: the key does not fit. */
+static inline int direct_sig(const Scan *sc, uint64_t *w0, uint64_t *w1, uint32_t *len) {
+    const Plan *pl = sc->plan;
+    const char *mapped = sc->base, *limit = sc->base + sc->size;
+    uint64_t w[2] = {0, 0};
+    uint32_t l = 0;
+    for (int k = 0; k < pl->nkeys; k++) {
+        const Val *v = &sc->vals[pl->keys[k].slot];
+        uint32_t b;
+        if (v->is_null) {
+            b = 0xFE;
+        } else if (pl->slots[pl->keys[k].slot].kind == K_STR) {
+            /* an unescaped text is in scratch, not the mapping: read to its end only */
+            const char *lim = v->s >= mapped && v->s < limit ? limit : v->s + v->n;
+            if (pl->nkeys == 1 && v->n <= 16) {
+                w[0] = word_of(v->s, v->n < 8 ? v->n : 8, lim);
+                if (v->n > 8) w[1] = word_of(v->s + 8, v->n - 8, lim);
+            } else if (v->n <= 8) {
+                w[k] = word_of(v->s, v->n, lim);
+            } else {
+                return -1;
+            }
+            b = (uint32_t)v->n;
+        } else {
+            w[k] = (uint64_t)v->i;
+            b = 0xFF;
+        }
+        l |= b << (8 * k);
+    }
+    *w0 = w[0];
+    *w1 = w[1];
+    *len = l;
+    return 0;
+}
+
+/* the row's aggregates in sc->vals folded into its group's cells c (as aggregate_pending) */
+static inline void fold_row(const Plan *pl, Cell *c, const Val *vals) {
+    for (int a = 0; a < pl->naggs; a++) {
+        const Agg *ag = &pl->aggs[a];
+        if (ag->fn == A_COUNT_STAR) { c[a].n++; continue; }
+        const Val *v = &vals[ag->slot];
+        if (v->is_null) continue;
+        int kind = pl->slots[ag->slot].kind;
+        if ((ag->fn == A_SUM || ag->fn == A_AVG)) {
+            if (kind == K_FLOAT) c[a].f += v->f;
+            else c[a].isum += v->i;
+            c[a].n++;
+            continue;
+        }
+        Cell one = {0};
+        one.n = 1;
+        if (kind == K_FLOAT) one.f = v->f;
+        else if (ag->fn == A_MIN || ag->fn == A_MAX) one.i = v->i;
+        else one.isum = v->i;
+        cell_merge(&c[a], &one, ag->fn, kind);
+    }
+}
+
+/* The row in sc->vals folded into its group now (few groups: see DIRECT_GROUPS) */
+static int aggregate_direct(Scan *sc) {
+    AggStateObject *t = sc->agg;
+    uint64_t w0, w1;
+    uint32_t len;
+    Cell *c;
+    if (direct_sig(sc, &w0, &w1, &len) == 0) {
+        uint64_t h = (w0 ^ (w1 * 0xC2B2AE3D27D4EB4Full) ^ len) * 0x9E3779B97F4A7C15ull;
+        DirectEntry *e = &sc->dcache[h >> 54 & (DIRECT_CACHE - 1)];
+        if (e->w0 == w0 && e->w1 == w1 && e->len == len) {
+            c = group_cells(t, e->g);
+        } else {
+            if (make_key(sc, &sc->dkey)) return -1;
+            const char *k = sc->dkey.p ? sc->dkey.p : "";
+            c = table_find(t, k, sc->dkey.len, hash_bytes(k, sc->dkey.len));
+            if (!c) return -1;
+            e->w0 = w0;
+            e->w1 = w1;
+            e->len = len;
+            e->g = (uint32_t)(((char *)c - t->groups) / t->stride);
+        }
+    } else {
+        if (make_key(sc, &sc->dkey)) return -1;
+        const char *k = sc->dkey.p ? sc->dkey.p : "";
+        c = table_find(t, k, sc->dkey.len, hash_bytes(k, sc->dkey.len));
+        if (!c) return -1;
+    }
+    fold_row(sc->plan, c, sc->vals);
+    return 0;
+}
+
 /* The row in sc->vals, aggregated AGG_LAG rows later: a group's index slot,
  * record and text key are usually cache misses (1e5 groups' records are
  * megabytes, and the rows streaming through evict them), each address known
@@ -2450,11 +2581,6 @@ static int aggregate_row(Scan *sc) {
     const Plan *pl = sc->plan;
     AggStateObject *t = sc->agg;
     size_t r = sc->agg_rows++;
-    Pending *row = &sc->pending[r & (AGG_ROWS - 1)];
-    if (make_key(sc, &row->key)) return -1;
-    row->hash = hash_bytes(row->key.p ? row->key.p : "", row->key.len);
-    for (int a = 0; a < pl->naggs; a++)
-        if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = sc->vals[pl->aggs[a].slot];
     if ((r & (UNINDEX_CHECK - 1)) == UNINDEX_CHECK - 1 && !t->unindexed) {
         if (r >= UNINDEX_FROM && (t->ngroups - sc->checked_groups) * 4 > UNINDEX_CHECK * 3) {
             /* most rows are new groups still: looking them up would merge few */
@@ -2465,9 +2591,21 @@ static int aggregate_row(Scan *sc) {
         }
         sc->checked_groups = t->ngroups;
     }
+    if (sc->direct) {
+        if (!t->unindexed && t->ngroups <= DIRECT_GROUPS) {
+            sc->pipe_from = r + 1;
+            return aggregate_direct(sc);
+        }
+        sc->direct = 0; /* many groups: through the pipeline from this row on */
+    }
+    Pending *row = &sc->pending[r & (AGG_ROWS - 1)];
+    if (make_key(sc, &row->key)) return -1;
+    row->hash = hash_bytes(row->key.p ? row->key.p : "", row->key.len);
+    for (int a = 0; a < pl->naggs; a++)
+        if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = sc->vals[pl->aggs[a].slot];
     if (t->cap) {
         __builtin_prefetch(&t->index[row->hash & (t->cap - 1)]);
-        if (r >= AGG_PEEK) {
+        if (r >= sc->pipe_from + AGG_PEEK) {
             const Pending *prev = &sc->pending[(r - AGG_PEEK) & (AGG_ROWS - 1)];
             uint32_t g = (uint32_t)t->index[prev->hash & (t->cap - 1)];
             if (g) {
@@ -2477,7 +2615,7 @@ static int aggregate_row(Scan *sc) {
                 __builtin_prefetch(rec + t->stride - 1);
             }
         }
-        if (!t->fixed_key && r >= AGG_TEXT) {
+        if (!t->fixed_key && r >= sc->pipe_from + AGG_TEXT) {
             const Pending *prev = &sc->pending[(r - AGG_TEXT) & (AGG_ROWS - 1)];
             uint32_t g = (uint32_t)t->index[prev->hash & (t->cap - 1)];
             if (g) {
@@ -2486,14 +2624,14 @@ static int aggregate_row(Scan *sc) {
             }
         }
     }
-    if (r >= AGG_LAG) return aggregate_pending(sc, &sc->pending[(r - AGG_LAG) & (AGG_ROWS - 1)]);
+    if (r >= sc->pipe_from + AGG_LAG) return aggregate_pending(sc, &sc->pending[(r - AGG_LAG) & (AGG_ROWS - 1)]);
     return 0;
 }
 
 /* fold in the rows still pending, at the end of a scan, and the rows count_rows counted
  * (a plan of counts and no key: the one group, keyed by nothing) */
 static int aggregate_flush(Scan *sc) {
-    size_t first = sc->agg_rows >= AGG_LAG ? sc->agg_rows - AGG_LAG : 0;
+    size_t first = sc->agg_rows >= sc->pipe_from + AGG_LAG ? sc->agg_rows - AGG_LAG : sc->pipe_from;
     for (size_t r = first; r < sc->agg_rows; r++)
         if (aggregate_pending(sc, &sc->pending[r & (AGG_ROWS - 1)])) return -1;
     sc->agg_rows = 0;
@@ -2801,6 +2939,8 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         st->huge = 1;
         sc->agg = st;
         st->unindexed = unindexed;
+        sc->direct = !unindexed && groups <= DIRECT_GROUPS && direct_plan(&plan);
+        for (int i = 0; i < DIRECT_CACHE; i++) sc->dcache[i].len = UINT32_MAX;
         /* room for the groups the caller expects (another chunk's): a table grown
          * from empty to 1e5 groups copied and zeroed twice its size on the way */
         if (!unindexed && groups > 0 && table_reserve(st, (size_t)(groups < (1 << 24) ? groups : 1 << 24))) {
@@ -2868,6 +3008,7 @@ done:
     }
     for (int i = 0; i < MAX_SLOTS; i++) free(sc->scratch[i].p);
     for (int i = 0; i < AGG_ROWS; i++) free(sc->pending[i].key.p);
+    free(sc->dkey.p);
     free(sc);
     plan_free(&plan);
     return result;
