@@ -903,8 +903,21 @@ typedef struct {
 typedef struct {
     int slot, fn;
 } Key;
+/* A factor of an aggregate's product (Agg.factors): a DOUBLE column's value x, or
+ * lit + x, lit - x, x + lit, x - lit (F_X ... F_X_MINUS) */
+enum { F_X = 0, F_LIT_PLUS = 1, F_LIT_MINUS = 2, F_X_PLUS = 3, F_X_MINUS = 4 };
+#define MAX_FACTORS 4
+typedef struct {
+    int slot, op;
+    double lit;
+} Factor;
 typedef struct {
     int fn, slot;
+    /* the aggregate of a product of factors, left to right ((f0 * f1) * f2, as DuckDB
+     * reads l_extendedprice * (1 - l_discount) * (1 + l_tax)), NULL when one is; slot
+     * is the first factor's */
+    int nfactors;
+    Factor factors[MAX_FACTORS];
 } Agg;
 
 typedef struct {
@@ -1012,8 +1025,27 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
     if (aggs != Py_None) {
         p->naggs = (int)PyTuple_GET_SIZE(aggs);
         p->aggs = calloc((size_t)p->naggs + 1, sizeof(Agg));
-        for (int i = 0; i < p->naggs; i++)
-            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(aggs, i), "ii", &p->aggs[i].fn, &p->aggs[i].slot)) return -1;
+        for (int i = 0; i < p->naggs; i++) {
+            Agg *ag = &p->aggs[i];
+            PyObject *factors = NULL;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(aggs, i), "ii|O!", &ag->fn, &ag->slot, &PyTuple_Type, &factors))
+                return -1;
+            if (!factors) continue;
+            if (PyTuple_GET_SIZE(factors) < 1 || PyTuple_GET_SIZE(factors) > MAX_FACTORS) {
+                PyErr_SetString(PyExc_ValueError, "an aggregate's product has 1 to 4 factors");
+                return -1;
+            }
+            ag->nfactors = (int)PyTuple_GET_SIZE(factors);
+            for (int f = 0; f < ag->nfactors; f++) {
+                Factor *fa = &ag->factors[f];
+                if (!PyArg_ParseTuple(PyTuple_GET_ITEM(factors, f), "iid", &fa->slot, &fa->op, &fa->lit)) return -1;
+                if (fa->op < F_X || fa->op > F_X_MINUS) {
+                    PyErr_SetString(PyExc_ValueError, "a factor's operation is 0 to 4");
+                    return -1;
+                }
+            }
+            ag->slot = ag->factors[0].slot;
+        }
     }
     return 0;
 }
@@ -2516,12 +2548,39 @@ static inline int direct_sig(const Scan *sc, uint64_t *w0, uint64_t *w1, uint32_
     return 0;
 }
 
+/* The value an aggregate of the row in vals takes: its column's, or its product's */
+static inline const Val *agg_value(const Agg *ag, const Val *vals, Val *out) {
+    if (!ag->nfactors) return &vals[ag->slot];
+    double acc = 0;
+    for (int i = 0; i < ag->nfactors; i++) {
+        const Factor *f = &ag->factors[i];
+        const Val *v = &vals[f->slot];
+        if (v->is_null) {
+            out->is_null = 1;
+            return out;
+        }
+        double x = v->f, y;
+        switch (f->op) {
+        case F_LIT_PLUS: y = f->lit + x; break;
+        case F_LIT_MINUS: y = f->lit - x; break;
+        case F_X_PLUS: y = x + f->lit; break;
+        case F_X_MINUS: y = x - f->lit; break;
+        default: y = x;
+        }
+        acc = i ? acc * y : y;
+    }
+    out->is_null = 0;
+    out->f = acc;
+    return out;
+}
+
 /* the row's aggregates in sc->vals folded into its group's cells c (as aggregate_pending) */
 static inline void fold_row(const Plan *pl, Cell *c, const Val *vals) {
     for (int a = 0; a < pl->naggs; a++) {
         const Agg *ag = &pl->aggs[a];
         if (ag->fn == A_COUNT_STAR) { c[a].n++; continue; }
-        const Val *v = &vals[ag->slot];
+        Val product;
+        const Val *v = agg_value(ag, vals, &product);
         if (v->is_null) continue;
         int kind = pl->slots[ag->slot].kind;
         if ((ag->fn == A_SUM || ag->fn == A_AVG)) {
@@ -2602,7 +2661,7 @@ static int aggregate_row(Scan *sc) {
     if (make_key(sc, &row->key)) return -1;
     row->hash = hash_bytes(row->key.p ? row->key.p : "", row->key.len);
     for (int a = 0; a < pl->naggs; a++)
-        if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = sc->vals[pl->aggs[a].slot];
+        if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = *agg_value(&pl->aggs[a], sc->vals, &row->vals[a]);
     if (t->cap) {
         __builtin_prefetch(&t->index[row->hash & (t->cap - 1)]);
         if (r >= sc->pipe_from + AGG_PEEK) {
@@ -2902,9 +2961,15 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         if (plan.filters[i].slot < 0 || plan.filters[i].slot >= plan.nslots) goto badslot;
     for (int i = 0; i < plan.nkeys; i++)
         if (plan.keys[i].slot < 0 || plan.keys[i].slot >= plan.nslots) goto badslot;
-    for (int i = 0; i < plan.naggs; i++)
+    for (int i = 0; i < plan.naggs; i++) {
         if (plan.aggs[i].fn != A_COUNT_STAR && (plan.aggs[i].slot < 0 || plan.aggs[i].slot >= plan.nslots))
             goto badslot;
+        if (plan.aggs[i].nfactors && plan.aggs[i].fn != A_SUM && plan.aggs[i].fn != A_AVG) goto badslot;
+        for (int f = 0; f < plan.aggs[i].nfactors; f++) {
+            int fs = plan.aggs[i].factors[f].slot;
+            if (fs < 0 || fs >= plan.nslots || plan.slots[fs].kind != K_FLOAT) goto badslot;
+        }
+    }
     if (plan.nkeys > MAX_KEYS || plan.naggs > MAX_KEYS) goto badslot;
 
     Scan *sc = calloc(1, sizeof(Scan));
@@ -3019,7 +3084,8 @@ oom:
     return PyErr_NoMemory();
 badslot:
     plan_free(&plan);
-    return PyErr_Format(PyExc_ValueError, "a filter, key or aggregate names a slot that does not exist");
+    return PyErr_Format(PyExc_ValueError, "a filter, key or aggregate names a slot that does not exist (or a "
+                                          "product, a slot not of doubles, or an aggregate other than sum and avg)");
 }
 
 
