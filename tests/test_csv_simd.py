@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from gateway_csv import _scanner
+from gateway_csv import _scanner, fused
 from tests.csv_support import write
 
 NCOLS = 5
@@ -202,3 +202,46 @@ def test_quoted_fields_around_the_read_column_are_passed_as_the_csv_module_reads
             assert read == [read[0]] * len(read), (cut, ending)
             if cut == 0:
                 assert read[0] == _expected(body, col, pad), ending
+
+
+def _plain_rows(seed: int, n: int, crlf: bool) -> str:
+    """Rows a whole-row read takes and rows it leaves to the careful parser: CRLF or LF
+    endings, quoted fields (padded, empty, with a delimiter), NULLs, an integer column
+    with now and then a value that is not one, ragged and wide rows, rows past 256 bytes."""
+    rnd = random.Random(seed)
+    lines = []
+    for i in range(n):
+        ints = rnd.choice([str(i), str(-i), "", " 7", "x1", "1.5", str(i) * 3])
+        text = rnd.choice(["", "a", '"b,c"', ' "d"', '""', "y" * rnd.choice([1, 40, 90, 200])])
+        row = [str(i % 3), rnd.choice(['"k"', "k", ""]), ints, rnd.choice(["1", '"2"', ""]), text]
+        if rnd.random() < 0.05:
+            row.append("extra")
+        elif rnd.random() < 0.05:
+            row.pop()
+        lines.append(",".join(row))
+    return ("\r\n" if crlf else "\n").join(lines) + ("\r\n" if crlf else "\n")
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("crlf", [False, True])
+@pytest.mark.parametrize("skip", [False, True])
+def test_rows_read_whole_answer_and_fail_as_the_careful_parser(tmp_path, both_loops, seed, crlf,
+                                                               skip):
+    """The AVX2 scan reads a plain row whole from its 64-byte steps' masks (fast_row) and
+    leaves every other row to the careful parser: the integer and text columns read, the
+    rows skipped, and the first error (its kind, offset and column) are those of the
+    baseline loops, which never take that path."""
+    path = write(tmp_path, f"p{seed}.csv", _plain_rows(seed, 400, crlf))
+    dialect = (ord(","), ord('"'), ord('"'), NCOLS, skip, (b"",), -1, False, True)
+    seen = []
+    for loops in both_loops:
+        assert _scanner.simd(loops == "avx2") == loops
+        file = _scanner.File(str(path))
+        try:
+            _end, _seen, rows_out, skipped, error, state = _scanner.scan(
+                file, 0, file.size, dialect, ((2, 1), (4, 0)), (), ((1, 0),),
+                ((fused.A_COUNT_STAR, -1), (fused.A_SUM, 0), (fused.A_COUNT, 1)), -1)
+        finally:
+            file.close()
+        seen.append((rows_out, skipped, error, state.export()))
+    assert seen == [seen[0]] * len(seen)

@@ -2333,6 +2333,78 @@ static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
     return e;
 }
 
+#ifdef HAVE_AVX2
+#define ROW_BLOCKS 4 /* a row fast_row reads: up to 256 bytes */
+/* A row read whole from its 64-byte steps' bit masks, when it is plain: its fields'
+ * delimiters and its newline found at once (outside quotes: the prefix XOR of the quote
+ * bits, carried step to step), each read column's field then sliced out of them and
+ * converted, instead of a skip, a field end and a count of the rest per column. Plain
+ * (Plan.quoted; a plan that reads columns, no trailing delimiter, two columns or more):
+ * every quote opens a field at its start (or after one blank, pad) or closes one right
+ * before a delimiter or the newline, no newline inside quotes, the newline within 256
+ * bytes and before stop, exactly ncols fields, and every value converts. 1: the row was
+ * read (sc->vals, *pp at the next row); 0: it is parse_row's, which reads it with care
+ * (and reports what is wrong with it). */
+AVX2 static int fast_row(Scan *sc, const char **pp, const char *stop) {
+    const Plan *pl = sc->plan;
+    const char *p = *pp, *nl_at = NULL;
+    const __m256i vd = _mm256_set1_epi8(pl->delim), vn = _mm256_set1_epi8('\n');
+    const __m256i vq = _mm256_set1_epi8((char)pl->quote), vb = _mm256_set1_epi8(' ');
+    uint64_t delims[ROW_BLOCKS], carry = 0, after = 1; /* after: the step's first byte starts a field */
+    int blocks = 0, count = 0;
+    while (blocks < ROW_BLOCKS) {
+        const char *at = p + 64 * blocks;
+        if (stop - at <= 64) return 0;
+        __m256i a = _mm256_loadu_si256((const __m256i *)at), b = _mm256_loadu_si256((const __m256i *)(at + 32));
+        uint64_t md = rows_bits32(a, b, vd), mn = rows_bits32(a, b, vn), mq = rows_bits32(a, b, vq);
+        uint64_t inside = rows_prefix_xor(mq) ^ carry, nl = mn & ~inside;
+        uint64_t row = nl ? (nl & (0 - nl)) - 1 : ~(uint64_t)0;
+        if (mn & row) return 0; /* a newline inside quotes */
+        uint64_t starts = (md << 1) | after;
+        if (pl->quoted == 2) starts |= (rows_bits32(a, b, vb) & starts) << 1;
+        uint64_t next = at[64] == pl->delim || at[64] == '\n' ? (uint64_t)1 << 63 : 0;
+        if (mq & inside & row & ~starts || mq & ~inside & row & ~(((md | mn) >> 1) | next)) return 0;
+        delims[blocks] = md & ~inside & row;
+        count += __builtin_popcountll(delims[blocks]);
+        blocks++;
+        if (nl) {
+            nl_at = at + __builtin_ctzll(nl);
+            break;
+        }
+        carry = 0 - (inside >> 63);
+        after = md >> 63 & ~inside >> 63;
+    }
+    if (!nl_at || count != pl->ncols - 1) return 0;
+    int c = 0, bi = 0;
+    uint64_t bits = delims[0];
+    const char *from = p; /* field c's first byte */
+    for (int si = 0; si < pl->nslots; si++) {
+        for (int target = pl->slots[si].col; c < target; c++) {
+            while (!bits) bits = delims[++bi];
+            from = p + 64 * bi + __builtin_ctzll(bits) + 1;
+            bits &= bits - 1;
+        }
+        const char *to = nl_at; /* the field's end: the next delimiter, or the newline */
+        while (!bits && bi + 1 < blocks) bits = delims[++bi];
+        if (bits) to = p + 64 * bi + __builtin_ctzll(bits);
+        const char *s = from, *q = from;
+        size_t n = (size_t)(to - from);
+        int quoted = 0;
+        if (pl->quoted == 2 && n >= 2 && q[0] == ' ' && q[1] == (char)pl->quote) q++;
+        if (q < to && *q == (char)pl->quote) { /* its closing quote is at to - 1 */
+            s = q + 1;
+            n = (size_t)(to - 1 - s);
+            quoted = 1;
+        } else if (to == nl_at && n && s[n - 1] == '\r') {
+            n--;
+        }
+        if (convert(sc, si, s, n, quoted, 0)) return 0;
+    }
+    *pp = nl_at + 1;
+    return 1;
+}
+#endif
+
 static int passes(const Scan *sc) {
     const Plan *pl = sc->plan;
     for (int i = 0; i < pl->nfilters; i++) {
@@ -2789,6 +2861,10 @@ static void run_scan(Scan *sc) {
     const int simd = 0;
 #endif
     int64_t careful = 0, backoff = 1; /* rows to parse with care before rows_count again */
+#ifdef HAVE_AVX2
+    const Plan *plan = sc->plan;
+    const int fast_rows = use_avx2 && plan->quoted && plan->nslots > 0 && !plan->trailing && plan->ncols >= 2;
+#endif
     while (p < end && p - base < sc->boundary) {
         if (p >= populated) { /* map the next window in one call, not a fault per 64 KiB */
             const char *to = populated + RELEASE_EVERY;
@@ -2833,8 +2909,11 @@ static void run_scan(Scan *sc) {
             p = next_line(p, end);
             continue;
         }
-        int col;
-        int e = parse_row(sc, &p, end, &col);
+        int col, e = 0;
+#ifdef HAVE_AVX2
+        if (!(fast_rows && fast_row(sc, &p, last)))
+#endif
+            e = parse_row(sc, &p, end, &col);
         sc->rows_seen++;
         if (e) {
             /* a value of the wrong type is not skipped: DuckDB's reader takes forms this
