@@ -2186,7 +2186,7 @@ static int finish_row(const Plan *pl, const char *p, const char *end, int fields
     return last > p && last[-1] == pl->delim ? E_NONE : E_RAGGED;
 }
 
-static int convert(Scan *sc, int si, const char *s, size_t n, int quoted, int esc) {
+static inline int convert(Scan *sc, int si, const char *s, size_t n, int quoted, int esc) {
     const Plan *pl = sc->plan;
     Val *v = &sc->vals[si];
     int kind = pl->slots[si].kind;
