@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from gateway_csv import _scanner
+from gateway_csv import _scanner, fused
 from tests.csv_support import write
 
 NCOLS = 5
@@ -37,9 +37,10 @@ def _rows(seed: int, n: int) -> str:
     return "\n".join(lines)
 
 
-def _expected(text: str, col: int) -> tuple[int, int, dict[str | None, int]]:
+def _expected(text: str, col: int, pad: bool = False) -> tuple[int, int, dict[str | None, int]]:
     good, bad, counts = 0, 0, {}
-    for row in csv.reader(io.StringIO(text, newline="")):
+    # pad: the only blanks outside quotes are single ones before opening quotes
+    for row in csv.reader(io.StringIO(text, newline=""), skipinitialspace=pad):
         if len(row) != NCOLS:
             bad += 1
             continue
@@ -49,11 +50,11 @@ def _expected(text: str, col: int) -> tuple[int, int, dict[str | None, int]]:
     return good, bad, counts
 
 
-def _scan(path, col: int) -> tuple[int, int, dict[str | None, int]]:
+def _scan(path, col: int, pad: bool = False) -> tuple[int, int, dict[str | None, int]]:
     file = _scanner.File(str(path))
     try:
         _end, _seen, rows_out, skipped, error, state = _scanner.scan(
-            file, 0, file.size, DIALECT, ((col, 0),), (), ((0, 0),), ((0, -1),), -1)
+            file, 0, file.size, (*DIALECT, pad), ((col, 0),), (), ((0, 0),), ((0, -1),), -1)
     finally:
         file.close()
     assert error is None
@@ -146,3 +147,101 @@ def test_a_file_cut_short_while_mapped_is_reported_by_both_loops(tmp_path, both_
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 0, run.stderr[-2000:]
         assert run.stdout.split("\n")[:2] == ["('changed', 0, -1)"] * 2, loops
+
+
+def _quoted_rows(seed: int, n: int, pad: bool = False) -> str:
+    """Rows whose fields before the last are quoted more often than not: short and long
+    (across the 64-byte steps), with delimiters, newlines and doubled quotes inside,
+    empty, and unquoted ones holding a quote mid-field; a few ragged rows. With pad, a
+    blank before some opening quotes."""
+    rnd = random.Random(seed)
+    blank = (lambda: " " if rnd.random() < 0.3 else "") if pad else (lambda: "")
+    lines = []
+    for i in range(n):
+        fields = NCOLS + rnd.choice([0] * 12 + [-1, 1])
+        row = []
+        for _ in range(fields - 1):
+            text = "y" * rnd.choice([0, 1, 3, 5, 12, 30, 31, 32, 33, 61, 62, 63, 64, 65, 70])
+            kind = rnd.random()
+            if kind < 0.55:
+                row.append(f'{blank()}"{text}"')
+            elif kind < 0.65:
+                cut = rnd.randrange(len(text) + 1)
+                row.append(blank() + '"' + text[:cut] + rnd.choice([",", "\n", '""', ",,", '"",']) + text[cut:] + '"')
+            elif kind < 0.8 and text:
+                row.append(text[:1] + '"' + text[1:])  # a quote inside an unquoted field is text
+            elif kind < 0.85 and pad and text:
+                row.append(text[:1] + ' "' + text[1:] + ',y"')  # and one after a blank too
+            else:
+                row.append(text)
+        row.append(str(i % 5) if rnd.random() < 0.5 else f'{blank()}"{i % 5}"')
+        lines.append(",".join(row))
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("col", [0, NCOLS - 1])
+@pytest.mark.parametrize("pad", [False, True])
+def test_quoted_fields_around_the_read_column_are_passed_as_the_csv_module_reads_them(
+        tmp_path, both_loops, seed, col, pad):
+    """The AVX2 loops pass a quoted field in register when it opens at a field's start
+    and closes before a delimiter (or the row's newline, after the last read column) in
+    the same 64 bytes, and leave every other quote to the careful path: the column read
+    before or after such fields is read as the csv module reads it with either loop, and
+    the file cut anywhere (inside a quote, too, where the csv module reads on and the
+    scanner does not) reads alike with both loops."""
+    text = _quoted_rows(seed, 300, pad)
+    for cut in range(0, 140, 13):
+        body = text[: len(text) - cut]
+        for ending in ("", "\n"):
+            path = write(tmp_path, f"q{cut}{len(ending)}.csv", body + ending)
+            read = []
+            for loops in both_loops:
+                assert _scanner.simd(loops == "avx2") == loops
+                read.append(_scan(path, col, pad))
+            assert read == [read[0]] * len(read), (cut, ending)
+            if cut == 0:
+                assert read[0] == _expected(body, col, pad), ending
+
+
+def _plain_rows(seed: int, n: int, crlf: bool) -> str:
+    """Rows a whole-row read takes and rows it leaves to the careful parser: CRLF or LF
+    endings, quoted fields (padded, empty, with a delimiter), NULLs, an integer column
+    with now and then a value that is not one, ragged and wide rows, rows past 256 bytes."""
+    rnd = random.Random(seed)
+    lines = []
+    for i in range(n):
+        ints = rnd.choice([str(i), str(-i), "", " 7", "x1", "1.5", str(i) * 3])
+        text = rnd.choice(["", "a", '"b,c"', ' "d"', '""', "y" * rnd.choice([1, 40, 90, 200])])
+        row = [str(i % 3), rnd.choice(['"k"', "k", ""]), ints, rnd.choice(["1", '"2"', ""]), text]
+        if rnd.random() < 0.05:
+            row.append("extra")
+        elif rnd.random() < 0.05:
+            row.pop()
+        lines.append(",".join(row))
+    return ("\r\n" if crlf else "\n").join(lines) + ("\r\n" if crlf else "\n")
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("crlf", [False, True])
+@pytest.mark.parametrize("skip", [False, True])
+def test_rows_read_whole_answer_and_fail_as_the_careful_parser(tmp_path, both_loops, seed, crlf,
+                                                               skip):
+    """The AVX2 scan reads a plain row whole from its 64-byte steps' masks (fast_row) and
+    leaves every other row to the careful parser: the integer and text columns read, the
+    rows skipped, and the first error (its kind, offset and column) are those of the
+    baseline loops, which never take that path."""
+    path = write(tmp_path, f"p{seed}.csv", _plain_rows(seed, 400, crlf))
+    dialect = (ord(","), ord('"'), ord('"'), NCOLS, skip, (b"",), -1, False, True)
+    seen = []
+    for loops in both_loops:
+        assert _scanner.simd(loops == "avx2") == loops
+        file = _scanner.File(str(path))
+        try:
+            _end, _seen, rows_out, skipped, error, state = _scanner.scan(
+                file, 0, file.size, dialect, ((2, 1), (4, 0)), (), ((1, 0),),
+                ((fused.A_COUNT_STAR, -1), (fused.A_SUM, 0), (fused.A_COUNT, 1)), -1)
+        finally:
+            file.close()
+        seen.append((rows_out, skipped, error, state.export()))
+    assert seen == [seen[0]] * len(seen)

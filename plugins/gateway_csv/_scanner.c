@@ -689,6 +689,8 @@ static const char *count_to_row_end(const char *p, const char *end, char delim, 
     return end;
 }
 
+#include "_rows.h"
+
 #if defined(HAVE_SSE2) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #define HAVE_AVX2 1
@@ -710,13 +712,53 @@ AVX2 static inline int lane_sum32(__m256i lanes) {
     return _mm_cvtsi128_si32(t) + _mm_cvtsi128_si32(_mm_srli_si128(t, 8));
 }
 
-/* skip_fields, 32 bytes a step */
+/* skip_fields, 32 bytes a step. With quoted (the quote character is the only one that
+ * escapes: Plan.quoted), a quoted field that opens at a field's start (or after one
+ * blank there, with pad: quoted 2) and closes right before a delimiter within the same 64 bytes is passed
+ * in register (the prefix XOR of the quote bits marks what lies inside): h2o's rows
+ * quote their first three fields, where each stopped this loop and cost a call of
+ * quoted_field and memchr. Anything else about a quote (one inside an unquoted field,
+ * a doubled one, one closing before a newline, a field running past the 64 bytes)
+ * stops at the start of its field, as a quote always did, for the careful path. */
 AVX2 static const char *skip_fields_avx2(const char *p, const char *end, int k, char delim, int quote,
-                                         int *passed) {
+                                         int quoted, int *passed) {
     int done = 0;
     const char *field = p;
     const __m256i vd = _mm256_set1_epi8(delim), vn = _mm256_set1_epi8('\n');
     const __m256i vq = _mm256_set1_epi8(quote >= 0 ? (char)quote : '\n');
+    if (quoted) {
+        const __m256i vq2 = _mm256_set1_epi8((char)quote), vb = _mm256_set1_epi8(' ');
+        uint64_t at_field = 1; /* p is a field's start */
+        while (end - p >= 64) {
+            __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+            uint64_t md = rows_bits32(a, b, vd), mn = rows_bits32(a, b, vn), mq = rows_bits32(a, b, vq2);
+            uint64_t stop = mn;
+            if (mq) {
+                uint64_t inside = rows_prefix_xor(mq), opens = mq & inside, closes = mq & ~inside;
+                uint64_t starts = (md << 1) | at_field; /* fields' first bytes */
+                if (quoted == 2) starts |= (rows_bits32(a, b, vb) & starts) << 1; /* or after one blank */
+                stop |= (opens & ~starts) | (closes & ~(md >> 1));
+                if (inside >> 63) stop |= (uint64_t)1 << (63 - __builtin_clzll(opens));
+                md &= ~inside;
+            }
+            if (stop) md &= (stop & (0 - stop)) - 1;
+            int cnt = __builtin_popcountll(md);
+            if (cnt >= k - done) {
+                for (int i = 1; i < k - done; i++) md &= md - 1;
+                *passed = k;
+                return p + __builtin_ctzll(md) + 1;
+            }
+            done += cnt;
+            if (md) field = p + (63 - __builtin_clzll(md)) + 1;
+            if (stop) {
+                *passed = done;
+                return field;
+            }
+            at_field = md >> 63;
+            p += 64;
+        }
+        /* the rest as before, from outside quotes (a field running past a block stopped) */
+    }
     /* 64 bytes a step while they last (the fields before a Q01 or Q02 row's first
      * read column span 100 to 200 bytes), then 32 */
     while (end - p >= 64) {
@@ -765,8 +807,45 @@ AVX2 static const char *skip_fields_avx2(const char *p, const char *end, int k, 
     return more ? q : field;
 }
 
+/* count_to_row_end_avx2 from the 64 bytes at p, where a quote comes first, with
+ * Plan.quoted: quoted fields that open right after a delimiter and close right before
+ * one, or before the row's newline, are passed 64 bytes a step (the prefix XOR of the
+ * quote bits, carried from step to step, marks what lies inside; lineitem's last field,
+ * l_comment, is quoted; with pad, one blank may come before an opening quote, none after
+ * a closing one here); *count has the delimiters before p and gets those passed. NULL
+ * for anything else about a quote, a newline inside quotes, or the file's last 64
+ * bytes: the careful path's. */
+AVX2 static const char *quoted_row_end_avx2(const char *p, const char *end, char delim, int quote, int pad,
+                                            int *count) {
+    const __m256i vd = _mm256_set1_epi8(delim), vn = _mm256_set1_epi8('\n'), vq = _mm256_set1_epi8((char)quote);
+    const __m256i vb = _mm256_set1_epi8(' ');
+    uint64_t carry = 0, after_delim = 0; /* p is inside quotes; the byte before p is a delimiter */
+    int n = *count;
+    while (end - p > 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+        uint64_t md = rows_bits32(a, b, vd), mn = rows_bits32(a, b, vn), mq = rows_bits32(a, b, vq);
+        uint64_t inside = rows_prefix_xor(mq) ^ carry, nl = mn & ~inside;
+        uint64_t row = nl ? (nl & (0 - nl)) - 1 : ~(uint64_t)0; /* the row's bytes here */
+        uint64_t next = p[64] == delim || p[64] == '\n' ? (uint64_t)1 << 63 : 0;
+        if (mn & row) return NULL; /* a newline inside quotes */
+        uint64_t starts = (md << 1) | after_delim; /* fields' first bytes, or after one blank (pad) */
+        if (pad) starts |= (rows_bits32(a, b, vb) & starts) << 1;
+        if (mq & inside & row & ~starts || mq & ~inside & row & ~(((md | mn) >> 1) | next)) return NULL;
+        n += __builtin_popcountll(md & ~inside & row);
+        if (nl) {
+            *count = n;
+            return p + __builtin_ctzll(nl) + 1;
+        }
+        carry = 0 - (inside >> 63);
+        after_delim = md >> 63 & ~inside >> 63;
+        p += 64;
+    }
+    return NULL;
+}
+
 /* count_to_row_end, 64 bytes a step while none is a newline or a quote */
-AVX2 static const char *count_to_row_end_avx2(const char *p, const char *end, char delim, int quote, int *count) {
+AVX2 static const char *count_to_row_end_avx2(const char *p, const char *end, char delim, int quote, int quoted,
+                                              int *count) {
     int n = 0;
     const __m256i vd = _mm256_set1_epi8(delim), vn = _mm256_set1_epi8('\n');
     const __m256i vq = _mm256_set1_epi8(quote >= 0 ? (char)quote : '\n');
@@ -797,14 +876,16 @@ AVX2 static const char *count_to_row_end_avx2(const char *p, const char *end, ch
             return next;
         }
         int first = __builtin_ctzll(ms);
-        if (p[first] != '\n') return NULL; /* a quote comes first */
+        if (p[first] != '\n') {
+            if (!quoted) return NULL;
+            *count = n + lane_sum32(lanes);
+            return quoted_row_end_avx2(p, end, delim, quote, quoted == 2, count);
+        }
         *count = n + lane_sum32(lanes) + __builtin_popcountll(md & ((1ull << first) - 1));
         return p + first + 1;
     }
 }
 #endif
-
-#include "_rows.h"
 
 /* ----------------------------------------------------------------- plans */
 
@@ -822,8 +903,21 @@ typedef struct {
 typedef struct {
     int slot, fn;
 } Key;
+/* A factor of an aggregate's product (Agg.factors): a DOUBLE column's value x, or
+ * lit + x, lit - x, x + lit, x - lit (F_X ... F_X_MINUS) */
+enum { F_X = 0, F_LIT_PLUS = 1, F_LIT_MINUS = 2, F_X_PLUS = 3, F_X_MINUS = 4 };
+#define MAX_FACTORS 4
+typedef struct {
+    int slot, op;
+    double lit;
+} Factor;
 typedef struct {
     int fn, slot;
+    /* the aggregate of a product of factors, left to right ((f0 * f1) * f2, as DuckDB
+     * reads l_extendedprice * (1 - l_discount) * (1 + l_tax)), NULL when one is; slot
+     * is the first factor's */
+    int nfactors;
+    Factor factors[MAX_FACTORS];
 } Agg;
 
 typedef struct {
@@ -833,6 +927,8 @@ typedef struct {
     int ncols;
     int trailing; /* every row ends in a delimiter: its last field, not a column, must be empty */
     int pad; /* blanks may sit around quoted fields (1, "a" ,2): skipped, as DuckDB's state machine does */
+    int quoted; /* a quoted field is its quotes and doubled quotes inside, nothing else (2: and one blank
+                 * may come before its opening quote, pad): the AVX2 loops may pass one in register */
     int skip_bad;
     int nnull;
     char **nulls;
@@ -883,6 +979,9 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
                           &PyTuple_Type, &nulls, &p->comment, &p->trailing, &p->pad))
         return -1;
     p->delim = (char)delim;
+    p->quoted = p->quote >= 0 && (p->escape < 0 || p->escape == p->quote) && (char)p->quote != p->delim &&
+                p->quote != '\n' && p->quote != '\r' && p->quote != ' ' && !(p->pad && p->delim == ' ');
+    if (p->quoted && p->pad) p->quoted = 2;
     p->nnull = (int)PyTuple_GET_SIZE(nulls);
     p->nulls = calloc((size_t)p->nnull + 1, sizeof(char *));
     p->null_lens = calloc((size_t)p->nnull + 1, sizeof(size_t));
@@ -926,8 +1025,27 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
     if (aggs != Py_None) {
         p->naggs = (int)PyTuple_GET_SIZE(aggs);
         p->aggs = calloc((size_t)p->naggs + 1, sizeof(Agg));
-        for (int i = 0; i < p->naggs; i++)
-            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(aggs, i), "ii", &p->aggs[i].fn, &p->aggs[i].slot)) return -1;
+        for (int i = 0; i < p->naggs; i++) {
+            Agg *ag = &p->aggs[i];
+            PyObject *factors = NULL;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(aggs, i), "ii|O!", &ag->fn, &ag->slot, &PyTuple_Type, &factors))
+                return -1;
+            if (!factors) continue;
+            if (PyTuple_GET_SIZE(factors) < 1 || PyTuple_GET_SIZE(factors) > MAX_FACTORS) {
+                PyErr_SetString(PyExc_ValueError, "an aggregate's product has 1 to 4 factors");
+                return -1;
+            }
+            ag->nfactors = (int)PyTuple_GET_SIZE(factors);
+            for (int f = 0; f < ag->nfactors; f++) {
+                Factor *fa = &ag->factors[f];
+                if (!PyArg_ParseTuple(PyTuple_GET_ITEM(factors, f), "iid", &fa->slot, &fa->op, &fa->lit)) return -1;
+                if (fa->op < F_X || fa->op > F_X_MINUS) {
+                    PyErr_SetString(PyExc_ValueError, "a factor's operation is 0 to 4");
+                    return -1;
+                }
+            }
+            ag->slot = ag->factors[0].slot;
+        }
     }
     return 0;
 }
@@ -1890,6 +2008,18 @@ typedef struct {
  * new groups, 99% for 1e7 keys); past it, a scan stops looking up when more than 3 in 4
  * of the last UNINDEX_CHECK rows were new groups. */
 #define UNINDEX_FROM 65536
+/* A scan whose table holds at most DIRECT_GROUPS groups (all of them in cache, where
+ * the pipeline's prefetches hide nothing) folds each row in as it is read, and finds its
+ * group in a small cache by the key's raw bytes (direct_sig), without making the key
+ * or hashing it: h2o's q1 and q4 (100 groups), TPC-H Q1 (4). Past DIRECT_GROUPS it
+ * goes on through the pipeline (aggregate_row). */
+#define DIRECT_GROUPS 4096
+#define DIRECT_CACHE 1024 /* a power of two */
+typedef struct {
+    uint64_t w0, w1; /* the key's bytes or values (direct_sig) */
+    uint32_t len;     /* their lengths and NULLs; UINT32_MAX: an empty entry */
+    uint32_t g;       /* the group */
+} DirectEntry;
 
 typedef struct {
     const char *base;
@@ -1915,6 +2045,12 @@ typedef struct {
      * (spill_at: that offset, set once it stops looking up), when spill >= 0 */
     Py_ssize_t spill, spill_at;
     int64_t counted; /* rows counted by rows_count (count_rows), added to agg at the end */
+    /* few groups (aggregate_direct): rows are folded as they are read, their group found
+     * in dcache by the key's raw bytes; pipe_from: the first row of the pipeline since */
+    int direct;
+    size_t pipe_from;
+    Buf dkey;
+    DirectEntry dcache[DIRECT_CACHE];
 } Scan;
 
 static inline int is_null_text(const Plan *p, const char *s, size_t n) {
@@ -2003,7 +2139,7 @@ static int count_row(const Plan *pl, const char *p, const char *end, int fields,
     const char *from = p;
     int count;
 #ifdef HAVE_AVX2
-    const char *next_row = use_avx2 ? count_to_row_end_avx2(p, end, pl->delim, pl->quote, &count)
+    const char *next_row = use_avx2 ? count_to_row_end_avx2(p, end, pl->delim, pl->quote, pl->quoted, &count)
                                     : count_to_row_end(p, end, pl->delim, pl->quote, &count);
 #else
     const char *next_row = count_to_row_end(p, end, pl->delim, pl->quote, &count);
@@ -2050,7 +2186,7 @@ static int finish_row(const Plan *pl, const char *p, const char *end, int fields
     return last > p && last[-1] == pl->delim ? E_NONE : E_RAGGED;
 }
 
-static int convert(Scan *sc, int si, const char *s, size_t n, int quoted, int esc) {
+static inline int convert(Scan *sc, int si, const char *s, size_t n, int quoted, int esc) {
     const Plan *pl = sc->plan;
     Val *v = &sc->vals[si];
     int kind = pl->slots[si].kind;
@@ -2135,7 +2271,7 @@ static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
         while (c < target) {
             int passed;
 #ifdef HAVE_AVX2
-            p = use_avx2 ? skip_fields_avx2(p, end, target - c, pl->delim, pl->quote, &passed)
+            p = use_avx2 ? skip_fields_avx2(p, end, target - c, pl->delim, pl->quote, pl->quoted, &passed)
                          : skip_fields(p, end, target - c, pl->delim, pl->quote, &passed);
 #else
             p = skip_fields(p, end, target - c, pl->delim, pl->quote, &passed);
@@ -2196,6 +2332,78 @@ static int parse_row(Scan *sc, const char **pp, const char *end, int *col) {
     if (e) *col = pl->ncols;
     return e;
 }
+
+#ifdef HAVE_AVX2
+#define ROW_BLOCKS 4 /* a row fast_row reads: up to 256 bytes */
+/* A row read whole from its 64-byte steps' bit masks, when it is plain: its fields'
+ * delimiters and its newline found at once (outside quotes: the prefix XOR of the quote
+ * bits, carried step to step), each read column's field then sliced out of them and
+ * converted, instead of a skip, a field end and a count of the rest per column. Plain
+ * (Plan.quoted; a plan that reads columns, no trailing delimiter, two columns or more):
+ * every quote opens a field at its start (or after one blank, pad) or closes one right
+ * before a delimiter or the newline, no newline inside quotes, the newline within 256
+ * bytes and before stop, exactly ncols fields, and every value converts. 1: the row was
+ * read (sc->vals, *pp at the next row); 0: it is parse_row's, which reads it with care
+ * (and reports what is wrong with it). */
+AVX2 static int fast_row(Scan *sc, const char **pp, const char *stop) {
+    const Plan *pl = sc->plan;
+    const char *p = *pp, *nl_at = NULL;
+    const __m256i vd = _mm256_set1_epi8(pl->delim), vn = _mm256_set1_epi8('\n');
+    const __m256i vq = _mm256_set1_epi8((char)pl->quote), vb = _mm256_set1_epi8(' ');
+    uint64_t delims[ROW_BLOCKS], carry = 0, after = 1; /* after: the step's first byte starts a field */
+    int blocks = 0, count = 0;
+    while (blocks < ROW_BLOCKS) {
+        const char *at = p + 64 * blocks;
+        if (stop - at <= 64) return 0;
+        __m256i a = _mm256_loadu_si256((const __m256i *)at), b = _mm256_loadu_si256((const __m256i *)(at + 32));
+        uint64_t md = rows_bits32(a, b, vd), mn = rows_bits32(a, b, vn), mq = rows_bits32(a, b, vq);
+        uint64_t inside = rows_prefix_xor(mq) ^ carry, nl = mn & ~inside;
+        uint64_t row = nl ? (nl & (0 - nl)) - 1 : ~(uint64_t)0;
+        if (mn & row) return 0; /* a newline inside quotes */
+        uint64_t starts = (md << 1) | after;
+        if (pl->quoted == 2) starts |= (rows_bits32(a, b, vb) & starts) << 1;
+        uint64_t next = at[64] == pl->delim || at[64] == '\n' ? (uint64_t)1 << 63 : 0;
+        if (mq & inside & row & ~starts || mq & ~inside & row & ~(((md | mn) >> 1) | next)) return 0;
+        delims[blocks] = md & ~inside & row;
+        count += __builtin_popcountll(delims[blocks]);
+        blocks++;
+        if (nl) {
+            nl_at = at + __builtin_ctzll(nl);
+            break;
+        }
+        carry = 0 - (inside >> 63);
+        after = md >> 63 & ~inside >> 63;
+    }
+    if (!nl_at || count != pl->ncols - 1) return 0;
+    int c = 0, bi = 0;
+    uint64_t bits = delims[0];
+    const char *from = p; /* field c's first byte */
+    for (int si = 0; si < pl->nslots; si++) {
+        for (int target = pl->slots[si].col; c < target; c++) {
+            while (!bits) bits = delims[++bi];
+            from = p + 64 * bi + __builtin_ctzll(bits) + 1;
+            bits &= bits - 1;
+        }
+        const char *to = nl_at; /* the field's end: the next delimiter, or the newline */
+        while (!bits && bi + 1 < blocks) bits = delims[++bi];
+        if (bits) to = p + 64 * bi + __builtin_ctzll(bits);
+        const char *s = from, *q = from;
+        size_t n = (size_t)(to - from);
+        int quoted = 0;
+        if (pl->quoted == 2 && n >= 2 && q[0] == ' ' && q[1] == (char)pl->quote) q++;
+        if (q < to && *q == (char)pl->quote) { /* its closing quote is at to - 1 */
+            s = q + 1;
+            n = (size_t)(to - 1 - s);
+            quoted = 1;
+        } else if (to == nl_at && n && s[n - 1] == '\r') {
+            n--;
+        }
+        if (convert(sc, si, s, n, quoted, 0)) return 0;
+    }
+    *pp = nl_at + 1;
+    return 1;
+}
+#endif
 
 static int passes(const Scan *sc) {
     const Plan *pl = sc->plan;
@@ -2353,6 +2561,146 @@ static int aggregate_pending(Scan *sc, const Pending *row) {
     return 0;
 }
 
+/* n <= 8 bytes at s as a word (the rest zero); limit: how far s may be read */
+static inline uint64_t word_of(const char *s, size_t n, const char *limit) {
+    uint64_t w = 0;
+    if (n == 0) return 0;
+    if (limit - s >= 8) {
+        memcpy(&w, s, 8);
+        return n >= 8 ? w : w & ((1ull << (8 * n)) - 1);
+    }
+    for (size_t i = 0; i < n; i++) w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return w;
+}
+
+/* Whether the plan's keys fit direct_sig: at most two, each a column itself, not a float
+ * (make_key makes -0.0 and NaN one key each) */
+static int direct_plan(const Plan *pl) {
+    if (pl->nkeys > 2) return 0;
+    for (int k = 0; k < pl->nkeys; k++)
+        if (pl->keys[k].fn != F_IDENT || pl->slots[pl->keys[k].slot].kind == K_FLOAT) return 0;
+    return 1;
+}
+
+/* The row's key as two words and their lengths, equal for two rows exactly when
+ * make_key makes the same key of them: a lone text of up to 16 bytes in both words,
+ * else each key a word (a text of up to 8 bytes, or the value); per key a length
+ * byte (a text's length, 0xFF a value, 0xFE NULL). -1: the key does not fit. */
+static inline int direct_sig(const Scan *sc, uint64_t *w0, uint64_t *w1, uint32_t *len) {
+    const Plan *pl = sc->plan;
+    const char *mapped = sc->base, *limit = sc->base + sc->size;
+    uint64_t w[2] = {0, 0};
+    uint32_t l = 0;
+    for (int k = 0; k < pl->nkeys; k++) {
+        const Val *v = &sc->vals[pl->keys[k].slot];
+        uint32_t b;
+        if (v->is_null) {
+            b = 0xFE;
+        } else if (pl->slots[pl->keys[k].slot].kind == K_STR) {
+            /* an unescaped text is in scratch, not the mapping: read to its end only */
+            const char *lim = v->s >= mapped && v->s < limit ? limit : v->s + v->n;
+            if (pl->nkeys == 1 && v->n <= 16) {
+                w[0] = word_of(v->s, v->n < 8 ? v->n : 8, lim);
+                if (v->n > 8) w[1] = word_of(v->s + 8, v->n - 8, lim);
+            } else if (v->n <= 8) {
+                w[k] = word_of(v->s, v->n, lim);
+            } else {
+                return -1;
+            }
+            b = (uint32_t)v->n;
+        } else {
+            w[k] = (uint64_t)v->i;
+            b = 0xFF;
+        }
+        l |= b << (8 * k);
+    }
+    *w0 = w[0];
+    *w1 = w[1];
+    *len = l;
+    return 0;
+}
+
+/* The value an aggregate of the row in vals takes: its column's, or its product's */
+static inline const Val *agg_value(const Agg *ag, const Val *vals, Val *out) {
+    if (!ag->nfactors) return &vals[ag->slot];
+    double acc = 0;
+    for (int i = 0; i < ag->nfactors; i++) {
+        const Factor *f = &ag->factors[i];
+        const Val *v = &vals[f->slot];
+        if (v->is_null) {
+            out->is_null = 1;
+            return out;
+        }
+        double x = v->f, y;
+        switch (f->op) {
+        case F_LIT_PLUS: y = f->lit + x; break;
+        case F_LIT_MINUS: y = f->lit - x; break;
+        case F_X_PLUS: y = x + f->lit; break;
+        case F_X_MINUS: y = x - f->lit; break;
+        default: y = x;
+        }
+        acc = i ? acc * y : y;
+    }
+    out->is_null = 0;
+    out->f = acc;
+    return out;
+}
+
+/* the row's aggregates in sc->vals folded into its group's cells c (as aggregate_pending) */
+static inline void fold_row(const Plan *pl, Cell *c, const Val *vals) {
+    for (int a = 0; a < pl->naggs; a++) {
+        const Agg *ag = &pl->aggs[a];
+        if (ag->fn == A_COUNT_STAR) { c[a].n++; continue; }
+        Val product;
+        const Val *v = agg_value(ag, vals, &product);
+        if (v->is_null) continue;
+        int kind = pl->slots[ag->slot].kind;
+        if ((ag->fn == A_SUM || ag->fn == A_AVG)) {
+            if (kind == K_FLOAT) c[a].f += v->f;
+            else c[a].isum += v->i;
+            c[a].n++;
+            continue;
+        }
+        Cell one = {0};
+        one.n = 1;
+        if (kind == K_FLOAT) one.f = v->f;
+        else if (ag->fn == A_MIN || ag->fn == A_MAX) one.i = v->i;
+        else one.isum = v->i;
+        cell_merge(&c[a], &one, ag->fn, kind);
+    }
+}
+
+/* The row in sc->vals folded into its group now (few groups: see DIRECT_GROUPS) */
+static int aggregate_direct(Scan *sc) {
+    AggStateObject *t = sc->agg;
+    uint64_t w0, w1;
+    uint32_t len;
+    Cell *c;
+    if (direct_sig(sc, &w0, &w1, &len) == 0) {
+        uint64_t h = (w0 ^ (w1 * 0xC2B2AE3D27D4EB4Full) ^ len) * 0x9E3779B97F4A7C15ull;
+        DirectEntry *e = &sc->dcache[h >> 54 & (DIRECT_CACHE - 1)];
+        if (e->w0 == w0 && e->w1 == w1 && e->len == len) {
+            c = group_cells(t, e->g);
+        } else {
+            if (make_key(sc, &sc->dkey)) return -1;
+            const char *k = sc->dkey.p ? sc->dkey.p : "";
+            c = table_find(t, k, sc->dkey.len, hash_bytes(k, sc->dkey.len));
+            if (!c) return -1;
+            e->w0 = w0;
+            e->w1 = w1;
+            e->len = len;
+            e->g = (uint32_t)(((char *)c - t->groups) / t->stride);
+        }
+    } else {
+        if (make_key(sc, &sc->dkey)) return -1;
+        const char *k = sc->dkey.p ? sc->dkey.p : "";
+        c = table_find(t, k, sc->dkey.len, hash_bytes(k, sc->dkey.len));
+        if (!c) return -1;
+    }
+    fold_row(sc->plan, c, sc->vals);
+    return 0;
+}
+
 /* The row in sc->vals, aggregated AGG_LAG rows later: a group's index slot,
  * record and text key are usually cache misses (1e5 groups' records are
  * megabytes, and the rows streaming through evict them), each address known
@@ -2364,11 +2712,6 @@ static int aggregate_row(Scan *sc) {
     const Plan *pl = sc->plan;
     AggStateObject *t = sc->agg;
     size_t r = sc->agg_rows++;
-    Pending *row = &sc->pending[r & (AGG_ROWS - 1)];
-    if (make_key(sc, &row->key)) return -1;
-    row->hash = hash_bytes(row->key.p ? row->key.p : "", row->key.len);
-    for (int a = 0; a < pl->naggs; a++)
-        if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = sc->vals[pl->aggs[a].slot];
     if ((r & (UNINDEX_CHECK - 1)) == UNINDEX_CHECK - 1 && !t->unindexed) {
         if (r >= UNINDEX_FROM && (t->ngroups - sc->checked_groups) * 4 > UNINDEX_CHECK * 3) {
             /* most rows are new groups still: looking them up would merge few */
@@ -2379,9 +2722,21 @@ static int aggregate_row(Scan *sc) {
         }
         sc->checked_groups = t->ngroups;
     }
+    if (sc->direct) {
+        if (!t->unindexed && t->ngroups <= DIRECT_GROUPS) {
+            sc->pipe_from = r + 1;
+            return aggregate_direct(sc);
+        }
+        sc->direct = 0; /* many groups: through the pipeline from this row on */
+    }
+    Pending *row = &sc->pending[r & (AGG_ROWS - 1)];
+    if (make_key(sc, &row->key)) return -1;
+    row->hash = hash_bytes(row->key.p ? row->key.p : "", row->key.len);
+    for (int a = 0; a < pl->naggs; a++)
+        if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = *agg_value(&pl->aggs[a], sc->vals, &row->vals[a]);
     if (t->cap) {
         __builtin_prefetch(&t->index[row->hash & (t->cap - 1)]);
-        if (r >= AGG_PEEK) {
+        if (r >= sc->pipe_from + AGG_PEEK) {
             const Pending *prev = &sc->pending[(r - AGG_PEEK) & (AGG_ROWS - 1)];
             uint32_t g = (uint32_t)t->index[prev->hash & (t->cap - 1)];
             if (g) {
@@ -2391,7 +2746,7 @@ static int aggregate_row(Scan *sc) {
                 __builtin_prefetch(rec + t->stride - 1);
             }
         }
-        if (!t->fixed_key && r >= AGG_TEXT) {
+        if (!t->fixed_key && r >= sc->pipe_from + AGG_TEXT) {
             const Pending *prev = &sc->pending[(r - AGG_TEXT) & (AGG_ROWS - 1)];
             uint32_t g = (uint32_t)t->index[prev->hash & (t->cap - 1)];
             if (g) {
@@ -2400,14 +2755,14 @@ static int aggregate_row(Scan *sc) {
             }
         }
     }
-    if (r >= AGG_LAG) return aggregate_pending(sc, &sc->pending[(r - AGG_LAG) & (AGG_ROWS - 1)]);
+    if (r >= sc->pipe_from + AGG_LAG) return aggregate_pending(sc, &sc->pending[(r - AGG_LAG) & (AGG_ROWS - 1)]);
     return 0;
 }
 
 /* fold in the rows still pending, at the end of a scan, and the rows count_rows counted
  * (a plan of counts and no key: the one group, keyed by nothing) */
 static int aggregate_flush(Scan *sc) {
-    size_t first = sc->agg_rows >= AGG_LAG ? sc->agg_rows - AGG_LAG : 0;
+    size_t first = sc->agg_rows >= sc->pipe_from + AGG_LAG ? sc->agg_rows - AGG_LAG : sc->pipe_from;
     for (size_t r = first; r < sc->agg_rows; r++)
         if (aggregate_pending(sc, &sc->pending[r & (AGG_ROWS - 1)])) return -1;
     sc->agg_rows = 0;
@@ -2506,6 +2861,10 @@ static void run_scan(Scan *sc) {
     const int simd = 0;
 #endif
     int64_t careful = 0, backoff = 1; /* rows to parse with care before rows_count again */
+#ifdef HAVE_AVX2
+    const Plan *plan = sc->plan;
+    const int fast_rows = use_avx2 && plan->quoted && plan->nslots > 0 && !plan->trailing && plan->ncols >= 2;
+#endif
     while (p < end && p - base < sc->boundary) {
         if (p >= populated) { /* map the next window in one call, not a fault per 64 KiB */
             const char *to = populated + RELEASE_EVERY;
@@ -2550,8 +2909,11 @@ static void run_scan(Scan *sc) {
             p = next_line(p, end);
             continue;
         }
-        int col;
-        int e = parse_row(sc, &p, end, &col);
+        int col, e = 0;
+#ifdef HAVE_AVX2
+        if (!(fast_rows && fast_row(sc, &p, last)))
+#endif
+            e = parse_row(sc, &p, end, &col);
         sc->rows_seen++;
         if (e) {
             /* a value of the wrong type is not skipped: DuckDB's reader takes forms this
@@ -2678,9 +3040,15 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         if (plan.filters[i].slot < 0 || plan.filters[i].slot >= plan.nslots) goto badslot;
     for (int i = 0; i < plan.nkeys; i++)
         if (plan.keys[i].slot < 0 || plan.keys[i].slot >= plan.nslots) goto badslot;
-    for (int i = 0; i < plan.naggs; i++)
+    for (int i = 0; i < plan.naggs; i++) {
         if (plan.aggs[i].fn != A_COUNT_STAR && (plan.aggs[i].slot < 0 || plan.aggs[i].slot >= plan.nslots))
             goto badslot;
+        if (plan.aggs[i].nfactors && plan.aggs[i].fn != A_SUM && plan.aggs[i].fn != A_AVG) goto badslot;
+        for (int f = 0; f < plan.aggs[i].nfactors; f++) {
+            int fs = plan.aggs[i].factors[f].slot;
+            if (fs < 0 || fs >= plan.nslots || plan.slots[fs].kind != K_FLOAT) goto badslot;
+        }
+    }
     if (plan.nkeys > MAX_KEYS || plan.naggs > MAX_KEYS) goto badslot;
 
     Scan *sc = calloc(1, sizeof(Scan));
@@ -2715,6 +3083,8 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         st->huge = 1;
         sc->agg = st;
         st->unindexed = unindexed;
+        sc->direct = !unindexed && groups <= DIRECT_GROUPS && direct_plan(&plan);
+        for (int i = 0; i < DIRECT_CACHE; i++) sc->dcache[i].len = UINT32_MAX;
         /* room for the groups the caller expects (another chunk's): a table grown
          * from empty to 1e5 groups copied and zeroed twice its size on the way */
         if (!unindexed && groups > 0 && table_reserve(st, (size_t)(groups < (1 << 24) ? groups : 1 << 24))) {
@@ -2782,6 +3152,7 @@ done:
     }
     for (int i = 0; i < MAX_SLOTS; i++) free(sc->scratch[i].p);
     for (int i = 0; i < AGG_ROWS; i++) free(sc->pending[i].key.p);
+    free(sc->dkey.p);
     free(sc);
     plan_free(&plan);
     return result;
@@ -2792,7 +3163,8 @@ oom:
     return PyErr_NoMemory();
 badslot:
     plan_free(&plan);
-    return PyErr_Format(PyExc_ValueError, "a filter, key or aggregate names a slot that does not exist");
+    return PyErr_Format(PyExc_ValueError, "a filter, key or aggregate names a slot that does not exist (or a "
+                                          "product, a slot not of doubles, or an aggregate other than sum and avg)");
 }
 
 

@@ -30,6 +30,12 @@ F_IDENT, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND = range(6)
 F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_SECOND = \
     range(6, 12)
 A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX = range(6)
+#: a factor of an aggregate's product (_scanner.c's Factor): x, lit + x, lit - x, x + lit, x - lit
+X, LIT_PLUS, LIT_MINUS, X_PLUS, X_MINUS = range(5)
+#: factors one product holds (MAX_FACTORS in _scanner.c)
+MAX_FACTORS = 4
+#: one factor: (column index, X ..., the literal)
+Factor = tuple[int, int, float]
 
 #: the scanner's key function truncating to each grain of gateway_csv.temporal (YEAR ...
 #: MICROSECOND); at MICROSECOND the value itself is the key
@@ -82,7 +88,7 @@ class FusedAggregate(Record):
 
     def __init__(self, slots: tuple[tuple[int, int], ...],
                  filters: tuple[tuple[int, int, str, Any], ...], keys: tuple[tuple[int, int], ...],
-                 aggs: tuple[tuple[int, int], ...], key_columns: list[tuple[int, int]],
+                 aggs: tuple[tuple[Any, ...], ...], key_columns: list[tuple[int, int]],
                  agg_columns: list[tuple[int, int]], derived: list[DerivedKey | None]) -> None:
         self.slots, self.filters, self.keys, self.aggs = slots, filters, keys, aggs
         self.key_columns, self.agg_columns, self.derived = key_columns, agg_columns, derived
@@ -98,12 +104,15 @@ def native_column(layout: Layout, name: str) -> int | None:
 
 
 def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
-         filters: Sequence[tuple[int, int, str, Any]]) -> FusedAggregate | None:
+         filters: Sequence[tuple[int, int, str, Any]],
+         products: Sequence[tuple[Factor, ...] | None] = ()) -> FusedAggregate | None:
     """The fused plan of an aggregation, or None when the scanner cannot compute it.
 
     Args:
         keys: the group keys, each of a column :func:`native_column` found.
         aggs: (A_*, column index or -1 for count(*)) of each aggregate.
+        products: per aggregate, None or the factors of the product it sums or
+            averages (each of a DOUBLE column), its column then the first factor's.
         filters: the WHERE conditions the scan applies, by column index
             (:func:`gateway_csv.query.pushdown`).
     """
@@ -116,7 +125,15 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         if k.fn == F_ROUND and kind not in (INT, FLOAT):
             return None
         wanted.add(k.column)
-    for fn, col in aggs:
+    products = list(products) + [None] * (len(aggs) - len(products))
+    for (fn, col), product in zip(aggs, products, strict=True):
+        if product is not None:
+            if fn not in (A_SUM, A_AVG) or not 1 <= len(product) <= MAX_FACTORS or \
+                    col != product[0][0] or \
+                    any(layout.scan_kind(c) != FLOAT or layout.kinds[c] != FLOAT for c, _, _ in product):
+                return None
+            wanted.update(c for c, _, _ in product)
+            continue
         if fn == A_COUNT_STAR:
             continue
         kind = layout.scan_kind(col)
@@ -134,7 +151,9 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         slots=tuple((col, layout.scan_kind(col)) for col in order),
         filters=tuple((slot_of[c], op, ct, v) for c, op, ct, v in filters),
         keys=tuple((slot_of[k.column], k.fn) for k in keys),
-        aggs=tuple((fn, slot_of[c] if c >= 0 else -1) for fn, c in aggs),
+        aggs=tuple((fn, slot_of[c] if c >= 0 else -1) if product is None else
+                   (fn, slot_of[c], tuple((slot_of[fc], op, lit) for fc, op, lit in product))
+                   for (fn, c), product in zip(aggs, products, strict=True)),
         key_columns=[(k.column, k.fn) for k in keys], agg_columns=list(aggs),
         derived=[k.derived for k in keys],
     )
@@ -326,7 +345,37 @@ def _days_from_civil(year: int, month: int) -> int:
     return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
 
 
-__all__ = ["A_AVG", "A_COUNT", "A_COUNT_STAR", "A_MAX", "A_MIN", "A_SUM", "F_DAY", "F_HOUR",
-           "F_IDENT", "F_MONTH", "F_ROUND", "F_TRUNC_DAY", "F_TRUNC_HOUR", "F_TRUNC_MINUTE",
-           "F_TRUNC_MONTH", "F_TRUNC_SECOND", "F_TRUNC_YEAR", "F_YEAR", "TRUNC_FNS",
-           "DerivedKey", "FusedAggregate", "Key", "native_column", "plan", "run"]
+__all__ = [
+    "A_AVG",
+    "A_COUNT",
+    "A_COUNT_STAR",
+    "A_MAX",
+    "A_MIN",
+    "A_SUM",
+    "F_DAY",
+    "F_HOUR",
+    "F_IDENT",
+    "F_MONTH",
+    "F_ROUND",
+    "F_TRUNC_DAY",
+    "F_TRUNC_HOUR",
+    "F_TRUNC_MINUTE",
+    "F_TRUNC_MONTH",
+    "F_TRUNC_SECOND",
+    "F_TRUNC_YEAR",
+    "F_YEAR",
+    "LIT_MINUS",
+    "LIT_PLUS",
+    "MAX_FACTORS",
+    "TRUNC_FNS",
+    "X_MINUS",
+    "X_PLUS",
+    "DerivedKey",
+    "Factor",
+    "FusedAggregate",
+    "Key",
+    "X",
+    "native_column",
+    "plan",
+    "run",
+]

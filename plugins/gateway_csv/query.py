@@ -524,6 +524,9 @@ def _filter_const(kind: int, lit: exp.Expression) -> tuple[str, Any] | None:
 
     if isinstance(lit, exp.Neg) and isinstance(lit.this, exp.Literal) and not lit.this.is_string:
         lit = exp.Literal.number("-" + lit.this.this)
+    if type(lit) is exp.Cast and kind == DATE and lit.to.this == exp.DataType.Type.DATE and \
+            isinstance(lit.this, exp.Literal) and lit.this.is_string:
+        lit = lit.this  # DATE '1998-09-02' beside a DATE column: the text it reads as one
     if not isinstance(lit, exp.Literal):
         return None
     text = lit.this
@@ -619,7 +622,9 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
                              one_to_one(g)) if finished else None
         keys.append(Key(idx, fn, derived))
     aggs: list[tuple[int, int]] = []
+    products: list[tuple[fused.Factor, ...] | None] = []
     for agg in query.aggregates:
+        products.append(None)
         if isinstance(agg, exp.Count):
             arg = agg.this
             if isinstance(arg, exp.Star):
@@ -632,8 +637,16 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
                 return None
             aggs.append((A_COUNT, idx))
             continue
+        if len(agg.args.get("expressions") or []) > 0:
+            return None
         idx = _column_index(agg.this, layout)
-        if idx is None or len(agg.args.get("expressions") or []) > 0:
+        if idx is None and isinstance(agg, exp.Sum | exp.Avg):
+            product = _product(agg.this, layout)
+            if product is None:
+                return None
+            products[-1] = product
+            idx = product[0][0]
+        if idx is None:
             return None
         aggs.append((_AGG_FNS[type(agg)], idx))
     filters: list[tuple[int, int, str, Any]] = []
@@ -642,7 +655,50 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
         if pushed is None:
             return None
         filters.extend(pushed)
-    return fused.plan(layout, keys, aggs, filters)
+    return fused.plan(layout, keys, aggs, filters, products)
+
+
+#: a literal a product's factor takes: digits, a decimal point and digits (DuckDB reads
+#: 1 as INTEGER and 0.05 as DECIMAL, each made the DOUBLE float() reads beside a DOUBLE)
+_FACTOR_LITERAL = re.compile(r"[0-9]{1,15}(\.[0-9]{1,15})?")
+
+
+def _product(node: exp.Expression, layout: Layout) -> tuple[fused.Factor, ...] | None:
+    """The factors of a product of DOUBLE columns, each alone or plus or minus a literal
+    (``l_extendedprice * (1 - l_discount) * (1 + l_tax)``), multiplied left to right as
+    written (a parenthesised product is not taken apart), or None."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Mul):
+        left, right = _product(node.left, layout), _factor(node.right, layout)
+        if left is None or right is None or len(left) >= fused.MAX_FACTORS:
+            return None
+        return (*left, right)
+    factor = _factor(node, layout)
+    return None if factor is None else (factor,)
+
+
+def _factor(node: exp.Expression, layout: Layout) -> fused.Factor | None:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Column):
+        idx = _column_index(node, layout)
+        return None if idx is None or layout.kinds[idx] != FLOAT else (idx, fused.X, 0.0)
+    if not isinstance(node, exp.Add | exp.Sub):
+        return None
+    left, right = node.left, node.right
+    if isinstance(left, exp.Literal) and isinstance(right, exp.Column):
+        lit, col, op = left, right, fused.LIT_PLUS if isinstance(node, exp.Add) else fused.LIT_MINUS
+    elif isinstance(left, exp.Column) and isinstance(right, exp.Literal):
+        lit, col, op = right, left, fused.X_PLUS if isinstance(node, exp.Add) else fused.X_MINUS
+    else:
+        return None
+    if lit.is_string or not _FACTOR_LITERAL.fullmatch(lit.this):
+        return None
+    idx = _column_index(col, layout)
+    if idx is None or layout.kinds[idx] != FLOAT:
+        return None
+    return (idx, op, float(lit.this))
 
 
 def _derived_key(node: exp.Expression, column: str, truncated: Any) -> Any:
