@@ -192,8 +192,9 @@ def demo() -> None:
 
 class Alongside:
     """A job on a thread of its own, waited for (its exception raised) where its result is
-    needed: `dev.py test` installs the tests' system packages while pip fills the venv and
-    the linters run, since on a fresh machine each takes about a minute of downloads."""
+    needed: `dev.py test` installs the tests' system packages while pip fills the venv, the
+    linters run and the wheel is checked alone, since on a fresh machine each takes about a
+    minute of downloads."""
 
     def __init__(self, job: Any) -> None:
         import threading
@@ -221,9 +222,11 @@ def test(extra: list[str], system: Alongside | None = None) -> None:
     run(BIN / "ruff", "check", "gateway", "plugins", "tests", "examples", "bench", "dev.py")
     run(BIN / "mypy")
     run(BIN / "lint-imports")
-    if system is not None:  # the examples with an odbc extra load unixODBC from here on
+    # the wheel alone, as a user installs it, then with [all], whose odbc examples load
+    # unixODBC: the system packages are waited for there
+    wheel_check(before_extras=system.wait if system is not None else None)
+    if system is not None:
         system.wait()
-    wheel_check()  # the wheel alone, as a user installs it, then with [all]
     # one worker more than the cores (at most 8): the tests wait (servers starting,
     # subprocesses, the console's pilot) for much of their time; on 2 cores the suite took
     # 7 min 53 s with 2 workers (3,497 tests) and 6 min 46 s with 3 (3,724 tests; issue 38)
@@ -232,13 +235,14 @@ def test(extra: list[str], system: Alongside | None = None) -> None:
     run(PY, "-m", "pytest", *workers, *extra)
 
 
-def wheel_check(network: bool = False) -> None:
+def wheel_check(network: bool = False, before_extras: Any = None) -> None:
     """Build the wheel and install it alone into a clean venv (pip's own cache and
     configuration, an empty arrowgate cache): run what a new user runs first, then, in the
     folder `arrowgate init NAME` writes, the commands each example's README.md lists.
     A second clean venv with every extra ([all]) runs a shadowed query and the examples
     with a command that needs an extra. Commands that need the network run only with
-    --network; each skipped command is printed with why."""
+    --network; each skipped command is printed with why. ``before_extras`` is called
+    before the second venv (`dev.py test`: the system packages may still be installing)."""
     import tempfile
     import time
     import tomllib
@@ -255,6 +259,8 @@ def wheel_check(network: bool = False) -> None:
         bare.step(["arrowgate", "query", "-e", "duck", "--shadow", "d2", "SELECT 42 AS a"])
         for name in bare.example_names():
             bare.run_example(name, commands, network_needs)
+        if before_extras is not None:
+            before_extras()
         full = _WheelVenv(Path(tmp), "all", f"{wheel}[all]")
         full.step(["arrowgate", "query", "-e", "duck", "--shadow", "d2", "SELECT 42 AS a"])
         extras = {f"extra:{name}" for name in tomllib.loads(

@@ -159,3 +159,37 @@ def test_the_tests_marked_slow_are_handed_out_first(tmp_path):
         capture_output=True, text=True, cwd=ROOT, timeout=120)
     names = [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
     assert names == ["test_long", "test_quick"], done.stdout + done.stderr
+
+
+def test_the_wheel_alone_is_checked_while_the_system_packages_install():
+    """The wheel's first venv needs no system package; its [all] venv (odbc examples) and
+    pytest do: apt is waited for between the two venvs, not before the first."""
+    code = textwrap.dedent("""
+        import json, sys, threading
+        from pathlib import Path
+        import dev
+        bare_started, order = threading.Event(), []
+        def system(packages, needed_for, consequence=None):
+            if needed_for == "the tests":
+                if not bare_started.wait(30):  # a hang guard: the linters' stand-ins are instant
+                    raise RuntimeError("the wheel-check waited for apt")
+                order.append("apt done")
+            return []
+        def run(*cmd):
+            order.append("pytest" if "pytest" in map(str, cmd) else Path(str(cmd[0])).name)
+        def wheel_check(network=False, before_extras=None):
+            order.append("wheel alone")
+            bare_started.set()
+            before_extras()
+            order.append("wheel with [all]")
+        dev.ensure_system_packages, dev.run, dev.wheel_check = system, run, wheel_check
+        dev.install = lambda: None
+        sys.argv = ["dev.py", "test"]
+        dev.main()
+        print(json.dumps(order))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["ruff", "mypy", "lint-imports", "wheel alone",
+                                       "apt done", "wheel with [all]", "pytest"]
