@@ -90,29 +90,32 @@ def test_ci_runs_the_same_check_as_dev_py():
     assert Path(ROOT / "dev.py").read_text().count("SYSTEM_PACKAGES: dict") == 1
 
 
-def test_the_tests_system_packages_install_while_pip_fills_the_venv():
+def test_the_tests_system_packages_install_while_pip_the_linters_and_the_wheel_alone_run():
     """On a fresh machine apt's downloads and pip's each take about a minute: `dev.py test`
-    runs them at once, and waits for apt before the wheel-check and pytest need its
-    packages. Here apt's stand-in waits for pip's: one after the other would never end."""
+    runs them at once, goes on with the linters and the wheel alone (no system package
+    needed), and waits for apt only before the wheel's [all] venv (odbc examples) and
+    pytest. Here apt's stand-in waits for the wheel alone: in turn, it would never end."""
     code = textwrap.dedent("""
         import json, sys, threading
+        from pathlib import Path
         import dev
-        pip_ran, order = threading.Event(), []
+        bare_started, order = threading.Event(), []
         def system(packages, needed_for, consequence=None):
             if needed_for == "the tests":
                 order.append("apt started")
-                if not pip_ran.wait(30):  # a hang guard: pip runs in well under a second here
-                    raise RuntimeError("pip waited for apt")
+                if not bare_started.wait(30):  # a hang guard: the stand-ins are instant
+                    raise RuntimeError("pip, the linters or the wheel-check waited for apt")
                 order.append("apt done")
             return []
-        def install():
-            order.append("pip")
-            pip_ran.set()
-        def test(extra, system):
-            order.append("linters")
-            system.wait()
-            order.append("wheel-check, pytest")
-        dev.ensure_system_packages, dev.install, dev.test = system, install, test
+        def run(*cmd):
+            order.append("pytest" if "pytest" in map(str, cmd) else Path(str(cmd[0])).name)
+        def wheel_check(network=False, before_extras=None):
+            order.append("wheel alone")
+            bare_started.set()
+            before_extras()
+            order.append("wheel with [all]")
+        dev.ensure_system_packages, dev.run, dev.wheel_check = system, run, wheel_check
+        dev.install = lambda: order.append("pip")
         sys.argv = ["dev.py", "test"]
         dev.main()
         print(json.dumps(order))
@@ -122,7 +125,8 @@ def test_the_tests_system_packages_install_while_pip_fills_the_venv():
     assert done.returncode == 0, done.stderr
     order = json.loads(done.stdout)
     assert order.index("apt started") < order.index("pip") < order.index("apt done")
-    assert order[-1] == "wheel-check, pytest" and order.index("apt done") < len(order) - 1
+    assert [step for step in order if step not in ("apt started", "pip")] == [
+        "ruff", "mypy", "lint-imports", "wheel alone", "apt done", "wheel with [all]", "pytest"]
 
 
 def test_an_error_of_the_system_install_is_raised_where_it_is_waited_for():
@@ -159,37 +163,3 @@ def test_the_tests_marked_slow_are_handed_out_first(tmp_path):
         capture_output=True, text=True, cwd=ROOT, timeout=120)
     names = [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
     assert names == ["test_long", "test_quick"], done.stdout + done.stderr
-
-
-def test_the_wheel_alone_is_checked_while_the_system_packages_install():
-    """The wheel's first venv needs no system package; its [all] venv (odbc examples) and
-    pytest do: apt is waited for between the two venvs, not before the first."""
-    code = textwrap.dedent("""
-        import json, sys, threading
-        from pathlib import Path
-        import dev
-        bare_started, order = threading.Event(), []
-        def system(packages, needed_for, consequence=None):
-            if needed_for == "the tests":
-                if not bare_started.wait(30):  # a hang guard: the linters' stand-ins are instant
-                    raise RuntimeError("the wheel-check waited for apt")
-                order.append("apt done")
-            return []
-        def run(*cmd):
-            order.append("pytest" if "pytest" in map(str, cmd) else Path(str(cmd[0])).name)
-        def wheel_check(network=False, before_extras=None):
-            order.append("wheel alone")
-            bare_started.set()
-            before_extras()
-            order.append("wheel with [all]")
-        dev.ensure_system_packages, dev.run, dev.wheel_check = system, run, wheel_check
-        dev.install = lambda: None
-        sys.argv = ["dev.py", "test"]
-        dev.main()
-        print(json.dumps(order))
-    """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == ["ruff", "mypy", "lint-imports", "wheel alone",
-                                       "apt done", "wheel with [all]", "pytest"]
