@@ -59,9 +59,10 @@ SYSTEM_PACKAGES: dict[str, tuple[str, str]] = {
     "default-jre-headless": ("spark", "Java for the local Spark Connect server of the spark "
                              "engine's tests (tests/spark.py)"),
 }
-#: What building arrowgate's C modules (the csv engine's scanner, the row matcher) needs:
-#: a compiler and Python's headers.
-BUILD_PACKAGES = ("gcc", "python3-dev")
+#: What installing arrowgate needs: a compiler and Python's headers for its C modules (the
+#: csv engine's scanner, the row matcher), and ensurepip for its virtual environments
+#: (Debian's own python3 leaves it to python3-venv).
+BUILD_PACKAGES = ("gcc", "python3-dev", "python3-venv")
 
 
 def _assumed_missing() -> set[str]:
@@ -85,6 +86,12 @@ def _installed(package: str) -> bool:
         return shutil.which(compiler.split()[0]) is not None
     if package == "python3-dev":
         return (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file()
+    if package == "python3-venv":
+        import importlib
+        import importlib.util
+
+        importlib.invalidate_caches()  # (apt may have just put it on disk)
+        return importlib.util.find_spec("ensurepip") is not None
     if shutil.which("dpkg-query") is None:  # not Debian: trust the libraries themselves
         return package != "unixodbc" or _loads("odbc")
     done = subprocess.run(["dpkg-query", "-W", "-f", "${db:Status-Status}", package],
@@ -163,9 +170,24 @@ def check_python() -> None:
 
 
 def ensure_build_packages() -> None:
-    if ensure_system_packages(list(BUILD_PACKAGES), "building arrowgate's C modules",
-                              "arrowgate's C modules cannot be built"):
+    if ensure_system_packages(list(BUILD_PACKAGES), "installing arrowgate",
+                              "arrowgate's C modules cannot be built, or its venv made"):
         sys.exit(1)
+
+
+def make_venv(where: Path) -> None:
+    """A venv with pip in ``where``; one left without pip by an earlier failure (no
+    ensurepip) is made anew, and a failure leaves no half-made venv behind."""
+    python = where / BIN.name / "python"
+    if python.exists() and subprocess.run([str(python), "-m", "pip", "--version"],
+                                          capture_output=True).returncode == 0:
+        return
+    print(f"creating {where}", flush=True)
+    try:
+        venv.create(where, with_pip=True, clear=True)
+    except (OSError, subprocess.CalledProcessError, SystemExit) as exc:  # (Debian exits)
+        shutil.rmtree(where, ignore_errors=True)
+        sys.exit(f"could not create the virtual environment {where}: {exc}")
 
 
 def install() -> None:
@@ -175,9 +197,7 @@ def install() -> None:
         return
     check_python()
     ensure_build_packages()
-    if not PY.exists():
-        print(f"creating {VENV}", flush=True)
-        venv.create(VENV, with_pip=True)
+    make_venv(VENV)
     run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
     run(PY, "-m", "pip", "install", "--quiet", "-e", ".[dev]", "-e", "examples/plugin_minimal")
     STAMP.write_text(digest)
@@ -299,7 +319,7 @@ class _WheelVenv:
         self.dir, self.work = tmp / f"venv-{name}", tmp / f"work-{name}"
         self.name, self.ran, self.skipped = name, 0, 0
         print(f"wheel-check: a clean venv with {Path(requirement).name}", flush=True)
-        venv.create(self.dir, with_pip=True)
+        make_venv(self.dir)
         self.bin = self.dir / BIN.name
         # --no-compile: byte-compiling every module of [all] (pyspark's thousands) took most
         # of its install; Python compiles what it imports anyway

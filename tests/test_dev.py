@@ -72,15 +72,32 @@ def test_without_a_c_compiler_the_build_says_so_in_one_line(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("package", ["gcc", "python3-dev"])
+@pytest.mark.parametrize("package", ["gcc", "python3-dev", "python3-venv"])
 def test_the_install_checks_the_build_packages_first(tmp_path, package):
     done = subprocess.run([sys.executable, "-c", "import dev; dev.STAMP = dev.Path('/nonexistent');"
                            " dev.install()"], capture_output=True, text=True, cwd=ROOT,
                           env=_env(ARROWGATE_ASSUME_MISSING=package), timeout=60)
     assert done.returncode == 1
     assert done.stdout.strip() == (
-        f"missing system packages {package} (arrowgate's C modules cannot be built): "
+        f"missing system packages {package} (arrowgate's C modules cannot be built, or its "
+        f"venv made): "
         f"install them with: sudo apt-get install -y {package}")
+
+
+def test_a_venv_left_without_pip_is_made_anew(tmp_path):
+    """Debian's own python3 makes a venv without pip when python3-venv is missing, and exits;
+    the next run (python3-venv installed) must not take that venv for a made one."""
+    import venv
+
+    import dev
+
+    venv.create(tmp_path / "v", with_pip=False)
+    python = tmp_path / "v" / dev.BIN.name / "python"
+    assert subprocess.run([str(python), "-m", "pip", "--version"],
+                          capture_output=True).returncode != 0
+    dev.make_venv(tmp_path / "v")
+    assert subprocess.run([str(python), "-m", "pip", "--version"],
+                          capture_output=True).returncode == 0
 
 
 def test_ci_runs_the_same_check_as_dev_py():
