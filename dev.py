@@ -141,7 +141,8 @@ def ensure_system_packages(packages: list[str], needed_for: str,
         print(f"installing system packages for {needed_for}: {' '.join(missing)}", flush=True)
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update", "-qq"], env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "-o", "Dpkg::Use-Pty=0", *missing],
+                       env=env)  # (Use-Pty=0: no progress bars in a log)
         missing = missing_system_packages(missing)
     if missing:
         print(missing_line(missing, consequence or tests_skipped(missing)), flush=True)
