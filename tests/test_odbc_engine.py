@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -274,6 +275,58 @@ def test_cancel_a_typed_parameter_query_from_another_thread(pg):
             done.set()
             canceller.join()  # not cancelling into the next test's statements
         assert time.monotonic() - started < HANG_GUARD
+
+
+class _CountingConnection(_Delegate):
+    """A pyodbc connection whose cursors note when each SQLCancel was sent; the first
+    ``deaf`` of them do nothing, as a cancel landing before the execute began."""
+
+    def __init__(self, inner, sent, deaf):
+        super().__init__(inner)
+        self._sent, self._deaf = sent, deaf
+
+    def cursor(self):
+        cursor = _Delegate(self._inner.cursor())
+
+        def cancel():
+            self._sent.append(time.monotonic())
+            if len(self._sent) > self._deaf:
+                cursor._inner.cancel()
+
+        cursor.cancel = cancel
+        return cursor
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("deaf", [0, 1])
+def test_a_statement_cancelled_many_times_gets_one_sqlcancel_a_second(pg, deaf):
+    # unixODBC's SQLCancel frees the statement's diagnostic records under no lock: a second
+    # one landing as the first one's cancelled execute posted its error corrupted the heap
+    # (SIGABRT "corrupted size vs. prev_size", found on a fresh Debian 12 by the racing
+    # test above). A first one that did nothing (deaf=1) is sent again a second later.
+    postgres, name = pg
+    with gateway.connect({"engines": {"o": db.odbc_pg(postgres, name)}}) as gw:
+        gw.execute("SELECT 1 WHERE 1 = ?", parameters=[1]).to_arrow()
+        con, = gw.engine("o")._idle
+        real, sent = con._py(), []
+        con._py = lambda: _CountingConnection(real, sent, deaf)
+        done = threading.Event()
+
+        def keep_cancelling():
+            while not done.wait(0.01):
+                if con._cursor is not None:  # the statement is executing
+                    gw.engine("o").cancel()
+
+        canceller = threading.Thread(target=keep_cancelling, daemon=True)
+        canceller.start()
+        try:
+            with pytest.raises(gateway.Cancelled):
+                gw.execute("SELECT pg_sleep(30) WHERE 1 = ?", parameters=[1]).to_arrow()
+        finally:
+            done.set()
+            canceller.join()
+    assert len(sent) == 1 + deaf, sent
+    assert all(b - a >= 1.0 for a, b in itertools.pairwise(sent)), sent
 
 
 @pytest.mark.postgres

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -72,6 +73,9 @@ DRIVER_DIALECTS = (("postgres", "postgres"), ("psqlodbc", "postgres"), ("sqlite"
                    ("snowflake", "snowflake"), ("oracle", "oracle"), ("duckdb", "duckdb"))
 #: Rows per pyodbc fetch (typed-parameter statements).
 _FETCH_ROWS = 10_000
+#: seconds before a cancel of the statement already cancelled sends SQLCancel again (see
+#: OdbcConnection.cancel): far longer than a cancelled execute takes to report its error
+_CANCEL_AGAIN = 1.0
 
 
 class OdbcEngine(Engine):
@@ -434,6 +438,7 @@ class OdbcConnection:
         #: it was fetching, killed the process (SIGSEGV: a cancel as its statement finished)
         self._cursor_lock = threading.Lock()
         self.stopped = threading.Event()
+        self._cancelled_at = 0.0  # (time.monotonic()) when cancel() last sent SQLCancel
         login = engine.config["login_timeout"]
         try:
             self.describer = Describer(engine.connection_string, login, engine.name)
@@ -612,9 +617,18 @@ class OdbcConnection:
             # set under the lock, with the cursor read: set before it, a cancel meant for
             # the statement before could be cleared by the next one's start and then
             # reach that one's cursor, which failed with "Function sequence error"
+            again = self.stopped.is_set()
             self.stopped.set()
             cur = self._cursor
-            if cur is not None:
+            # One SQLCancel a statement, another only after _CANCEL_AGAIN (one that came
+            # before the execute began did nothing). unixODBC's SQLCancel frees the
+            # statement's diagnostic records first, under no lock (function_entry), so a
+            # second one, landing as the first one's cancelled execute posted or pyodbc
+            # read its error, freed them under the other thread: the process died of heap
+            # corruption ("corrupted size vs. prev_size", SIGABRT; or SIGSEGV).
+            now = time.monotonic()
+            if cur is not None and (not again or now - self._cancelled_at >= _CANCEL_AGAIN):
+                self._cancelled_at = now
                 try:
                     cur.cancel()
                 except Exception:  # finished meanwhile
