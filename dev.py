@@ -29,11 +29,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 import venv
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent
+_BEGAN = time.monotonic()
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
@@ -138,7 +140,8 @@ def ensure_system_packages(packages: list[str], needed_for: str,
     """
     missing = missing_system_packages(packages)
     if missing and can_install():
-        print(f"installing system packages for {needed_for}: {' '.join(missing)}", flush=True)
+        print(f"[{since_start()}] installing system packages for {needed_for}: "
+              f"{' '.join(missing)}", flush=True)
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update", "-qq"], env=env)
         subprocess.run(["apt-get", "install", "-y", "-qq", "-o", "Dpkg::Use-Pty=0", *missing],
@@ -158,8 +161,15 @@ def skip_reasons() -> dict[str, str]:
             for marker, packages in by_marker.items()}
 
 
+def since_start() -> str:
+    """The time since dev.py started, as each step's line shows it (a fresh machine's
+    minutes go to downloads: the log says where)."""
+    seconds = int(time.monotonic() - _BEGAN)
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
 def run(*cmd: str | Path) -> None:
-    print("+", " ".join(str(c) for c in cmd), flush=True)
+    print(f"+ [{since_start()}]", " ".join(str(c) for c in cmd), flush=True)
     done = subprocess.run([str(c) for c in cmd], cwd=ROOT)
     if done.returncode != 0:
         sys.exit(done.returncode)
