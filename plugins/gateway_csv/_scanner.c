@@ -1431,7 +1431,8 @@ static inline void stats_add(Cell *c, int fn, double y, double x) {
 static void stats_merge(Cell *dst, const Cell *src, int fn) {
     if (src->n == 0) return;
     if (dst->n == 0) {
-        memcpy(dst, src, (fn == A_CORR ? 2 : 1) * sizeof(Cell));
+        dst[0] = src[0];
+        if (fn == A_CORR) dst[1] = src[1];
         return;
     }
     int64_t tn = dst->n, sn = src->n;
@@ -1813,9 +1814,17 @@ static PyObject *absorb(PyObject *mod, PyObject *args) {
         }
         for (Py_ssize_t i = 0; i < nin && !oom; i++) {
             const AggStateObject *src = in[i];
-            for (size_t j = src->part_at[p]; j < src->part_at[p + 1]; j++) {
-                if (j + ABSORB_AHEAD < src->part_at[p + 1])
-                    __builtin_prefetch(&dst->index[src->hashes[src->order[j + ABSORB_AHEAD]] & (dst->cap - 1)]);
+            size_t stop = src->part_at[p + 1];
+            for (size_t j = src->part_at[p]; j < stop; j++) {
+                /* a partition's groups are every 64th of the source's, each record and hash
+                 * its own cache line: the record is fetched ahead, and the hash before it */
+                if (j + 2 * ABSORB_AHEAD < stop) __builtin_prefetch(&src->hashes[src->order[j + 2 * ABSORB_AHEAD]]);
+                if (j + ABSORB_AHEAD < stop) {
+                    size_t ahead = src->order[j + ABSORB_AHEAD];
+                    __builtin_prefetch(&dst->index[src->hashes[ahead] & (dst->cap - 1)]);
+                    __builtin_prefetch(group_record(src, ahead));
+                    __builtin_prefetch(group_record(src, ahead) + src->stride - 1);
+                }
                 size_t g = src->order[j], n;
                 const char *k = group_key(src, g, &n);
                 Cell *d = table_find(dst, k, n, src->hashes[g]);
