@@ -361,6 +361,7 @@ def gateway_csv_parse(sql: str) -> Any:
     "SELECT var_samp(DISTINCT f1) AS x FROM t",
     "SELECT stddev(b1) AS x FROM t WHERE b1 = 1 OR f1 = 2",
     "SELECT s1, covar_pop(b1, f1) AS x FROM t GROUP BY s1 HAVING count(DISTINCT b2) > 0",
+    "SELECT strftime(t1, '%m') AS m, stddev(f1) AS x FROM t GROUP BY m",
     "SELECT 2^-1 AS x FROM t",
     "SELECT pow(s1, 2) AS x FROM t",
 ])
