@@ -1372,10 +1372,12 @@ static int nan_aware_less(double a, double b) {
  * algebraic/stddev.hpp, covar.hpp, corr.hpp): every value a double, a row folded in by
  * Welford's update, two partial states joined by Chan's formulas, the answer a DOUBLE,
  * inf or NaN where the arithmetic gives one (2.0.1 raises no error). The order of each
- * operation is DuckDB's, and so is each fused multiply-add: DuckDB's build contracts
- * `co_moment + dx * (y - meany)` and covar's combined means into one (its answers on
- * small files show it), and calls std::fma in stddev's combine. This file is built with
- * -ffp-contract=off, so nothing else is fused.
+ * operation is DuckDB's, and so is each fused multiply-add: DuckDB's build (clang,
+ * contracting a * b + c within an expression) fuses covar's `co_moment + dx * (y - meany)`
+ * (its answers on small files show it: 41 of 317 groups differed without) and, by the
+ * same rule, the left product of covar's combined means (not observed: a small file
+ * never joins two states); stddev's combine calls std::fma itself. This file is built
+ * with -ffp-contract=off, so nothing else is fused.
  *
  * States, in one Cell (corr: two), the count where every Cell keeps it:
  *   var/stddev  m[0] mean, m[1] dsquared, n                      (StddevState)
