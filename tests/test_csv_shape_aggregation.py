@@ -23,6 +23,8 @@ from gateway_csv.shape_aggregation import Aggregation, Term, aggregation
 from tests.csv_support import assert_same, gateway_for, write
 from tests.test_csv_shape import PLANNER, _words
 
+#: the statistics the reader takes (of one column)
+STATISTICS = ["stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop"]
 RECOGNISED = [
     ("SELECT cab_type, COUNT(*) FROM trips GROUP BY cab_type",
      Aggregation("trips", ((None, Term(None, "cab_type")), (None, Term("count", None))),
@@ -37,6 +39,10 @@ RECOGNISED = [
                        ("d", Term("round", "f")), (None, Term("min", "n"))),
                  ("y", "d"), (), None, 0)),
     ("SELECT count(*) FROM t", Aggregation("t", ((None, Term("count", None)),), (), (), None, 0)),
+    ("SELECT id4, id5, STDDEV(v3) AS sd_v3, var_pop(v1) FROM x GROUP BY id4, id5",
+     Aggregation("x", ((None, Term(None, "id4")), (None, Term(None, "id5")),
+                       ("sd_v3", Term("stddev", "v3")), (None, Term("var_pop", "v1"))),
+                 ("id4", "id5"), (), None, 0)),
     ("SELECT a FROM t GROUP BY a LIMIT 0",
      Aggregation("t", ((None, Term(None, "a")),), ("a",), (), 0, 0)),
 ]
@@ -76,7 +82,8 @@ def _term(node: exp.Expression) -> Term | None:
         return Term(None, node.name)
     if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
         return Term("count", None)
-    names = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+    names = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+             exp.Stddev: "stddev", exp.VariancePop: "var_pop"}
     extra = [k for k, v in node.args.items() if k not in ("this", "big_int") and v]
     if type(node) in names and isinstance(node.this, exp.Column) and not extra:
         return Term(names[type(node)], node.this.name)
@@ -189,10 +196,11 @@ def statements(draw):
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["column", "column", "count_star", "aggregate", "strftime",
                                      "round"]))
-        function = draw(st.sampled_from(["count", "sum", "avg", "min", "max"]))
+        function = draw(st.sampled_from(["count", "sum", "avg", "min", "max", *STATISTICS]))
         fitting = {"strftime": TEMPORAL, "round": NUMBERS}.get(kind) or \
             {"sum": NUMBERS, "avg": NUMBERS, "min": NUMBERS + TEMPORAL,
-             "max": NUMBERS + TEMPORAL}.get(function, COLUMNS) if kind != "column" else COLUMNS
+             "max": NUMBERS + TEMPORAL, **dict.fromkeys(STATISTICS, NUMBERS)
+             }.get(function, COLUMNS) if kind != "column" else COLUMNS
         column = draw(st.sampled_from(NAMES if rarely(10) else COLUMNS if rarely(6) else fitting))
         alias = name(draw(st.sampled_from(ALIASES if rarely(4) else ALIASES[:3]))) \
             if rarely(3) else None
@@ -288,6 +296,7 @@ def test_an_aggregation_answers_as_the_planner_does(table_file, sql):
     "ORDER BY y DESC, r, c",
     "SELECT flag, min(tz), max(n), sum(f) FROM t GROUP BY flag ORDER BY flag",
     "SELECT count(*), sum(n), avg(n), min(f), max(f) FROM t",
+    "SELECT k, stddev(f), var_pop(_1x), variance(year), stddev_pop(n) FROM t GROUP BY k ORDER BY k",
     "SELECT k, count(*) AS c FROM t GROUP BY k ORDER BY c DESC LIMIT 0",
 ])
 def test_aggregations_answer_as_the_planner_and_duckdb_do(table_file, sql):

@@ -465,6 +465,29 @@ def _aggregate(name: str) -> Callable[[Binder, exp.Expression], str]:
     return bind
 
 
+def _statistic(name: str) -> Callable[[Binder, exp.Expression], str]:
+    """var_samp, ..., corr: of columns only, as the fused scan computes them (each an
+    INTEGER, BIGINT or DOUBLE, made a double as DuckDB casts it)."""
+    def bind(b: Binder, node: exp.Expression) -> str:
+        args = [node.this] + ([node.expression] if node.expression is not None else [])
+        if not all(isinstance(a, exp.Column) and a.name.lower() in b.columns for a in args):
+            raise Unsupported(f"the csv engine runs {name} of columns only (in "
+                              f"{node.sql(dialect='duckdb')[:60]})", engines=ENGINES_FOR_MORE)
+        types = tuple(BIGINT if t == INTEGER else t for t in (b.type_of(a) for a in args))
+        return b.use(name, types, node)
+    return bind
+
+
+def _pow(b: Binder, node: exp.Expression) -> str:
+    """pow(x, y) (power, ^, **) of numbers, each made a DOUBLE (DuckDB's one signature)."""
+    for arg in (node.this, node.expression):
+        t = b.type_of(arg)
+        if t not in (INTEGER, BIGINT, DECIMAL, DOUBLE):
+            raise Unsupported(f"the csv engine does not run pow of a {t} (in "
+                              f"{node.sql(dialect='duckdb')[:60]})", engines=ENGINES_FOR_MORE)
+    return b.use("pow", (DOUBLE, DOUBLE), node)
+
+
 _BIND: dict[type, Callable[[Binder, Any], str]] = {
     exp.Column: _column, exp.Literal: lambda b, n: _literal(n), exp.Null: lambda b, n: NULL,
     exp.Boolean: lambda b, n: BOOLEAN, exp.Paren: _paren, exp.Alias: _paren,
@@ -485,6 +508,10 @@ _BIND: dict[type, Callable[[Binder, Any], str]] = {
     exp.DPipe: _concat,
     exp.Count: _aggregate("count"), exp.Sum: _aggregate("sum"), exp.Avg: _aggregate("avg"),
     exp.Min: _aggregate("min"), exp.Max: _aggregate("max"),
+    exp.Variance: _statistic("var_samp"), exp.VariancePop: _statistic("var_pop"),
+    exp.Stddev: _statistic("stddev_samp"), exp.StddevSamp: _statistic("stddev_samp"),
+    exp.StddevPop: _statistic("stddev_pop"), exp.CovarSamp: _statistic("covar_samp"),
+    exp.CovarPop: _statistic("covar_pop"), exp.Corr: _statistic("corr"), exp.Pow: _pow,
 }
 
 

@@ -403,6 +403,12 @@ def _to_float(v: Value) -> Value:
     return v if pa.types.is_floating(v.type) else cast_number(v, pa.float64())
 
 
+def _pow(frame: Frame, node: exp.Expression) -> Value:
+    """pow(x, y) of doubles (C's pow, as DuckDB's): NaN, not an error, where it has none."""
+    base, exponent = (_to_float(frame._eval(n)) for n in (node.this, node.expression))
+    return pc.power(base, exponent)
+
+
 def _intdiv(frame: Frame, node: exp.Expression) -> Value:
     left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
     return pc.divide_checked(left, right)  # of BIGINT only (gateway_csv.native)
@@ -642,7 +648,7 @@ _HANDLERS: dict[type, Callable[[Frame, Any], Value]] = {
     exp.Between: _between, exp.Like: _like, exp.ILike: _like,
     exp.Add: _arith("add_checked"), exp.Sub: _arith("subtract_checked"),
     exp.Mul: _arith("multiply_checked"), exp.Div: _div, exp.IntDiv: _intdiv, exp.Mod: _mod,
-    exp.Neg: _neg,
+    exp.Pow: _pow, exp.Neg: _neg,
     exp.Case: _case, exp.Coalesce: _coalesce, exp.Cast: _cast, exp.TryCast: _cast,
     exp.Year: _temporal, exp.Month: _temporal, exp.Day: _temporal, exp.Hour: _temporal,
     exp.TimestampTrunc: _date_trunc, exp.DateTrunc: _date_trunc, exp.TimeToStr: _strftime,

@@ -30,6 +30,13 @@ F_IDENT, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND = range(6)
 F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_SECOND = \
     range(6, 12)
 A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX = range(6)
+#: DuckDB's algebraic aggregates, answered as DOUBLE: of one INTEGER, BIGINT or DOUBLE column,
+#: and (A_COVAR_SAMP, A_COVAR_POP, A_CORR) of two, ``corr(y, x)`` in that order
+A_VAR_SAMP, A_VAR_POP, A_STDDEV_SAMP, A_STDDEV_POP, A_COVAR_SAMP, A_COVAR_POP, A_CORR = \
+    range(A_MAX + 1, A_MAX + 8)
+STATISTICS = (A_VAR_SAMP, A_VAR_POP, A_STDDEV_SAMP, A_STDDEV_POP, A_COVAR_SAMP, A_COVAR_POP,
+              A_CORR)
+BINARY = (A_COVAR_SAMP, A_COVAR_POP, A_CORR)
 #: a factor of an aggregate's product (_scanner.c's Factor): x, lit + x, lit - x, x + lit, x - lit
 X, LIT_PLUS, LIT_MINUS, X_PLUS, X_MINUS = range(5)
 #: factors one product holds (MAX_FACTORS in _scanner.c)
@@ -105,7 +112,8 @@ def native_column(layout: Layout, name: str) -> int | None:
 
 def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
          filters: Sequence[tuple[int, int, str, Any]],
-         products: Sequence[tuple[Factor, ...] | None] = ()) -> FusedAggregate | None:
+         products: Sequence[tuple[Factor, ...] | None] = (),
+         seconds: Sequence[int] = ()) -> FusedAggregate | None:
     """The fused plan of an aggregation, or None when the scanner cannot compute it.
 
     Args:
@@ -115,6 +123,8 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
             averages (each of a DOUBLE column), its column then the first factor's.
         filters: the WHERE conditions the scan applies, by column index
             (:func:`gateway_csv.query.pushdown`).
+        seconds: per aggregate, the column index of its second argument (covar_samp,
+            covar_pop, corr), else -1.
     """
     wanted: set[int] = set()
     for k in keys:
@@ -125,8 +135,25 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         if k.fn == F_ROUND and kind not in (INT, FLOAT):
             return None
         wanted.add(k.column)
+    if any(fn in STATISTICS for fn, _ in aggs) and \
+            any(k.derived is not None and not k.derived.one_to_one for k in keys):
+        # groups folded after the scan (strftime(ts, '%m') of two years) would join their
+        # states by Chan's formulas where DuckDB folds their rows in one by one
+        return None
     products = list(products) + [None] * (len(aggs) - len(products))
+    seconds = list(seconds) + [-1] * (len(aggs) - len(seconds))
+    for (fn, col), second in zip(aggs, seconds, strict=True):
+        if (fn in BINARY) != (second >= 0):
+            return None
+        if fn in STATISTICS:
+            if any(layout.scan_kind(c) not in (INT, FLOAT) for c in (col, second) if c >= 0):
+                return None
+            wanted.update(c for c in (col, second) if c >= 0)
     for (fn, col), product in zip(aggs, products, strict=True):
+        if fn in STATISTICS:
+            if product is not None:
+                return None
+            continue
         if product is not None:
             if fn not in (A_SUM, A_AVG) or not 1 <= len(product) <= MAX_FACTORS or \
                     col != product[0][0] or \
@@ -151,9 +178,10 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         slots=tuple((col, layout.scan_kind(col)) for col in order),
         filters=tuple((slot_of[c], op, ct, v) for c, op, ct, v in filters),
         keys=tuple((slot_of[k.column], k.fn) for k in keys),
-        aggs=tuple((fn, slot_of[c] if c >= 0 else -1) if product is None else
+        aggs=tuple((fn, slot_of[c], slot_of[second]) if second >= 0 else
+                   (fn, slot_of[c] if c >= 0 else -1) if product is None else
                    (fn, slot_of[c], tuple((slot_of[fc], op, lit) for fc, op, lit in product))
-                   for (fn, c), product in zip(aggs, products, strict=True)),
+                   for (fn, c), product, second in zip(aggs, products, seconds, strict=True)),
         key_columns=[(k.column, k.fn) for k in keys], agg_columns=list(aggs),
         derived=[k.derived for k in keys],
     )
@@ -273,7 +301,7 @@ def _agg_type(layout: Layout, fn: int, col: int, wide: int) -> pa.DataType:
     """The Arrow type of an aggregate (``wide``: an integer sum passes BIGINT)."""
     if fn in (A_COUNT_STAR, A_COUNT):
         return pa.int64()
-    if fn == A_AVG:
+    if fn == A_AVG or fn in STATISTICS:
         return pa.float64()
     if fn == A_SUM and layout.kinds[col] != FLOAT:
         return pa.decimal128(38, 0) if wide else pa.int64()
@@ -347,11 +375,19 @@ def _days_from_civil(year: int, month: int) -> int:
 
 __all__ = [
     "A_AVG",
+    "A_CORR",
     "A_COUNT",
     "A_COUNT_STAR",
+    "A_COVAR_POP",
+    "A_COVAR_SAMP",
     "A_MAX",
     "A_MIN",
+    "A_STDDEV_POP",
+    "A_STDDEV_SAMP",
     "A_SUM",
+    "A_VAR_POP",
+    "A_VAR_SAMP",
+    "BINARY",
     "F_DAY",
     "F_HOUR",
     "F_IDENT",
@@ -367,6 +403,7 @@ __all__ = [
     "LIT_MINUS",
     "LIT_PLUS",
     "MAX_FACTORS",
+    "STATISTICS",
     "TRUNC_FNS",
     "X_MINUS",
     "X_PLUS",

@@ -101,6 +101,8 @@ def _table() -> Iterator[Native]:
     yield Native("round", "function", (DOUBLE,), DOUBLE)
     yield Native("round", "function", (DOUBLE, INTEGER), DOUBLE)
     yield Native("round", "function", (BIGINT,), BIGINT)
+    # pow, power, ^ and **: numbers are made doubles first (DuckDB's one signature)
+    yield Native("pow", "function", (DOUBLE, DOUBLE), DOUBLE)
     for op in ("LIKE", "NOT LIKE", "ILIKE", "NOT ILIKE"):
         yield Native(op, "operator", (VARCHAR, VARCHAR), BOOLEAN)
     for t in (VARCHAR, BIGINT, DOUBLE, BOOLEAN, DATE, TIMESTAMP, TIMESTAMPTZ):
@@ -133,6 +135,24 @@ def _table() -> Iterator[Native]:
     # 43229798211443556352)
     for t in (BIGINT, DOUBLE):
         yield Native("avg", "aggregate", (t,), DOUBLE)
+    yield from _statistics()
+
+
+#: DuckDB's algebraic aggregates the fused scan computes (stddev and variance are
+#: stddev_samp and var_samp under other names), each of columns only
+STATISTICS = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
+BINARY_STATISTICS = ("covar_samp", "covar_pop", "corr")
+
+
+def _statistics() -> Iterator[Native]:
+    # of INTEGER as of BIGINT: each value is made a double first
+    for name in STATISTICS:
+        for t in (BIGINT, DOUBLE):
+            yield Native(name, "aggregate", (t,), DOUBLE)
+    for name in BINARY_STATISTICS:
+        for y in (BIGINT, DOUBLE):
+            for x in (BIGINT, DOUBLE):
+                yield Native(name, "aggregate", (y, x), DOUBLE)
 
 
 _CASTS = (
@@ -233,5 +253,6 @@ def cast_entry(source: str, target: str) -> Native | None:
     return _CAST_BY.get((source, target))
 
 
-__all__ = ["FORMATS", "LITERALS", "NATIVE", "PARTS", "UNITS", "Native",
+__all__ = ["BINARY_STATISTICS", "FORMATS", "LITERALS", "NATIVE", "PARTS", "STATISTICS", "UNITS",
+           "Native",
            "arrow_type", "cast_entry", "column_types", "entry", "sql", "text_arguments"]

@@ -24,11 +24,18 @@ from gateway.errors import QueryError, Unsupported
 from gateway_csv import fused
 from gateway_csv.fused import (
     A_AVG,
+    A_CORR,
     A_COUNT,
     A_COUNT_STAR,
+    A_COVAR_POP,
+    A_COVAR_SAMP,
     A_MAX,
     A_MIN,
+    A_STDDEV_POP,
+    A_STDDEV_SAMP,
     A_SUM,
+    A_VAR_POP,
+    A_VAR_SAMP,
     F_DAY,
     F_HOUR,
     F_IDENT,
@@ -51,8 +58,13 @@ _OPS = {exp.EQ: OP_EQ, exp.NEQ: OP_NE, exp.LT: OP_LT, exp.LTE: OP_LE, exp.GT: OP
         exp.GTE: OP_GE}
 _FLIP = {OP_LT: OP_GT, OP_LE: OP_GE, OP_GT: OP_LT, OP_GE: OP_LE, OP_EQ: OP_EQ, OP_NE: OP_NE}
 _KEY_FNS = {exp.Year: F_YEAR, exp.Month: F_MONTH, exp.Day: F_DAY, exp.Hour: F_HOUR}
-_AGG_FNS = {exp.Sum: A_SUM, exp.Avg: A_AVG, exp.Min: A_MIN, exp.Max: A_MAX}
-_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+#: DuckDB's algebraic aggregates (stddev is stddev_samp, variance var_samp), which only the
+#: fused scan computes: of plain columns (gateway_csv.binding refuses any other argument)
+STATISTICS = {exp.Variance: A_VAR_SAMP, exp.VariancePop: A_VAR_POP, exp.Stddev: A_STDDEV_SAMP,
+              exp.StddevSamp: A_STDDEV_SAMP, exp.StddevPop: A_STDDEV_POP,
+              exp.CovarSamp: A_COVAR_SAMP, exp.CovarPop: A_COVAR_POP, exp.Corr: A_CORR}
+_AGG_FNS = {exp.Sum: A_SUM, exp.Avg: A_AVG, exp.Min: A_MIN, exp.Max: A_MAX, **STATISTICS}
+_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, *STATISTICS)
 _REFUSED = {
     exp.Join: "JOIN", exp.Subquery: "a subquery", exp.Window: "a window function",
     exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT", exp.With: "WITH",
@@ -138,6 +150,8 @@ class Query:
 #: a string literal followed by one colon after SELECT or a comma: a quoted prefix alias
 #: (a struct literal's `{'a': 1}` matches too, and goes to the fallback: no wrong answer)
 _QUOTED_PREFIX_ALIAS = re.compile(r"(?is)(?:\bSELECT\s+(?:DISTINCT\s+)?|,\s*)'(?:[^']|'')*'\s*:(?!:)")
+#: ^ and an operator character after it, which DuckDB's lexer reads as one operator (^-)
+_CARET_OPERATOR = re.compile(r"\^[-+*/<>=~!@#%^&|`?]")
 #: date_trunc (datetrunc) whose unit is not a string literal
 _TRUNC_BY_NAME = re.compile(r"(?i)(?<![\w$])date_?trunc\s*\(\s*(?!')")
 
@@ -176,6 +190,10 @@ def parse(sql: str) -> exp.Select:
                           engines=ENGINES_FOR_MORE) from None
     if len(statements) != 1:
         raise QueryError(f"expected one statement, got {len(statements)}", kind="syntax")
+    if _CARET_OPERATOR.search(sql):
+        # DuckDB reads `2^-1` as the operator ^- (which it lacks), sqlglot as 2 ^ (-1)
+        raise Unsupported("the csv engine does not run ^ followed by another operator's "
+                          "character", engines=ENGINES_FOR_MORE)
     if "+" in sql and _unary_plus(sql):
         # sqlglot drops it (`SELECT +i` is `SELECT i`), and DuckDB names the column `(+(i))`
         raise Unsupported("the csv engine does not run a unary +", engines=ENGINES_FOR_MORE)
@@ -623,8 +641,19 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
         keys.append(Key(idx, fn, derived))
     aggs: list[tuple[int, int]] = []
     products: list[tuple[fused.Factor, ...] | None] = []
+    seconds: list[int] = []
     for agg in query.aggregates:
         products.append(None)
+        seconds.append(-1)
+        if type(agg) in STATISTICS:
+            idx = _column_index(agg.this, layout)
+            second = _column_index(agg.expression, layout) if agg.expression is not None else -1
+            if idx is None or second is None or \
+                    any(v for k, v in agg.args.items() if k not in ("this", "expression")):
+                return None
+            aggs.append((STATISTICS[type(agg)], idx))
+            seconds[-1] = second
+            continue
         if isinstance(agg, exp.Count):
             arg = agg.this
             if isinstance(arg, exp.Star):
@@ -655,7 +684,7 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
         if pushed is None:
             return None
         filters.extend(pushed)
-    return fused.plan(layout, keys, aggs, filters, products)
+    return fused.plan(layout, keys, aggs, filters, products, seconds)
 
 
 #: a literal a product's factor takes: digits, a decimal point and digits (DuckDB reads
@@ -734,5 +763,5 @@ def column_plan(query: Query, layout: Layout) -> tuple[tuple[tuple[int, int], ..
             tuple((slot_of[c], op, ct, v) for c, op, ct, v in pushed), rest, order)
 
 
-__all__ = ["ENGINES_FOR_MORE", "Query", "analyse", "column_plan", "fused_aggregate", "key",
+__all__ = ["ENGINES_FOR_MORE", "STATISTICS", "Query", "analyse", "column_plan", "fused_aggregate", "key",
            "output_name", "parse", "pushdown", "source_name", "unsupported"]

@@ -21,7 +21,7 @@ from gateway.errors import QueryError, Unsupported
 from gateway_csv import fused
 from gateway_csv.columns import answer_table, limited, ordered, scanned, sliced
 from gateway_csv.compute import FALSE, ZERO, Frame, broadcast, pc, whole
-from gateway_csv.query import ENGINES_FOR_MORE, Query, column_plan, fused_aggregate, key
+from gateway_csv.query import ENGINES_FOR_MORE, STATISTICS, Query, column_plan, fused_aggregate, key
 from gateway_csv.scan import Scanner
 
 
@@ -99,6 +99,11 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
     for j, agg in enumerate(query.aggregates):
         arg = agg.this
         name = f"__a{j}"
+        if type(agg) in STATISTICS:
+            # Arrow's variance is not DuckDB's streaming one, bit for bit
+            raise Unsupported(f"the csv engine computes {agg.key} only in its fused scan (of "
+                              "columns, grouped by columns, filtered by comparisons with "
+                              "constants)", engines=ENGINES_FOR_MORE)
         if isinstance(agg, exp.Count):
             if isinstance(arg, exp.Star):
                 specs.append(([], "count_all"))

@@ -27,7 +27,17 @@ import pyarrow as pa
 from gateway.records import FrozenRecord, Record
 from gateway_csv import fused, native, temporal
 from gateway_csv.columns import answer_table, ordered, sliced
-from gateway_csv.fused import A_AVG, A_COUNT, A_MAX, A_MIN, A_SUM
+from gateway_csv.fused import (
+    A_AVG,
+    A_COUNT,
+    A_MAX,
+    A_MIN,
+    A_STDDEV_POP,
+    A_STDDEV_SAMP,
+    A_SUM,
+    A_VAR_POP,
+    A_VAR_SAMP,
+)
 from gateway_csv.layout import Layout
 from gateway_csv.naming import aggregate_name
 from gateway_csv.native import column_types
@@ -35,7 +45,12 @@ from gateway_csv.scan import Scanner
 from gateway_csv.shape import LARGEST, RESERVED, SPACE
 
 #: the aggregates read here, by the name DuckDB gives them in a column's name
-_AGGREGATES = {"count": A_COUNT, "sum": A_SUM, "avg": A_AVG, "min": A_MIN, "max": A_MAX}
+_AGGREGATES = {"count": A_COUNT, "sum": A_SUM, "avg": A_AVG, "min": A_MIN, "max": A_MAX,
+               "var_samp": A_VAR_SAMP, "variance": A_VAR_SAMP, "var_pop": A_VAR_POP,
+               "stddev_samp": A_STDDEV_SAMP, "stddev": A_STDDEV_SAMP,
+               "stddev_pop": A_STDDEV_POP}
+#: the native table's name of an aggregate known by another (gateway_csv.native)
+_NATIVE_NAMES = {"variance": "var_samp", "stddev": "stddev_samp"}
 #: words not taken as a name in an aggregation: RESERVED, and those sqlglot reads as more
 #: than a name after GROUP BY (tests/test_csv_shape_aggregation.py checks every word)
 _NOT_NAMES = RESERVED | {"CUBE", "LOCK", "ROLLUP"}
@@ -408,7 +423,7 @@ def _type(term: Term, types: dict[str, str]) -> str | None:
         if term.function == "strftime":
             found = native.entry("strftime", (column, native.VARCHAR))
         else:
-            if column == native.INTEGER and term.function in ("sum", "avg"):
+            if column == native.INTEGER and term.function not in ("min", "max", "count"):
                 column = native.BIGINT
-            found = native.entry(term.function, (column,))
+            found = native.entry(_NATIVE_NAMES.get(term.function, term.function), (column,))
     return None if found is None else found.result
