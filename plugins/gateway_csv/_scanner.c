@@ -1062,8 +1062,9 @@ static inline size_t part_of(uint64_t h) { return (size_t)(h >> PART_SHIFT) & (A
 
 /* One aggregate of one group. Each aggregate uses one of the three values:
  * isum for an integer SUM or AVG, f for any aggregate of a float, i for an
- * integer MIN or MAX (and none for the counts). */
-typedef struct {
+ * integer MIN or MAX (and none for the counts). Packed to 8-byte alignment: 24
+ * bytes, not the 32 of __int128's alignment (a tenth of q10's 1e7 groups' bytes). */
+typedef struct __attribute__((packed, aligned(8))) {
     union {
         __int128 isum;
         double f;
@@ -1077,9 +1078,10 @@ typedef struct {
  * a string (fixed_key), every key has the same length and lies in the record
  * itself, so a probe that finds its group touches the index slot and one
  * record (one cache line for three keys and one aggregate); otherwise the
- * record holds the key's length, and the key itself when it is one short text
- * (key_inline: h2o's id3, 'id0000012345', is 17 bytes: 1e5 of them in an arena
- * were a third miss per row), else its offset in the arena. An index slot holds
+ * record holds the key's length (4 bytes), then the key itself when it is one
+ * short text (key_inline: h2o's id3, 'id0000012345', is 14 bytes: 1e5 of them
+ * in an arena were a third miss per row), else its 4-byte offset in the arena,
+ * where keys lie end to end (no slack: q2's 6.3M keys of 14-17 bytes). An index slot holds
  * the group number + 1 (0 = empty) in its low 32 bits and the key hash's high
  * 32 bits above, so most mismatches are rejected without reading the record. */
 typedef struct {
@@ -1107,37 +1109,37 @@ typedef struct {
      * they are merged (absorb) or exported (table_compact) */
     int unindexed;
     int huge; /* a scan's table, probed at every row: its arrays on huge pages (table_alloc) */
+    /* a merged table (the partitions): records packed 8 bytes apart, the index filled up to
+     * 5/8 (1/2 elsewhere), and no hashes kept (hashes is NULL until ensure_hashes) */
+    int tight;
 } AggStateObject;
 
-typedef struct {
-    size_t off;
-    uint32_t len;
-} KeyRef;
-
-#define KEY_INLINE 24 /* a lone text key's bytes (its tag, length and 19 bytes) in its record */
+#define KEY_INLINE 24 /* a lone text key's bytes (its tag, length and 22 bytes) in its record */
 
 /* set the record layout of an empty state with nkeys and naggs set: fixed-width
  * keys of key_width bytes, or (fixed == 0) keys of any length in the arena, but
  * a lone key of up to KEY_INLINE bytes in the record (more keys: the records of
- * 1e7 groups would grow by that much for keys that mostly do not fit) */
-static void table_layout(AggStateObject *t, int fixed, size_t key_width) {
+ * 1e7 groups would grow by that much for keys that mostly do not fit). A table
+ * probed as rows are read keeps a record of up to 64 bytes within a cache line
+ * (a power of two); a merged table (tight: the partitions) packs them 8 bytes
+ * apart, where 6.3M groups of 40 bytes (q2) would otherwise take 64. */
+static void table_layout(AggStateObject *t, int fixed, size_t key_width, int tight) {
+    t->tight = tight;
     t->fixed_key = fixed;
     t->key_width = fixed ? key_width : 0;
     t->key_inline = !fixed && t->nkeys == 1 ? KEY_INLINE : 0;
     t->key_at = (size_t)t->naggs * sizeof(Cell);
-    size_t size = t->key_at + (fixed ? key_width : sizeof(KeyRef) + t->key_inline);
+    size_t size = t->key_at + (fixed ? key_width : 4 + (t->key_inline > 4 ? t->key_inline : 4));
     size_t stride = 16;
-    if (size > 64) stride = (size + 15) & ~(size_t)15;
+    if (tight || size > 64) stride = (size + 7) & ~(size_t)7;
     else while (stride < size) stride *= 2;
-    t->stride = stride;
+    t->stride = stride ? stride : 8;
 }
 
+static void table_free_all(AggStateObject *t);
+
 static void AggState_dealloc(AggStateObject *self) {
-    free(self->index);
-    free(self->groups);
-    free(self->hashes);
-    free(self->order);
-    free(self->arena.p);
+    table_free_all(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1149,10 +1151,16 @@ static inline const char *group_key(const AggStateObject *t, size_t g, size_t *n
         *n = t->key_width;
         return r + t->key_at;
     }
-    const KeyRef *ref = (const KeyRef *)(r + t->key_at);
-    *n = ref->len;
-    return ref->len <= t->key_inline ? (const char *)(ref + 1) : t->arena.p + ref->off;
+    const char *a = r + t->key_at;
+    uint32_t len, off;
+    memcpy(&len, a, 4);
+    *n = len;
+    if (len <= t->key_inline) return a + 4;
+    memcpy(&off, a + 4, 4);
+    return t->arena.p + off;
 }
+
+static int arena_put(AggStateObject *t, const char *k, size_t n);
 
 /* a new group's key bytes k[0:n] into its record r; -1 when out of memory */
 static int key_store(AggStateObject *t, char *r, const char *k, size_t n) {
@@ -1160,10 +1168,16 @@ static int key_store(AggStateObject *t, char *r, const char *k, size_t n) {
         memcpy(r + t->key_at, k, n);
         return 0;
     }
-    KeyRef ref = {n <= t->key_inline ? 0 : t->arena.len, (uint32_t)n};
-    if (n <= t->key_inline) memcpy(r + t->key_at + sizeof ref, k, n);
-    else if (buf_put(&t->arena, k, n)) return -1;
-    memcpy(r + t->key_at, &ref, sizeof ref);
+    char *a = r + t->key_at;
+    uint32_t len = (uint32_t)n, off = (uint32_t)t->arena.len;
+    if (n <= t->key_inline) {
+        memcpy(a + 4, k, n);
+    } else {
+        /* offsets are 4 bytes: a table holds up to 4 GiB of keys (a partition's) */
+        if (n > UINT32_MAX - t->arena.len || arena_put(t, k, n)) return -1;
+        memcpy(a + 4, &off, 4);
+    }
+    memcpy(a, &len, 4);
     t->key_bytes += n;
     return 0;
 }
@@ -1204,37 +1218,143 @@ static inline int same_bytes(const char *a, const char *b, size_t n) {
 }
 
 #define HUGE_PAGE ((size_t)2 << 20)
+#if defined(__linux__) && defined(MAP_ANONYMOUS) && defined(MREMAP_MAYMOVE)
+#define TABLE_MAPS 1
+#endif
+/* A table's arrays from this size on are mapped from the system, not taken from
+ * malloc: freed, their pages go back at once (malloc kept the freed tables of an
+ * export, 0.8 GB of q10's, resident to the end), they grow in place or by moving
+ * page tables (mremap), not by a copy that holds the old array beside the new, and
+ * the room past what is written is never touched, so never resident. */
+#define MAP_FROM ((size_t)256 << 10)
 
-/* An array of a table (its index, records or hashes), 64-byte aligned. From a few
- * megabytes on, when it is probed (huge), on huge pages where the system gives them
- * on request: a probe per row into 1e5 groups' records otherwise misses the TLB at
- * most rows, and the page walk is a second miss the prefetches do not hide. (An
- * unindexed table is only appended to: there, huge pages cost their faults' zeroing
- * and compaction, and save nothing.) */
+static size_t table_bytes(size_t n) { return n >= MAP_FROM ? (n + 4095) & ~(size_t)4095 : (n + 63) & ~(size_t)63; }
+
+/* An array of a table (its index, records, hashes or key arena), 64-byte aligned, zeroed
+ * when mapped (table_free takes its size back). From a few megabytes on, when it is
+ * probed (huge), on huge pages where the system gives them on request: a probe per row
+ * into 1e5 groups' records otherwise misses the TLB at most rows, and the page walk is a
+ * second miss the prefetches do not hide. (An unindexed table is only appended to:
+ * there, huge pages cost their faults' zeroing and compaction, and save nothing.) */
 static void *table_alloc(size_t n, int huge) {
+    size_t m = table_bytes(n);
+#ifdef TABLE_MAPS
+    if (n >= MAP_FROM) {
+        int aligned = huge && n >= 2 * HUGE_PAGE;
+        size_t over = aligned ? m + HUGE_PAGE : m;
+        char *p = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        if (aligned) {
+            /* the mapping cut to m bytes from a huge page's start */
+            char *a = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+            if (a > p) munmap(p, (size_t)(a - p));
+            if (p + over > a + m) munmap(a + m, (size_t)(p + over - (a + m)));
+            p = a;
+#ifdef MADV_HUGEPAGE
+            madvise(p, m, MADV_HUGEPAGE);
+#endif
+        }
+        return p;
+    }
+#else
 #ifdef MADV_HUGEPAGE
     if (huge && n >= 2 * HUGE_PAGE) {
-        size_t m = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-        void *p = aligned_alloc(HUGE_PAGE, m);
-        if (p) madvise(p, m, MADV_HUGEPAGE);
+        size_t h = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        void *p = aligned_alloc(HUGE_PAGE, h);
+        if (p) madvise(p, h, MADV_HUGEPAGE);
         return p;
     }
 #endif
-    return aligned_alloc(64, (n + 63) & ~(size_t)63);
+#endif
+    return aligned_alloc(64, m);
 }
 
-/* the index at ncap slots (a power of two above twice the groups) */
+/* frees what table_alloc(n) or table_realloc(..., n, ...) returned */
+static void table_free(void *p, size_t n) {
+    if (!p) return;
+#ifdef TABLE_MAPS
+    if (n >= MAP_FROM) {
+        munmap(p, table_bytes(n));
+        return;
+    }
+#endif
+    (void)n;
+    free(p);
+}
+
+/* an array of n bytes, the first `used` of p's (an array of old bytes, which is freed),
+ * moved by its page tables where both are mapped and it is not on huge pages; NULL when
+ * out of memory (p is then kept) */
+static void *table_realloc(void *p, size_t old, size_t n, size_t used, int huge) {
+#ifdef TABLE_MAPS
+    if (p && old >= MAP_FROM && !(huge && n >= 2 * HUGE_PAGE)) {
+        void *q = mremap(p, table_bytes(old), table_bytes(n), MREMAP_MAYMOVE);
+        return q == MAP_FAILED ? NULL : q;
+    }
+#endif
+    void *q = table_alloc(n, huge);
+    if (!q) return NULL;
+    if (used) memcpy(q, p, used);
+    table_free(p, old);
+    return q;
+}
+
+/* a key's bytes appended to the table's arena; -1 when out of memory */
+static int arena_put(AggStateObject *t, const char *k, size_t n) {
+    Buf *b = &t->arena;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n) cap *= 2;
+        char *p = table_realloc(b->p, b->cap, cap, b->len, 0);
+        if (!p) return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, k, n);
+    b->len += n;
+    return 0;
+}
+
+/* the table's arrays freed */
+static void table_free_all(AggStateObject *t) {
+    table_free(t->index, t->cap * sizeof(uint64_t));
+    table_free(t->groups, t->gcap * t->stride);
+    table_free(t->hashes, t->gcap * sizeof(uint64_t));
+    table_free(t->arena.p, t->arena.cap);
+    free(t->order);
+    t->index = NULL;
+    t->groups = NULL;
+    t->hashes = NULL;
+    t->order = NULL;
+    memset(&t->arena, 0, sizeof t->arena);
+    t->cap = t->gcap = t->ngroups = t->ordered = t->key_bytes = 0;
+}
+
+/* A group's index slot: the hash's high 32 bits scaled to the index's slots (any number
+ * of them), which are also the tag an index slot keeps, so the index is rebuilt from its
+ * own slots (a merged table keeps no hashes) */
+static inline size_t slot_of(uint64_t h, size_t cap) { return (size_t)(((h >> 32) * (uint64_t)cap) >> 32); }
+
+/* whether the index is too full for n groups */
+static inline int table_full(const AggStateObject *t, size_t n) {
+    return t->tight ? n * 8 > t->cap * 5 : n * 2 > t->cap;
+}
+
+/* the index at ncap slots (more than the groups need: table_full) */
 static int table_resize(AggStateObject *t, size_t ncap) {
+    if (ncap > UINT32_MAX) return -1;
     uint64_t *idx = table_alloc(ncap * sizeof(uint64_t), t->huge);
     if (!idx) return -1;
-    memset(idx, 0, ncap * sizeof(uint64_t));
-    for (size_t g = 0; g < t->ngroups; g++) {
-        uint64_t h = t->hashes[g];
-        size_t pos = h & (ncap - 1);
-        while (idx[pos]) pos = (pos + 1) & (ncap - 1);
-        idx[pos] = (h & 0xffffffff00000000ull) | (uint64_t)(g + 1);
+    if (ncap * sizeof(uint64_t) < MAP_FROM) memset(idx, 0, ncap * sizeof(uint64_t));
+    for (size_t i = 0; i < t->cap; i++) {
+        uint64_t s = t->index[i];
+        if (!s) continue;
+        size_t pos = slot_of(s, ncap);
+        while (idx[pos])
+            if (++pos == ncap) pos = 0;
+        idx[pos] = s;
     }
-    free(t->index);
+    table_free(t->index, t->cap * sizeof(uint64_t));
     t->index = idx;
     t->cap = ncap;
     return 0;
@@ -1242,22 +1362,19 @@ static int table_resize(AggStateObject *t, size_t ncap) {
 
 static int table_grow(AggStateObject *t) { return table_resize(t, t->cap ? t->cap * 2 : 64); }
 
-/* room for ng groups */
+/* room for ng groups (the records moved by their page tables where they can be) */
 static int groups_resize(AggStateObject *t, size_t ng) {
     if (ng > UINT32_MAX) return -1;
-    char *gs = table_alloc(ng * t->stride, t->huge && !t->unindexed);
-    uint64_t *hs = table_alloc(ng * sizeof(uint64_t), 0);
-    if (!gs || !hs) {
-        free(gs);
-        free(hs);
+    uint64_t *hs = NULL;
+    if (!t->tight && !(hs = table_alloc(ng * sizeof(uint64_t), 0))) return -1;
+    char *gs = table_realloc(t->groups, t->gcap * t->stride, ng * t->stride, t->ngroups * t->stride,
+                             t->huge && !t->unindexed);
+    if (!gs) {
+        table_free(hs, ng * sizeof(uint64_t));
         return -1;
     }
-    if (t->ngroups) {
-        memcpy(gs, t->groups, t->ngroups * t->stride);
-        memcpy(hs, t->hashes, t->ngroups * sizeof(uint64_t));
-    }
-    free(t->groups);
-    free(t->hashes);
+    if (hs && t->ngroups) memcpy(hs, t->hashes, t->ngroups * sizeof(uint64_t));
+    table_free(t->hashes, t->gcap * sizeof(uint64_t));
     t->groups = gs;
     t->hashes = hs;
     t->gcap = ng;
@@ -1269,16 +1386,40 @@ static int groups_grow(AggStateObject *t) { return groups_resize(t, t->gcap ? t-
 /* room for `more` groups beyond those held, without growing on the way */
 static int table_reserve(AggStateObject *t, size_t more) {
     size_t want = t->ngroups + more, cap = t->cap ? t->cap : 64, gcap = t->gcap ? t->gcap : 64;
-    while ((want + 1) * 2 > cap) cap *= 2;
+    if (t->tight) {
+        /* up to 5/8 full, grown by half at least (each growth reads the whole index) */
+        if ((want + 1) * 8 > cap * 5) {
+            size_t need = ((want + 1) * 8 / 5 + 8) & ~(size_t)7;
+            cap = need > cap + cap / 2 ? need : (cap + cap / 2 + 7) & ~(size_t)7;
+        }
+    } else {
+        while ((want + 1) * 2 > cap) cap *= 2;
+    }
     while (gcap < want) gcap *= 2;
     if (gcap != t->gcap && groups_resize(t, gcap)) return -1;
     if (cap != t->cap && table_resize(t, cap)) return -1;
     return 0;
 }
 
+/* each group's hash in t->hashes (a merged table keeps none); -1 when out of memory */
+static int ensure_hashes(AggStateObject *t) {
+    if (t->hashes || !t->ngroups) return 0;
+    uint64_t *hs = table_alloc(t->gcap * sizeof(uint64_t), 0);
+    if (!hs) return -1;
+    for (size_t g = 0; g < t->ngroups; g++) {
+        size_t n;
+        const char *k = group_key(t, g, &n);
+        hs[g] = hash_bytes(k, n);
+    }
+    t->hashes = hs;
+    t->tight = 0; /* it keeps them from now on (table_find, groups_resize) */
+    return 0;
+}
+
 /* t->order: the groups by partition, in the order first seen within each */
 static int table_partition(AggStateObject *t) {
     if (t->order && t->ordered == t->ngroups) return 0;
+    if (ensure_hashes(t)) return -1;
     uint32_t *order = realloc(t->order, (t->ngroups ? t->ngroups : 1) * sizeof(uint32_t));
     if (!order) return -1;
     t->order = order;
@@ -1307,8 +1448,8 @@ static Cell *table_append(AggStateObject *t, const char *k, size_t n, uint64_t h
 /* the group of key bytes k[0:n] whose hash_bytes is h, created if new; NULL when out of memory */
 static Cell *table_find(AggStateObject *t, const char *k, size_t n, uint64_t h) {
     uint64_t tag = h & 0xffffffff00000000ull;
-    if ((t->ngroups + 1) * 2 > t->cap && table_grow(t)) return NULL;
-    size_t mask = t->cap - 1, pos = h & mask;
+    if (table_full(t, t->ngroups + 1) && table_grow(t)) return NULL;
+    size_t cap = t->cap, pos = slot_of(h, cap);
     for (;;) {
         uint64_t s = t->index[pos];
         if (!s) break;
@@ -1317,13 +1458,13 @@ static Cell *table_find(AggStateObject *t, const char *k, size_t n, uint64_t h) 
             const char *gk = group_key(t, g, &m);
             if (m == n && same_bytes(gk, k, n)) return group_cells(t, g);
         }
-        pos = (pos + 1) & mask;
+        if (++pos == cap) pos = 0;
     }
     if (t->ngroups == t->gcap && groups_grow(t)) return NULL;
     size_t g = t->ngroups;
     char *r = group_record(t, g);
     if (key_store(t, r, k, n)) return NULL;
-    t->hashes[g] = h;
+    if (t->hashes) t->hashes[g] = h;
     t->ngroups++;
     t->index[pos] = tag | (uint64_t)(g + 1);
     memset(r, 0, (size_t)t->naggs * sizeof(Cell));
@@ -1371,7 +1512,12 @@ static int table_compact(AggStateObject *t) {
     c.naggs = t->naggs;
     memcpy(c.agg_fns, t->agg_fns, sizeof c.agg_fns);
     memcpy(c.agg_kinds, t->agg_kinds, sizeof c.agg_kinds);
-    table_layout(&c, t->fixed_key, t->key_width);
+    c.fixed_key = t->fixed_key;
+    c.key_width = t->key_width;
+    c.key_inline = t->key_inline;
+    c.key_at = t->key_at;
+    c.stride = t->stride;
+    c.tight = t->tight;
     int oom = 0;
     for (size_t g = 0; g < t->ngroups && !oom; g++) {
         size_t n;
@@ -1385,17 +1531,10 @@ static int table_compact(AggStateObject *t) {
         for (int a = 0; a < t->naggs; a++) cell_merge(&d[a], &src[a], t->agg_fns[a], t->agg_kinds[a]);
     }
     if (oom) {
-        free(c.index);
-        free(c.groups);
-        free(c.hashes);
-        free(c.arena.p);
+        table_free_all(&c);
         return -1;
     }
-    free(t->index);
-    free(t->groups);
-    free(t->hashes);
-    free(t->arena.p);
-    free(t->order);
+    table_free_all(t);
     t->index = c.index;
     t->cap = c.cap;
     t->groups = c.groups;
@@ -1430,7 +1569,7 @@ static PyTypeObject AggStateType;
 static PyObject *AggState_merge(AggStateObject *self, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AggStateType)) return PyErr_Format(PyExc_TypeError, "expected an AggState");
     AggStateObject *o = (AggStateObject *)arg;
-    if (table_compact(self)) return PyErr_NoMemory();
+    if (table_compact(self) || ensure_hashes(o)) return PyErr_NoMemory();
     if (o->naggs != self->naggs || o->nkeys != self->nkeys || o->fixed_key != self->fixed_key ||
         o->key_width != self->key_width)
         return PyErr_Format(PyExc_ValueError, "merging states of different plans");
@@ -1469,11 +1608,12 @@ static PyObject *AggState_export(AggStateObject *self, PyObject *unused) {
             if (tag == 0) {
                 v = Py_NewRef(Py_None);
                 if (self->fixed_key) p += 8;
-            } else if (tag == 2) {
-                uint32_t n;
-                memcpy(&n, p, 4);
-                v = PyUnicode_DecodeUTF8(p + 4, n, "replace");
-                p += 4 + n;
+            } else if (tag == 2 || tag == 4) {
+                uint32_t n = (unsigned char)*p;
+                if (tag == 4) memcpy(&n, p, 4);
+                p += tag == 2 ? 1 : 4;
+                v = PyUnicode_DecodeUTF8(p, n, "replace");
+                p += n;
             } else {
                 int64_t i;
                 memcpy(&i, p, 8);
@@ -1530,7 +1670,7 @@ static PyObject *AggState_fold(AggStateObject *self, PyObject *arg) {
     out->nkeys = 1;
     out->key_kinds[0] = K_INT;
     out->naggs = self->naggs;
-    table_layout(out, 1, 9);
+    table_layout(out, 1, 9, 0);
     memcpy(out->agg_fns, self->agg_fns, sizeof out->agg_fns);
     memcpy(out->agg_kinds, self->agg_kinds, sizeof out->agg_kinds);
     for (size_t g = 0; g < self->ngroups; g++) {
@@ -1564,7 +1704,7 @@ static AggStateObject *state_like(const AggStateObject *t) {
     memcpy(o->key_kinds, t->key_kinds, sizeof o->key_kinds);
     memcpy(o->agg_fns, t->agg_fns, sizeof o->agg_fns);
     memcpy(o->agg_kinds, t->agg_kinds, sizeof o->agg_kinds);
-    table_layout(o, t->fixed_key, t->key_width);
+    table_layout(o, t->fixed_key, t->key_width, 1);
     return o;
 }
 
@@ -1648,7 +1788,7 @@ static PyObject *absorb(PyObject *mod, PyObject *args) {
             const AggStateObject *src = in[i];
             for (size_t j = src->part_at[p]; j < src->part_at[p + 1]; j++) {
                 if (j + ABSORB_AHEAD < src->part_at[p + 1])
-                    __builtin_prefetch(&dst->index[src->hashes[src->order[j + ABSORB_AHEAD]] & (dst->cap - 1)]);
+                    __builtin_prefetch(&dst->index[slot_of(src->hashes[src->order[j + ABSORB_AHEAD]], dst->cap)]);
                 size_t g = src->order[j], n;
                 const char *k = group_key(src, g, &n);
                 Cell *d = table_find(dst, k, n, src->hashes[g]);
@@ -1697,19 +1837,7 @@ static size_t key_width(char code) { return code == 's' || code == 'i' ? 4 : cod
 static int fits_bigint(__int128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
 
 /* the state's tables freed (an exported state that is not needed again) */
-static void table_release(AggStateObject *t) {
-    free(t->index);
-    free(t->groups);
-    free(t->hashes);
-    free(t->arena.p);
-    free(t->order);
-    t->index = NULL;
-    t->groups = NULL;
-    t->hashes = NULL;
-    t->order = NULL;
-    memset(&t->arena, 0, sizeof t->arena);
-    t->cap = t->gcap = t->ngroups = t->ordered = t->key_bytes = 0;
-}
+static void table_release(AggStateObject *t) { table_free_all(t); }
 
 static inline void export_put(ExportCol *c, const void *v, size_t width) {
     memcpy(c->x + c->xlen, v, width);
@@ -1753,13 +1881,14 @@ static int export_fill(AggStateObject **st, Py_ssize_t nst, const char *kc, Expo
                     continue;
                 }
                 export_valid(c, row);
-                if (tag == 2) {
-                    uint32_t m;
-                    memcpy(&m, p, 4);
+                if (tag == 2 || tag == 4) {
+                    uint32_t m = (unsigned char)*p;
+                    if (tag == 4) memcpy(&m, p, 4);
+                    p += tag == 2 ? 1 : 4;
                     if (c->dlen + m > c->dcap || c->dlen + m > INT32_MAX) return -2;
-                    memcpy(c->d + c->dlen, p + 4, m);
+                    memcpy(c->d + c->dlen, p, m);
                     c->dlen += m;
-                    p += 4 + m;
+                    p += m;
                     int32_t off = (int32_t)c->dlen;
                     export_put(c, &off, 4);
                     continue;
@@ -2461,8 +2590,9 @@ static int64_t truncated(int kind, int64_t days, int64_t us, int fn) {
 }
 
 /* The key of the row in sc->vals, into kb: per key a tag byte, then for a
- * number its 8 bytes, for a string its 4-byte length and bytes, for NULL
- * nothing, or 8 zero bytes when every key is a number (fixed_key). */
+ * number its 8 bytes, for a string its length (one byte, or four after tag 4)
+ * and bytes, for NULL nothing, or 8 zero bytes when every key is a number
+ * (fixed_key). */
 static int make_key(Scan *sc, Buf *kb) {
     const Plan *pl = sc->plan;
     kb->len = 0;
@@ -2480,11 +2610,21 @@ static int make_key(Scan *sc, Buf *kb) {
             continue;
         }
         if (kind == K_STR && pl->keys[k].fn == F_IDENT) {
-            uint32_t n = (uint32_t)v->n;
-            tag = 2;
-            if (buf_put(kb, &tag, 1) || buf_put(kb, &n, 4) || buf_put(kb, v->s, v->n) ||
-                buf_reserve(kb, (size_t)(pl->nkeys - k - 1) * 9))
-                return -1;
+            /* tag 2 and a length byte, or past 254 bytes tag 4 and four */
+            if (buf_reserve(kb, 5 + v->n + (size_t)(pl->nkeys - k - 1) * 9)) return -1;
+            char *o = kb->p + kb->len;
+            if (v->n < 255) {
+                o[0] = 2;
+                o[1] = (char)v->n;
+                o += 2;
+            } else {
+                uint32_t n = (uint32_t)v->n;
+                o[0] = 4;
+                memcpy(o + 1, &n, 4);
+                o += 5;
+            }
+            memcpy(o, v->s, v->n);
+            kb->len = (size_t)(o + v->n - kb->p);
             continue;
         }
         int64_t out = v->i;
@@ -2715,7 +2855,7 @@ static int aggregate_row(Scan *sc) {
     if ((r & (UNINDEX_CHECK - 1)) == UNINDEX_CHECK - 1 && !t->unindexed) {
         if (r >= UNINDEX_FROM && (t->ngroups - sc->checked_groups) * 4 > UNINDEX_CHECK * 3) {
             /* most rows are new groups still: looking them up would merge few */
-            free(t->index);
+            table_free(t->index, t->cap * sizeof(uint64_t));
             t->index = NULL;
             t->cap = 0;
             t->unindexed = 1;
@@ -2735,10 +2875,10 @@ static int aggregate_row(Scan *sc) {
     for (int a = 0; a < pl->naggs; a++)
         if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = *agg_value(&pl->aggs[a], sc->vals, &row->vals[a]);
     if (t->cap) {
-        __builtin_prefetch(&t->index[row->hash & (t->cap - 1)]);
+        __builtin_prefetch(&t->index[slot_of(row->hash, t->cap)]);
         if (r >= sc->pipe_from + AGG_PEEK) {
             const Pending *prev = &sc->pending[(r - AGG_PEEK) & (AGG_ROWS - 1)];
-            uint32_t g = (uint32_t)t->index[prev->hash & (t->cap - 1)];
+            uint32_t g = (uint32_t)t->index[slot_of(prev->hash, t->cap)];
             if (g) {
                 /* the record's first and last lines: its cells, and its key after them */
                 const char *rec = group_record(t, g - 1);
@@ -2748,10 +2888,13 @@ static int aggregate_row(Scan *sc) {
         }
         if (!t->fixed_key && r >= sc->pipe_from + AGG_TEXT) {
             const Pending *prev = &sc->pending[(r - AGG_TEXT) & (AGG_ROWS - 1)];
-            uint32_t g = (uint32_t)t->index[prev->hash & (t->cap - 1)];
+            uint32_t g = (uint32_t)t->index[slot_of(prev->hash, t->cap)];
             if (g) {
-                const KeyRef *ref = (const KeyRef *)(group_record(t, g - 1) + t->key_at);
-                if (ref->len > t->key_inline) __builtin_prefetch(t->arena.p + ref->off);
+                const char *a = group_record(t, g - 1) + t->key_at;
+                uint32_t len, off;
+                memcpy(&len, a, 4);
+                memcpy(&off, a + 4, 4);
+                if (len > t->key_inline) __builtin_prefetch(t->arena.p + off);
             }
         }
     }
@@ -3079,7 +3222,7 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         int fixed = 1;
         for (int i = 0; i < plan.nkeys; i++)
             if (st->key_kinds[i] == K_STR && plan.keys[i].fn == F_IDENT) fixed = 0;
-        table_layout(st, fixed, (size_t)plan.nkeys * 9);
+        table_layout(st, fixed, (size_t)plan.nkeys * 9, 0);
         st->huge = 1;
         sc->agg = st;
         st->unindexed = unindexed;
