@@ -245,6 +245,22 @@ def test_keys_of_any_length_beside_others_answer_as_duckdb(tmp_path, chunk_bytes
         assert_same(gw, "SELECT j, k, avg(v) AS a FROM t GROUP BY j, k")
 
 
+@pytest.mark.parametrize("lone", [False, True])
+def test_partitions_made_from_a_chunk_without_groups_answer_as_duckdb(tmp_path, lone):
+    """The partitions take their records' room for keys from the first chunk's groups;
+    a first chunk whose rows the WHERE drops has none, and they still hold an arena
+    offset's room."""
+    rng = random.Random(3)
+    lines = ["k,j,v"] + [f"skip{r},x,-1" for r in range(3000)] + \
+        [f"k{rng.randrange(4000)},{'j' * rng.randrange(0, 30)},{rng.randrange(0, 50)}"
+         for _ in range(20000)]
+    path = write(tmp_path, "w.csv", "\n".join(lines) + "\n")
+    keys = "k" if lone else "k, j"
+    with gateway_for(path, chunk_bytes=1 << 12) as gw:
+        assert_same(gw, f"SELECT {keys}, count(*) AS n, sum(v) AS s FROM t WHERE v >= 0 "
+                        f"GROUP BY {keys}")
+
+
 def test_partitions_merged_again_answer_as_merge_does(tmp_path):
     """A merged table keeps no hashes: merging it into another state, or partitioning it
     again (absorbed into new partitions), hashes its keys first."""

@@ -1704,9 +1704,10 @@ fail:
 
 /* The bytes of key a merged table's records hold (the rest in its arena): what 15 in 16
  * of t's keys fit in, and the record's padding (q2's keys of 14-17 bytes in the record:
- * in the arena, a probe that found its slot's tag missed a second time on the key) */
+ * in the arena, a probe that found its slot's tag missed a second time on the key); at
+ * least 4, an arena offset's room (t without groups: 4) */
 static size_t tight_inline(const AggStateObject *t) {
-    if (t->fixed_key || !t->ngroups) return t->key_inline;
+    if (t->fixed_key) return t->key_inline;
     size_t count[TIGHT_INLINE_MAX + 1] = {0}, n, seen = 0, len = 0;
     for (size_t g = 0; g < t->ngroups; g++) {
         group_key(t, g, &n);
