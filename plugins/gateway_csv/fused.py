@@ -219,8 +219,8 @@ def run(scanners: list[Scanner], fused: FusedAggregate) -> tuple[list[pa.Array],
 
 
 #: groups of chunks merged at once, partition by partition (memory: these and the
-#: merged groups, not every chunk's groups)
-_BATCH = 8
+#: merged groups, not every chunk's groups; 4, not 8: q2's peak 10 MB lower, as fast)
+_BATCH = 4
 #: the tasks one batch's partitions are merged in
 _TASKS = 8
 #: export_columns' letter of each key type (any other: int64)
