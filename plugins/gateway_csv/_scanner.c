@@ -1260,7 +1260,8 @@ static inline int same_bytes(const char *a, const char *b, size_t n) {
  * that holds the old array beside the new, and the room past what is written is never
  * resident. A scan's arrays stay malloc's: made and freed chunk after chunk, mapped ones
  * were fresh pages to fault and zero each time, and unmapping them stopped every thread
- * (q2: 0.7 s more CPU). */
+ * (q2: 0.7 s more CPU); so does a partition's index, made anew at each growth (mapped,
+ * its unmapping's TLB shootdowns were 13% of q2's CPU on a quiet machine). */
 #define MAP_FROM ((size_t)256 << 10)
 #define T_HUGE 1 /* probed at every row of a scan: on huge pages */
 #define T_MAP 2  /* mapped (a merged table's) */
@@ -1344,7 +1345,7 @@ static int arena_put(AggStateObject *t, const char *k, size_t n) {
 /* the table's arrays freed */
 static void table_free_all(AggStateObject *t) {
     int how = table_how(t, 0);
-    table_free(t->index, t->cap * sizeof(uint64_t), how);
+    table_free(t->index, t->cap * sizeof(uint64_t), 0);
     table_free(t->groups, t->gcap * t->stride, how);
     table_free(t->hashes, t->gcap * sizeof(uint64_t), how);
     table_free(t->arena.p, t->arena.cap, how);
@@ -1370,7 +1371,7 @@ static inline int table_full(const AggStateObject *t, size_t n) {
 /* the index at ncap slots (more than the groups need: table_full) */
 static int table_resize(AggStateObject *t, size_t ncap) {
     if (ncap > UINT32_MAX) return -1;
-    int how = table_how(t, t->huge);
+    int how = table_how(t, t->huge) & ~T_MAP; /* rebuilt at each growth: malloc's (unmapping stops every thread) */
     uint64_t *idx = table_alloc(ncap * sizeof(uint64_t), how);
     if (!idx) return -1;
     if (!(how & T_MAP) || ncap * sizeof(uint64_t) < MAP_FROM) memset(idx, 0, ncap * sizeof(uint64_t));
@@ -3255,7 +3256,7 @@ static int aggregate_row(Scan *sc) {
     if ((r & (UNINDEX_CHECK - 1)) == UNINDEX_CHECK - 1 && !t->unindexed) {
         if (r >= UNINDEX_FROM && (t->ngroups - sc->checked_groups) * 4 > UNINDEX_CHECK * 3) {
             /* most rows are new groups still: looking them up would merge few */
-            table_free(t->index, t->cap * sizeof(uint64_t), table_how(t, t->huge));
+            table_free(t->index, t->cap * sizeof(uint64_t), 0);
             t->index = NULL;
             t->cap = 0;
             t->unindexed = 1;
