@@ -22,7 +22,7 @@ TWO = {"corr", "covar_pop", "covar_samp", "regr_slope", "arg_max", "arg_min", "a
 REFUSED = [
     *(f"SELECT k, {name}(a, b) FROM t GROUP BY k" if name in TWO else
       f"SELECT k, {name}(a) FROM t GROUP BY k" for name in sorted(handover.AGGREGATES)),
-    "SELECT k, MEDIAN (a) AS m FROM t GROUP BY k",
+    "SELECT k, MODE (a) AS m FROM t GROUP BY k",
     "SELECT k FROM t GROUP BY k HAVING stddev(a) > 0",
     "SELECT k FROM t GROUP BY k ORDER BY corr(a, b)",
     "SELECT k, pow(corr(a, b), 2) AS r2 FROM t GROUP BY k",
@@ -76,7 +76,7 @@ def test_a_statement_handed_over_imports_no_planner(tmp_path):
             f"config = {{'engines': {{'csv': {{'type': 'csv', 'fallback': 'duck'}}, "
             f"'duck': {{'type': 'duckdb'}}}}, 'sources': {{'t': {{'path': {str(path)!r}}}}}}}\n"
             "with gateway.connect(config) as gw:\n"
-            "    result = gw.execute('SELECT k, median(a) AS m FROM t GROUP BY k', engine='csv')\n"
+            "    result = gw.execute('SELECT k, mode(a) AS m FROM t GROUP BY k', engine='csv')\n"
             "    rows = result.to_arrow().num_rows\n"
             "print(rows, result.engine, 'sqlglot' in sys.modules,\n"
             "      'gateway_csv.shape_aggregation' in sys.modules)\n")

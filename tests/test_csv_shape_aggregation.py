@@ -189,9 +189,9 @@ def statements(draw):
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["column", "column", "count_star", "aggregate", "strftime",
                                      "round"]))
-        function = draw(st.sampled_from(["count", "sum", "avg", "min", "max"]))
+        function = draw(st.sampled_from(["count", "sum", "avg", "min", "max", "median"]))
         fitting = {"strftime": TEMPORAL, "round": NUMBERS}.get(kind) or \
-            {"sum": NUMBERS, "avg": NUMBERS, "min": NUMBERS + TEMPORAL,
+            {"sum": NUMBERS, "avg": NUMBERS, "median": NUMBERS, "min": NUMBERS + TEMPORAL,
              "max": NUMBERS + TEMPORAL}.get(function, COLUMNS) if kind != "column" else COLUMNS
         column = draw(st.sampled_from(NAMES if rarely(10) else COLUMNS if rarely(6) else fitting))
         alias = name(draw(st.sampled_from(ALIASES if rarely(4) else ALIASES[:3]))) \
@@ -289,6 +289,8 @@ def test_an_aggregation_answers_as_the_planner_does(table_file, sql):
     "SELECT flag, min(tz), max(n), sum(f) FROM t GROUP BY flag ORDER BY flag",
     "SELECT count(*), sum(n), avg(n), min(f), max(f) FROM t",
     "SELECT k, count(*) AS c FROM t GROUP BY k ORDER BY c DESC LIMIT 0",
+    "SELECT k, flag, median(f) AS m, median(n) FROM t GROUP BY k, flag ORDER BY k, flag",
+    "SELECT median(f), median(n) FROM t",
 ])
 def test_aggregations_answer_as_the_planner_and_duckdb_do(table_file, sql):
     with gateway_for(table_file, chunk_bytes=2048) as gw:

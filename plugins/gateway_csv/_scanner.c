@@ -39,6 +39,9 @@ enum { OP_EQ = 0, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_ISNULL, OP_NOTNULL };
 enum { F_IDENT = 0, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND,
        F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_SECOND };
 enum { A_COUNT_STAR = 0, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX };
+/* holistic aggregates (h39h), appended after A_MAX: a group's values are held (see
+ * "holistic aggregates" below); A_TOP's parameter is k | desc << 8 | nulls_first << 9 */
+enum { A_MEDIAN = 6, A_TOP = 7 };
 enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE, E_CHANGED, E_WIDE };
 
 static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote", "changed",
@@ -51,6 +54,7 @@ static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", 
 #define HUGE_FOLIO ((int64_t)2 << 20)
 #define MAX_SLOTS 2048 /* columns one scan reads */
 #define MAX_KEYS 64    /* group keys, and aggregates, of one scan */
+#define TOP_MAX 255    /* the most values a top-k aggregate (A_TOP) keeps */
 
 /* ------------------------------------------------------------------ File */
 
@@ -913,6 +917,7 @@ typedef struct {
 } Factor;
 typedef struct {
     int fn, slot;
+    int param; /* A_TOP's k | desc << 8 | nulls_first << 9 */
     /* the aggregate of a product of factors, left to right ((f0 * f1) * f2, as DuckDB
      * reads l_extendedprice * (1 - l_discount) * (1 + l_tax)), NULL when one is; slot
      * is the first factor's */
@@ -1031,6 +1036,16 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
             if (!PyArg_ParseTuple(PyTuple_GET_ITEM(aggs, i), "ii|O!", &ag->fn, &ag->slot, &PyTuple_Type, &factors))
                 return -1;
             if (!factors) continue;
+            if (ag->fn == A_TOP) {
+                int k, desc, nulls_first;
+                if (!PyArg_ParseTuple(factors, "ipp", &k, &desc, &nulls_first)) return -1;
+                if (k < 1 || k > TOP_MAX) {
+                    PyErr_SetString(PyExc_ValueError, "a top-k aggregate keeps 1 to 255 values");
+                    return -1;
+                }
+                ag->param = k | desc << 8 | nulls_first << 9;
+                continue;
+            }
             if (PyTuple_GET_SIZE(factors) < 1 || PyTuple_GET_SIZE(factors) > MAX_FACTORS) {
                 PyErr_SetString(PyExc_ValueError, "an aggregate's product has 1 to 4 factors");
                 return -1;
@@ -1068,6 +1083,12 @@ typedef struct {
         __int128 isum;
         double f;
         int64_t i;
+        /* a holistic aggregate's values (int64, or a double's bits), n of them held in
+         * room for cap; extra: A_TOP's NULLs (HELD_NULLS bits) and its HELD_* flags */
+        struct {
+            int64_t *v;
+            uint32_t cap, extra;
+        } held;
     };
     int64_t n;
 } Cell;
@@ -1088,6 +1109,7 @@ typedef struct {
     int key_kinds[MAX_KEYS];
     int agg_fns[MAX_KEYS];
     int agg_kinds[MAX_KEYS];
+    int agg_params[MAX_KEYS]; /* Agg.param of each aggregate */
     int fixed_key;
     size_t key_width;          /* the key's length when fixed_key */
     size_t key_at, stride;     /* the key's place in a record; a record's size */
@@ -1132,7 +1154,10 @@ static void table_layout(AggStateObject *t, int fixed, size_t key_width) {
     t->stride = stride;
 }
 
+static void held_free(AggStateObject *t);
+
 static void AggState_dealloc(AggStateObject *self) {
+    held_free(self);
     free(self->index);
     free(self->groups);
     free(self->hashes);
@@ -1332,6 +1357,284 @@ static Cell *table_find(AggStateObject *t, const char *k, size_t n, uint64_t h) 
 
 static Cell *table_lookup(AggStateObject *t, const char *k, size_t n) { return table_find(t, k, n, hash_bytes(k, n)); }
 
+/* ------------------------------------------------- holistic aggregates (h39h)
+ *
+ * median and top-k per group hold their group's values in a growable array per
+ * group (Cell.held). median(x) is DuckDB's quantile_cont(x, 0.5), bit for bit: the
+ * values are selected by the very algorithm DuckDB's QuantileInterpolator calls,
+ * libstdc++'s std::nth_element (introselect: median of three moved first, unguarded
+ * partition, insertion sort of the last three or fewer, heap select past 2 log2(n)
+ * rounds), on the values in the order they came (a file's order, on one chunk), so
+ * which of -0.0 and 0.0 (equal to the comparison) is chosen is DuckDB's choice too;
+ * then lo * (1 - d) + hi * d at (n - 1) / 2. A_TOP keeps a group's k first values in
+ * an ORDER BY (at most 2k held: pruned to k by selection when full) and counts its
+ * NULLs; the rows it gives are export_top's. */
+
+#define HELD_NULLS 0x1fffffffu   /* A_TOP's NULLs (saturating) */
+#define HELD_POS_ZERO (1u << 29) /* a 0.0 was put */
+#define HELD_NEG_ZERO (1u << 30) /* a -0.0 was put */
+#define HELD_DROPPED_ZERO (1u << 31) /* a zero was pruned away */
+
+/* the comparison of mode (bit 0: doubles, else int64; bit 1: descending): DuckDB's
+ * LessThan, NaN above every number and equal to NaN, -0.0 equal to 0.0 */
+static inline int held_less(int mode, int64_t a, int64_t b) {
+    if (mode & 2) {
+        int64_t t = a;
+        a = b;
+        b = t;
+    }
+    if (mode & 1) {
+        double x, y;
+        memcpy(&x, &a, 8);
+        memcpy(&y, &b, 8);
+        if (isnan(x)) return 0;
+        if (isnan(y)) return 1;
+        return x < y;
+    }
+    return a < b;
+}
+
+/* libstdc++'s __adjust_heap and __push_heap over v[0:len] */
+static void held_adjust_heap(int m, int64_t *v, ptrdiff_t hole, ptrdiff_t len, int64_t val) {
+    ptrdiff_t top = hole, second = hole;
+    while (second < (len - 1) / 2) {
+        second = 2 * (second + 1);
+        if (held_less(m, v[second], v[second - 1])) second--;
+        v[hole] = v[second];
+        hole = second;
+    }
+    if ((len & 1) == 0 && second == (len - 2) / 2) {
+        second = 2 * (second + 1);
+        v[hole] = v[second - 1];
+        hole = second - 1;
+    }
+    ptrdiff_t parent = (hole - 1) / 2;
+    while (hole > top && held_less(m, v[parent], val)) {
+        v[hole] = v[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    v[hole] = val;
+}
+
+/* libstdc++'s __heap_select(v, v + mid, v + len) */
+static void held_heap_select(int m, int64_t *v, ptrdiff_t mid, ptrdiff_t len) {
+    if (mid >= 2)
+        for (ptrdiff_t parent = (mid - 2) / 2;; parent--) {
+            held_adjust_heap(m, v, parent, mid, v[parent]);
+            if (parent == 0) break;
+        }
+    for (ptrdiff_t i = mid; i < len; i++)
+        if (held_less(m, v[i], v[0])) {
+            int64_t val = v[i];
+            v[i] = v[0];
+            held_adjust_heap(m, v, 0, mid, val);
+        }
+}
+
+static inline void held_swap(int64_t *v, ptrdiff_t a, ptrdiff_t b) {
+    int64_t t = v[a];
+    v[a] = v[b];
+    v[b] = t;
+}
+
+/* libstdc++'s __move_median_to_first */
+static void held_median_first(int m, int64_t *v, ptrdiff_t r, ptrdiff_t a, ptrdiff_t b, ptrdiff_t c) {
+    if (held_less(m, v[a], v[b])) {
+        if (held_less(m, v[b], v[c])) held_swap(v, r, b);
+        else if (held_less(m, v[a], v[c])) held_swap(v, r, c);
+        else held_swap(v, r, a);
+    } else if (held_less(m, v[a], v[c])) held_swap(v, r, a);
+    else if (held_less(m, v[b], v[c])) held_swap(v, r, c);
+    else held_swap(v, r, b);
+}
+
+/* libstdc++'s __insertion_sort of v[first:last] */
+static void held_insertion_sort(int m, int64_t *v, ptrdiff_t first, ptrdiff_t last) {
+    for (ptrdiff_t i = first + 1; i < last; i++) {
+        int64_t val = v[i];
+        if (held_less(m, val, v[first])) {
+            memmove(&v[first + 1], &v[first], (size_t)(i - first) * sizeof *v);
+            v[first] = val;
+        } else {
+            ptrdiff_t j = i;
+            while (held_less(m, val, v[j - 1])) {
+                v[j] = v[j - 1];
+                j--;
+            }
+            v[j] = val;
+        }
+    }
+}
+
+/* std::nth_element(v + first, v + nth, v + last) as libstdc++ runs it (__introselect) */
+static void held_nth(int m, int64_t *v, ptrdiff_t first, ptrdiff_t nth, ptrdiff_t last) {
+    if (first == last || nth == last) return;
+    int depth = 2 * (63 - __builtin_clzll((unsigned long long)(last - first)));
+    while (last - first > 3) {
+        if (depth == 0) {
+            held_heap_select(m, v + first, nth + 1 - first, last - first);
+            held_swap(v, first, nth);
+            return;
+        }
+        depth--;
+        held_median_first(m, v, first, first + 1, first + (last - first) / 2, last - 1);
+        ptrdiff_t lo = first + 1, hi = last;
+        for (;;) {
+            while (held_less(m, v[lo], v[first])) lo++;
+            hi--;
+            while (held_less(m, v[first], v[hi])) hi--;
+            if (!(lo < hi)) break;
+            held_swap(v, lo, hi);
+            lo++;
+        }
+        if (lo <= nth) first = lo;
+        else last = lo;
+    }
+    held_insertion_sort(m, v, first, last);
+}
+
+static inline double held_double(int64_t bits, int kind) {
+    if (kind != K_FLOAT) return (double)bits;
+    double d;
+    memcpy(&d, &bits, 8);
+    return d;
+}
+
+/* DuckDB's median of the c->n > 0 values held (their order is changed) */
+static double held_median(Cell *c, int kind) {
+    int64_t *v = c->held.v;
+    ptrdiff_t n = (ptrdiff_t)c->n;
+    int m = kind == K_FLOAT;
+    double rn = (double)(n - 1) * 0.5;
+    ptrdiff_t frn = (ptrdiff_t)floor(rn), crn = (ptrdiff_t)ceil(rn);
+    held_nth(m, v, 0, frn, n);
+    if (frn == crn) return held_double(v[frn], kind);
+    held_nth(m, v, frn, crn, n); /* which may move v[frn]: lo is read after it, as DuckDB does */
+    double lo = held_double(v[frn], kind), hi = held_double(v[crn], kind), d = rn - (double)frn;
+    return lo * (1.0 - d) + hi * d;
+}
+
+static inline int held_mode(int kind, int param) { return (kind == K_FLOAT) | (param >> 8 & 1) << 1; }
+static inline int held_zero(int64_t bits) { return (bits & INT64_MAX) == 0; }
+
+/* A_TOP's values pruned to its k first (by selection), noting a zero left out */
+static void held_prune(Cell *c, int kind, int param) {
+    ptrdiff_t k = param & 0xff, n = (ptrdiff_t)c->n;
+    if (n <= k) return;
+    held_nth(held_mode(kind, param), c->held.v, 0, k, n);
+    if (kind == K_FLOAT)
+        for (ptrdiff_t i = k; i < n; i++)
+            if (held_zero(c->held.v[i])) c->held.extra |= HELD_DROPPED_ZERO;
+    c->n = k;
+}
+
+/* the most values an A_TOP cell holds before it is pruned */
+static inline size_t held_room(int fn, int param) {
+    if (fn != A_TOP) return SIZE_MAX;
+    size_t k = (size_t)(param & 0xff);
+    return k < 4 ? 8 : 2 * k;
+}
+
+static int held_reserve(Cell *c, size_t want) {
+    if (want <= c->held.cap) return 0;
+    if (want > UINT32_MAX) return -1;
+    size_t cap = c->held.cap ? c->held.cap : 4;
+    while (cap < want) cap *= 2;
+    if (cap > UINT32_MAX) cap = UINT32_MAX;
+    int64_t *v = realloc(c->held.v, cap * sizeof *v);
+    if (!v) return -1;
+    c->held.v = v;
+    c->held.cap = (uint32_t)cap;
+    return 0;
+}
+
+/* a row's value (a NULL when v is NULL) put in its group's holistic cell; -1: out of memory */
+static int held_put(Cell *c, const Val *v, int fn, int kind, int param) {
+    if (v->is_null) {
+        if (fn == A_TOP && (c->held.extra & HELD_NULLS) != HELD_NULLS) c->held.extra++;
+        return 0;
+    }
+    int64_t bits = v->i;
+    if (kind == K_FLOAT) {
+        memcpy(&bits, &v->f, 8);
+        if (held_zero(bits)) c->held.extra |= bits ? HELD_NEG_ZERO : HELD_POS_ZERO;
+    }
+    if ((size_t)c->n == held_room(fn, param)) held_prune(c, kind, param);
+    if ((size_t)c->n == c->held.cap && held_reserve(c, (size_t)c->n + 1)) return -1;
+    c->held.v[c->n++] = bits;
+    return 0;
+}
+
+/* src's values moved into dst (src is left empty: every merge consumes its source); -1:
+ * out of memory */
+static int held_merge(Cell *dst, Cell *src, int fn, int kind, int param) {
+    uint32_t nulls = (dst->held.extra & HELD_NULLS) + (src->held.extra & HELD_NULLS);
+    dst->held.extra = ((dst->held.extra | src->held.extra) & ~HELD_NULLS) |
+                      (nulls > HELD_NULLS ? HELD_NULLS : nulls);
+    if (src->n == 0) {
+    } else if (dst->n == 0) {
+        free(dst->held.v);
+        dst->held.v = src->held.v;
+        dst->held.cap = src->held.cap;
+        dst->n = src->n;
+        src->held.v = NULL;
+        src->held.cap = 0;
+    } else {
+        if (held_reserve(dst, (size_t)(dst->n + src->n))) return -1;
+        memcpy(dst->held.v + dst->n, src->held.v, (size_t)src->n * sizeof(int64_t));
+        dst->n += src->n;
+        free(src->held.v);
+        src->held.v = NULL;
+        src->held.cap = 0;
+    }
+    src->n = 0;
+    src->held.extra = 0;
+    if (fn == A_TOP && (size_t)dst->n > held_room(fn, param)) held_prune(dst, kind, param);
+    return 0;
+}
+
+/* every holistic cell's values freed */
+static void held_free(AggStateObject *t) {
+    int any = 0;
+    for (int a = 0; a < t->naggs; a++) any |= t->agg_fns[a] >= A_MEDIAN;
+    if (!any || !t->groups) return;
+    for (size_t g = 0; g < t->ngroups; g++) {
+        Cell *c = (Cell *)(t->groups + g * t->stride);
+        for (int a = 0; a < t->naggs; a++)
+            if (t->agg_fns[a] >= A_MEDIAN) {
+                free(c[a].held.v);
+                c[a].held.v = NULL;
+                c[a].held.cap = 0;
+            }
+    }
+}
+
+/* A_TOP's rows of one group: its values held sorted in place, how many of them and of its
+ * NULLs the group gives (*values, *nulls); -1 when which values are given is not
+ * determined (the cut falls among zeros of both signs, which DuckDB's ORDER BY ties, so
+ * its row_number keeps either) */
+static int held_top(Cell *c, int kind, int param, size_t *values, size_t *nulls) {
+    size_t k = (size_t)(param & 0xff), n = (size_t)c->n, nn = c->held.extra & HELD_NULLS;
+    held_insertion_sort(held_mode(kind, param), c->held.v, 0, (ptrdiff_t)n);
+    if (param >> 9 & 1) {
+        *nulls = nn < k ? nn : k;
+        *values = n < k - *nulls ? n : k - *nulls;
+    } else {
+        *values = n < k ? n : k;
+        *nulls = nn < k - *values ? nn : k - *values;
+    }
+    if (kind != K_FLOAT || (c->held.extra & (HELD_POS_ZERO | HELD_NEG_ZERO)) != (HELD_POS_ZERO | HELD_NEG_ZERO))
+        return 0;
+    int kept = 0, left = (c->held.extra & HELD_DROPPED_ZERO) != 0;
+    for (size_t i = 0; i < n; i++)
+        if (held_zero(c->held.v[i])) {
+            if (i < *values) kept = 1;
+            else left = 1;
+        }
+    return kept && left ? -1 : 0;
+}
+
 static int nan_aware_less(double a, double b) {
     /* DuckDB orders NaN above every number */
     if (isnan(a)) return 0;
@@ -1339,8 +1642,11 @@ static int nan_aware_less(double a, double b) {
     return a < b;
 }
 
-static void cell_merge(Cell *dst, const Cell *src, int fn, int kind) {
-    if (src->n == 0 && fn != A_COUNT_STAR) return;
+/* src's aggregate fn folded into dst's (a holistic one's values moved: see held_merge);
+ * -1 when out of memory */
+static int cell_merge(Cell *dst, Cell *src, int fn, int kind, int param) {
+    if (fn >= A_MEDIAN) return held_merge(dst, src, fn, kind, param);
+    if (src->n == 0 && fn != A_COUNT_STAR) return 0;
     switch (fn) {
     case A_COUNT_STAR:
     case A_COUNT: break;
@@ -1359,6 +1665,7 @@ static void cell_merge(Cell *dst, const Cell *src, int fn, int kind) {
         break;
     }
     dst->n += src->n;
+    return 0;
 }
 
 /* an unindexed table's groups made distinct (merged in a new table, which then replaces
@@ -1371,6 +1678,7 @@ static int table_compact(AggStateObject *t) {
     c.naggs = t->naggs;
     memcpy(c.agg_fns, t->agg_fns, sizeof c.agg_fns);
     memcpy(c.agg_kinds, t->agg_kinds, sizeof c.agg_kinds);
+    memcpy(c.agg_params, t->agg_params, sizeof c.agg_params);
     table_layout(&c, t->fixed_key, t->key_width);
     int oom = 0;
     for (size_t g = 0; g < t->ngroups && !oom; g++) {
@@ -1381,16 +1689,19 @@ static int table_compact(AggStateObject *t) {
             oom = 1;
             break;
         }
-        const Cell *src = group_cells(t, g);
-        for (int a = 0; a < t->naggs; a++) cell_merge(&d[a], &src[a], t->agg_fns[a], t->agg_kinds[a]);
+        Cell *src = group_cells(t, g);
+        for (int a = 0; a < t->naggs && !oom; a++)
+            oom = cell_merge(&d[a], &src[a], t->agg_fns[a], t->agg_kinds[a], t->agg_params[a]);
     }
     if (oom) {
+        held_free(&c);
         free(c.index);
         free(c.groups);
         free(c.hashes);
         free(c.arena.p);
         return -1;
     }
+    held_free(t);
     free(t->index);
     free(t->groups);
     free(t->hashes);
@@ -1425,14 +1736,14 @@ static PyObject *int128_to_py(__int128 v) {
 
 /* merge(other): fold another chunk's partial aggregates into this one */
 static PyObject *AggState_merge(AggStateObject *self, PyObject *arg);
+static int same_plan(const AggStateObject *a, const AggStateObject *b);
 static PyTypeObject AggStateType;
 
 static PyObject *AggState_merge(AggStateObject *self, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AggStateType)) return PyErr_Format(PyExc_TypeError, "expected an AggState");
     AggStateObject *o = (AggStateObject *)arg;
     if (table_compact(self)) return PyErr_NoMemory();
-    if (o->naggs != self->naggs || o->nkeys != self->nkeys || o->fixed_key != self->fixed_key ||
-        o->key_width != self->key_width)
+    if (!same_plan(o, self))
         return PyErr_Format(PyExc_ValueError, "merging states of different plans");
     for (size_t g = 0; g < o->ngroups; g++) {
         size_t n;
@@ -1440,7 +1751,9 @@ static PyObject *AggState_merge(AggStateObject *self, PyObject *arg) {
         Cell *dst = table_find(self, k, n, o->hashes[g]);
         if (!dst) return PyErr_NoMemory();
         Cell *src = group_cells(o, g);
-        for (int a = 0; a < self->naggs; a++) cell_merge(&dst[a], &src[a], self->agg_fns[a], self->agg_kinds[a]);
+        for (int a = 0; a < self->naggs; a++)
+            if (cell_merge(&dst[a], &src[a], self->agg_fns[a], self->agg_kinds[a], self->agg_params[a]))
+                return PyErr_NoMemory();
     }
     Py_RETURN_NONE;
 }
@@ -1493,8 +1806,9 @@ static PyObject *AggState_export(AggStateObject *self, PyObject *unused) {
         for (int a = 0; a < self->naggs; a++) {
             PyObject *v;
             int fn = self->agg_fns[a], kind = self->agg_kinds[a];
-            if (fn == A_COUNT_STAR || fn == A_COUNT) v = PyLong_FromLongLong(c[a].n);
+            if (fn == A_COUNT_STAR || fn == A_COUNT || fn == A_TOP) v = PyLong_FromLongLong(c[a].n);
             else if (c[a].n == 0) v = Py_NewRef(Py_None);
+            else if (fn == A_MEDIAN) v = PyFloat_FromDouble(held_median(&c[a], kind));
             else if (fn == A_AVG) v = PyFloat_FromDouble(kind == K_FLOAT ? c[a].f / (double)c[a].n
                                                                          : (double)c[a].isum / (double)c[a].n);
             else if (fn == A_SUM) v = kind == K_FLOAT ? PyFloat_FromDouble(c[a].f) : int128_to_py(c[a].isum);
@@ -1533,6 +1847,7 @@ static PyObject *AggState_fold(AggStateObject *self, PyObject *arg) {
     table_layout(out, 1, 9);
     memcpy(out->agg_fns, self->agg_fns, sizeof out->agg_fns);
     memcpy(out->agg_kinds, self->agg_kinds, sizeof out->agg_kinds);
+    memcpy(out->agg_params, self->agg_params, sizeof out->agg_params);
     for (size_t g = 0; g < self->ngroups; g++) {
         char key[9] = {1};
         int64_t id = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)g));
@@ -1544,7 +1859,11 @@ static PyObject *AggState_fold(AggStateObject *self, PyObject *arg) {
             goto fail;
         }
         Cell *src = group_cells(self, g);
-        for (int a = 0; a < self->naggs; a++) cell_merge(&dst[a], &src[a], self->agg_fns[a], self->agg_kinds[a]);
+        for (int a = 0; a < self->naggs; a++)
+            if (cell_merge(&dst[a], &src[a], self->agg_fns[a], self->agg_kinds[a], self->agg_params[a])) {
+                PyErr_NoMemory();
+                goto fail;
+            }
     }
     Py_DECREF(seq);
     return (PyObject *)out;
@@ -1564,6 +1883,7 @@ static AggStateObject *state_like(const AggStateObject *t) {
     memcpy(o->key_kinds, t->key_kinds, sizeof o->key_kinds);
     memcpy(o->agg_fns, t->agg_fns, sizeof o->agg_fns);
     memcpy(o->agg_kinds, t->agg_kinds, sizeof o->agg_kinds);
+    memcpy(o->agg_params, t->agg_params, sizeof o->agg_params);
     table_layout(o, t->fixed_key, t->key_width);
     return o;
 }
@@ -1571,7 +1891,8 @@ static AggStateObject *state_like(const AggStateObject *t) {
 static int same_plan(const AggStateObject *a, const AggStateObject *b) {
     return a->naggs == b->naggs && a->nkeys == b->nkeys && a->fixed_key == b->fixed_key &&
            a->key_width == b->key_width && !memcmp(a->agg_fns, b->agg_fns, sizeof a->agg_fns) &&
-           !memcmp(a->agg_kinds, b->agg_kinds, sizeof a->agg_kinds);
+           !memcmp(a->agg_kinds, b->agg_kinds, sizeof a->agg_kinds) &&
+           !memcmp(a->agg_params, b->agg_params, sizeof a->agg_params);
 }
 
 /* partitions() -> a tuple of AGG_PARTS empty states of this one's plan, for absorb() */
@@ -1656,8 +1977,9 @@ static PyObject *absorb(PyObject *mod, PyObject *args) {
                     oom = 1;
                     break;
                 }
-                const Cell *c = group_cells(src, g);
-                for (int a = 0; a < dst->naggs; a++) cell_merge(&d[a], &c[a], dst->agg_fns[a], dst->agg_kinds[a]);
+                Cell *c = group_cells(src, g);
+                for (int a = 0; a < dst->naggs && !oom; a++)
+                    oom = cell_merge(&d[a], &c[a], dst->agg_fns[a], dst->agg_kinds[a], dst->agg_params[a]);
             }
         }
     }
@@ -1698,6 +2020,7 @@ static int fits_bigint(__int128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
 
 /* the state's tables freed (an exported state that is not needed again) */
 static void table_release(AggStateObject *t) {
+    held_free(t);
     free(t->index);
     free(t->groups);
     free(t->hashes);
@@ -1781,13 +2104,17 @@ static int export_fill(AggStateObject **st, Py_ssize_t nst, const char *kc, Expo
                 ExportCol *c = &aggs[a];
                 const Cell *x = &cells[a];
                 int fn = agg_fns[a], kind = agg_kinds[a];
-                if (fn == A_COUNT_STAR || fn == A_COUNT) {
+                if (fn == A_COUNT_STAR || fn == A_COUNT || fn == A_TOP) {
                     export_valid(c, row);
                     export_put(c, &x->n, 8);
                 } else if (x->n == 0) {
                     c->nulls++;
                     memset(c->x + c->xlen, 0, agg_width(fn, kind, c->wide));
                     c->xlen += agg_width(fn, kind, c->wide);
+                } else if (fn == A_MEDIAN) {
+                    export_valid(c, row);
+                    double d = held_median((Cell *)x, kind);
+                    export_put(c, &d, 8);
                 } else if (fn == A_AVG) {
                     export_valid(c, row);
                     double d = kind == K_FLOAT ? x->f / (double)x->n : (double)x->isum / (double)x->n;
@@ -1956,6 +2283,83 @@ done:
     Py_XDECREF(al);
     export_free(keys, nkeys);
     export_free(aggs, naggs);
+    free(st);
+    Py_DECREF(seq);
+    return out;
+}
+
+/* export_top(states, agg) -> (rows, groups, values, validity, nulls): the rows the top-k
+ * aggregate agg (A_TOP) gives, the groups of every state one after another (numbered
+ * in export_columns' order): per row, the int64 number of its group, its value (int64,
+ * or a double) and its validity bit (NULLs: at their end, or first, as the ORDER BY
+ * puts them). ValueError when a group's rows are not determined (held_top). */
+static PyObject *export_top(PyObject *mod, PyObject *args) {
+    PyObject *states_arg;
+    int a;
+    if (!PyArg_ParseTuple(args, "Oi", &states_arg, &a)) return NULL;
+    PyObject *seq = PySequence_Fast(states_arg, "export_top() needs a sequence of states");
+    if (!seq) return NULL;
+    Py_ssize_t nst = 0;
+    AggStateObject **st = PySequence_Fast_GET_SIZE(seq)
+        ? states_of(seq, &nst, (AggStateObject *)PySequence_Fast_GET_ITEM(seq, 0)) : NULL;
+    PyObject *groups = NULL, *values = NULL, *validity = NULL, *out = NULL;
+    if (!st) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "export_top() needs a state");
+        goto done;
+    }
+    if (a < 0 || a >= st[0]->naggs || st[0]->agg_fns[a] != A_TOP) {
+        PyErr_SetString(PyExc_ValueError, "export_top() needs a top-k aggregate");
+        goto done;
+    }
+    int kind = st[0]->agg_kinds[a], param = st[0]->agg_params[a], nulls_first = param >> 9 & 1, bad = 0, oom = 0;
+    size_t rows = 0, nulls = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < nst && !oom; i++) oom = table_compact(st[i]);
+    for (Py_ssize_t i = 0; i < nst && !oom && !bad; i++)
+        for (size_t g = 0; g < st[i]->ngroups; g++) {
+            size_t v, n;
+            if (held_top(&group_cells(st[i], g)[a], kind, param, &v, &n)) {
+                bad = 1;
+                break;
+            }
+            rows += v + n;
+            nulls += n;
+        }
+    Py_END_ALLOW_THREADS
+    if (oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "the rows kept are not determined: the cut falls among zeros of both signs");
+        goto done;
+    }
+    char *gp, *vp, *bp;
+    if (export_bytes(&groups, &gp, rows * 8, 0) || export_bytes(&values, &vp, rows * 8, 1) ||
+        export_bytes(&validity, &bp, (rows + 7) / 8, 1))
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    size_t row = 0;
+    int64_t group = 0;
+    for (Py_ssize_t i = 0; i < nst; i++)
+        for (size_t g = 0; g < st[i]->ngroups; g++, group++) {
+            Cell *c = &group_cells(st[i], g)[a];
+            size_t v, n;
+            held_top(c, kind, param, &v, &n);
+            for (size_t j = 0; j < v + n; j++, row++) {
+                memcpy(gp + row * 8, &group, 8);
+                int is_null = nulls_first ? j < n : j >= v;
+                if (is_null) continue;
+                memcpy(vp + row * 8, &c->held.v[nulls_first ? j - n : j], 8);
+                bp[row >> 3] |= (char)(1 << (row & 7));
+            }
+        }
+    Py_END_ALLOW_THREADS
+    out = Py_BuildValue("(nOOOn)", (Py_ssize_t)rows, groups, values, validity, (Py_ssize_t)nulls);
+done:
+    Py_XDECREF(groups);
+    Py_XDECREF(values);
+    Py_XDECREF(validity);
     free(st);
     Py_DECREF(seq);
     return out;
@@ -2549,14 +2953,18 @@ static int aggregate_pending(Scan *sc, const Pending *row) {
         const Agg *ag = &pl->aggs[a];
         if (ag->fn == A_COUNT_STAR) { c[a].n++; continue; }
         const Val *v = &row->vals[a];
-        if (v->is_null) continue;
         int kind = pl->slots[ag->slot].kind;
+        if (ag->fn >= A_MEDIAN) {
+            if (held_put(&c[a], v, ag->fn, kind, ag->param)) return -1;
+            continue;
+        }
+        if (v->is_null) continue;
         Cell one = {0};
         one.n = 1;
         if (kind == K_FLOAT) one.f = v->f;
         else if (ag->fn == A_MIN || ag->fn == A_MAX) one.i = v->i;
         else one.isum = v->i;
-        cell_merge(&c[a], &one, ag->fn, kind);
+        cell_merge(&c[a], &one, ag->fn, kind, 0);
     }
     return 0;
 }
@@ -2647,14 +3055,18 @@ static inline const Val *agg_value(const Agg *ag, const Val *vals, Val *out) {
 }
 
 /* the row's aggregates in sc->vals folded into its group's cells c (as aggregate_pending) */
-static inline void fold_row(const Plan *pl, Cell *c, const Val *vals) {
+static inline int fold_row(const Plan *pl, Cell *c, const Val *vals) {
     for (int a = 0; a < pl->naggs; a++) {
         const Agg *ag = &pl->aggs[a];
         if (ag->fn == A_COUNT_STAR) { c[a].n++; continue; }
         Val product;
         const Val *v = agg_value(ag, vals, &product);
-        if (v->is_null) continue;
         int kind = pl->slots[ag->slot].kind;
+        if (ag->fn >= A_MEDIAN) {
+            if (held_put(&c[a], v, ag->fn, kind, ag->param)) return -1;
+            continue;
+        }
+        if (v->is_null) continue;
         if ((ag->fn == A_SUM || ag->fn == A_AVG)) {
             if (kind == K_FLOAT) c[a].f += v->f;
             else c[a].isum += v->i;
@@ -2666,8 +3078,9 @@ static inline void fold_row(const Plan *pl, Cell *c, const Val *vals) {
         if (kind == K_FLOAT) one.f = v->f;
         else if (ag->fn == A_MIN || ag->fn == A_MAX) one.i = v->i;
         else one.isum = v->i;
-        cell_merge(&c[a], &one, ag->fn, kind);
+        cell_merge(&c[a], &one, ag->fn, kind, 0);
     }
+    return 0;
 }
 
 /* The row in sc->vals folded into its group now (few groups: see DIRECT_GROUPS) */
@@ -2697,8 +3110,7 @@ static int aggregate_direct(Scan *sc) {
         c = table_find(t, k, sc->dkey.len, hash_bytes(k, sc->dkey.len));
         if (!c) return -1;
     }
-    fold_row(sc->plan, c, sc->vals);
-    return 0;
+    return fold_row(sc->plan, c, sc->vals);
 }
 
 /* The row in sc->vals, aggregated AGG_LAG rows later: a group's index slot,
@@ -3044,6 +3456,11 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         if (plan.aggs[i].fn != A_COUNT_STAR && (plan.aggs[i].slot < 0 || plan.aggs[i].slot >= plan.nslots))
             goto badslot;
         if (plan.aggs[i].nfactors && plan.aggs[i].fn != A_SUM && plan.aggs[i].fn != A_AVG) goto badslot;
+        if (plan.aggs[i].fn < A_COUNT_STAR || plan.aggs[i].fn > A_TOP || (plan.aggs[i].fn == A_TOP) != !!plan.aggs[i].param)
+            goto badslot;
+        if (plan.aggs[i].fn >= A_MEDIAN && plan.slots[plan.aggs[i].slot].kind != K_INT &&
+            plan.slots[plan.aggs[i].slot].kind != K_FLOAT)
+            goto badslot;
         for (int f = 0; f < plan.aggs[i].nfactors; f++) {
             int fs = plan.aggs[i].factors[f].slot;
             if (fs < 0 || fs >= plan.nslots || plan.slots[fs].kind != K_FLOAT) goto badslot;
@@ -3075,6 +3492,7 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         for (int i = 0; i < plan.naggs; i++) {
             st->agg_fns[i] = plan.aggs[i].fn;
             st->agg_kinds[i] = plan.aggs[i].fn == A_COUNT_STAR ? K_INT : plan.slots[plan.aggs[i].slot].kind;
+            st->agg_params[i] = plan.aggs[i].param;
         }
         int fixed = 1;
         for (int i = 0; i < plan.nkeys; i++)
@@ -4185,6 +4603,7 @@ static PyMethodDef module_methods[] = {
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
     {"absorb", absorb, METH_VARARGS, "absorb(parts, partials, first, stop): partitions merged"},
     {"export_columns", export_columns, METH_VARARGS, "export_columns(states, key_codes, release=False): Arrow buffers"},
+    {"export_top", export_top, METH_VARARGS, "export_top(states, agg): the rows of a top-k aggregate"},
     {"parse_value", parse_value, METH_VARARGS, "parse_value(kind, bytes): the scanner's own value parser"},
     {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
     {"sample_columns", sample_columns, METH_VARARGS, "the sniffer's sample of a text without quotes, as columns"},

@@ -30,6 +30,11 @@ F_IDENT, F_YEAR, F_MONTH, F_DAY, F_HOUR, F_ROUND = range(6)
 F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_SECOND = \
     range(6, 12)
 A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX = range(6)
+#: holistic aggregates (_scanner.c's "holistic aggregates"): a group's values held, DuckDB's
+#: median (quantile_cont(x, 0.5)) and a top-k (gateway_csv.topn's rows, by a TopSpec)
+A_MEDIAN, A_TOP = 6, 7
+#: the holistic aggregates' column kinds
+_HELD_KINDS = (INT, FLOAT)
 #: a factor of an aggregate's product (_scanner.c's Factor): x, lit + x, lit - x, x + lit, x - lit
 X, LIT_PLUS, LIT_MINUS, X_PLUS, X_MINUS = range(5)
 #: factors one product holds (MAX_FACTORS in _scanner.c)
@@ -105,7 +110,8 @@ def native_column(layout: Layout, name: str) -> int | None:
 
 def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
          filters: Sequence[tuple[int, int, str, Any]],
-         products: Sequence[tuple[Factor, ...] | None] = ()) -> FusedAggregate | None:
+         products: Sequence[tuple[Factor, ...] | None] = (),
+         top: tuple[int, bool, bool] | None = None) -> FusedAggregate | None:
     """The fused plan of an aggregation, or None when the scanner cannot compute it.
 
     Args:
@@ -113,6 +119,7 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         aggs: (A_*, column index or -1 for count(*)) of each aggregate.
         products: per aggregate, None or the factors of the product it sums or
             averages (each of a DOUBLE column), its column then the first factor's.
+        top: an A_TOP aggregate's (k, descending, nulls first).
         filters: the WHERE conditions the scan applies, by column index
             (:func:`gateway_csv.query.pushdown`).
     """
@@ -137,6 +144,8 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         if fn == A_COUNT_STAR:
             continue
         kind = layout.scan_kind(col)
+        if fn in (A_MEDIAN, A_TOP) and (kind not in _HELD_KINDS or (fn == A_TOP) != (top is not None)):
+            return None
         if fn in (A_SUM, A_AVG) and kind not in (INT, FLOAT):
             return None
         if fn in (A_MIN, A_MAX) and kind not in (INT, FLOAT, *_TEMPORAL_KINDS):
@@ -151,7 +160,8 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         slots=tuple((col, layout.scan_kind(col)) for col in order),
         filters=tuple((slot_of[c], op, ct, v) for c, op, ct, v in filters),
         keys=tuple((slot_of[k.column], k.fn) for k in keys),
-        aggs=tuple((fn, slot_of[c] if c >= 0 else -1) if product is None else
+        aggs=tuple((fn, slot_of[c], top) if fn == A_TOP else
+                   (fn, slot_of[c] if c >= 0 else -1) if product is None else
                    (fn, slot_of[c], tuple((slot_of[fc], op, lit) for fc, op, lit in product))
                    for (fn, c), product in zip(aggs, products, strict=True)),
         key_columns=[(k.column, k.fn) for k in keys], agg_columns=list(aggs),
@@ -273,7 +283,7 @@ def _agg_type(layout: Layout, fn: int, col: int, wide: int) -> pa.DataType:
     """The Arrow type of an aggregate (``wide``: an integer sum passes BIGINT)."""
     if fn in (A_COUNT_STAR, A_COUNT):
         return pa.int64()
-    if fn == A_AVG:
+    if fn in (A_AVG, A_MEDIAN):
         return pa.float64()
     if fn == A_SUM and layout.kinds[col] != FLOAT:
         return pa.decimal128(38, 0) if wide else pa.int64()
@@ -350,8 +360,10 @@ __all__ = [
     "A_COUNT",
     "A_COUNT_STAR",
     "A_MAX",
+    "A_MEDIAN",
     "A_MIN",
     "A_SUM",
+    "A_TOP",
     "F_DAY",
     "F_HOUR",
     "F_IDENT",

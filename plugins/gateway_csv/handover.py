@@ -6,7 +6,7 @@ dialect (about 90 ms of CPU) and parses the statement, all of which a query
 answered by the fallback pays on top of DuckDB's own time (h2o's q6, q8 and q9:
 13-23% over DuckDB alone, where the issue allows 5%). :func:`refusal` finds
 those constructs in the statement's tokens first: a name of such an aggregate
-called (``median(``), ``OVER (``, ``(SELECT``, outside strings, quoted names
+called (``corr(``), ``OVER (``, ``(SELECT``, outside strings, quoted names
 and comments. What it finds, the planner refuses too (tests/test_csv_handover.py
 holds every name and form to the planner's refusal); what it does not find,
 the planner reads as before. A statement holding a backslash, a dollar or a
@@ -27,7 +27,7 @@ AGGREGATES = frozenset({
     "any_value", "approx_count_distinct", "approx_quantile", "arg_max", "arg_min",
     "argmax", "argmin", "array_agg", "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or",
     "corr", "count_if", "covar_pop", "covar_samp", "group_concat", "kurtosis", "listagg",
-    "max_by", "median", "min_by", "mode", "percentile_cont", "quantile", "quantile_cont",
+    "max_by", "min_by", "mode", "percentile_cont", "quantile", "quantile_cont",
     "quantile_disc", "regr_slope", "skewness", "stddev", "stddev_pop", "stddev_samp",
     "string_agg", "var_pop", "var_samp", "variance",
 })

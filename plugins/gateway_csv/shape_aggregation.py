@@ -27,7 +27,7 @@ import pyarrow as pa
 from gateway.records import FrozenRecord, Record
 from gateway_csv import fused, native, temporal
 from gateway_csv.columns import answer_table, ordered, sliced
-from gateway_csv.fused import A_AVG, A_COUNT, A_MAX, A_MIN, A_SUM
+from gateway_csv.fused import A_AVG, A_COUNT, A_MAX, A_MEDIAN, A_MIN, A_SUM
 from gateway_csv.layout import Layout
 from gateway_csv.naming import aggregate_name
 from gateway_csv.native import column_types
@@ -35,7 +35,8 @@ from gateway_csv.scan import Scanner
 from gateway_csv.shape import LARGEST, RESERVED, SPACE
 
 #: the aggregates read here, by the name DuckDB gives them in a column's name
-_AGGREGATES = {"count": A_COUNT, "sum": A_SUM, "avg": A_AVG, "min": A_MIN, "max": A_MAX}
+_AGGREGATES = {"count": A_COUNT, "sum": A_SUM, "avg": A_AVG, "min": A_MIN, "max": A_MAX,
+               "median": A_MEDIAN}
 #: words not taken as a name in an aggregation: RESERVED, and those sqlglot reads as more
 #: than a name after GROUP BY (tests/test_csv_shape_aggregation.py checks every word)
 _NOT_NAMES = RESERVED | {"CUBE", "LOCK", "ROLLUP"}
