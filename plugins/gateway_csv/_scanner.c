@@ -1083,12 +1083,17 @@ typedef struct {
         __int128 isum;
         double f;
         int64_t i;
-        /* a holistic aggregate's values (int64, or a double's bits), n of them held in
-         * room for cap; extra: A_TOP's NULLs (HELD_NULLS bits) and its HELD_* flags */
+        /* A_MEDIAN's values (int64, or a double's bits), n of them held in room for cap */
         struct {
             int64_t *v;
             uint32_t cap, extra;
         } held;
+        /* A_TOP's values (room for top_room of them), and the worst one kept once it
+         * was pruned (TOP_BAR): n is their count | the TOP_* bits << 32 */
+        struct {
+            int64_t *v;
+            int64_t bar;
+        } top;
     };
     int64_t n;
 } Cell;
@@ -1370,10 +1375,12 @@ static Cell *table_lookup(AggStateObject *t, const char *k, size_t n) { return t
  * an ORDER BY (at most 2k held: pruned to k by selection when full) and counts its
  * NULLs; the rows it gives are export_top's. */
 
-#define HELD_NULLS 0x1fffffffu   /* A_TOP's NULLs (saturating) */
-#define HELD_POS_ZERO (1u << 29) /* a 0.0 was put */
-#define HELD_NEG_ZERO (1u << 30) /* a -0.0 was put */
-#define HELD_DROPPED_ZERO (1u << 31) /* a zero was pruned away */
+/* A_TOP's bits, above its count in Cell.n */
+#define TOP_NULLS 0x0fffffffu        /* its NULLs (saturating) */
+#define TOP_BAR (1u << 28)           /* top.bar holds the worst value kept */
+#define TOP_POS_ZERO (1u << 29)      /* a 0.0 was put */
+#define TOP_NEG_ZERO (1u << 30)      /* a -0.0 was put */
+#define TOP_DROPPED_ZERO (1u << 31)  /* a zero was left out */
 
 /* the comparison of mode (bit 0: doubles, else int64; bit 1: descending): DuckDB's
  * LessThan, NaN above every number and equal to NaN, -0.0 equal to 0.0 */
@@ -1518,24 +1525,6 @@ static double held_median(Cell *c, int kind) {
 static inline int held_mode(int kind, int param) { return (kind == K_FLOAT) | (param >> 8 & 1) << 1; }
 static inline int held_zero(int64_t bits) { return (bits & INT64_MAX) == 0; }
 
-/* A_TOP's values pruned to its k first (by selection), noting a zero left out */
-static void held_prune(Cell *c, int kind, int param) {
-    ptrdiff_t k = param & 0xff, n = (ptrdiff_t)c->n;
-    if (n <= k) return;
-    held_nth(held_mode(kind, param), c->held.v, 0, k, n);
-    if (kind == K_FLOAT)
-        for (ptrdiff_t i = k; i < n; i++)
-            if (held_zero(c->held.v[i])) c->held.extra |= HELD_DROPPED_ZERO;
-    c->n = k;
-}
-
-/* the most values an A_TOP cell holds before it is pruned */
-static inline size_t held_room(int fn, int param) {
-    if (fn != A_TOP) return SIZE_MAX;
-    size_t k = (size_t)(param & 0xff);
-    return k < 4 ? 8 : 2 * k;
-}
-
 static int held_reserve(Cell *c, size_t want) {
     if (want <= c->held.cap) return 0;
     if (want > UINT32_MAX) return -1;
@@ -1549,29 +1538,102 @@ static int held_reserve(Cell *c, size_t want) {
     return 0;
 }
 
-/* a row's value (a NULL when v is NULL) put in its group's holistic cell; -1: out of memory */
-static int held_put(Cell *c, const Val *v, int fn, int kind, int param) {
-    if (v->is_null) {
-        if (fn == A_TOP && (c->held.extra & HELD_NULLS) != HELD_NULLS) c->held.extra++;
+/* the most values an A_TOP cell holds before it is pruned to k */
+static inline uint32_t top_room(int param) {
+    uint32_t k = (uint32_t)(param & 0xff);
+    return k < 4 ? 8 : 2 * k;
+}
+
+/* A_TOP's values pruned to its k first (by selection); the worst of them is the bar
+ * every later value must pass */
+static uint32_t top_prune(Cell *c, uint32_t n, int m, int kind, int param, uint32_t *bits) {
+    uint32_t k = (uint32_t)(param & 0xff);
+    int64_t *v = c->top.v;
+    held_nth(m, v, 0, k, n);
+    if (kind == K_FLOAT)
+        for (uint32_t i = k; i < n; i++)
+            if (held_zero(v[i])) *bits |= TOP_DROPPED_ZERO;
+    int64_t bar = v[0];
+    for (uint32_t i = 1; i < k; i++)
+        if (held_less(m, bar, v[i])) bar = v[i];
+    c->top.bar = bar;
+    *bits |= TOP_BAR;
+    return k;
+}
+
+/* value x offered to an A_TOP cell of n values and bits; -1 when out of memory */
+static inline int top_offer(Cell *c, int64_t x, uint32_t *n, uint32_t *bits, int kind, int param) {
+    int m = held_mode(kind, param);
+    if ((*bits & TOP_BAR) && !held_less(m, x, c->top.bar)) {
+        /* no better than the k kept: left out (the values kept are the same) */
+        if (kind == K_FLOAT && held_zero(x)) *bits |= TOP_DROPPED_ZERO;
         return 0;
     }
-    int64_t bits = v->i;
-    if (kind == K_FLOAT) {
-        memcpy(&bits, &v->f, 8);
-        if (held_zero(bits)) c->held.extra |= bits ? HELD_NEG_ZERO : HELD_POS_ZERO;
+    if (!c->top.v && !(c->top.v = malloc(top_room(param) * sizeof(int64_t)))) return -1;
+    if (*n == top_room(param)) *n = top_prune(c, *n, m, kind, param, bits);
+    c->top.v[(*n)++] = x;
+    if (*n == (uint32_t)(param & 0xff) && !(*bits & TOP_BAR)) {
+        /* k values: the worst of them bars what cannot be among the k first (a bar
+         * left behind by better values later still bars only such values) */
+        int64_t bar = c->top.v[0];
+        for (uint32_t i = 1; i < *n; i++)
+            if (held_less(m, bar, c->top.v[i])) bar = c->top.v[i];
+        c->top.bar = bar;
+        *bits |= TOP_BAR;
     }
-    if ((size_t)c->n == held_room(fn, param)) held_prune(c, kind, param);
+    return 0;
+}
+
+/* a row's value (v NULL: a NULL) put in its group's holistic cell; -1: out of memory */
+static int held_put(Cell *c, const Val *v, int fn, int kind, int param) {
+    if (fn == A_TOP) {
+        uint32_t n = (uint32_t)c->n, bits = (uint32_t)((uint64_t)c->n >> 32);
+        int r = 0;
+        if (v->is_null) {
+            if ((bits & TOP_NULLS) != TOP_NULLS) bits++;
+        } else {
+            int64_t x = v->i;
+            if (kind == K_FLOAT) {
+                memcpy(&x, &v->f, 8);
+                if (held_zero(x)) bits |= x ? TOP_NEG_ZERO : TOP_POS_ZERO;
+            }
+            r = top_offer(c, x, &n, &bits, kind, param);
+        }
+        c->n = (int64_t)((uint64_t)bits << 32 | n);
+        return r;
+    }
+    if (v->is_null) return 0;
+    int64_t x = v->i;
+    if (kind == K_FLOAT) memcpy(&x, &v->f, 8);
     if ((size_t)c->n == c->held.cap && held_reserve(c, (size_t)c->n + 1)) return -1;
-    c->held.v[c->n++] = bits;
+    c->held.v[c->n++] = x;
     return 0;
 }
 
 /* src's values moved into dst (src is left empty: every merge consumes its source); -1:
  * out of memory */
 static int held_merge(Cell *dst, Cell *src, int fn, int kind, int param) {
-    uint32_t nulls = (dst->held.extra & HELD_NULLS) + (src->held.extra & HELD_NULLS);
-    dst->held.extra = ((dst->held.extra | src->held.extra) & ~HELD_NULLS) |
-                      (nulls > HELD_NULLS ? HELD_NULLS : nulls);
+    if (fn == A_TOP) {
+        uint32_t n = (uint32_t)dst->n, bits = (uint32_t)((uint64_t)dst->n >> 32);
+        uint32_t sn = (uint32_t)src->n, sbits = (uint32_t)((uint64_t)src->n >> 32);
+        uint32_t nulls = (bits & TOP_NULLS) + (sbits & TOP_NULLS);
+        bits = ((bits | (sbits & ~TOP_BAR & ~TOP_NULLS)) & ~TOP_NULLS) | (nulls > TOP_NULLS ? TOP_NULLS : nulls);
+        int r = 0;
+        if (!dst->top.v && !(bits & TOP_BAR)) {
+            /* nothing held: src's values, and its bar, taken whole */
+            dst->top = src->top;
+            n = sn;
+            bits |= sbits & TOP_BAR;
+            src->top.v = NULL;
+        } else {
+            for (uint32_t i = 0; i < sn && !r; i++) r = top_offer(dst, src->top.v[i], &n, &bits, kind, param);
+        }
+        free(src->top.v);
+        src->top.v = NULL;
+        src->n = 0;
+        dst->n = (int64_t)((uint64_t)bits << 32 | n);
+        return r;
+    }
     if (src->n == 0) {
     } else if (dst->n == 0) {
         free(dst->held.v);
@@ -1589,8 +1651,6 @@ static int held_merge(Cell *dst, Cell *src, int fn, int kind, int param) {
         src->held.cap = 0;
     }
     src->n = 0;
-    src->held.extra = 0;
-    if (fn == A_TOP && (size_t)dst->n > held_room(fn, param)) held_prune(dst, kind, param);
     return 0;
 }
 
@@ -1603,20 +1663,24 @@ static void held_free(AggStateObject *t) {
         Cell *c = (Cell *)(t->groups + g * t->stride);
         for (int a = 0; a < t->naggs; a++)
             if (t->agg_fns[a] >= A_MEDIAN) {
-                free(c[a].held.v);
+                free(c[a].held.v); /* top.v too: the same place */
                 c[a].held.v = NULL;
-                c[a].held.cap = 0;
+                if (t->agg_fns[a] == A_MEDIAN) c[a].held.cap = 0;
             }
     }
 }
+
+/* the values an aggregate's cell holds (A_TOP's count without its bits) */
+static inline int64_t held_count(const Cell *c, int fn) { return fn == A_TOP ? (int64_t)(uint32_t)c->n : c->n; }
 
 /* A_TOP's rows of one group: its values held sorted in place, how many of them and of its
  * NULLs the group gives (*values, *nulls); -1 when which values are given is not
  * determined (the cut falls among zeros of both signs, which DuckDB's ORDER BY ties, so
  * its row_number keeps either) */
 static int held_top(Cell *c, int kind, int param, size_t *values, size_t *nulls) {
-    size_t k = (size_t)(param & 0xff), n = (size_t)c->n, nn = c->held.extra & HELD_NULLS;
-    held_insertion_sort(held_mode(kind, param), c->held.v, 0, (ptrdiff_t)n);
+    uint32_t bits = (uint32_t)((uint64_t)c->n >> 32);
+    size_t k = (size_t)(param & 0xff), n = (uint32_t)c->n, nn = bits & TOP_NULLS;
+    if (n) held_insertion_sort(held_mode(kind, param), c->top.v, 0, (ptrdiff_t)n);
     if (param >> 9 & 1) {
         *nulls = nn < k ? nn : k;
         *values = n < k - *nulls ? n : k - *nulls;
@@ -1624,11 +1688,10 @@ static int held_top(Cell *c, int kind, int param, size_t *values, size_t *nulls)
         *values = n < k ? n : k;
         *nulls = nn < k - *values ? nn : k - *values;
     }
-    if (kind != K_FLOAT || (c->held.extra & (HELD_POS_ZERO | HELD_NEG_ZERO)) != (HELD_POS_ZERO | HELD_NEG_ZERO))
-        return 0;
-    int kept = 0, left = (c->held.extra & HELD_DROPPED_ZERO) != 0;
+    if (kind != K_FLOAT || (bits & (TOP_POS_ZERO | TOP_NEG_ZERO)) != (TOP_POS_ZERO | TOP_NEG_ZERO)) return 0;
+    int kept = 0, left = (bits & TOP_DROPPED_ZERO) != 0;
     for (size_t i = 0; i < n; i++)
-        if (held_zero(c->held.v[i])) {
+        if (held_zero(c->top.v[i])) {
             if (i < *values) kept = 1;
             else left = 1;
         }
@@ -1806,7 +1869,7 @@ static PyObject *AggState_export(AggStateObject *self, PyObject *unused) {
         for (int a = 0; a < self->naggs; a++) {
             PyObject *v;
             int fn = self->agg_fns[a], kind = self->agg_kinds[a];
-            if (fn == A_COUNT_STAR || fn == A_COUNT || fn == A_TOP) v = PyLong_FromLongLong(c[a].n);
+            if (fn == A_COUNT_STAR || fn == A_COUNT || fn == A_TOP) v = PyLong_FromLongLong(held_count(&c[a], fn));
             else if (c[a].n == 0) v = Py_NewRef(Py_None);
             else if (fn == A_MEDIAN) v = PyFloat_FromDouble(held_median(&c[a], kind));
             else if (fn == A_AVG) v = PyFloat_FromDouble(kind == K_FLOAT ? c[a].f / (double)c[a].n
@@ -2105,8 +2168,9 @@ static int export_fill(AggStateObject **st, Py_ssize_t nst, const char *kc, Expo
                 const Cell *x = &cells[a];
                 int fn = agg_fns[a], kind = agg_kinds[a];
                 if (fn == A_COUNT_STAR || fn == A_COUNT || fn == A_TOP) {
+                    int64_t count = held_count(x, fn);
                     export_valid(c, row);
-                    export_put(c, &x->n, 8);
+                    export_put(c, &count, 8);
                 } else if (x->n == 0) {
                     c->nulls++;
                     memset(c->x + c->xlen, 0, agg_width(fn, kind, c->wide));
@@ -2350,7 +2414,7 @@ static PyObject *export_top(PyObject *mod, PyObject *args) {
                 memcpy(gp + row * 8, &group, 8);
                 int is_null = nulls_first ? j < n : j >= v;
                 if (is_null) continue;
-                memcpy(vp + row * 8, &c->held.v[nulls_first ? j - n : j], 8);
+                memcpy(vp + row * 8, &c->top.v[nulls_first ? j - n : j], 8);
                 bp[row >> 3] |= (char)(1 << (row & 7));
             }
         }

@@ -200,6 +200,30 @@ def run(scanners: list[Scanner], fused: FusedAggregate) -> tuple[list[pa.Array],
     return keys, aggs, n
 
 
+def run_top(scanners: list[Scanner], fused: FusedAggregate) -> tuple[list[pa.Array], pa.Array]:
+    """The rows of a plan of one A_TOP aggregate: per row, its group's keys (plain columns)
+    and the value kept (:func:`run`'s keys repeated, by ``_scanner.export_top``).
+
+    Raises:
+        ValueError: a group's rows are not determined (see ``held_top`` in _scanner.c).
+    """
+    layout = scanners[0].layout
+    states = _combined(scanners, Plan(slots=fused.slots, filters=fused.filters, keys=fused.keys,
+                                      aggs=fused.aggs))
+    rows, groups, values, validity, nulls = _scanner.export_top(states, 0)
+    types = [_key_type(layout.kinds[col], fn) for col, fn in fused.key_columns]
+    n, key_buffers, _ = _scanner.export_columns(
+        states, "".join(_CODES.get(t, "q") for t in types), True)
+    del states
+    call, _ = sort_functions()
+    take = pa.Array.from_buffers(pa.int64(), rows, [None, pa.py_buffer(groups)])
+    keys = [call("take", [_array(type_, n, buffers), take])
+            for type_, buffers in zip(types, key_buffers, strict=True)]
+    fn, col = fused.agg_columns[0]
+    return keys, _array(_agg_type(layout, fn, col, 0), rows,
+                        (validity, values, None, nulls, 0))
+
+
 #: groups of chunks merged at once, partition by partition (memory: these and the
 #: merged groups, not every chunk's groups)
 _BATCH = 8
@@ -287,7 +311,7 @@ def _agg_type(layout: Layout, fn: int, col: int, wide: int) -> pa.DataType:
         return pa.float64()
     if fn == A_SUM and layout.kinds[col] != FLOAT:
         return pa.decimal128(38, 0) if wide else pa.int64()
-    return arrow_type(layout.kinds[col])
+    return arrow_type(layout.kinds[col])  # min, max, and the values A_TOP keeps
 
 
 def _array(type_: pa.DataType, n: int, buffers: tuple[bytes, bytes, bytes | None, int, int]) \
@@ -390,4 +414,5 @@ __all__ = [
     "native_column",
     "plan",
     "run",
+    "run_top",
 ]

@@ -11,7 +11,9 @@ and comments. What it finds, the planner refuses too (tests/test_csv_handover.py
 holds every name and form to the planner's refusal); what it does not find,
 the planner reads as before. A statement holding a backslash, a dollar or a
 block comment (an escaped string, a dollar-quoted one, nested comments, which
-this reading does not follow) is left to the planner whole.
+this reading does not follow) is left to the planner whole, and so is one holding
+``row_number() OVER (``, which may be the first k rows of each group
+(:mod:`gateway_csv.topn`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ AGGREGATES = frozenset({
 })
 #: one token: a string, a quoted name, a line comment, a word, an opening parenthesis, or
 #: anything else one character at a time
+#: a row_number window, which gateway_csv.topn may read (or refuse) itself
+TOP_N = re.compile(r"(?i)\brow_number\s*\(\s*\)\s*over\s*\(")
 _TOKEN = re.compile(r"""'(?:[^']|'')*'?|"(?:[^"]|"")*"?|--[^\n]*|(?P<word>[A-Za-z_][A-Za-z0-9_]*)
                         |(?P<open>\()|\s+|.""", re.VERBOSE | re.DOTALL)
 
@@ -40,7 +44,7 @@ _TOKEN = re.compile(r"""'(?:[^']|'')*'?|"(?:[^"]|"")*"?|--[^\n]*|(?P<word>[A-Za-
 def refusal(sql: str) -> Unsupported | None:
     """The planner's refusal of ``sql``, where the statement's words show one is coming
     (a window function, a subquery, an aggregate the engine does not run), else None."""
-    if "\\" in sql or "$" in sql or "/*" in sql:
+    if "\\" in sql or "$" in sql or "/*" in sql or TOP_N.search(sql):
         return None
     before = ""  # the last word, or "(" (an empty string after anything else)
     for token in _TOKEN.finditer(sql):
