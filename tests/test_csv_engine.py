@@ -41,7 +41,7 @@ def test_fallback_answers_and_records_who_answered(tmp_path):
 
 
 @pytest.mark.parametrize("sql", [
-    "SELECT id, median(id) AS m FROM t GROUP BY id",
+    "SELECT id, mode(id) AS m FROM t GROUP BY id",
     "SELECT id FROM t GROUP BY id HAVING stddev(id) IS NULL",
     "SELECT id FROM t GROUP BY id ORDER BY corr(id, id)",
 ])

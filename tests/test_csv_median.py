@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.errors import Unsupported
+from gateway.errors import QueryError, Unsupported
 from tests.csv_support import gateway_for, write
 
-FLOATS = [0.0, -0.0, math.nan, math.inf, -math.inf, 1.5, -2.5, 1e308, -1e308, 5e-324, 0.1,
-          9007199254740993.0, None]
+FLOATS = [0.0, -0.0, math.nan, math.inf, -math.inf, 1.5, -2.5, 1e308, -1e308, 5e-324, 1e-323,
+          1.5e-323, 0.1, 9007199254740993.0, None]
 INTS = [0, 1, -1, 7, 2**53 + 1, 2**63 - 1, -(2**63) + 1, -(2**62), None]
 COLUMNS = {"g": "BIGINT", "k": "VARCHAR", "b": "BIGINT", "f": "DOUBLE"}
 
@@ -63,6 +63,8 @@ QUERIES = [
     "SELECT k, g, median(f), median(b) FROM t GROUP BY k, g",
     "SELECT median(f), median(b), avg(b) FROM t",
     "SELECT g, median(f) FROM t WHERE b IS NOT NULL GROUP BY g",
+    "SELECT g, quantile_cont(f, 0.1), quantile_cont(b, 0.333) AS qb, quantile_cont(f, 1.0) "
+    "FROM t GROUP BY g",
 ]
 
 
@@ -95,8 +97,23 @@ def test_median_of_many_groups_across_partitions(tmp_path):
         _same(gw, "SELECT g, median(f) AS mf, median(b) FROM t GROUP BY g")
 
 
+def test_the_interpolation_is_fused_as_duckdbs(tmp_path):
+    """DuckDB's build computes lo * (1 - d) + hi * d with a fused multiply-add: the median
+    of 5e-324 and 1e-323 is 1e-323 there (5e-324 rounded twice), and quantiles of large
+    integers differ in the last digit."""
+    path = write(tmp_path, "t.csv", "g,b,f\n1,3473834591647803859,5e-324\n1,4044614031275815111,"
+                                    "1e-323\n2,877818,0.5\n2,877818,0.5\n")
+    with gateway_for(path, columns={"g": "BIGINT", "b": "BIGINT", "f": "DOUBLE"},
+                     header=True) as gw:
+        _same(gw, "SELECT g, median(f), quantile_cont(b, 0.9) AS q9, quantile_cont(b, 0.333) "
+                  "AS q3 FROM t GROUP BY g")
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT g, median(f + 1) FROM t GROUP BY g",  # not a column
+    "SELECT g, quantile_cont(f, -0.5) FROM t GROUP BY g",  # DuckDB: descending
+    "SELECT g, quantile_cont(f, [0.5, 0.1]) FROM t GROUP BY g",
+    "SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY f) FROM t GROUP BY g",
     "SELECT g, median(k) FROM t GROUP BY g",  # text: DuckDB's discrete quantile
     "SELECT g, median(DISTINCT f) FROM t GROUP BY g",
     "SELECT g, median(f) FROM t WHERE f + b > 0 GROUP BY g",  # a filter the scan does not run
@@ -109,6 +126,14 @@ def test_median_the_scan_does_not_compute_is_unsupported(tmp_path, sql):
         gw.execute(sql, engine="csv").to_arrow()
     with gateway_for(path, fallback="duck") as gw:
         assert gw.execute(sql, engine="csv").engine == "duck"
+
+
+def test_a_quantile_past_one_is_duckdbs_error(tmp_path):
+    path = write(tmp_path, "t.csv", "g,f\n1,1.5\n")
+    with gateway_for(path) as gw, pytest.raises(Unsupported):
+        gw.execute("SELECT g, quantile_cont(f, 1.5) FROM t GROUP BY g", engine="csv").to_arrow()
+    with gateway_for(path, fallback="duck") as gw, pytest.raises(QueryError, match="QUANTILE"):
+        gw.execute("SELECT g, quantile_cont(f, 1.5) FROM t GROUP BY g", engine="csv").to_arrow()
 
 
 def test_median_by_a_key_whose_groups_fold_is_unsupported(tmp_path):

@@ -469,6 +469,17 @@ def _aggregate(name: str) -> Callable[[Binder, exp.Expression], str]:
     return bind
 
 
+def _quantile_cont(b: Binder, node: exp.Expression) -> str:
+    """quantile_cont(column, q): the fused scan's, of a column and a plain q from 0 to 1
+    (DuckDB refuses one past 1, and reads one below 0 as a descending quantile)."""
+    from gateway_csv.query import quantile
+
+    if not isinstance(node.this, exp.Column) or quantile(node.expression) is None:
+        raise Unsupported("the csv engine runs quantile_cont of a column and a constant "
+                          "from 0 to 1 only", engines=ENGINES_FOR_MORE)
+    return b.use("quantile_cont", (b.type_of(node.this), b.type_of(node.expression)), node)
+
+
 _BIND: dict[type, Callable[[Binder, Any], str]] = {
     exp.Column: _column, exp.Literal: lambda b, n: _literal(n), exp.Null: lambda b, n: NULL,
     exp.Boolean: lambda b, n: BOOLEAN, exp.Paren: _paren, exp.Alias: _paren,
@@ -489,6 +500,7 @@ _BIND: dict[type, Callable[[Binder, Any], str]] = {
     exp.DPipe: _concat,
     exp.Count: _aggregate("count"), exp.Sum: _aggregate("sum"), exp.Avg: _aggregate("avg"),
     exp.Min: _aggregate("min"), exp.Max: _aggregate("max"), exp.Median: _aggregate("median"),
+    exp.PercentileCont: _quantile_cont,
 }
 
 

@@ -111,7 +111,8 @@ def native_column(layout: Layout, name: str) -> int | None:
 def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
          filters: Sequence[tuple[int, int, str, Any]],
          products: Sequence[tuple[Factor, ...] | None] = (),
-         top: tuple[int, bool, bool] | None = None) -> FusedAggregate | None:
+         top: tuple[int, bool, bool] | None = None,
+         quantiles: Sequence[float | None] = ()) -> FusedAggregate | None:
     """The fused plan of an aggregation, or None when the scanner cannot compute it.
 
     Args:
@@ -120,6 +121,7 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         products: per aggregate, None or the factors of the product it sums or
             averages (each of a DOUBLE column), its column then the first factor's.
         top: an A_TOP aggregate's (k, descending, nulls first).
+        quantiles: per aggregate, None or an A_MEDIAN's quantile (quantile_cont(x, q)).
         filters: the WHERE conditions the scan applies, by column index
             (:func:`gateway_csv.query.pushdown`).
     """
@@ -138,6 +140,10 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         # another order than DuckDB's, which may pick the other of -0.0 and 0.0
         return None
     products = list(products) + [None] * (len(aggs) - len(products))
+    quantiles = list(quantiles) + [None] * (len(aggs) - len(quantiles))
+    if any(q is not None and (fn != A_MEDIAN or not 0 <= q <= 1)
+           for (fn, _), q in zip(aggs, quantiles, strict=True)):
+        return None
     for (fn, col), product in zip(aggs, products, strict=True):
         if product is not None:
             if fn not in (A_SUM, A_AVG) or not 1 <= len(product) <= MAX_FACTORS or \
@@ -166,9 +172,10 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         filters=tuple((slot_of[c], op, ct, v) for c, op, ct, v in filters),
         keys=tuple((slot_of[k.column], k.fn) for k in keys),
         aggs=tuple((fn, slot_of[c], top) if fn == A_TOP else
+                   (fn, slot_of[c], (q,)) if q is not None else
                    (fn, slot_of[c] if c >= 0 else -1) if product is None else
                    (fn, slot_of[c], tuple((slot_of[fc], op, lit) for fc, op, lit in product))
-                   for (fn, c), product in zip(aggs, products, strict=True)),
+                   for (fn, c), product, q in zip(aggs, products, quantiles, strict=True)),
         key_columns=[(k.column, k.fn) for k in keys], agg_columns=list(aggs),
         derived=[k.derived for k in keys],
     )

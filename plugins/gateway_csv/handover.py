@@ -29,7 +29,7 @@ AGGREGATES = frozenset({
     "any_value", "approx_count_distinct", "approx_quantile", "arg_max", "arg_min",
     "argmax", "argmin", "array_agg", "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or",
     "corr", "count_if", "covar_pop", "covar_samp", "group_concat", "kurtosis", "listagg",
-    "max_by", "min_by", "mode", "percentile_cont", "quantile", "quantile_cont",
+    "max_by", "min_by", "mode", "percentile_cont", "quantile",
     "quantile_disc", "regr_slope", "skewness", "stddev", "stddev_pop", "stddev_samp",
     "string_agg", "var_pop", "var_samp", "variance",
 })

@@ -53,9 +53,21 @@ _OPS = {exp.EQ: OP_EQ, exp.NEQ: OP_NE, exp.LT: OP_LT, exp.LTE: OP_LE, exp.GT: OP
 _FLIP = {OP_LT: OP_GT, OP_LE: OP_GE, OP_GT: OP_LT, OP_GE: OP_LE, OP_EQ: OP_EQ, OP_NE: OP_NE}
 _KEY_FNS = {exp.Year: F_YEAR, exp.Month: F_MONTH, exp.Day: F_DAY, exp.Hour: F_HOUR}
 _AGG_FNS = {exp.Sum: A_SUM, exp.Avg: A_AVG, exp.Min: A_MIN, exp.Max: A_MAX,
-            exp.Median: A_MEDIAN}
-#: median is the fused scan's alone (run.py's Arrow aggregation refuses it)
-_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Median)
+            exp.Median: A_MEDIAN, exp.PercentileCont: A_MEDIAN}
+#: median and quantile_cont are the fused scan's alone (run.py's Arrow aggregation refuses
+#: them)
+_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Median, exp.PercentileCont)
+#: quantile_cont's constant quantile, as the csv engine reads it (a number from 0 to 1)
+QUANTILE = re.compile(r"0?\.[0-9]{1,15}|[01](\.[0-9]{0,15})?")
+
+
+def quantile(node: exp.Expression | None) -> float | None:
+    """The quantile of ``quantile_cont(x, q)``: q a number from 0 to 1 written plainly
+    (DuckDB's DECIMAL, made the double it reads), else None."""
+    if isinstance(node, exp.Literal) and not node.is_string and QUANTILE.fullmatch(node.this):
+        q = float(node.this)
+        return q if 0 <= q <= 1 else None
+    return None
 _REFUSED = {
     exp.Join: "JOIN", exp.Subquery: "a subquery", exp.Window: "a window function",
     exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT", exp.With: "WITH",
@@ -626,8 +638,13 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
         keys.append(Key(idx, fn, derived))
     aggs: list[tuple[int, int]] = []
     products: list[tuple[fused.Factor, ...] | None] = []
+    quantiles: list[float | None] = []
     for agg in query.aggregates:
         products.append(None)
+        quantiles.append(quantile(agg.expression) if isinstance(agg, exp.PercentileCont)
+                         else None)
+        if isinstance(agg, exp.PercentileCont) and quantiles[-1] is None:
+            return None
         if isinstance(agg, exp.Count):
             arg = agg.this
             if isinstance(arg, exp.Star):
@@ -658,7 +675,7 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
         if pushed is None:
             return None
         filters.extend(pushed)
-    return fused.plan(layout, keys, aggs, filters, products)
+    return fused.plan(layout, keys, aggs, filters, products, quantiles=quantiles)
 
 
 #: a literal a product's factor takes: digits, a decimal point and digits (DuckDB reads
