@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.errors import Unsupported
+from gateway.errors import QueryError, Unsupported
 from gateway_csv import handover
 from tests.csv_support import gateway_for, write
 
@@ -130,6 +130,17 @@ def test_h2o_q8_is_answered_by_the_scan(tmp_path):
     assert handover.refusal(Q8) is None
     with gateway_for(path) as gw:
         _check(gw, Q8)
+
+
+def test_a_column_the_file_lacks_is_an_error_and_rn_named_as_one_unsupported(tmp_path):
+    path = write(tmp_path, "t.csv", "g,f\n1,1.5\n")
+    sql = ("SELECT g, f FROM (SELECT g, f, nope, row_number() OVER (PARTITION BY g ORDER BY f) "
+           "AS rn FROM t) WHERE rn <= 2")
+    with gateway_for(path) as gw, pytest.raises(QueryError, match="nope"):
+        gw.execute(sql, engine="csv").to_arrow()
+    clash = sql.replace(", nope", "").replace("AS rn", "AS f").replace("rn <= 2", "f <= 2")
+    with gateway_for(path) as gw, pytest.raises(Unsupported, match="named as a column"):
+        gw.execute(clash, engine="csv").to_arrow()
 
 
 SHAPE = ("SELECT {out} FROM (SELECT g, s, f, row_number() OVER (PARTITION BY g ORDER BY {order})"

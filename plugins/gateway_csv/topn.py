@@ -41,10 +41,11 @@ MOST = 64
 
 class TopN(FrozenRecord):
     """A statement :func:`top_n` read: the table, each output's (name or None, column),
-    the partition keys, the order column, its direction and NULL order, k, and the
-    inner WHERE's conjuncts."""
+    the partition keys, the order column, its direction and NULL order, k, the inner
+    WHERE's conjuncts and the columns the subquery selects."""
 
-    __slots__ = ("table", "outputs", "keys", "order", "desc", "nulls_first", "k", "where")
+    __slots__ = ("table", "outputs", "keys", "order", "desc", "nulls_first", "k", "where",
+                 "selected")
     table: Final[tuple[str, bool]]
     outputs: Final[tuple[tuple[str | None, str], ...]]
     keys: Final[tuple[str, ...]]
@@ -53,12 +54,14 @@ class TopN(FrozenRecord):
     nulls_first: Final[bool]
     k: Final[int]
     where: Final[tuple[exp.Expression, ...]]
+    selected: Final[tuple[str, ...]]
 
     def __init__(self, table: tuple[str, bool], outputs: tuple[tuple[str | None, str], ...],
                  keys: tuple[str, ...], order: str, desc: bool, nulls_first: bool, k: int,
-                 where: tuple[exp.Expression, ...]) -> None:
+                 where: tuple[exp.Expression, ...], selected: tuple[str, ...]) -> None:
         self.table, self.outputs, self.keys, self.order = table, outputs, keys, order
         self.desc, self.nulls_first, self.k, self.where = desc, nulls_first, k, where
+        self.selected = selected
 
 
 def _refused(what: str) -> Unsupported:
@@ -127,6 +130,8 @@ def top_n(sql: str) -> TopN | None:
         if name is None:
             raise _refused("a top-N per group whose subquery selects more than columns")
         inner_columns.append(name.lower())
+    if rn_alias.lower() in inner_columns:
+        raise _refused(f"a top-N per group whose row number is named as a column, {rn_alias}")
     k = _limit(outer.args.get("where"), rn_alias)
     outputs: list[tuple[str | None, str]] = []
     wanted = {name.lower() for name in keys} | {order_column.lower()}
@@ -148,7 +153,7 @@ def top_n(sql: str) -> TopN | None:
     conjuncts = _conjuncts(where.this) if where is not None else []
     return TopN(table, tuple(outputs), tuple(k_ for k_ in keys if k_ is not None), order_column,
                 bool(ordered[0].args.get("desc")), bool(ordered[0].args.get("nulls_first")), k,
-                tuple(conjuncts))
+                tuple(conjuncts), tuple(inner_columns))
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
@@ -199,7 +204,7 @@ def answer(scanners: list[Scanner], shape: TopN) -> pa.Table:
 
 
 def _plan(layout: Layout, shape: TopN) -> fused.FusedAggregate:
-    for name in (*shape.keys, shape.order):
+    for name in (*shape.keys, shape.order, *shape.selected):
         if layout.column_index(name) is None:
             raise QueryError(f"no column named {name!r} in {shape.table[0]}", kind="unknown_object")
     keys = []
