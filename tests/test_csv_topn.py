@@ -168,6 +168,8 @@ SHAPE = ("SELECT {out} FROM (SELECT g, s, f, row_number() OVER (PARTITION BY g O
         "ORDER BY f", "ORDER BY f ROWS BETWEEN 1 PRECEDING AND CURRENT ROW"),
     SHAPE.format(out="g, f", order="f", where="", cut="rn <= 2").replace(
         "PARTITION BY g", "PARTITION BY g + 1"),
+    SHAPE.format(out="g, f", order="g", where="", cut="rn <= 2").replace(
+        "PARTITION BY g", "PARTITION BY f"),  # a DOUBLE key: -0.0 and 0.0 one group
 ])
 def test_what_is_not_one_answer_of_the_scan_is_unsupported(tmp_path, sql):
     path = write(tmp_path, "t.csv", "g,s,f\n1,x,1.5\n1,y,1.5\n2,z,-0.5\n")

@@ -11,7 +11,8 @@ and :func:`answer` answers it with a top-k aggregate per group in the scan
 selection), one row per value kept. It is admitted only where DuckDB's answer is one
 multiset of rows: the outer select lists partition keys and the order column alone
 (not rn, nor another column, which ties would make row_number pick arbitrarily), the
-keys are columns the scan reads, the order column a BIGINT or DOUBLE one, the inner
+keys are columns the scan reads (not DOUBLE ones: -0.0 and 0.0 are one partition, whose
+rows keep their own signs), the order column a BIGINT or DOUBLE one, the inner
 WHERE one the scan runs, k from 1 to :data:`MOST`. A group whose cut falls among
 zeros of both signs (-0.0 and 0.0 tie in DuckDB's ORDER BY, so either may be kept) is
 refused when its rows are made. The rows come in no particular order, as DuckDB's
@@ -210,7 +211,9 @@ def _plan(layout: Layout, shape: TopN) -> fused.FusedAggregate:
     keys = []
     for name in shape.keys:
         idx = fused.native_column(layout, name)
-        if idx is None:
+        if idx is None or layout.kinds[idx] == FLOAT:
+            # a DOUBLE key is one group for -0.0 and 0.0 (and every NaN), whose rows DuckDB
+            # gives with each row's own value: not the group's one key
             raise _refused(f"a top-N per group partitioned by {name}")
         keys.append(fused.Key(idx, fused.F_IDENT))
     order = fused.native_column(layout, shape.order)
