@@ -355,9 +355,11 @@ class _Resolved(Record):
             out_types.append(found)
         order = []
         for name, _ in shape.order:
-            named = [i for i, r in enumerate(referable) if r == name.lower()]
+            # two items of one name (an alias, or the name DuckDB gives an aggregate, as
+            # the planner counts them), each its own value: the planner's to judge
+            named = [i for i, n in enumerate(names) if n.lower() == name.lower()]
             if len({outputs[i] for i in named if i < len(outputs)}) > 1:
-                return None  # two items of one name, each its own value: the planner's to judge
+                return None
             if name.lower() in referable:
                 order.append((False, referable.index(name.lower())))
             elif Term(None, name).key in key_of and layout.column_index(name) is not None:
