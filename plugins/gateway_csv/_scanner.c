@@ -1375,16 +1375,18 @@ static Cell *table_lookup(AggStateObject *t, const char *k, size_t n) { return t
 
 /* ------------------------------------------------- holistic aggregates (h39h)
  *
- * median and top-k per group hold their group's values in a growable array per
- * group (Cell.held). median(x) is DuckDB's quantile_cont(x, 0.5), bit for bit: the
+ * median (A_MEDIAN) holds each group's values in a growable array (Cell.held), and
+ * top-k (A_TOP) at most 2k of them in one allocation (Cell.top). median(x) is
+ * DuckDB's quantile_cont(x, 0.5) (and quantile_cont(x, q) any q), bit for bit: the
  * values are selected by the very algorithm DuckDB's QuantileInterpolator calls,
  * libstdc++'s std::nth_element (introselect: median of three moved first, unguarded
  * partition, insertion sort of the last three or fewer, heap select past 2 log2(n)
  * rounds), on the values in the order they came (a file's order, on one chunk), so
  * which of -0.0 and 0.0 (equal to the comparison) is chosen is DuckDB's choice too;
- * then lo * (1 - d) + hi * d (fused) at (n - 1) q (q = 0.5; quantile_cont(x, q) too). A_TOP keeps a group's k first values in
- * an ORDER BY (at most 2k held: pruned to k by selection when full) and counts its
- * NULLs; the rows it gives are export_top's. */
+ * then lo * (1 - d) + hi * d with one rounding (fma) at (n - 1) q. A_TOP keeps a
+ * group's k first values in an ORDER BY (pruned to k by selection when 2k are held;
+ * once k are, the worst of them bars what cannot be among the k first) and counts
+ * its NULLs; the rows it gives are export_top's. */
 
 /* A_TOP's bits, above its count in Cell.n */
 #define TOP_NULLS 0x0fffffffu        /* its NULLs (saturating) */

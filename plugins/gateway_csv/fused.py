@@ -31,7 +31,8 @@ F_TRUNC_YEAR, F_TRUNC_MONTH, F_TRUNC_DAY, F_TRUNC_HOUR, F_TRUNC_MINUTE, F_TRUNC_
     range(6, 12)
 A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX = range(6)
 #: holistic aggregates (_scanner.c's "holistic aggregates"): a group's values held, DuckDB's
-#: median (quantile_cont(x, 0.5)) and a top-k (gateway_csv.topn's rows, by a TopSpec)
+#: quantile_cont (median: q = 0.5) and a group's k first values (gateway_csv.topn's rows;
+#: plan's ``top`` gives k, the direction and the NULLs' place)
 A_MEDIAN, A_TOP = 6, 7
 #: the holistic aggregates' column kinds
 _HELD_KINDS = (INT, FLOAT)

@@ -68,6 +68,8 @@ def quantile(node: exp.Expression | None) -> float | None:
         q = float(node.this)
         return q if 0 <= q <= 1 else None
     return None
+
+
 _REFUSED = {
     exp.Join: "JOIN", exp.Subquery: "a subquery", exp.Window: "a window function",
     exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT", exp.With: "WITH",
