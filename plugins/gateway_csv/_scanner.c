@@ -1104,6 +1104,8 @@ typedef struct {
             int64_t *v;
             int64_t bar;
         } top;
+        /* A_TOP's values when k <= TOP_INLINE: held in the cell itself */
+        int64_t two[2];
     };
     int64_t n;
 } Cell;
@@ -1553,6 +1555,12 @@ static int held_reserve(Cell *c, size_t want) {
     return 0;
 }
 
+/* A_TOP of k up to this holds its values in the cell (Cell.two): no allocation, no
+ * bar, and no second cache line a row (h2o's q8: k = 2) */
+#define TOP_INLINE 2
+static inline int top_inline(int param) { return (param & 0xff) <= TOP_INLINE; }
+static inline int64_t *top_values(Cell *c, int param) { return top_inline(param) ? c->two : c->top.v; }
+
 /* the most values an A_TOP cell holds before it is pruned to k */
 static inline uint32_t top_room(int param) {
     uint32_t k = (uint32_t)(param & 0xff);
@@ -1579,6 +1587,21 @@ static uint32_t top_prune(Cell *c, uint32_t n, int m, int kind, int param, uint3
 /* value x offered to an A_TOP cell of n values and bits; -1 when out of memory */
 static inline int top_offer(Cell *c, int64_t x, uint32_t *n, uint32_t *bits, int kind, int param) {
     int m = held_mode(kind, param);
+    if (top_inline(param)) {
+        uint32_t k = (uint32_t)(param & 0xff);
+        if (*n < k) {
+            c->two[(*n)++] = x;
+            return 0;
+        }
+        uint32_t worst = k == 2 && held_less(m, c->two[0], c->two[1]) ? 1 : 0;
+        int64_t out = x;
+        if (held_less(m, x, c->two[worst])) {
+            out = c->two[worst];
+            c->two[worst] = x;
+        }
+        if (kind == K_FLOAT && held_zero(out)) *bits |= TOP_DROPPED_ZERO;
+        return 0;
+    }
     if ((*bits & TOP_BAR) && !held_less(m, x, c->top.bar)) {
         /* no better than the k kept: left out (the values kept are the same) */
         if (kind == K_FLOAT && held_zero(x)) *bits |= TOP_DROPPED_ZERO;
@@ -1634,6 +1657,12 @@ static int held_merge(Cell *dst, Cell *src, int fn, int kind, int param) {
         uint32_t nulls = (bits & TOP_NULLS) + (sbits & TOP_NULLS);
         bits = ((bits | (sbits & ~TOP_BAR & ~TOP_NULLS)) & ~TOP_NULLS) | (nulls > TOP_NULLS ? TOP_NULLS : nulls);
         int r = 0;
+        if (top_inline(param)) {
+            for (uint32_t i = 0; i < sn; i++) top_offer(dst, src->two[i], &n, &bits, kind, param);
+            src->n = 0;
+            dst->n = (int64_t)((uint64_t)bits << 32 | n);
+            return 0;
+        }
         if (!dst->top.v && !(bits & TOP_BAR)) {
             /* nothing held: src's values, and its bar, taken whole */
             dst->top = src->top;
@@ -1677,7 +1706,7 @@ static void held_free(AggStateObject *t) {
     for (size_t g = 0; g < t->ngroups; g++) {
         Cell *c = (Cell *)(t->groups + g * t->stride);
         for (int a = 0; a < t->naggs; a++)
-            if (t->agg_fns[a] >= A_MEDIAN) {
+            if (t->agg_fns[a] == A_MEDIAN || (t->agg_fns[a] == A_TOP && !top_inline(t->agg_params[a]))) {
                 free(c[a].held.v); /* top.v too: the same place */
                 c[a].held.v = NULL;
                 if (t->agg_fns[a] == A_MEDIAN) c[a].held.cap = 0;
@@ -1695,7 +1724,8 @@ static inline int64_t held_count(const Cell *c, int fn) { return fn == A_TOP ? (
 static int held_top(Cell *c, int kind, int param, size_t *values, size_t *nulls) {
     uint32_t bits = (uint32_t)((uint64_t)c->n >> 32);
     size_t k = (size_t)(param & 0xff), n = (uint32_t)c->n, nn = bits & TOP_NULLS;
-    if (n) held_insertion_sort(held_mode(kind, param), c->top.v, 0, (ptrdiff_t)n);
+    int64_t *v = top_values(c, param);
+    if (n) held_insertion_sort(held_mode(kind, param), v, 0, (ptrdiff_t)n);
     if (param >> 9 & 1) {
         *nulls = nn < k ? nn : k;
         *values = n < k - *nulls ? n : k - *nulls;
@@ -1706,7 +1736,7 @@ static int held_top(Cell *c, int kind, int param, size_t *values, size_t *nulls)
     if (kind != K_FLOAT || (bits & (TOP_POS_ZERO | TOP_NEG_ZERO)) != (TOP_POS_ZERO | TOP_NEG_ZERO)) return 0;
     int kept = 0, left = (bits & TOP_DROPPED_ZERO) != 0;
     for (size_t i = 0; i < n; i++)
-        if (held_zero(c->top.v[i])) {
+        if (held_zero(v[i])) {
             if (i < *values) kept = 1;
             else left = 1;
         }
@@ -2434,7 +2464,7 @@ static PyObject *export_top(PyObject *mod, PyObject *args) {
                 memcpy(gp + row * 8, &group, 8);
                 int is_null = nulls_first ? j < n : j >= v;
                 if (is_null) continue;
-                memcpy(vp + row * 8, &c->top.v[nulls_first ? j - n : j], 8);
+                memcpy(vp + row * 8, &top_values(c, param)[nulls_first ? j - n : j], 8);
                 bp[row >> 3] |= (char)(1 << (row & 7));
             }
         }
