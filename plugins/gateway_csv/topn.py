@@ -7,8 +7,8 @@
     WHERE rn <= k            -- or rn < k
 
 and :func:`answer` answers it with a top-k aggregate per group in the scan
-(:data:`gateway_csv.fused.A_TOP`: at most 2k values a group held, pruned by
-selection), one row per value kept. It is admitted only where DuckDB's answer is one
+(:data:`gateway_csv.fused.A_TOP`: k of 1 or 2 in the group's record, else at most 2k
+values a group held, pruned by selection), one row per value kept. It is admitted only where DuckDB's answer is one
 multiset of rows: the outer select lists partition keys and the order column alone
 (not rn, nor another column, which ties would make row_number pick arbitrarily), the
 keys are columns the scan reads (not DOUBLE ones: -0.0 and 0.0 are one partition, whose
