@@ -42,6 +42,7 @@ enum { A_COUNT_STAR = 0, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX };
 /* holistic aggregates (h39h), appended after A_MAX: a group's values are held (see
  * "holistic aggregates" below); A_TOP's parameter is k | desc << 8 | nulls_first << 9 */
 enum { A_MEDIAN = 6, A_TOP = 7 };
+#define IS_HELD(fn) ((fn) == A_MEDIAN || (fn) == A_TOP)
 enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE, E_CHANGED, E_WIDE };
 
 static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote", "changed",
@@ -1701,7 +1702,7 @@ static int held_merge(Cell *dst, Cell *src, int fn, int kind, int param) {
 /* every holistic cell's values freed */
 static void held_free(AggStateObject *t) {
     int any = 0;
-    for (int a = 0; a < t->naggs; a++) any |= t->agg_fns[a] >= A_MEDIAN;
+    for (int a = 0; a < t->naggs; a++) any |= IS_HELD(t->agg_fns[a]);
     if (!any || !t->groups) return;
     for (size_t g = 0; g < t->ngroups; g++) {
         Cell *c = (Cell *)(t->groups + g * t->stride);
@@ -1753,7 +1754,7 @@ static int nan_aware_less(double a, double b) {
 /* src's aggregate fn folded into dst's (a holistic one's values moved: see held_merge);
  * -1 when out of memory */
 static int cell_merge(Cell *dst, Cell *src, int fn, int kind, int param) {
-    if (fn >= A_MEDIAN) return held_merge(dst, src, fn, kind, param);
+    if (IS_HELD(fn)) return held_merge(dst, src, fn, kind, param);
     if (src->n == 0 && fn != A_COUNT_STAR) return 0;
     switch (fn) {
     case A_COUNT_STAR:
@@ -3068,7 +3069,7 @@ static int aggregate_pending(Scan *sc, const Pending *row) {
         if (ag->fn == A_COUNT_STAR) { c[a].n++; continue; }
         const Val *v = &row->vals[a];
         int kind = pl->slots[ag->slot].kind;
-        if (ag->fn >= A_MEDIAN) {
+        if (IS_HELD(ag->fn)) {
             if (held_put(&c[a], v, ag->fn, kind, ag->param)) return -1;
             continue;
         }
@@ -3176,7 +3177,7 @@ static inline int fold_row(const Plan *pl, Cell *c, const Val *vals) {
         Val product;
         const Val *v = agg_value(ag, vals, &product);
         int kind = pl->slots[ag->slot].kind;
-        if (ag->fn >= A_MEDIAN) {
+        if (IS_HELD(ag->fn)) {
             if (held_put(&c[a], v, ag->fn, kind, ag->param)) return -1;
             continue;
         }
@@ -3570,9 +3571,11 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         if (plan.aggs[i].fn != A_COUNT_STAR && (plan.aggs[i].slot < 0 || plan.aggs[i].slot >= plan.nslots))
             goto badslot;
         if (plan.aggs[i].nfactors && plan.aggs[i].fn != A_SUM && plan.aggs[i].fn != A_AVG) goto badslot;
-        if (plan.aggs[i].fn < A_COUNT_STAR || plan.aggs[i].fn > A_TOP || (plan.aggs[i].fn == A_TOP) != !!plan.aggs[i].param)
+        /* A_TOP: the last kind */
+        if (plan.aggs[i].fn < A_COUNT_STAR || plan.aggs[i].fn > A_TOP ||
+            (plan.aggs[i].fn == A_TOP) != !!plan.aggs[i].param)
             goto badslot;
-        if (plan.aggs[i].fn >= A_MEDIAN && plan.slots[plan.aggs[i].slot].kind != K_INT &&
+        if (IS_HELD(plan.aggs[i].fn) && plan.slots[plan.aggs[i].slot].kind != K_INT &&
             plan.slots[plan.aggs[i].slot].kind != K_FLOAT)
             goto badslot;
         for (int f = 0; f < plan.aggs[i].nfactors; f++) {
