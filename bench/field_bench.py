@@ -70,6 +70,8 @@ QUERIES: dict[str, tuple[str, str]] = {
                   "GROUP BY id4, id5"),
     # issue 39: q6's stddev alone (its median is measured on its own branch)
     "q6sd": ("h2o", "SELECT id4, id5, stddev(v3) AS sd_v3 FROM {t} GROUP BY id4, id5"),
+    # q6 with median alone (issue 39: median native in the csv engine, stddev another's)
+    "q6m": ("h2o", "SELECT id4, id5, median(v3) AS median_v3 FROM {t} GROUP BY id4, id5"),
     "q7": ("h2o", "SELECT id3, max(v1) - min(v2) AS range_v1_v2 FROM {t} GROUP BY id3"),
     "q8": ("h2o", "SELECT id6, v3 AS largest2_v3 FROM (SELECT id6, v3, row_number() OVER "
                   "(PARTITION BY id6 ORDER BY v3 DESC) AS order_v3 FROM {t} WHERE v3 IS NOT NULL) "
@@ -97,6 +99,8 @@ OWN_SQL = {
     ("chdb", "q6"): "SELECT id4, id5, quantileExactInclusive(0.5)(v3) AS median_v3, stddevSamp(v3) AS sd_v3 "
                     "FROM {t} GROUP BY id4, id5",
     ("chdb", "q6sd"): "SELECT id4, id5, stddevSamp(v3) AS sd_v3 FROM {t} GROUP BY id4, id5",
+    ("chdb", "q6m"): "SELECT id4, id5, quantileExactInclusive(0.5)(v3) AS median_v3 "
+                     "FROM {t} GROUP BY id4, id5",
 }
 
 #: engine -> (the module it needs, the child program: argv = path, sql, answer file or "")

@@ -468,7 +468,7 @@ def test_the_scan_refuses_a_statistic_of_another_shape(tmp_path):
     try:
         for aggs in [((fused.A_CORR, 1),), ((fused.A_STDDEV_SAMP, 1, 1),),
                      ((fused.A_VAR_POP, 0),), ((fused.A_CORR, 1, 0),),
-                     ((fused.A_VAR_SAMP, 1, ((1, 0, 0.0),)),), ((fused.A_CORR + 1, 1),)]:
+                     ((fused.A_VAR_SAMP, 1, ((1, 0, 0.0),)),), ((fused.A_TOP + 1, 1),)]:
             with pytest.raises(ValueError):
                 _scanner.scan(file, 4, path.stat().st_size, DIALECT, ((0, 0), (1, 1)), (),
                               ((0, 0),), aggs, -1)

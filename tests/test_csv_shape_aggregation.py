@@ -196,9 +196,10 @@ def statements(draw):
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["column", "column", "count_star", "aggregate", "strftime",
                                      "round"]))
-        function = draw(st.sampled_from(["count", "sum", "avg", "min", "max", *STATISTICS]))
+        function = draw(st.sampled_from(["count", "sum", "avg", "min", "max", "median",
+                                         *STATISTICS]))
         fitting = {"strftime": TEMPORAL, "round": NUMBERS}.get(kind) or \
-            {"sum": NUMBERS, "avg": NUMBERS, "min": NUMBERS + TEMPORAL,
+            {"sum": NUMBERS, "avg": NUMBERS, "median": NUMBERS, "min": NUMBERS + TEMPORAL,
              "max": NUMBERS + TEMPORAL, **dict.fromkeys(STATISTICS, NUMBERS)
              }.get(function, COLUMNS) if kind != "column" else COLUMNS
         column = draw(st.sampled_from(NAMES if rarely(10) else COLUMNS if rarely(6) else fitting))
@@ -298,6 +299,8 @@ def test_an_aggregation_answers_as_the_planner_does(table_file, sql):
     "SELECT count(*), sum(n), avg(n), min(f), max(f) FROM t",
     "SELECT k, stddev(f), var_pop(_1x), variance(year), stddev_pop(n) FROM t GROUP BY k ORDER BY k",
     "SELECT k, count(*) AS c FROM t GROUP BY k ORDER BY c DESC LIMIT 0",
+    "SELECT k, flag, median(f) AS m, median(n) FROM t GROUP BY k, flag ORDER BY k, flag",
+    "SELECT median(f), median(n) FROM t",
 ])
 def test_aggregations_answer_as_the_planner_and_duckdb_do(table_file, sql):
     with gateway_for(table_file, chunk_bytes=2048) as gw:
@@ -391,3 +394,13 @@ def test_a_csv_query_through_the_cli_makes_no_dataclass(taxi, tmp_path, query):
                           env={**os.environ, "ARROWGATE_PLUGINS": "csv"})
     assert len(done.stdout.splitlines()) > 1
     assert done.stderr.split("\n")[-2] == "0 []", done.stderr
+
+
+def test_an_order_by_name_an_aggregate_and_an_alias_share_is_the_planners(table_file):
+    """count(*) is named count_star() by DuckDB, and so is the alias: the planner refuses
+    ORDER BY that name (two items of one name), so the reader leaves it to the planner
+    (found by the property test above, on main too)."""
+    sql = ('select count(*),count(k) as y,k as "count_star()" from t group by "count_star()" '
+           'order by "count_star()"')
+    with gateway_for(table_file, chunk_bytes=2048) as gw:
+        assert _answer(gw, sql) == _answer(gw, PLANNER + sql)

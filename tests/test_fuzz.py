@@ -247,7 +247,7 @@ def test_values_drawn_from_the_table_are_written_as_sql_of_their_own_type():
     for _ in range(400):
         sql = generator.query().sql("duckdb")
         named = sqlglot.parse_one(sql, read="duckdb").find_all(exp.Column)
-        assert {c.name for c in named} <= set("fghmzn"), sql
+        assert {c.name for c in named} - {"rn"} <= set("fghmzn"), sql  # rn: row_number's
         text.append(sql)
     text = "\n".join(text)
     for rendered in ("CAST('nan' AS DOUBLE)", "CAST('inf' AS DOUBLE)", "12345678901234567890123",

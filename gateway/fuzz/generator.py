@@ -6,7 +6,9 @@ of the gateway aims to run: filters (comparisons, ``IS [NOT] NULL``,
 (arithmetic with ``/`` and ``%``, ``abs``, ``round``, ``coalesce``, ``CASE``,
 casts of numbers to text and of doubles to integers, ``lower``, ``substring``,
 ``||``, ``EXTRACT``, ``date_trunc``), aggregates (``count``,
-``count(DISTINCT)``, ``sum``, ``min``, ``max``, ``avg``), ``GROUP BY``, ``HAVING``, ``ORDER BY``, ``LIMIT``, ``DISTINCT``, NULLs and
+``count(DISTINCT)``, ``sum``, ``min``, ``max``, ``avg``), ``GROUP BY``, ``HAVING``, ``ORDER BY``, ``LIMIT``, ``DISTINCT``,
+the first k rows of each group (``row_number() OVER (PARTITION BY ... ORDER BY ...) <= k``,
+h2o's q8, selecting only what makes the answer one multiset), NULLs and
 edge values (zero, -1, the 32- and 64-bit limits, halves for rounding). The
 same seed draws the same queries. SQLsmith and SQLancer are the models: many
 small random queries, each judged by a second engine.
@@ -206,9 +208,11 @@ class QueryGenerator:
         raise ValueError(f"almost every query holds one of {names}: leave out fewer")
 
     def _draw(self) -> exp.Select:
-        shape = self.rng.choices(["plain", "aggregate", "group"], weights=[4, 2, 4])[0]
+        shape = self.rng.choices(["plain", "aggregate", "group", "top"], weights=[4, 2, 4, 1])[0]
         if shape == "group" and self.columns:
             return self._grouped()
+        if shape == "top" and self.ordered and all(c.name.lower() != "rn" for c in self.columns):
+            return self._top()
         if shape == "aggregate":
             select = exp.select(*self._aliased([self._aggregate()
                                                 for _ in range(self.rng.randint(1, 3))]))
@@ -233,6 +237,30 @@ class QueryGenerator:
         if self.rng.random() < 0.3:
             select = select.having(self._comparison(self._aggregate(), "int"))
         return self._ordered(select, len(keys) + len(aggregates))
+
+    def _top(self) -> exp.Select:
+        """The first k rows of each group by row_number(): the outer select lists partition
+        keys and the order column only (another column, or rn, would be any of the tied
+        rows: no one answer to compare)."""
+        def name(col: exp.Expr) -> str:
+            return col.sql("duckdb")
+
+        keys = list(dict.fromkeys(name(self._column()[0])
+                                  for _ in range(self.rng.randint(0, 2))))
+        order = name(self._column(tuple(c.kind for c in self.ordered))[0])
+        outputs = self.rng.sample([*keys, order], self.rng.randint(1, len(keys) + 1))
+        partition = f"PARTITION BY {', '.join(keys)} " if keys else ""
+        direction = self.rng.choice(["", " ASC", " DESC"]) + \
+            self.rng.choice(["", " NULLS FIRST", " NULLS LAST"])
+        inner = exp.select(*dict.fromkeys([*keys, order])).from_(self._from())
+        inner = self._filtered(inner)
+        k = self.rng.choice([1, 2, 3, 5])
+        cut = self.rng.choice([f"rn <= {k}", f"rn < {k + 1}"])
+        window = sqlglot.parse_one(f"SELECT row_number() OVER ({partition}ORDER BY {order}"
+                                   f"{direction}) AS rn", read="duckdb").expressions[0]
+        subquery = inner.select(window).sql("duckdb")
+        return sqlglot.parse_one(f"SELECT {', '.join(outputs)} FROM ({subquery}) AS sub "
+                                 f"WHERE {cut}", read="duckdb", into=exp.Select)
 
     def _ordered(self, select: exp.Select, width: int) -> exp.Select:
         """ORDER BY (every output column, or some) and LIMIT (only under a total order)."""

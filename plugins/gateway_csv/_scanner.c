@@ -50,6 +50,10 @@ enum { A_VAR_SAMP = A_MAX + 1, A_VAR_POP, A_STDDEV_SAMP, A_STDDEV_POP, A_COVAR_S
 #define IS_BINARY(fn) ((fn) >= A_COVAR_SAMP && (fn) <= A_CORR)
 /* the cells (24 bytes each) an aggregate's state takes in a group's record (stats_add) */
 #define AGG_CELLS(fn) ((fn) == A_CORR ? 3 : IS_BINARY(fn) ? 2 : 1)
+/* holistic aggregates (h39h), after the statistics: a group's values are held (see
+ * "holistic aggregates" below); A_TOP's parameter is k | desc << 8 | nulls_first << 9 */
+enum { A_MEDIAN = A_CORR + 1, A_TOP };
+#define IS_HELD(fn) ((fn) == A_MEDIAN || (fn) == A_TOP)
 enum { E_NONE = 0, E_RAGGED, E_QUOTE, E_TYPE, E_UTF8, E_AFTER_QUOTE, E_CHANGED, E_WIDE };
 
 static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", "utf8", "after_quote", "changed",
@@ -62,6 +66,7 @@ static const char *error_names[] = {"", "ragged", "unterminated_quote", "type", 
 #define HUGE_FOLIO ((int64_t)2 << 20)
 #define MAX_SLOTS 2048 /* columns one scan reads */
 #define MAX_KEYS 64    /* group keys, and aggregates, of one scan */
+#define TOP_MAX 255    /* the most values a top-k aggregate (A_TOP) keeps */
 
 /* ------------------------------------------------------------------ File */
 
@@ -925,6 +930,8 @@ typedef struct {
 typedef struct {
     int fn, slot;
     int slot2; /* a two-argument aggregate's second argument (corr(y, x): x), else -1 */
+    int param; /* A_TOP's k | desc << 8 | nulls_first << 9 */
+    double q;  /* A_MEDIAN's quantile (0.5: the median) */
     /* the aggregate of a product of factors, left to right ((f0 * f1) * f2, as DuckDB
      * reads l_extendedprice * (1 - l_discount) * (1 + l_tax)), NULL when one is; slot
      * is the first factor's */
@@ -1042,6 +1049,7 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
             PyObject *factors = NULL;
             ag->slot2 = -1;
             if (!PyArg_ParseTuple(PyTuple_GET_ITEM(aggs, i), "ii|O", &ag->fn, &ag->slot, &factors)) return -1;
+            ag->q = 0.5;
             if (!factors) continue;
             if (PyLong_Check(factors)) { /* (fn, slot, slot2): a two-argument aggregate */
                 ag->slot2 = (int)PyLong_AsLong(factors);
@@ -1049,8 +1057,27 @@ static int plan_parse(Plan *p, PyObject *dialect, PyObject *slots, PyObject *fil
                 continue;
             }
             if (!PyTuple_Check(factors)) {
-                PyErr_SetString(PyExc_TypeError, "an aggregate is (fn, slot), (fn, slot, factors) or (fn, slot, slot2)");
+                PyErr_SetString(PyExc_TypeError, "an aggregate is (fn, slot), (fn, slot, factors), (fn, slot, slot2), "
+                                                 "(A_MEDIAN, slot, (q,)) or (A_TOP, slot, (k, desc, nulls_first))");
                 return -1;
+            }
+            if (ag->fn == A_MEDIAN) {
+                if (!PyArg_ParseTuple(factors, "d", &ag->q)) return -1;
+                if (!(ag->q >= 0 && ag->q <= 1)) {
+                    PyErr_SetString(PyExc_ValueError, "a quantile is from 0 to 1");
+                    return -1;
+                }
+                continue;
+            }
+            if (ag->fn == A_TOP) {
+                int k, desc, nulls_first;
+                if (!PyArg_ParseTuple(factors, "ipp", &k, &desc, &nulls_first)) return -1;
+                if (k < 1 || k > TOP_MAX) {
+                    PyErr_SetString(PyExc_ValueError, "a top-k aggregate keeps 1 to 255 values");
+                    return -1;
+                }
+                ag->param = k | desc << 8 | nulls_first << 9;
+                continue;
             }
             if (PyTuple_GET_SIZE(factors) < 1 || PyTuple_GET_SIZE(factors) > MAX_FACTORS) {
                 PyErr_SetString(PyExc_ValueError, "an aggregate's product has 1 to 4 factors");
@@ -1091,6 +1118,19 @@ typedef struct __attribute__((packed, aligned(8))) {
         double f;
         int64_t i;
         double m[2]; /* a statistical aggregate's two doubles (see stats_add) */
+        /* A_MEDIAN's values (int64, or a double's bits), n of them held in room for cap */
+        struct {
+            int64_t *v;
+            uint32_t cap, extra;
+        } held;
+        /* A_TOP's values (room for top_room of them), and the worst one kept once it
+         * was pruned (TOP_BAR): n is their count | the TOP_* bits << 32 */
+        struct {
+            int64_t *v;
+            int64_t bar;
+        } top;
+        /* A_TOP's values when k <= TOP_INLINE: held in the cell itself */
+        int64_t two[2];
     };
     union {
         int64_t n;
@@ -1116,6 +1156,8 @@ typedef struct {
     int agg_fns[MAX_KEYS];
     int agg_kinds[MAX_KEYS];
     int agg_cell[MAX_KEYS];    /* each aggregate's first cell in a record (AGG_CELLS); table_layout */
+    int agg_params[MAX_KEYS]; /* Agg.param of each aggregate */
+    double agg_q[MAX_KEYS];   /* Agg.q of each aggregate */
     int fixed_key;
     size_t key_width;          /* the key's length when fixed_key */
     size_t key_at, stride;     /* the key's place in a record; a record's size */
@@ -1169,8 +1211,10 @@ static void table_layout(AggStateObject *t, int fixed, size_t key_width, int tig
 }
 
 static void table_free_all(AggStateObject *t);
+static void held_free(AggStateObject *t);
 
 static void AggState_dealloc(AggStateObject *self) {
+    held_free(self);
     table_free_all(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1503,6 +1547,375 @@ static Cell *table_find(AggStateObject *t, const char *k, size_t n, uint64_t h) 
 
 static Cell *table_lookup(AggStateObject *t, const char *k, size_t n) { return table_find(t, k, n, hash_bytes(k, n)); }
 
+/* ------------------------------------------------- holistic aggregates (h39h)
+ *
+ * median (A_MEDIAN) holds each group's values in a growable array (Cell.held), and
+ * top-k (A_TOP) at most 2k of them in one allocation (Cell.top). median(x) is
+ * DuckDB's quantile_cont(x, 0.5) (and quantile_cont(x, q) any q), bit for bit: the
+ * values are selected by the very algorithm DuckDB's QuantileInterpolator calls,
+ * libstdc++'s std::nth_element (introselect: median of three moved first, unguarded
+ * partition, insertion sort of the last three or fewer, heap select past 2 log2(n)
+ * rounds), on the values in the order they came (a file's order, on one chunk), so
+ * which of -0.0 and 0.0 (equal to the comparison) is chosen is DuckDB's choice too;
+ * then lo * (1 - d) + hi * d with one rounding (fma) at (n - 1) q. A_TOP keeps a
+ * group's k first values in an ORDER BY (pruned to k by selection when 2k are held;
+ * once k are, the worst of them bars what cannot be among the k first) and counts
+ * its NULLs; the rows it gives are export_top's. */
+
+/* A_TOP's bits, above its count in Cell.n */
+#define TOP_NULLS 0x0fffffffu        /* its NULLs (saturating) */
+#define TOP_BAR (1u << 28)           /* top.bar holds the worst value kept */
+#define TOP_POS_ZERO (1u << 29)      /* a 0.0 was put */
+#define TOP_NEG_ZERO (1u << 30)      /* a -0.0 was put */
+#define TOP_DROPPED_ZERO (1u << 31)  /* a zero was left out */
+
+/* the comparison of mode (bit 0: doubles, else int64; bit 1: descending): DuckDB's
+ * LessThan, NaN above every number and equal to NaN, -0.0 equal to 0.0 */
+static inline int held_less(int mode, int64_t a, int64_t b) {
+    if (mode & 2) {
+        int64_t t = a;
+        a = b;
+        b = t;
+    }
+    if (mode & 1) {
+        double x, y;
+        memcpy(&x, &a, 8);
+        memcpy(&y, &b, 8);
+        if (isnan(x)) return 0;
+        if (isnan(y)) return 1;
+        return x < y;
+    }
+    return a < b;
+}
+
+/* libstdc++'s __adjust_heap and __push_heap over v[0:len] */
+static void held_adjust_heap(int m, int64_t *v, ptrdiff_t hole, ptrdiff_t len, int64_t val) {
+    ptrdiff_t top = hole, second = hole;
+    while (second < (len - 1) / 2) {
+        second = 2 * (second + 1);
+        if (held_less(m, v[second], v[second - 1])) second--;
+        v[hole] = v[second];
+        hole = second;
+    }
+    if ((len & 1) == 0 && second == (len - 2) / 2) {
+        second = 2 * (second + 1);
+        v[hole] = v[second - 1];
+        hole = second - 1;
+    }
+    ptrdiff_t parent = (hole - 1) / 2;
+    while (hole > top && held_less(m, v[parent], val)) {
+        v[hole] = v[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    v[hole] = val;
+}
+
+/* libstdc++'s __heap_select(v, v + mid, v + len) */
+static void held_heap_select(int m, int64_t *v, ptrdiff_t mid, ptrdiff_t len) {
+    if (mid >= 2)
+        for (ptrdiff_t parent = (mid - 2) / 2;; parent--) {
+            held_adjust_heap(m, v, parent, mid, v[parent]);
+            if (parent == 0) break;
+        }
+    for (ptrdiff_t i = mid; i < len; i++)
+        if (held_less(m, v[i], v[0])) {
+            int64_t val = v[i];
+            v[i] = v[0];
+            held_adjust_heap(m, v, 0, mid, val);
+        }
+}
+
+static inline void held_swap(int64_t *v, ptrdiff_t a, ptrdiff_t b) {
+    int64_t t = v[a];
+    v[a] = v[b];
+    v[b] = t;
+}
+
+/* libstdc++'s __move_median_to_first */
+static void held_median_first(int m, int64_t *v, ptrdiff_t r, ptrdiff_t a, ptrdiff_t b, ptrdiff_t c) {
+    if (held_less(m, v[a], v[b])) {
+        if (held_less(m, v[b], v[c])) held_swap(v, r, b);
+        else if (held_less(m, v[a], v[c])) held_swap(v, r, c);
+        else held_swap(v, r, a);
+    } else if (held_less(m, v[a], v[c])) held_swap(v, r, a);
+    else if (held_less(m, v[b], v[c])) held_swap(v, r, c);
+    else held_swap(v, r, b);
+}
+
+/* libstdc++'s __insertion_sort of v[first:last] */
+static void held_insertion_sort(int m, int64_t *v, ptrdiff_t first, ptrdiff_t last) {
+    for (ptrdiff_t i = first + 1; i < last; i++) {
+        int64_t val = v[i];
+        if (held_less(m, val, v[first])) {
+            memmove(&v[first + 1], &v[first], (size_t)(i - first) * sizeof *v);
+            v[first] = val;
+        } else {
+            ptrdiff_t j = i;
+            while (held_less(m, val, v[j - 1])) {
+                v[j] = v[j - 1];
+                j--;
+            }
+            v[j] = val;
+        }
+    }
+}
+
+/* std::nth_element(v + first, v + nth, v + last) as libstdc++ runs it (__introselect) */
+static void held_nth(int m, int64_t *v, ptrdiff_t first, ptrdiff_t nth, ptrdiff_t last) {
+    if (first == last || nth == last) return;
+    int depth = 2 * (63 - __builtin_clzll((unsigned long long)(last - first)));
+    while (last - first > 3) {
+        if (depth == 0) {
+            held_heap_select(m, v + first, nth + 1 - first, last - first);
+            held_swap(v, first, nth);
+            return;
+        }
+        depth--;
+        held_median_first(m, v, first, first + 1, first + (last - first) / 2, last - 1);
+        ptrdiff_t lo = first + 1, hi = last;
+        for (;;) {
+            while (held_less(m, v[lo], v[first])) lo++;
+            hi--;
+            while (held_less(m, v[first], v[hi])) hi--;
+            if (!(lo < hi)) break;
+            held_swap(v, lo, hi);
+            lo++;
+        }
+        if (lo <= nth) first = lo;
+        else last = lo;
+    }
+    held_insertion_sort(m, v, first, last);
+}
+
+static inline double held_double(int64_t bits, int kind) {
+    if (kind != K_FLOAT) return (double)bits;
+    double d;
+    memcpy(&d, &bits, 8);
+    return d;
+}
+
+/* DuckDB's quantile_cont(x, q) of the c->n > 0 values held (their order is changed) */
+static double held_median(Cell *c, int kind, double q) {
+    int64_t *v = c->held.v;
+    ptrdiff_t n = (ptrdiff_t)c->n;
+    int m = kind == K_FLOAT;
+    double rn = (double)(n - 1) * q;
+    ptrdiff_t frn = (ptrdiff_t)floor(rn), crn = (ptrdiff_t)ceil(rn);
+    held_nth(m, v, 0, frn, n);
+    if (frn == crn) return held_double(v[frn], kind);
+    held_nth(m, v, frn, crn, n); /* which may move v[frn]: lo is read after it, as DuckDB does */
+    double lo = held_double(v[frn], kind), hi = held_double(v[crn], kind), d = rn - (double)frn;
+    /* DuckDB's lo * (1 - d) + hi * d, as its build computes it: fused (the median of 5e-324
+     * and 1e-323 is 1e-323 there, 5e-324 unfused; 4 in 300 integer pairs' quantiles differ) */
+    return fma(lo, 1.0 - d, hi * d);
+}
+
+static inline int held_mode(int kind, int param) { return (kind == K_FLOAT) | (param >> 8 & 1) << 1; }
+static inline int held_zero(int64_t bits) { return (bits & INT64_MAX) == 0; }
+
+static int held_reserve(Cell *c, size_t want) {
+    if (want <= c->held.cap) return 0;
+    if (want > UINT32_MAX) return -1;
+    size_t cap = c->held.cap ? c->held.cap : 4;
+    while (cap < want) cap *= 2;
+    if (cap > UINT32_MAX) cap = UINT32_MAX;
+    int64_t *v = realloc(c->held.v, cap * sizeof *v);
+    if (!v) return -1;
+    c->held.v = v;
+    c->held.cap = (uint32_t)cap;
+    return 0;
+}
+
+/* A_TOP of k up to this holds its values in the cell (Cell.two): no allocation, no
+ * bar, and no second cache line a row (h2o's q8: k = 2) */
+#define TOP_INLINE 2
+static inline int top_inline(int param) { return (param & 0xff) <= TOP_INLINE; }
+static inline int64_t *top_values(Cell *c, int param) { return top_inline(param) ? c->two : c->top.v; }
+
+/* the most values an A_TOP cell holds before it is pruned to k */
+static inline uint32_t top_room(int param) {
+    uint32_t k = (uint32_t)(param & 0xff);
+    return k < 4 ? 8 : 2 * k;
+}
+
+/* A_TOP's values pruned to its k first (by selection); the worst of them is the bar
+ * every later value must pass */
+static uint32_t top_prune(Cell *c, uint32_t n, int m, int kind, int param, uint32_t *bits) {
+    uint32_t k = (uint32_t)(param & 0xff);
+    int64_t *v = c->top.v;
+    held_nth(m, v, 0, k, n);
+    if (kind == K_FLOAT)
+        for (uint32_t i = k; i < n; i++)
+            if (held_zero(v[i])) *bits |= TOP_DROPPED_ZERO;
+    int64_t bar = v[0];
+    for (uint32_t i = 1; i < k; i++)
+        if (held_less(m, bar, v[i])) bar = v[i];
+    c->top.bar = bar;
+    *bits |= TOP_BAR;
+    return k;
+}
+
+/* value x offered to an A_TOP cell of n values and bits; -1 when out of memory */
+static inline int top_offer(Cell *c, int64_t x, uint32_t *n, uint32_t *bits, int kind, int param) {
+    int m = held_mode(kind, param);
+    if (top_inline(param)) {
+        uint32_t k = (uint32_t)(param & 0xff);
+        if (*n < k) {
+            c->two[(*n)++] = x;
+            return 0;
+        }
+        uint32_t worst = k == 2 && held_less(m, c->two[0], c->two[1]) ? 1 : 0;
+        int64_t out = x;
+        if (held_less(m, x, c->two[worst])) {
+            out = c->two[worst];
+            c->two[worst] = x;
+        }
+        if (kind == K_FLOAT && held_zero(out)) *bits |= TOP_DROPPED_ZERO;
+        return 0;
+    }
+    if ((*bits & TOP_BAR) && !held_less(m, x, c->top.bar)) {
+        /* no better than the k kept: left out (the values kept are the same) */
+        if (kind == K_FLOAT && held_zero(x)) *bits |= TOP_DROPPED_ZERO;
+        return 0;
+    }
+    if (!c->top.v && !(c->top.v = malloc(top_room(param) * sizeof(int64_t)))) return -1;
+    if (*n == top_room(param)) *n = top_prune(c, *n, m, kind, param, bits);
+    c->top.v[(*n)++] = x;
+    if (*n == (uint32_t)(param & 0xff) && !(*bits & TOP_BAR)) {
+        /* k values: the worst of them bars what cannot be among the k first (a bar
+         * left behind by better values later still bars only such values) */
+        int64_t bar = c->top.v[0];
+        for (uint32_t i = 1; i < *n; i++)
+            if (held_less(m, bar, c->top.v[i])) bar = c->top.v[i];
+        c->top.bar = bar;
+        *bits |= TOP_BAR;
+    }
+    return 0;
+}
+
+/* a row's value (v NULL: a NULL) put in its group's holistic cell; -1: out of memory */
+static int held_put(Cell *c, const Val *v, int fn, int kind, int param) {
+    if (fn == A_TOP) {
+        uint32_t n = (uint32_t)c->n, bits = (uint32_t)((uint64_t)c->n >> 32);
+        int r = 0;
+        if (v->is_null) {
+            if ((bits & TOP_NULLS) != TOP_NULLS) bits++;
+        } else {
+            int64_t x = v->i;
+            if (kind == K_FLOAT) {
+                memcpy(&x, &v->f, 8);
+                if (held_zero(x)) bits |= x ? TOP_NEG_ZERO : TOP_POS_ZERO;
+            }
+            r = top_offer(c, x, &n, &bits, kind, param);
+        }
+        c->n = (int64_t)((uint64_t)bits << 32 | n);
+        return r;
+    }
+    if (v->is_null) return 0;
+    int64_t x = v->i;
+    if (kind == K_FLOAT) memcpy(&x, &v->f, 8);
+    if ((size_t)c->n == c->held.cap && held_reserve(c, (size_t)c->n + 1)) return -1;
+    c->held.v[c->n++] = x;
+    return 0;
+}
+
+/* src's values moved into dst (src is left empty: every merge consumes its source); -1:
+ * out of memory */
+static int held_merge(Cell *dst, Cell *src, int fn, int kind, int param) {
+    if (fn == A_TOP) {
+        uint32_t n = (uint32_t)dst->n, bits = (uint32_t)((uint64_t)dst->n >> 32);
+        uint32_t sn = (uint32_t)src->n, sbits = (uint32_t)((uint64_t)src->n >> 32);
+        uint32_t nulls = (bits & TOP_NULLS) + (sbits & TOP_NULLS);
+        bits = ((bits | (sbits & ~TOP_BAR & ~TOP_NULLS)) & ~TOP_NULLS) | (nulls > TOP_NULLS ? TOP_NULLS : nulls);
+        int r = 0;
+        if (top_inline(param)) {
+            for (uint32_t i = 0; i < sn; i++) top_offer(dst, src->two[i], &n, &bits, kind, param);
+            src->n = 0;
+            dst->n = (int64_t)((uint64_t)bits << 32 | n);
+            return 0;
+        }
+        if (!dst->top.v && !(bits & TOP_BAR)) {
+            /* nothing held: src's values, and its bar, taken whole */
+            dst->top = src->top;
+            n = sn;
+            bits |= sbits & TOP_BAR;
+            src->top.v = NULL;
+        } else {
+            for (uint32_t i = 0; i < sn && !r; i++) r = top_offer(dst, src->top.v[i], &n, &bits, kind, param);
+        }
+        free(src->top.v);
+        src->top.v = NULL;
+        src->n = 0;
+        dst->n = (int64_t)((uint64_t)bits << 32 | n);
+        return r;
+    }
+    if (src->n == 0) {
+    } else if (dst->n == 0) {
+        free(dst->held.v);
+        dst->held.v = src->held.v;
+        dst->held.cap = src->held.cap;
+        dst->n = src->n;
+        src->held.v = NULL;
+        src->held.cap = 0;
+    } else {
+        if (held_reserve(dst, (size_t)(dst->n + src->n))) return -1;
+        memcpy(dst->held.v + dst->n, src->held.v, (size_t)src->n * sizeof(int64_t));
+        dst->n += src->n;
+        free(src->held.v);
+        src->held.v = NULL;
+        src->held.cap = 0;
+    }
+    src->n = 0;
+    return 0;
+}
+
+/* every holistic cell's values freed */
+static void held_free(AggStateObject *t) {
+    int any = 0;
+    for (int a = 0; a < t->naggs; a++) any |= IS_HELD(t->agg_fns[a]);
+    if (!any || !t->groups) return;
+    for (size_t g = 0; g < t->ngroups; g++) {
+        Cell *c = (Cell *)(t->groups + g * t->stride);
+        for (int a = 0; a < t->naggs; a++)
+            if (t->agg_fns[a] == A_MEDIAN || (t->agg_fns[a] == A_TOP && !top_inline(t->agg_params[a]))) {
+                Cell *x = &c[t->agg_cell[a]];
+                free(x->held.v); /* top.v too: the same place */
+                x->held.v = NULL;
+                if (t->agg_fns[a] == A_MEDIAN) x->held.cap = 0;
+            }
+    }
+}
+
+/* the values an aggregate's cell holds (A_TOP's count without its bits) */
+static inline int64_t held_count(const Cell *c, int fn) { return fn == A_TOP ? (int64_t)(uint32_t)c->n : c->n; }
+
+/* A_TOP's rows of one group: its values held sorted in place, how many of them and of its
+ * NULLs the group gives (*values, *nulls); -1 when which values are given is not
+ * determined (the cut falls among zeros of both signs, which DuckDB's ORDER BY ties, so
+ * its row_number keeps either) */
+static int held_top(Cell *c, int kind, int param, size_t *values, size_t *nulls) {
+    uint32_t bits = (uint32_t)((uint64_t)c->n >> 32);
+    size_t k = (size_t)(param & 0xff), n = (uint32_t)c->n, nn = bits & TOP_NULLS;
+    int64_t *v = top_values(c, param);
+    if (n) held_insertion_sort(held_mode(kind, param), v, 0, (ptrdiff_t)n);
+    if (param >> 9 & 1) {
+        *nulls = nn < k ? nn : k;
+        *values = n < k - *nulls ? n : k - *nulls;
+    } else {
+        *values = n < k ? n : k;
+        *nulls = nn < k - *values ? nn : k - *values;
+    }
+    if (kind != K_FLOAT || (bits & (TOP_POS_ZERO | TOP_NEG_ZERO)) != (TOP_POS_ZERO | TOP_NEG_ZERO)) return 0;
+    int kept = 0, left = (bits & TOP_DROPPED_ZERO) != 0;
+    for (size_t i = 0; i < n; i++)
+        if (held_zero(v[i])) {
+            if (i < *values) kept = 1;
+            else left = 1;
+        }
+    return kept && left ? -1 : 0;
+}
+
 static int nan_aware_less(double a, double b) {
     /* DuckDB orders NaN above every number */
     if (isnan(a)) return 0;
@@ -1642,12 +2055,15 @@ static int stats_final(const Cell *c, int fn, double *out) {
     return 0;
 }
 
-static void cell_merge(Cell *dst, const Cell *src, int fn, int kind) {
+/* src's aggregate fn folded into dst's (a holistic one's values moved: see held_merge);
+ * -1 when out of memory */
+static int cell_merge(Cell *dst, Cell *src, int fn, int kind, int param) {
+    if (IS_HELD(fn)) return held_merge(dst, src, fn, kind, param);
     if (IS_STATISTIC(fn)) {
         stats_merge(dst, src, fn);
-        return;
+        return 0;
     }
-    if (src->n == 0 && fn != A_COUNT_STAR) return;
+    if (src->n == 0 && fn != A_COUNT_STAR) return 0;
     switch (fn) {
     case A_COUNT_STAR:
     case A_COUNT: break;
@@ -1656,24 +2072,28 @@ static void cell_merge(Cell *dst, const Cell *src, int fn, int kind) {
         if (kind == K_FLOAT) dst->f += src->f;
         else dst->isum += src->isum;
         break;
+    /* of equal doubles (-0.0 and 0.0) the later one, as DuckDB's min and max keep it */
     case A_MIN:
-        if (kind == K_FLOAT) { if (dst->n == 0 || nan_aware_less(src->f, dst->f)) dst->f = src->f; }
+        if (kind == K_FLOAT) { if (dst->n == 0 || !nan_aware_less(dst->f, src->f)) dst->f = src->f; }
         else if (dst->n == 0 || src->i < dst->i) dst->i = src->i;
         break;
     case A_MAX:
-        if (kind == K_FLOAT) { if (dst->n == 0 || nan_aware_less(dst->f, src->f)) dst->f = src->f; }
+        if (kind == K_FLOAT) { if (dst->n == 0 || !nan_aware_less(src->f, dst->f)) dst->f = src->f; }
         else if (dst->n == 0 || src->i > dst->i) dst->i = src->i;
         break;
     }
     dst->n += src->n;
+    return 0;
 }
 
-/* a group's cells src merged into dst's, aggregate by aggregate */
-static inline void cells_merge(const AggStateObject *t, Cell *dst, const Cell *src) {
+/* a group's cells src merged into dst's, aggregate by aggregate (a holistic one's values
+ * moved out of src); -1 when out of memory */
+static inline int cells_merge(const AggStateObject *t, Cell *dst, Cell *src) {
     for (int a = 0; a < t->naggs; a++) {
         int at = t->agg_cell[a];
-        cell_merge(&dst[at], &src[at], t->agg_fns[a], t->agg_kinds[a]);
+        if (cell_merge(&dst[at], &src[at], t->agg_fns[a], t->agg_kinds[a], t->agg_params[a])) return -1;
     }
+    return 0;
 }
 
 /* an unindexed table's groups made distinct (merged in a new table, which then replaces
@@ -1693,6 +2113,8 @@ static int table_compact(AggStateObject *t) {
     c.stride = t->stride;
     c.tight = t->tight;
     memcpy(c.agg_cell, t->agg_cell, sizeof c.agg_cell);
+    memcpy(c.agg_params, t->agg_params, sizeof c.agg_params);
+    memcpy(c.agg_q, t->agg_q, sizeof c.agg_q);
     int oom = 0;
     for (size_t g = 0; g < t->ngroups && !oom; g++) {
         size_t n;
@@ -1702,12 +2124,14 @@ static int table_compact(AggStateObject *t) {
             oom = 1;
             break;
         }
-        cells_merge(t, d, group_cells(t, g));
+        oom = cells_merge(t, d, group_cells(t, g));
     }
     if (oom) {
+        held_free(&c);
         table_free_all(&c);
         return -1;
     }
+    held_free(t); /* (what cells_merge moved is no longer t's) */
     table_free_all(t);
     t->index = c.index;
     t->cap = c.cap;
@@ -1738,21 +2162,21 @@ static PyObject *int128_to_py(__int128 v) {
 
 /* merge(other): fold another chunk's partial aggregates into this one */
 static PyObject *AggState_merge(AggStateObject *self, PyObject *arg);
+static int same_plan(const AggStateObject *a, const AggStateObject *b);
 static PyTypeObject AggStateType;
 
 static PyObject *AggState_merge(AggStateObject *self, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AggStateType)) return PyErr_Format(PyExc_TypeError, "expected an AggState");
     AggStateObject *o = (AggStateObject *)arg;
     if (table_compact(self) || ensure_hashes(o)) return PyErr_NoMemory();
-    if (o->naggs != self->naggs || o->nkeys != self->nkeys || o->fixed_key != self->fixed_key ||
-        o->key_width != self->key_width)
+    if (!same_plan(o, self))
         return PyErr_Format(PyExc_ValueError, "merging states of different plans");
     for (size_t g = 0; g < o->ngroups; g++) {
         size_t n;
         const char *k = group_key(o, g, &n);
         Cell *dst = table_find(self, k, n, o->hashes[g]);
         if (!dst) return PyErr_NoMemory();
-        cells_merge(self, dst, group_cells(o, g));
+        if (cells_merge(self, dst, group_cells(o, g))) return PyErr_NoMemory();
     }
     Py_RETURN_NONE;
 }
@@ -1811,11 +2235,12 @@ static PyObject *AggState_export(AggStateObject *self, PyObject *unused) {
         for (int a = 0; a < self->naggs; a++) {
             PyObject *v;
             int fn = self->agg_fns[a], kind = self->agg_kinds[a];
-            const Cell *c = &cells[self->agg_cell[a]];
+            Cell *c = &cells[self->agg_cell[a]];
             double d;
             if (IS_STATISTIC(fn)) v = stats_final(c, fn, &d) ? PyFloat_FromDouble(d) : Py_NewRef(Py_None);
-            else if (fn == A_COUNT_STAR || fn == A_COUNT) v = PyLong_FromLongLong(c->n);
+            else if (fn == A_COUNT_STAR || fn == A_COUNT || fn == A_TOP) v = PyLong_FromLongLong(held_count(c, fn));
             else if (c->n == 0) v = Py_NewRef(Py_None);
+            else if (fn == A_MEDIAN) v = PyFloat_FromDouble(held_median(c, kind, self->agg_q[a]));
             else if (fn == A_AVG) v = PyFloat_FromDouble(kind == K_FLOAT ? c->f / (double)c->n
                                                                          : (double)c->isum / (double)c->n);
             else if (fn == A_SUM) v = kind == K_FLOAT ? PyFloat_FromDouble(c->f) : int128_to_py(c->isum);
@@ -1853,6 +2278,8 @@ static PyObject *AggState_fold(AggStateObject *self, PyObject *arg) {
     out->naggs = self->naggs;
     memcpy(out->agg_fns, self->agg_fns, sizeof out->agg_fns);
     memcpy(out->agg_kinds, self->agg_kinds, sizeof out->agg_kinds);
+    memcpy(out->agg_params, self->agg_params, sizeof out->agg_params);
+    memcpy(out->agg_q, self->agg_q, sizeof out->agg_q);
     table_layout(out, 1, 9, 0);
     for (size_t g = 0; g < self->ngroups; g++) {
         char key[9] = {1};
@@ -1864,7 +2291,10 @@ static PyObject *AggState_fold(AggStateObject *self, PyObject *arg) {
             PyErr_NoMemory();
             goto fail;
         }
-        cells_merge(self, dst, group_cells(self, g));
+        if (cells_merge(self, dst, group_cells(self, g))) {
+            PyErr_NoMemory();
+            goto fail;
+        }
     }
     Py_DECREF(seq);
     return (PyObject *)out;
@@ -1903,6 +2333,8 @@ static AggStateObject *state_like(const AggStateObject *t) {
     memcpy(o->key_kinds, t->key_kinds, sizeof o->key_kinds);
     memcpy(o->agg_fns, t->agg_fns, sizeof o->agg_fns);
     memcpy(o->agg_kinds, t->agg_kinds, sizeof o->agg_kinds);
+    memcpy(o->agg_params, t->agg_params, sizeof o->agg_params);
+    memcpy(o->agg_q, t->agg_q, sizeof o->agg_q);
     table_layout(o, t->fixed_key, t->key_width, 1);
     if (!o->fixed_key) {
         o->key_inline = tight_inline(t);
@@ -1914,7 +2346,9 @@ static AggStateObject *state_like(const AggStateObject *t) {
 static int same_plan(const AggStateObject *a, const AggStateObject *b) {
     return a->naggs == b->naggs && a->nkeys == b->nkeys && a->fixed_key == b->fixed_key &&
            a->key_width == b->key_width && !memcmp(a->agg_fns, b->agg_fns, sizeof a->agg_fns) &&
-           !memcmp(a->agg_kinds, b->agg_kinds, sizeof a->agg_kinds);
+           !memcmp(a->agg_kinds, b->agg_kinds, sizeof a->agg_kinds) &&
+           !memcmp(a->agg_params, b->agg_params, sizeof a->agg_params) &&
+           !memcmp(a->agg_q, b->agg_q, sizeof a->agg_q);
 }
 
 /* partitions() -> a tuple of AGG_PARTS empty states of this one's plan, for absorb() */
@@ -2032,7 +2466,7 @@ static PyObject *absorb(PyObject *mod, PyObject *args) {
                     oom = 1;
                     break;
                 }
-                cells_merge(dst, d, group_cells(src, g));
+                oom = cells_merge(dst, d, group_cells(src, g));
             }
         }
     }
@@ -2072,7 +2506,10 @@ static size_t key_width(char code) { return code == 's' || code == 'i' ? 4 : cod
 static int fits_bigint(__int128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
 
 /* the state's tables freed (an exported state that is not needed again) */
-static void table_release(AggStateObject *t) { table_free_all(t); }
+static void table_release(AggStateObject *t) {
+    held_free(t);
+    table_free_all(t);
+}
 
 static inline void export_put(ExportCol *c, const void *v, size_t width) {
     memcpy(c->x + c->xlen, v, width);
@@ -2196,13 +2633,18 @@ static int export_fill(AggStateObject **st, Py_ssize_t nst, const char *kc, Expo
                         memset(c->x + c->xlen, 0, 8);
                         c->xlen += 8;
                     }
-                } else if (fn == A_COUNT_STAR || fn == A_COUNT) {
+                } else if (fn == A_COUNT_STAR || fn == A_COUNT || fn == A_TOP) {
+                    int64_t count = held_count(x, fn);
                     export_valid(c, row);
-                    export_put(c, &x->n, 8);
+                    export_put(c, &count, 8);
                 } else if (x->n == 0) {
                     c->nulls++;
                     memset(c->x + c->xlen, 0, agg_width(fn, kind, c->wide));
                     c->xlen += agg_width(fn, kind, c->wide);
+                } else if (fn == A_MEDIAN) {
+                    export_valid(c, row);
+                    double d = held_median((Cell *)x, kind, t0->agg_q[a]);
+                    export_put(c, &d, 8);
                 } else if (fn == A_AVG) {
                     export_valid(c, row);
                     double d = kind == K_FLOAT ? x->f / (double)x->n : (double)x->isum / (double)x->n;
@@ -2458,6 +2900,83 @@ done:
     Py_XDECREF(al);
     export_free(keys, nkeys);
     export_free(aggs, naggs);
+    free(st);
+    Py_DECREF(seq);
+    return out;
+}
+
+/* export_top(states, agg) -> (rows, groups, values, validity, nulls): the rows the top-k
+ * aggregate agg (A_TOP) gives, the groups of every state one after another (numbered
+ * in export_columns' order): per row, the int64 number of its group, its value (int64,
+ * or a double) and its validity bit (NULLs: at their end, or first, as the ORDER BY
+ * puts them). ValueError when a group's rows are not determined (held_top). */
+static PyObject *export_top(PyObject *mod, PyObject *args) {
+    PyObject *states_arg;
+    int a;
+    if (!PyArg_ParseTuple(args, "Oi", &states_arg, &a)) return NULL;
+    PyObject *seq = PySequence_Fast(states_arg, "export_top() needs a sequence of states");
+    if (!seq) return NULL;
+    Py_ssize_t nst = 0;
+    AggStateObject **st = PySequence_Fast_GET_SIZE(seq)
+        ? states_of(seq, &nst, (AggStateObject *)PySequence_Fast_GET_ITEM(seq, 0)) : NULL;
+    PyObject *groups = NULL, *values = NULL, *validity = NULL, *out = NULL;
+    if (!st) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "export_top() needs a state");
+        goto done;
+    }
+    if (a < 0 || a >= st[0]->naggs || st[0]->agg_fns[a] != A_TOP) {
+        PyErr_SetString(PyExc_ValueError, "export_top() needs a top-k aggregate");
+        goto done;
+    }
+    int kind = st[0]->agg_kinds[a], param = st[0]->agg_params[a], nulls_first = param >> 9 & 1, bad = 0, oom = 0;
+    size_t rows = 0, nulls = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < nst && !oom; i++) oom = table_compact(st[i]);
+    for (Py_ssize_t i = 0; i < nst && !oom && !bad; i++)
+        for (size_t g = 0; g < st[i]->ngroups; g++) {
+            size_t v, n;
+            if (held_top(&group_cells(st[i], g)[st[i]->agg_cell[a]], kind, param, &v, &n)) {
+                bad = 1;
+                break;
+            }
+            rows += v + n;
+            nulls += n;
+        }
+    Py_END_ALLOW_THREADS
+    if (oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "the rows kept are not determined: the cut falls among zeros of both signs");
+        goto done;
+    }
+    char *gp, *vp, *bp;
+    if (export_bytes(&groups, &gp, rows * 8, 0) || export_bytes(&values, &vp, rows * 8, 1) ||
+        export_bytes(&validity, &bp, (rows + 7) / 8, 1))
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    size_t row = 0;
+    int64_t group = 0;
+    for (Py_ssize_t i = 0; i < nst; i++)
+        for (size_t g = 0; g < st[i]->ngroups; g++, group++) {
+            Cell *c = &group_cells(st[i], g)[st[i]->agg_cell[a]];
+            size_t v, n;
+            held_top(c, kind, param, &v, &n);
+            for (size_t j = 0; j < v + n; j++, row++) {
+                memcpy(gp + row * 8, &group, 8);
+                int is_null = nulls_first ? j < n : j >= v;
+                if (is_null) continue;
+                memcpy(vp + row * 8, &top_values(c, param)[nulls_first ? j - n : j], 8);
+                bp[row >> 3] |= (char)(1 << (row & 7));
+            }
+        }
+    Py_END_ALLOW_THREADS
+    out = Py_BuildValue("(nOOOn)", (Py_ssize_t)rows, groups, values, validity, (Py_ssize_t)nulls);
+done:
+    Py_XDECREF(groups);
+    Py_XDECREF(values);
+    Py_XDECREF(validity);
     free(st);
     Py_DECREF(seq);
     return out;
@@ -3085,14 +3604,18 @@ static int aggregate_pending(Scan *sc, const Pending *row) {
             stats_row(pl, ag, c, v, ag->slot2 >= 0 ? &row->vals2[a] : NULL);
             continue;
         }
-        if (v->is_null) continue;
         int kind = pl->slots[ag->slot].kind;
+        if (IS_HELD(ag->fn)) {
+            if (held_put(c, v, ag->fn, kind, ag->param)) return -1;
+            continue;
+        }
+        if (v->is_null) continue;
         Cell one = {0};
         one.n = 1;
         if (kind == K_FLOAT) one.f = v->f;
         else if (ag->fn == A_MIN || ag->fn == A_MAX) one.i = v->i;
         else one.isum = v->i;
-        cell_merge(c, &one, ag->fn, kind);
+        cell_merge(c, &one, ag->fn, kind, 0);
     }
     return 0;
 }
@@ -3182,8 +3705,9 @@ static inline const Val *agg_value(const Agg *ag, const Val *vals, Val *out) {
     return out;
 }
 
-/* the row's aggregates in sc->vals folded into its group's cells c (as aggregate_pending) */
-static inline void fold_row(const Plan *pl, const int *agg_cell, Cell *cells, const Val *vals) {
+/* the row's aggregates in sc->vals folded into its group's cells (as aggregate_pending);
+ * -1 when out of memory */
+static inline int fold_row(const Plan *pl, const int *agg_cell, Cell *cells, const Val *vals) {
     for (int a = 0; a < pl->naggs; a++) {
         const Agg *ag = &pl->aggs[a];
         Cell *c = &cells[agg_cell[a]];
@@ -3194,8 +3718,12 @@ static inline void fold_row(const Plan *pl, const int *agg_cell, Cell *cells, co
         }
         Val product;
         const Val *v = agg_value(ag, vals, &product);
-        if (v->is_null) continue;
         int kind = pl->slots[ag->slot].kind;
+        if (IS_HELD(ag->fn)) {
+            if (held_put(c, v, ag->fn, kind, ag->param)) return -1;
+            continue;
+        }
+        if (v->is_null) continue;
         if ((ag->fn == A_SUM || ag->fn == A_AVG)) {
             if (kind == K_FLOAT) c->f += v->f;
             else c->isum += v->i;
@@ -3207,8 +3735,9 @@ static inline void fold_row(const Plan *pl, const int *agg_cell, Cell *cells, co
         if (kind == K_FLOAT) one.f = v->f;
         else if (ag->fn == A_MIN || ag->fn == A_MAX) one.i = v->i;
         else one.isum = v->i;
-        cell_merge(c, &one, ag->fn, kind);
+        cell_merge(c, &one, ag->fn, kind, 0);
     }
+    return 0;
 }
 
 /* The row in sc->vals folded into its group now (few groups: see DIRECT_GROUPS) */
@@ -3238,8 +3767,7 @@ static int aggregate_direct(Scan *sc) {
         c = table_find(t, k, sc->dkey.len, hash_bytes(k, sc->dkey.len));
         if (!c) return -1;
     }
-    fold_row(sc->plan, t->agg_cell, c, sc->vals);
-    return 0;
+    return fold_row(sc->plan, t->agg_cell, c, sc->vals);
 }
 
 /* The row in sc->vals, aggregated AGG_LAG rows later: a group's index slot,
@@ -3590,7 +4118,13 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         if (plan.aggs[i].fn != A_COUNT_STAR && (plan.aggs[i].slot < 0 || plan.aggs[i].slot >= plan.nslots))
             goto badslot;
         if (plan.aggs[i].nfactors && plan.aggs[i].fn != A_SUM && plan.aggs[i].fn != A_AVG) goto badslot;
-        if (plan.aggs[i].fn < A_COUNT_STAR || plan.aggs[i].fn > A_CORR) goto badslot;
+        /* A_TOP: the last kind */
+        if (plan.aggs[i].fn < A_COUNT_STAR || plan.aggs[i].fn > A_TOP ||
+            (plan.aggs[i].fn == A_TOP) != !!plan.aggs[i].param)
+            goto badslot;
+        if (IS_HELD(plan.aggs[i].fn) && plan.slots[plan.aggs[i].slot].kind != K_INT &&
+            plan.slots[plan.aggs[i].slot].kind != K_FLOAT)
+            goto badslot;
         if (IS_BINARY(plan.aggs[i].fn) != (plan.aggs[i].slot2 >= 0)) goto badslot;
         if (plan.aggs[i].slot2 >= plan.nslots) goto badslot;
         if (IS_STATISTIC(plan.aggs[i].fn))
@@ -3629,6 +4163,8 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         for (int i = 0; i < plan.naggs; i++) {
             st->agg_fns[i] = plan.aggs[i].fn;
             st->agg_kinds[i] = plan.aggs[i].fn == A_COUNT_STAR ? K_INT : plan.slots[plan.aggs[i].slot].kind;
+            st->agg_params[i] = plan.aggs[i].param;
+            st->agg_q[i] = plan.aggs[i].q;
         }
         int fixed = 1;
         for (int i = 0; i < plan.nkeys; i++)
@@ -4737,6 +5273,7 @@ static PyMethodDef module_methods[] = {
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
     {"absorb", absorb, METH_VARARGS, "absorb(parts, partials, first, stop): partitions merged"},
     {"export_columns", export_columns, METH_VARARGS, "export_columns(states, key_codes, release=False): Arrow buffers"},
+    {"export_top", export_top, METH_VARARGS, "export_top(states, agg): the rows of a top-k aggregate"},
     {"parse_value", parse_value, METH_VARARGS, "parse_value(kind, bytes): the scanner's own value parser"},
     {"shapes", shapes, METH_VARARGS, "shapes(joined): bits of the kinds every line of a sample has"},
     {"sample_columns", sample_columns, METH_VARARGS, "the sniffer's sample of a text without quotes, as columns"},

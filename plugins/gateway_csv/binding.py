@@ -461,6 +461,10 @@ def _aggregate(name: str) -> Callable[[Binder, exp.Expression], str]:
         if t in (NULL, TEXT, DECIMAL):
             raise Unsupported(f"the csv engine does not run {name} of a {t} constant",
                               engines=ENGINES_FOR_MORE)
+        if name == "median" and not isinstance(arg, exp.Column):
+            # the fused scan's alone, which reads a column (gateway_csv.fused)
+            raise Unsupported("the csv engine runs median of a column only",
+                              engines=ENGINES_FOR_MORE)
         return b.use(label, (t,), node)
     return bind
 
@@ -488,6 +492,17 @@ def _pow(b: Binder, node: exp.Expression) -> str:
     return b.use("pow", (DOUBLE, DOUBLE), node)
 
 
+def _quantile_cont(b: Binder, node: exp.Expression) -> str:
+    """quantile_cont(column, q): the fused scan's, of a column and a plain q from 0 to 1
+    (DuckDB refuses one past 1, and reads one below 0 as a descending quantile)."""
+    from gateway_csv.query import quantile
+
+    if not isinstance(node.this, exp.Column) or quantile(node.expression) is None:
+        raise Unsupported("the csv engine runs quantile_cont of a column and a constant "
+                          "from 0 to 1 only", engines=ENGINES_FOR_MORE)
+    return b.use("quantile_cont", (b.type_of(node.this), b.type_of(node.expression)), node)
+
+
 _BIND: dict[type, Callable[[Binder, Any], str]] = {
     exp.Column: _column, exp.Literal: lambda b, n: _literal(n), exp.Null: lambda b, n: NULL,
     exp.Boolean: lambda b, n: BOOLEAN, exp.Paren: _paren, exp.Alias: _paren,
@@ -507,11 +522,12 @@ _BIND: dict[type, Callable[[Binder, Any], str]] = {
     exp.Length: _function("length"), exp.Substring: _substr, exp.Trim: _trim,
     exp.DPipe: _concat,
     exp.Count: _aggregate("count"), exp.Sum: _aggregate("sum"), exp.Avg: _aggregate("avg"),
-    exp.Min: _aggregate("min"), exp.Max: _aggregate("max"),
+    exp.Min: _aggregate("min"), exp.Max: _aggregate("max"), exp.Median: _aggregate("median"),
     exp.Variance: _statistic("var_samp"), exp.VariancePop: _statistic("var_pop"),
     exp.Stddev: _statistic("stddev_samp"), exp.StddevSamp: _statistic("stddev_samp"),
     exp.StddevPop: _statistic("stddev_pop"), exp.CovarSamp: _statistic("covar_samp"),
     exp.CovarPop: _statistic("covar_pop"), exp.Corr: _statistic("corr"), exp.Pow: _pow,
+    exp.PercentileCont: _quantile_cont,
 }
 
 

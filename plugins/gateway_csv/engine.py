@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gateway_csv.scan import Scanner, ScanPool
     from gateway_csv.shape import Projection
     from gateway_csv.shape_aggregation import Aggregation
+    from gateway_csv.topn import TopN
 
 
 #: polled between scan chunks: true (or raising) stops the query
@@ -331,6 +332,14 @@ class CsvEngine(Engine):
             refused = refusal(sql)
             if refused is not None:
                 raise refused
+            from gateway_csv.handover import TOP_N
+
+            if TOP_N.search(sql):
+                from gateway_csv.topn import top_n
+
+                top = top_n(sql)
+                if top is not None:
+                    return self._top(top, stop)
             from gateway_csv.shape_aggregation import aggregation
 
             grouped = aggregation(sql)
@@ -415,6 +424,18 @@ class CsvEngine(Engine):
             for s in scanners:
                 s.file.close()
         return None if result is None else _aggregation(result, scanners)
+
+    def _top(self, shape: TopN, stop: Stop | None) -> EngineResult:
+        """The first k rows of each group (:mod:`gateway_csv.topn`)."""
+        from gateway_csv.topn import answer
+
+        scanners = self._open(*shape.table, stop)
+        try:
+            result = answer(scanners, shape)
+        finally:
+            for s in scanners:
+                s.file.close()
+        return _aggregation(result, scanners)
 
     def _plain(self, tables: Iterator[pa.Table], scanners: list[Scanner],
                notes: dict[str, Any]) -> EngineResult:

@@ -37,6 +37,12 @@ A_VAR_SAMP, A_VAR_POP, A_STDDEV_SAMP, A_STDDEV_POP, A_COVAR_SAMP, A_COVAR_POP, A
 STATISTICS = (A_VAR_SAMP, A_VAR_POP, A_STDDEV_SAMP, A_STDDEV_POP, A_COVAR_SAMP, A_COVAR_POP,
               A_CORR)
 BINARY = (A_COVAR_SAMP, A_COVAR_POP, A_CORR)
+#: holistic aggregates (_scanner.c's "holistic aggregates"): a group's values held, DuckDB's
+#: quantile_cont (median: q = 0.5) and a group's k first values (gateway_csv.topn's rows;
+#: plan's ``top`` gives k, the direction and the NULLs' place)
+A_MEDIAN, A_TOP = A_CORR + 1, A_CORR + 2
+#: the holistic aggregates' column kinds
+_HELD_KINDS = (INT, FLOAT)
 #: a factor of an aggregate's product (_scanner.c's Factor): x, lit + x, lit - x, x + lit, x - lit
 X, LIT_PLUS, LIT_MINUS, X_PLUS, X_MINUS = range(5)
 #: factors one product holds (MAX_FACTORS in _scanner.c)
@@ -113,7 +119,9 @@ def native_column(layout: Layout, name: str) -> int | None:
 def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
          filters: Sequence[tuple[int, int, str, Any]],
          products: Sequence[tuple[Factor, ...] | None] = (),
-         seconds: Sequence[int] = ()) -> FusedAggregate | None:
+         seconds: Sequence[int] = (),
+         top: tuple[int, bool, bool] | None = None,
+         quantiles: Sequence[float | None] = ()) -> FusedAggregate | None:
     """The fused plan of an aggregation, or None when the scanner cannot compute it.
 
     Args:
@@ -121,6 +129,8 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         aggs: (A_*, column index or -1 for count(*)) of each aggregate.
         products: per aggregate, None or the factors of the product it sums or
             averages (each of a DOUBLE column), its column then the first factor's.
+        top: an A_TOP aggregate's (k, descending, nulls first).
+        quantiles: per aggregate, None or an A_MEDIAN's quantile (quantile_cont(x, q)).
         filters: the WHERE conditions the scan applies, by column index
             (:func:`gateway_csv.query.pushdown`).
         seconds: per aggregate, the column index of its second argument (covar_samp,
@@ -135,12 +145,18 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         if k.fn == F_ROUND and kind not in (INT, FLOAT):
             return None
         wanted.add(k.column)
-    if any(fn in STATISTICS for fn, _ in aggs) and \
+    if any(fn in STATISTICS or fn == A_MEDIAN for fn, _ in aggs) and \
             any(k.derived is not None and not k.derived.one_to_one for k in keys):
         # groups folded after the scan (strftime(ts, '%m') of two years) would join their
-        # states by Chan's formulas where DuckDB folds their rows in one by one
+        # statistics' states by Chan's formulas where DuckDB folds their rows in one by
+        # one, and put a median's values in another order than DuckDB's, which may pick
+        # the other of -0.0 and 0.0
         return None
     products = list(products) + [None] * (len(aggs) - len(products))
+    quantiles = list(quantiles) + [None] * (len(aggs) - len(quantiles))
+    if any(q is not None and (fn != A_MEDIAN or not 0 <= q <= 1)
+           for (fn, _), q in zip(aggs, quantiles, strict=True)):
+        return None
     seconds = list(seconds) + [-1] * (len(aggs) - len(seconds))
     for (fn, col), second in zip(aggs, seconds, strict=True):
         if (fn in BINARY) != (second >= 0):
@@ -164,6 +180,8 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         if fn == A_COUNT_STAR:
             continue
         kind = layout.scan_kind(col)
+        if fn in (A_MEDIAN, A_TOP) and (kind not in _HELD_KINDS or (fn == A_TOP) != (top is not None)):
+            return None
         if fn in (A_SUM, A_AVG) and kind not in (INT, FLOAT):
             return None
         if fn in (A_MIN, A_MAX) and kind not in (INT, FLOAT, *_TEMPORAL_KINDS):
@@ -179,9 +197,12 @@ def plan(layout: Layout, keys: Sequence[Key], aggs: Sequence[tuple[int, int]],
         filters=tuple((slot_of[c], op, ct, v) for c, op, ct, v in filters),
         keys=tuple((slot_of[k.column], k.fn) for k in keys),
         aggs=tuple((fn, slot_of[c], slot_of[second]) if second >= 0 else
+                   (fn, slot_of[c], top) if fn == A_TOP else
+                   (fn, slot_of[c], (q,)) if q is not None else
                    (fn, slot_of[c] if c >= 0 else -1) if product is None else
                    (fn, slot_of[c], tuple((slot_of[fc], op, lit) for fc, op, lit in product))
-                   for (fn, c), product, second in zip(aggs, products, seconds, strict=True)),
+                   for (fn, c), product, second, q in zip(aggs, products, seconds, quantiles,
+                                                          strict=True)),
         key_columns=[(k.column, k.fn) for k in keys], agg_columns=list(aggs),
         derived=[k.derived for k in keys],
     )
@@ -216,6 +237,30 @@ def run(scanners: list[Scanner], fused: FusedAggregate) -> tuple[list[pa.Array],
             raise pa.ArrowInvalid("an integer sum passes 38 digits, which DECIMAL(38, 0) holds")
         aggs.append(_array(_agg_type(layout, fn, col, wide), n, buffers))
     return keys, aggs, n
+
+
+def run_top(scanners: list[Scanner], fused: FusedAggregate) -> tuple[list[pa.Array], pa.Array]:
+    """The rows of a plan of one A_TOP aggregate: per row, its group's keys (plain columns)
+    and the value kept (:func:`run`'s keys repeated, by ``_scanner.export_top``).
+
+    Raises:
+        ValueError: a group's rows are not determined (see ``held_top`` in _scanner.c).
+    """
+    layout = scanners[0].layout
+    states = _combined(scanners, Plan(slots=fused.slots, filters=fused.filters, keys=fused.keys,
+                                      aggs=fused.aggs))
+    rows, groups, values, validity, nulls = _scanner.export_top(states, 0)
+    types = [_key_type(layout.kinds[col], fn) for col, fn in fused.key_columns]
+    n, key_buffers, _ = _scanner.export_columns(
+        states, "".join(_CODES.get(t, "q") for t in types), True)
+    del states
+    call, _ = sort_functions()
+    take = pa.Array.from_buffers(pa.int64(), rows, [None, pa.py_buffer(groups)])
+    keys = [call("take", [_array(type_, n, buffers), take])
+            for type_, buffers in zip(types, key_buffers, strict=True)]
+    fn, col = fused.agg_columns[0]
+    return keys, _array(_agg_type(layout, fn, col, 0), rows,
+                        (validity, values, None, nulls, 0))
 
 
 #: groups of chunks merged at once, partition by partition (memory: these and the
@@ -301,11 +346,11 @@ def _agg_type(layout: Layout, fn: int, col: int, wide: int) -> pa.DataType:
     """The Arrow type of an aggregate (``wide``: an integer sum passes BIGINT)."""
     if fn in (A_COUNT_STAR, A_COUNT):
         return pa.int64()
-    if fn == A_AVG or fn in STATISTICS:
+    if fn in (A_AVG, A_MEDIAN) or fn in STATISTICS:
         return pa.float64()
     if fn == A_SUM and layout.kinds[col] != FLOAT:
         return pa.decimal128(38, 0) if wide else pa.int64()
-    return arrow_type(layout.kinds[col])
+    return arrow_type(layout.kinds[col])  # min, max, and the values A_TOP keeps
 
 
 def _array(type_: pa.DataType, n: int, buffers: tuple[bytes, bytes, bytes | None, int, int]) \
@@ -381,10 +426,12 @@ __all__ = [
     "A_COVAR_POP",
     "A_COVAR_SAMP",
     "A_MAX",
+    "A_MEDIAN",
     "A_MIN",
     "A_STDDEV_POP",
     "A_STDDEV_SAMP",
     "A_SUM",
+    "A_TOP",
     "A_VAR_POP",
     "A_VAR_SAMP",
     "BINARY",
@@ -415,4 +462,5 @@ __all__ = [
     "native_column",
     "plan",
     "run",
+    "run_top",
 ]

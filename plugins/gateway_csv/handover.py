@@ -7,12 +7,14 @@ and parses the statement, all of which a query answered by the fallback pays on
 top of DuckDB's own time (h2o's q6, q8 and q9: 13-23% over DuckDB alone, where
 the issue allows 5%). :func:`refusal` finds
 those constructs in the statement's tokens first: a name of such an aggregate
-called (``median(``), ``OVER (``, ``(SELECT``, outside strings, quoted names
+called (``corr(``), ``OVER (``, ``(SELECT``, outside strings, quoted names
 and comments. What it finds, the planner refuses too (tests/test_csv_handover.py
 holds every name and form to the planner's refusal); what it does not find,
 the planner reads as before. A statement holding a backslash, a dollar or a
 block comment (an escaped string, a dollar-quoted one, nested comments, which
-this reading does not follow) is left to the planner whole.
+this reading does not follow) is left to the planner whole, and so is one holding
+``row_number() OVER (``, which may be the first k rows of each group
+(:mod:`gateway_csv.topn`).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ AGGREGATES = frozenset({
     "any_value", "approx_count_distinct", "approx_quantile", "arg_max", "arg_min",
     "argmax", "argmin", "array_agg", "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or",
     "count_if", "group_concat", "kurtosis", "listagg",
-    "max_by", "median", "min_by", "mode", "percentile_cont", "quantile", "quantile_cont",
+    "max_by", "min_by", "mode", "percentile_cont", "quantile",
     "quantile_disc", "regr_slope", "skewness", "string_agg",
 })
 #: one token: a string, a quoted name, a line comment, a word, an opening parenthesis, or
 #: anything else one character at a time
+#: a row_number window, which gateway_csv.topn may read (or refuse) itself
+TOP_N = re.compile(r"(?i)\brow_number\s*\(\s*\)\s*over\s*\(")
 _TOKEN = re.compile(r"""'(?:[^']|'')*'?|"(?:[^"]|"")*"?|--[^\n]*|(?P<word>[A-Za-z_][A-Za-z0-9_]*)
                         |(?P<open>\()|\s+|.""", re.VERBOSE | re.DOTALL)
 
@@ -40,7 +44,7 @@ _TOKEN = re.compile(r"""'(?:[^']|'')*'?|"(?:[^"]|"")*"?|--[^\n]*|(?P<word>[A-Za-
 def refusal(sql: str) -> Unsupported | None:
     """The planner's refusal of ``sql``, where the statement's words show one is coming
     (a window function, a subquery, an aggregate the engine does not run), else None."""
-    if "\\" in sql or "$" in sql or "/*" in sql:
+    if "\\" in sql or "$" in sql or "/*" in sql or TOP_N.search(sql):
         return None
     before = ""  # the last word, or "(" (an empty string after anything else)
     for token in _TOKEN.finditer(sql):

@@ -135,6 +135,11 @@ def _table() -> Iterator[Native]:
     # 43229798211443556352)
     for t in (BIGINT, DOUBLE):
         yield Native("avg", "aggregate", (t,), DOUBLE)
+    # DuckDB's quantile_cont(x, 0.5), of a column the fused scan reads (of anything else:
+    # left to DuckDB, as is median of a HUGEINT, a date or a time)
+    for t in (BIGINT, DOUBLE):
+        yield Native("median", "aggregate", (t,), DOUBLE)
+        yield Native("quantile_cont", "aggregate", (t, DECIMAL), DOUBLE)
     yield from _statistics()
 
 
@@ -213,6 +218,8 @@ LITERALS: dict[str, tuple[str, ...]] = {
     TIMESTAMP: ("TIMESTAMP '2024-03-10 02:30:00'", "TIMESTAMP '1969-12-31 23:59:59.999999'"),
     NULL: ("NULL",),
 }
+#: quantile_cont's quantiles (a plain number from 0 to 1: others are left to DuckDB)
+QUANTILES = ("0.5", "0.0", "0.1", "0.25", "0.75", "0.9", "0.333", "1.0", ".5")
 #: the text arguments some functions take: parts, units and formats
 PARTS = ("'year'", "'month'", "'day'", "'dow'", "'isodow'", "'doy'", "'week'", "'quarter'",
          "'hour'", "'minute'", "'second'", "'millisecond'", "'microsecond'", "'decade'",
@@ -238,6 +245,8 @@ def text_arguments(entry: Native) -> dict[int, tuple[str, ...]]:
     if entry.name == "substr":
         return {1: ("1", "2", "5", "9", "2147483647"),
                 2: ("0", "1", "2", "-1", "-2", "-5", "100", "NULL")}
+    if entry.name == "quantile_cont":
+        return {1: QUANTILES}
     if entry.name == "round" and len(entry.args) == 2:
         return {1: ("0", "1", "2", "15", "300")}
     return {}

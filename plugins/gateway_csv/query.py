@@ -30,6 +30,7 @@ from gateway_csv.fused import (
     A_COVAR_POP,
     A_COVAR_SAMP,
     A_MAX,
+    A_MEDIAN,
     A_MIN,
     A_STDDEV_POP,
     A_STDDEV_SAMP,
@@ -63,8 +64,25 @@ _KEY_FNS = {exp.Year: F_YEAR, exp.Month: F_MONTH, exp.Day: F_DAY, exp.Hour: F_HO
 STATISTICS = {exp.Variance: A_VAR_SAMP, exp.VariancePop: A_VAR_POP, exp.Stddev: A_STDDEV_SAMP,
               exp.StddevSamp: A_STDDEV_SAMP, exp.StddevPop: A_STDDEV_POP,
               exp.CovarSamp: A_COVAR_SAMP, exp.CovarPop: A_COVAR_POP, exp.Corr: A_CORR}
-_AGG_FNS = {exp.Sum: A_SUM, exp.Avg: A_AVG, exp.Min: A_MIN, exp.Max: A_MAX, **STATISTICS}
-_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, *STATISTICS)
+#: median and quantile_cont, like the statistics, are the fused scan's alone (run.py's Arrow
+#: aggregation refuses them)
+_AGG_FNS = {exp.Sum: A_SUM, exp.Avg: A_AVG, exp.Min: A_MIN, exp.Max: A_MAX,
+            exp.Median: A_MEDIAN, exp.PercentileCont: A_MEDIAN, **STATISTICS}
+_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Median, exp.PercentileCont,
+               *STATISTICS)
+#: quantile_cont's constant quantile, as the csv engine reads it (a number from 0 to 1)
+QUANTILE = re.compile(r"0?\.[0-9]{1,15}|[01](\.[0-9]{0,15})?")
+
+
+def quantile(node: exp.Expression | None) -> float | None:
+    """The quantile of ``quantile_cont(x, q)``: q a number from 0 to 1 written plainly
+    (DuckDB's DECIMAL, made the double it reads), else None."""
+    if isinstance(node, exp.Literal) and not node.is_string and QUANTILE.fullmatch(node.this):
+        q = float(node.this)
+        return q if 0 <= q <= 1 else None
+    return None
+
+
 _REFUSED = {
     exp.Join: "JOIN", exp.Subquery: "a subquery", exp.Window: "a window function",
     exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT", exp.With: "WITH",
@@ -97,7 +115,7 @@ def key(node: exp.Expression) -> str:
 
 #: aggregates named ``fn(column)`` by DuckDB, as tests/test_csv_names.py checks
 _NAMED_AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min",
-                     exp.Max: "max"}
+                     exp.Max: "max", exp.Median: "median"}
 
 
 def output_name(node: exp.Expression, names: Sequence[str] = ()) -> str | None:
@@ -332,7 +350,7 @@ def _table_names(select: exp.Select, table: tuple[str, bool] | None) -> set[str]
 
 
 def refuse_unrun_aggregates(select: exp.Select) -> None:
-    """Refuse an aggregate the engine does not run (median, stddev, corr: the fallback's)
+    """Refuse an aggregate the engine does not run (stddev, corr: the fallback's)
     from the SQL alone, as :func:`analyse` would, before a file is opened and sniffed:
     the sniff of a file's head (about 90 ms of CPU over h2o's 8 MiB) was the largest
     part of what the csv engine cost a query it hands to its fallback.
@@ -642,9 +660,14 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
     aggs: list[tuple[int, int]] = []
     products: list[tuple[fused.Factor, ...] | None] = []
     seconds: list[int] = []
+    quantiles: list[float | None] = []
     for agg in query.aggregates:
         products.append(None)
         seconds.append(-1)
+        quantiles.append(quantile(agg.expression) if isinstance(agg, exp.PercentileCont)
+                         else None)
+        if isinstance(agg, exp.PercentileCont) and quantiles[-1] is None:
+            return None
         if type(agg) in STATISTICS:
             idx = _column_index(agg.this, layout)
             second = _column_index(agg.expression, layout) if agg.expression is not None else -1
@@ -684,7 +707,7 @@ def fused_aggregate(query: Query, layout: Layout) -> FusedAggregate | None:
         if pushed is None:
             return None
         filters.extend(pushed)
-    return fused.plan(layout, keys, aggs, filters, products, seconds)
+    return fused.plan(layout, keys, aggs, filters, products, seconds, quantiles=quantiles)
 
 
 #: a literal a product's factor takes: digits, a decimal point and digits (DuckDB reads

@@ -122,6 +122,10 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
         if isinstance(arg, exp.Distinct):
             raise Unsupported(f"the csv engine does not run {type(agg).__name__.lower()}"
                               "(DISTINCT ...)", engines=ENGINES_FOR_MORE)
+        if type(agg) not in _ARROW_AGGS:  # median: the fused scan's alone
+            raise Unsupported(f"the csv engine runs {type(agg).__name__.lower()} only of a "
+                              "numeric column, in a grouping its scan computes whole",
+                              engines=ENGINES_FOR_MORE)
         specs.append((name, _ARROW_AGGS[type(agg)]))
         arg_nodes.append(arg)
         if isinstance(agg, exp.Min | exp.Max):

@@ -31,6 +31,7 @@ from gateway_csv.fused import (
     A_AVG,
     A_COUNT,
     A_MAX,
+    A_MEDIAN,
     A_MIN,
     A_STDDEV_POP,
     A_STDDEV_SAMP,
@@ -48,7 +49,7 @@ from gateway_csv.shape import LARGEST, RESERVED, SPACE
 _AGGREGATES = {"count": A_COUNT, "sum": A_SUM, "avg": A_AVG, "min": A_MIN, "max": A_MAX,
                "var_samp": A_VAR_SAMP, "variance": A_VAR_SAMP, "var_pop": A_VAR_POP,
                "stddev_samp": A_STDDEV_SAMP, "stddev": A_STDDEV_SAMP,
-               "stddev_pop": A_STDDEV_POP}
+               "stddev_pop": A_STDDEV_POP, "median": A_MEDIAN}
 #: the native table's name of an aggregate known by another (gateway_csv.native)
 _NATIVE_NAMES = {"variance": "var_samp", "stddev": "stddev_samp"}
 #: words not taken as a name in an aggregation: RESERVED, and those sqlglot reads as more
@@ -369,9 +370,11 @@ class _Resolved(Record):
             out_types.append(found)
         order = []
         for name, _ in shape.order:
-            named = [i for i, r in enumerate(referable) if r == name.lower()]
+            # two items of one name (an alias, or the name DuckDB gives an aggregate, as
+            # the planner counts them), each its own value: the planner's to judge
+            named = [i for i, n in enumerate(names) if n.lower() == name.lower()]
             if len({outputs[i] for i in named if i < len(outputs)}) > 1:
-                return None  # two items of one name, each its own value: the planner's to judge
+                return None
             if name.lower() in referable:
                 order.append((False, referable.index(name.lower())))
             elif Term(None, name).key in key_of and layout.column_index(name) is not None:
