@@ -164,6 +164,55 @@ def test_grouped_chunks_of_mostly_new_groups_are_cut_back_and_answer_as_duckdb(t
     assert max(size for _unindexed, size in seen) > 4 << 18
 
 
+@pytest.mark.parametrize("groups", [1, 50_000, 1 << 20])
+def test_an_unindexed_scan_given_room_for_its_rows_answers_as_one_grown_from_empty(tmp_path,
+                                                                                   groups):
+    """An unindexed scan's table starts with room for the rows it is expected to read
+    (Scanner._scan's estimate): too little, about right or far too much, it answers alike."""
+    path = _keys_file(tmp_path, 40_000, 10**9)
+    size = path.stat().st_size
+    _end, roomy = _scan(path, 4, size, unindexed=True, groups=groups)
+    _end, grown = _scan(path, 4, size, unindexed=True)
+    assert _by_key(*roomy.export()) == _by_key(*grown.export())
+
+
+def test_unindexed_chunks_are_given_room_for_their_rows(tmp_path, monkeypatch):
+    """Past a spill, each unindexed chunk's scan is given the rows it will read, estimated
+    from the bytes of a row where the chunk spilled: 5% over its rows, not grown from 64
+    groups by doubling (each doubling a copy of the whole table)."""
+    path = _keys_file(tmp_path, 200_000, 10**9)
+    asked = []
+    real = _scanner.scan
+    monkeypatch.setattr(_scanner, "scan", lambda *args: asked.append(
+        (args[1], args[2], args[10], args[11])) or real(*args))
+    with gateway_for(path, chunk_bytes=1 << 18) as gw:
+        assert_same(gw, "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k")
+    lines = path.read_bytes()
+    unindexed = [(start, end, groups) for start, end, flag, groups in asked if flag]
+    assert unindexed
+    for start, end, groups in unindexed:
+        rows = lines.count(b"\n", start, end)
+        assert rows <= groups <= rows * 1.15 + 64
+
+
+def test_a_many_group_query_gives_back_the_table_arrays_it_kept(tmp_path):
+    """Freed scan tables' arrays are kept for the next scan's (its pages already faulted
+    in) and go back to the system once the query's scans are merged."""
+    path = _keys_file(tmp_path, 40_000, 10**9)
+    _scanner.pool_release()
+    _end, state = _scan(path, 4, path.stat().st_size, unindexed=True, groups=60_000)
+    del state  # its records (60,000 of 32 bytes) and hashes: kept
+    assert _scanner.pool_held() >= 60_000 * 32
+    _end, again = _scan(path, 4, path.stat().st_size, unindexed=True, groups=60_000)
+    assert _scanner.pool_held() < 60_000 * 32  # taken by the next scan's table
+    del again
+    _scanner.pool_release()
+    assert _scanner.pool_held() == 0
+    with gateway_for(_keys_file(tmp_path, 200_000, 10**9), chunk_bytes=1 << 18) as gw:
+        assert_same(gw, "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k")
+    assert _scanner.pool_held() == 0
+
+
 def test_absorb_merges_chunks_partition_by_partition_as_merge_does(tmp_path):
     rng = random.Random(7)
     path = write(tmp_path, "r.csv", "k,v\n" + "".join(

@@ -1309,10 +1309,90 @@ static inline int same_bytes(const char *a, const char *b, size_t n) {
 #define MAP_FROM ((size_t)256 << 10)
 #define T_HUGE 1 /* probed at every row of a scan: on huge pages */
 #define T_MAP 2  /* mapped (a merged table's) */
+#define T_POOL 4 /* a scan's: kept for the next scan's once freed (see pool_take) */
 
-static inline int table_how(const AggStateObject *t, int huge) { return (huge ? T_HUGE : 0) | (t->tight ? T_MAP : 0); }
+static inline int table_how(const AggStateObject *t, int huge) {
+    return (huge ? T_HUGE : 0) | (t->tight ? T_MAP : T_POOL);
+}
 
 static size_t table_bytes(size_t n) { return (n + 4095) & ~(size_t)4095; }
+
+/* Freed arrays of a scan's table (malloc's, from POOL_FROM bytes on), kept for the next
+ * scan's: a many-group query makes and frees one table per 8 MB of its file (q9: 84 of
+ * 12 MB), and malloc gave each one's pages back to the system, so every scan faulted and
+ * zeroed its table's pages afresh (a third of q9's page faults). Taken by the smallest
+ * that holds at least the bytes asked and at most twice them; emptied by pool_release()
+ * at the end of a query's scans. */
+#define POOL_SLOTS 8
+#define POOL_FROM ((size_t)1 << 20)
+#if defined(__GNUC__) && !defined(_WIN32)
+#define TABLE_POOL 1
+static struct {
+    void *p;
+    size_t n;
+} pool[POOL_SLOTS];
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *pool_take(size_t n) {
+    void *p = NULL;
+    pthread_mutex_lock(&pool_lock);
+    int best = -1;
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (pool[i].p && pool[i].n >= n && pool[i].n / 2 <= n && (best < 0 || pool[i].n < pool[best].n)) best = i;
+    if (best >= 0) {
+        p = pool[best].p;
+        pool[best].p = NULL;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return p;
+}
+
+/* p (of n bytes) kept in an empty slot, or in place of the smallest kept array when that
+ * is smaller (which is freed); 0 when p is not kept (the caller frees it) */
+static int pool_put(void *p, size_t n) {
+    void *out = p;
+    pthread_mutex_lock(&pool_lock);
+    int at = 0;
+    for (int i = 1; i < POOL_SLOTS && pool[at].p; i++)
+        if (!pool[i].p || pool[i].n < pool[at].n) at = i;
+    if (!pool[at].p || pool[at].n < n) {
+        out = pool[at].p;
+        pool[at].p = p;
+        pool[at].n = n;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (out == p) return 0;
+    free(out);
+    return 1;
+}
+#endif
+
+/* pool_held() -> the bytes of the arrays kept */
+static PyObject *pool_held(PyObject *mod, PyObject *unused) {
+    size_t n = 0;
+#ifdef TABLE_POOL
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (pool[i].p) n += pool[i].n;
+    pthread_mutex_unlock(&pool_lock);
+#endif
+    return PyLong_FromSize_t(n);
+}
+
+/* pool_release(): the kept arrays freed (at the end of a query's scans) */
+static PyObject *pool_release(PyObject *mod, PyObject *unused) {
+#ifdef TABLE_POOL
+    void *held[POOL_SLOTS];
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < POOL_SLOTS; i++) {
+        held[i] = pool[i].p;
+        pool[i].p = NULL;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    for (int i = 0; i < POOL_SLOTS; i++) free(held[i]);
+#endif
+    Py_RETURN_NONE;
+}
 
 /* An array of a table (its index, records, hashes or key arena) of n bytes, 64-byte
  * aligned, zeroed when mapped (table_free takes n and how back). From a few megabytes
@@ -1336,7 +1416,14 @@ static void *table_alloc(size_t n, int how) {
         return p;
     }
 #endif
-    return aligned_alloc(64, (n + 63) & ~(size_t)63);
+    size_t m = (n + 63) & ~(size_t)63;
+#ifdef TABLE_POOL
+    if ((how & T_POOL) && m >= POOL_FROM) {
+        void *p = pool_take(m);
+        if (p) return p;
+    }
+#endif
+    return aligned_alloc(64, m);
 }
 
 /* frees what table_alloc(n, how) or table_realloc(..., n, ..., how) returned */
@@ -1347,6 +1434,10 @@ static void table_free(void *p, size_t n, int how) {
         munmap(p, table_bytes(n));
         return;
     }
+#endif
+#ifdef TABLE_POOL
+    size_t m = (n + 63) & ~(size_t)63;
+    if ((how & T_POOL) && !(how & T_HUGE) && m >= POOL_FROM && pool_put(p, m)) return;
 #endif
     (void)n;
     (void)how;
@@ -1519,8 +1610,10 @@ static Cell *table_append(AggStateObject *t, const char *k, size_t n, uint64_t h
     return (Cell *)r;
 }
 
-/* the group of key bytes k[0:n] whose hash_bytes is h, created if new; NULL when out of memory */
-static Cell *table_find(AggStateObject *t, const char *k, size_t n, uint64_t h) {
+/* the group of key bytes k[0:n] whose hash_bytes is h, created if new (its cells zeroed,
+ * or left for the caller to write when fresh is given: *fresh is then whether it is new);
+ * NULL when out of memory */
+static inline Cell *table_find_fresh(AggStateObject *t, const char *k, size_t n, uint64_t h, int *fresh) {
     uint64_t tag = h & 0xffffffff00000000ull;
     if (table_full(t, t->ngroups + 1) && table_grow(t)) return NULL;
     size_t cap = t->cap, pos = slot_of(h, cap);
@@ -1541,8 +1634,13 @@ static Cell *table_find(AggStateObject *t, const char *k, size_t n, uint64_t h) 
     if (t->hashes) t->hashes[g] = h;
     t->ngroups++;
     t->index[pos] = tag | (uint64_t)(g + 1);
-    memset(r, 0, t->key_at);
+    if (fresh) *fresh = 1;
+    else memset(r, 0, t->key_at);
     return (Cell *)r;
+}
+
+static Cell *table_find(AggStateObject *t, const char *k, size_t n, uint64_t h) {
+    return table_find_fresh(t, k, n, h, NULL);
 }
 
 static Cell *table_lookup(AggStateObject *t, const char *k, size_t n) { return table_find(t, k, n, hash_bytes(k, n)); }
@@ -2444,7 +2542,10 @@ static PyObject *absorb(PyObject *mod, PyObject *args) {
             PyErr_NoMemory();
             goto fail;
         }
-    int oom = 0;
+    /* a new group's cells are its first partial's, copied (merged into zeroed cells, they
+     * come out the same: see cell_merge), unless they own held values */
+    int oom = 0, copies = 1;
+    for (int a = 0; a < parts[0]->naggs; a++) copies &= !IS_HELD(parts[0]->agg_fns[a]);
     Py_BEGIN_ALLOW_THREADS
     for (int p = first; p < stop && !oom; p++) {
         AggStateObject *dst = parts[p];
@@ -2461,12 +2562,14 @@ static PyObject *absorb(PyObject *mod, PyObject *args) {
                 if (j + ABSORB_AHEAD < stop) absorb_ahead(src, dst, order, j);
                 size_t g = order[j], n;
                 const char *k = group_key(src, g, &n);
-                Cell *d = table_find(dst, k, n, src->hashes[g]);
+                int fresh = 0;
+                Cell *d = table_find_fresh(dst, k, n, src->hashes[g], copies ? &fresh : NULL);
                 if (!d) {
                     oom = 1;
                     break;
                 }
-                oom = cells_merge(dst, d, group_cells(src, g));
+                if (fresh) memcpy(d, group_cells(src, g), dst->key_at);
+                else oom = cells_merge(dst, d, group_cells(src, g));
             }
         }
     }
@@ -4176,8 +4279,10 @@ static PyObject *scan(PyObject *mod, PyObject *args) {
         sc->direct = !unindexed && groups <= DIRECT_GROUPS && direct_plan(&plan);
         for (int i = 0; i < DIRECT_CACHE; i++) sc->dcache[i].len = UINT32_MAX;
         /* room for the groups the caller expects (another chunk's): a table grown
-         * from empty to 1e5 groups copied and zeroed twice its size on the way */
-        if (!unindexed && groups > 0 && table_reserve(st, (size_t)(groups < (1 << 24) ? groups : 1 << 24))) {
+         * from empty to 1e5 groups copied and zeroed twice its size on the way; an
+         * unindexed scan's: the rows it is expected to read (a group each) */
+        size_t expect = (size_t)(groups < (1 << 24) ? groups : 1 << 24);
+        if (groups > 0 && (unindexed ? groups_resize(st, expect) : table_reserve(st, expect))) {
             Py_DECREF(st);
             goto oom;
         }
@@ -5272,6 +5377,8 @@ static PyMethodDef module_methods[] = {
     {"simd", simd, METH_VARARGS, "simd(on=None) -> the vector code in use; False forces the baseline"},
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
     {"absorb", absorb, METH_VARARGS, "absorb(parts, partials, first, stop): partitions merged"},
+    {"pool_release", pool_release, METH_NOARGS, "pool_release(): the scans' kept table arrays freed"},
+    {"pool_held", pool_held, METH_NOARGS, "pool_held() -> bytes of the scans' table arrays kept"},
     {"export_columns", export_columns, METH_VARARGS, "export_columns(states, key_codes, release=False): Arrow buffers"},
     {"export_top", export_top, METH_VARARGS, "export_top(states, agg): the rows of a top-k aggregate"},
     {"parse_value", parse_value, METH_VARARGS, "parse_value(kind, bytes): the scanner's own value parser"},

@@ -280,15 +280,25 @@ def _combined(scanners: list[Scanner], scan: Plan) -> list[Any]:
     parts: Any = None
     batch: list[Any] = []
     pool = scanners[0].pool
-    for scanner in scanners:
-        for _rows, partial in scanner.results(scan):
-            batch.append(partial)
-            if len(batch) == _BATCH:
-                parts = _absorb(pool, parts, batch)
-                batch = []
-    if parts is None and len(batch) == 1:
-        return batch
-    return list(_absorb(pool, parts, batch) if batch else parts)
+    try:
+        for scanner in scanners:
+            for _rows, partial in scanner.results(scan):
+                batch.append(partial)
+                if len(batch) == _BATCH:
+                    parts = _absorb(pool, parts, batch)
+                    batch = []
+            partial = None  # the last one's arrays go back with the batch's
+        if parts is None and len(batch) == 1:
+            return batch
+        if batch:
+            parts = _absorb(pool, parts, batch)
+            batch = []
+        return list(parts)
+    finally:
+        # the scans' freed table arrays, kept for the next scan's, go back to the system
+        # before the export writes the answer beside the merged groups
+        batch = []
+        _scanner.pool_release()
 
 
 def _absorb(pool: Any, parts: Any, batch: list[Any]) -> Any:

@@ -171,7 +171,11 @@ class Scanner:
         return self.file.size
 
     def _scan(self, chunk: Chunk, plan: Plan, limit: int, spill: int = -1,
-              groups: int = 0) -> tuple[Any, ...]:
+              groups: int = 0, row_bytes: float = 0.0) -> tuple[Any, ...]:
+        # an unindexed chunk's table has room for its rows from the start (row_bytes: the
+        # bytes of a row where a chunk spilled), not grown by doubling and copying
+        if chunk.unindexed and row_bytes:
+            groups = int((chunk.boundary - chunk.start) / row_bytes * 1.05) + 64
         return _scanner.scan(self.file, chunk.start, chunk.boundary, self.layout.dialect(),
                              plan.slots, plan.filters, plan.keys, plan.aggs, limit, spill,
                              chunk.unindexed, groups)
@@ -197,6 +201,7 @@ class Scanner:
             deque((chunk, None) for chunk in chunks)
         expected = chunks[0].start
         groups = 0
+        row_bytes = 0.0
         try:
             while work:
                 if self.stop is not None and self.stop():
@@ -204,20 +209,20 @@ class Scanner:
                 if len(work) == 1 and work[0][1] is None:
                     # a file of one chunk is scanned in this thread (see ScanPool)
                     chunk, _ = work.popleft()
-                    result = self._scan(chunk, plan, limit, spill, groups)
+                    result = self._scan(chunk, plan, limit, spill, groups, row_bytes)
                 else:
                     for i in range(min(ahead, len(work))):
                         if work[i][1] is None:
                             work[i] = (work[i][0], self.pool.submit(
-                                self._scan, work[i][0], plan, limit, spill, groups))
+                                self._scan, work[i][0], plan, limit, spill, groups, row_bytes))
                     chunk, task = work.popleft()
                     assert task is not None
                     result = task.result()
                 if chunk.start != expected:
                     # the guess started inside a quoted field: rescan from the real row start
                     chunk = Chunk(expected, chunk.boundary, chunk.unindexed)
-                    result = self._scan(chunk, plan, limit, spill, groups)
-                end, _seen, rows_out, skipped, error, payload = result
+                    result = self._scan(chunk, plan, limit, spill, groups, row_bytes)
+                end, seen, rows_out, skipped, error, payload = result
                 if error is not None:
                     raise self.error(*error)
                 self.skipped += skipped
@@ -229,6 +234,8 @@ class Scanner:
                         return
                 elif grouped and end < chunk.boundary:
                     # it stopped early (spill): the rest, without looking rows up
+                    if seen:
+                        row_bytes = row_bytes or (end - chunk.start) / seen
                     work.extendleft((rest, None) for rest in reversed(
                         self._split(end, chunk.boundary, self.chunk_bytes, unindexed=True)))
                 elif grouped and not chunk.unindexed:
