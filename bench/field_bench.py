@@ -36,6 +36,14 @@ median seconds with the min-max spread, the median CPU seconds (user and system,
 over arrowgate's (above 1 means arrowgate is faster), as a markdown table. With
 ``--base`` another arrowgate install (its venv's python: the main branch, say) runs
 as one more engine, so a change's before and after are measured in the same run.
+
+Every child runs with ``OPENBLAS_NUM_THREADS=1`` (unless the caller sets it): the
+project's venv holds numpy (pandas and matplotlib, dev dependencies, bring it), which
+``import pyarrow`` imports, and numpy's OpenBLAS starts a thread per core that spins
+for about 0.1 s of CPU, beside the engine's own threads on a 2-core machine (9% of
+q4's samples in arrowgate, which imports pyarrow first; a peer that imports it only for
+its answer pays it after its work). No engine here computes with BLAS, and
+arrowgate's own install has no numpy.
 """
 
 from __future__ import annotations
@@ -169,7 +177,7 @@ base_python = ""
 def run(engine: str, path: str, sql: str, out: str = "") -> tuple[float, str, int, float]:
     """(seconds, its printed line, peak RSS in KiB, CPU seconds: user and system, all
     its threads) of one fresh process."""
-    env = {**os.environ, "ARROWGATE_SNIFF_CACHE": "off"}
+    env = {"OPENBLAS_NUM_THREADS": "1", **os.environ, "ARROWGATE_SNIFF_CACHE": "off"}
     if engine not in ("arrowgate", "base") and peers_path:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (peers_path, env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryFile("w+") as errors:

@@ -27,6 +27,10 @@
 
 #include "_mapfile.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #ifndef _WIN32
 #include <pthread.h>
 #include <sched.h>
@@ -1365,6 +1369,19 @@ static int pool_put(void *p, size_t n) {
     free(out);
     return 1;
 }
+
+/* the free memory of malloc's arenas given back to the system (glibc's
+ * malloc_trim; elsewhere nothing). A many-group query's freed scan tables otherwise stay
+ * resident in the arenas under its export's answer, and after it: q10 began its export
+ * at 1,470 MB without, 1,250 MB with. (After each batch of chunks merged, it lowered
+ * q10's peak by 130 MB, but cost q9 0.2 s of CPU faulting the pages in again.) */
+static void trim_arenas(void) {
+#ifdef __GLIBC__
+    Py_BEGIN_ALLOW_THREADS
+    malloc_trim(0);
+    Py_END_ALLOW_THREADS
+#endif
+}
 #endif
 
 /* pool_held() -> the bytes of the arrays kept */
@@ -1389,7 +1406,12 @@ static PyObject *pool_release(PyObject *mod, PyObject *unused) {
         pool[i].p = NULL;
     }
     pthread_mutex_unlock(&pool_lock);
-    for (int i = 0; i < POOL_SLOTS; i++) free(held[i]);
+    int freed = 0;
+    for (int i = 0; i < POOL_SLOTS; i++) {
+        freed |= held[i] != NULL;
+        free(held[i]);
+    }
+    if (freed) trim_arenas(); /* a query of big scans: their freed pages too */
 #endif
     Py_RETURN_NONE;
 }
@@ -5377,7 +5399,7 @@ static PyMethodDef module_methods[] = {
     {"simd", simd, METH_VARARGS, "simd(on=None) -> the vector code in use; False forces the baseline"},
     {"scan", scan, METH_VARARGS, "scan one byte range of a File; see the module source"},
     {"absorb", absorb, METH_VARARGS, "absorb(parts, partials, first, stop): partitions merged"},
-    {"pool_release", pool_release, METH_NOARGS, "pool_release(): the scans' kept table arrays freed"},
+    {"pool_release", pool_release, METH_NOARGS, "pool_release(): the scans' kept table arrays freed (and malloc's free memory)"},
     {"pool_held", pool_held, METH_NOARGS, "pool_held() -> bytes of the scans' table arrays kept"},
     {"export_columns", export_columns, METH_VARARGS, "export_columns(states, key_codes, release=False): Arrow buffers"},
     {"export_top", export_top, METH_VARARGS, "export_top(states, agg): the rows of a top-k aggregate"},
