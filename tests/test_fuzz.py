@@ -193,9 +193,9 @@ def test_the_generator_draws_every_native_operation_of_the_csv_engine():
     generator = QueryGenerator("t", columns, random.Random(0), operations=native)
     used: set[str] = set()
     sqls = []
-    # (4,000: the statistics, median and the top-N shape came with issue 39; seed 0 has
-    # drawn every entry by query 3,260)
-    for _ in range(4000):
+    # (5,000: the statistics, median, the top-N shape and INTEGER arithmetic came with
+    # issue 39; seed 0 has drawn every entry by query 4,536)
+    for _ in range(5000):
         sqls.append(generator.query().sql("duckdb"))
         used |= generator.used
     assert [str(e) for e in native.NATIVE if str(e) not in used] == []

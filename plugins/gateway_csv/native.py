@@ -85,12 +85,14 @@ def _table() -> Iterator[Native]:
     for op in ("AND", "OR"):
         yield Native(op, "operator", (BOOLEAN, BOOLEAN), BOOLEAN)
     yield Native("NOT", "operator", (BOOLEAN,), BOOLEAN)
-    for op in ("+", "-", "*", "//", "%"):
-        yield Native(op, "operator", (BIGINT, BIGINT), BIGINT)
-    for op in ("+", "-", "*", "/"):
+    for t in (INTEGER, BIGINT):  # INTEGER's overflow is an error at 32 bits, as DuckDB's
+        for op in ("+", "-", "*", "//", "%"):
+            yield Native(op, "operator", (t, t), t)
+    for op in ("+", "-", "*", "/", "//"):  # DuckDB's // of doubles: /, but 0 is an error
         yield Native(op, "operator", (DOUBLE, DOUBLE), DOUBLE)
-    yield Native("/", "operator", (BIGINT, BIGINT), DOUBLE)
-    yield Native("/", "operator", (INTEGER, INTEGER), DOUBLE)
+    # of integers, / is a double's quotient (sum(x) / count(*): HUGEINT / HUGEINT)
+    for t in (INTEGER, BIGINT, HUGEINT):
+        yield Native("/", "operator", (t, t), DOUBLE)
     for t in (INTEGER, BIGINT, DOUBLE):
         yield Native("-", "operator", (t,), t)
         yield Native("abs", "function", (t,), t)

@@ -424,6 +424,13 @@ def analyse(select: exp.Select, layout: Layout | None, table: tuple[str, bool] |
     where = _conjuncts(select.args.get("where").this if select.args.get("where") else None)
     column_names = {n.lower() for n in names}
     item_aliases = {n.lower() for n, e in items} - column_names
+    for i, (_name, expr) in enumerate(items):
+        others = {n.lower() for j, (n, e) in enumerate(items)
+                  if j != i and _is_alias(e, n.lower())} - column_names
+        if any(c.name.lower() in others for c in expr.find_all(exp.Column)):
+            # DuckDB reads an earlier item's alias in a select item (a lateral alias:
+            # `SELECT 1 AS a, a * 2`), where no file column has the name
+            raise unsupported(expr, "a select alias in another select item")
     for cond in where:
         if any(c.name.lower() in item_aliases for c in cond.find_all(exp.Column)):
             # DuckDB reads a select alias in WHERE (`SELECT i % 2 AS k ... WHERE k <> 0`)
