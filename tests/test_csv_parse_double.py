@@ -9,6 +9,7 @@ two doubles; a wrong last bit there would change a sum's last digit.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -75,3 +76,37 @@ def test_quotients_exactly_halfway_between_two_doubles_round_to_even():
         for places in range(0, 12):
             _same(text[:len(text) - places] + ("." + text[len(text) - places:] if places else ""))
             _same(text + "." + "0" * places if places else text)
+
+
+@st.composite
+def digit_runs(draw) -> str:
+    """Decimals whose digit runs end anywhere in an 8-byte word (digits8's SWAR): 0-24
+    digits before the point and after it, leading zeros, a sign, blanks around."""
+    whole = draw(st.text("0123456789", max_size=24))
+    fraction = draw(st.text("0123456789", max_size=24))
+    if not whole and not fraction:
+        whole = "0"
+    text = draw(st.sampled_from(["", "-", "+"])) + draw(st.sampled_from(["", "0", "000"])) + whole
+    if fraction or draw(st.booleans()):
+        text += "." + fraction
+    return draw(st.sampled_from(["", " "])) + text + draw(st.sampled_from(["", " ", "\t"]))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(digit_runs())
+@example("64.14684")
+@example("12345678.12345678")
+@example("1234567.")
+@example("-.5")
+@example("00000000.00000000")
+def test_digit_runs_of_any_length_read_as_float_does(text):
+    _same(text)
+
+
+@pytest.mark.parametrize("bad", ["12345/78", "1234567:", "12\xff45678", "1.2345678\xfa9",
+                                 "98765432 1", "1234567.123456\x00", "0x12345678"])
+def test_a_digit_run_read_eight_bytes_at_a_time_stops_at_a_non_digit(bad):
+    """Bytes beside digits in a word (below '0', above '9', those that adding 6 carries
+    out of) end the run: the number does not read, as float() refuses it."""
+    with pytest.raises(ValueError, match="not a value"):
+        _scanner.parse_value(FLOAT, bad.encode("latin-1"))

@@ -323,6 +323,59 @@ static int parse_int(const char *s, size_t n, int64_t *out) {
     return 0;
 }
 
+static const uint64_t pow10_u64[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
+/* The run of up to 8 digits at p, in a field [s, stop): its length, and its value in *v.
+ * Eight bytes read at once (at p, or the field's last eight shifted down, the bytes past
+ * stop zero), the run's end found and its digits combined by SWAR: no branch on each
+ * digit (h2o's v3, 64.14684: the digit loops' mispredicted exits were most of a DOUBLE
+ * column's parse). A field shorter than 8 bytes is read digit by digit. */
+static inline int digits8(const char *s, const char *p, const char *stop, uint64_t *v) {
+    size_t left = (size_t)(stop - p);
+    uint64_t w;
+    if (left >= 8) {
+        memcpy(&w, p, 8);
+    } else if (stop - s >= 8) {
+        memcpy(&w, stop - 8, 8);
+        w = left ? w >> (8 * (8 - left)) : 0;
+    } else {
+        uint64_t x = 0;
+        int k = 0;
+        for (unsigned d; k < (int)left && (d = (unsigned char)p[k] - '0') <= 9; k++) x = x * 10 + d;
+        *v = x;
+        return k;
+    }
+    /* a byte is a digit when its high nibble is 3 and adding 6 keeps it so (a carry out
+     * of a byte of 0xFA or more reaches only bytes past a non-digit) */
+    uint64_t other = ((w & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull) |
+                     (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull);
+    int k = other ? __builtin_ctzll(other) >> 3 : 8;
+    if (k == 0) {
+        *v = 0;
+        return 0;
+    }
+    /* the run's digits moved to the top bytes (the zeros below them leading zeros; a
+     * borrow of the bytes past the run only runs upward, out of the word) */
+    uint64_t d = (w - 0x3030303030303030ull) << (8 * (8 - k));
+    d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFull;
+    d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFull;
+    d = (d * 10000 + (d >> 32)) & 0xFFFFFFFFull;
+    *v = d;
+    return k;
+}
+
+/* the digits at *pp (before stop) folded into *mant (which wraps past 19 digits, as the
+ * caller knows from their count); *pp moved past them */
+static inline void fold_digits(const char *s, const char **pp, const char *stop, uint64_t *mant) {
+    for (;;) {
+        uint64_t v;
+        int k = digits8(s, *pp, stop, &v);
+        *mant = *mant * pow10_u64[k] + v;
+        *pp += k;
+        if (k < 8) return;
+    }
+}
+
 static int parse_double(const char *s, size_t n, double *out) {
     trim_spaces(&s, &n);
     if (!n) return -1;
@@ -334,11 +387,11 @@ static int parse_double(const char *s, size_t n, double *out) {
     while (p < stop && *p == '0') p++; /* leading zeros are no significant digits */
     const char *significant = p;
     uint64_t mant = 0;
-    for (unsigned d; p < stop && (d = (unsigned char)*p - '0') <= 9; p++) mant = mant * 10 + d;
+    fold_digits(s, &p, stop, &mant);
     ptrdiff_t whole = p - digits_from, digits = p - significant, frac = 0;
     if (p < stop && *p == '.') {
         const char *from = ++p;
-        for (unsigned d; p < stop && (d = (unsigned char)*p - '0') <= 9; p++) mant = mant * 10 + d;
+        fold_digits(s, &p, stop, &mant);
         frac = p - from;
         digits += frac;
     }
