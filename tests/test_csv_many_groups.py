@@ -208,6 +208,10 @@ def test_a_many_group_query_gives_back_the_table_arrays_it_kept(tmp_path):
     del again
     _scanner.pool_release()
     assert _scanner.pool_held() == 0
+    # an indexed scan's (a chunk of 1e5 groups: a dozen to a query) are freed, not kept
+    _end, indexed = _scan(path, 4, path.stat().st_size, groups=60_000)
+    del indexed
+    assert _scanner.pool_held() == 0
     with gateway_for(_keys_file(tmp_path, 200_000, 10**9), chunk_bytes=1 << 18) as gw:
         assert_same(gw, "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k")
     assert _scanner.pool_held() == 0

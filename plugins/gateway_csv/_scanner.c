@@ -1366,16 +1366,18 @@ static inline int same_bytes(const char *a, const char *b, size_t n) {
 #define MAP_FROM ((size_t)256 << 10)
 #define T_HUGE 1 /* probed at every row of a scan: on huge pages */
 #define T_MAP 2  /* mapped (a merged table's) */
-#define T_POOL 4 /* a scan's: kept for the next scan's once freed (see pool_take) */
+#define T_POOL 4 /* an unindexed scan's: kept for the next one's once freed (see pool_take) */
 
+/* (A chunk of 1e5 groups keeps its index: there are a dozen such chunks to a query, and
+ * keeping their freed arrays raised q5's peak by 40 MB for nothing.) */
 static inline int table_how(const AggStateObject *t, int huge) {
-    return (huge ? T_HUGE : 0) | (t->tight ? T_MAP : T_POOL);
+    return (huge ? T_HUGE : 0) | (t->tight ? T_MAP : t->unindexed ? T_POOL : 0);
 }
 
 static size_t table_bytes(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
-/* Freed arrays of a scan's table (malloc's, from POOL_FROM bytes on), kept for the next
- * scan's: a many-group query makes and frees one table per 8 MB of its file (q9: 84 of
+/* Freed arrays of an unindexed scan's table (malloc's, from POOL_FROM bytes on), kept for
+ * the next one's: a many-group query makes and frees one table per 8 MB of its file (q9: 84 of
  * 12 MB), and malloc gave each one's pages back to the system, so every scan faulted and
  * zeroed its table's pages afresh (a third of q9's page faults). Taken by the smallest
  * that holds at least the bytes asked and at most twice them; emptied by pool_release()
