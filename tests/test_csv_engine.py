@@ -434,8 +434,9 @@ def test_count_distinct_merges_partials_with_the_others(tmp_path, monkeypatch):
     path = write(tmp_path, "d.csv", "g,v,w\n" + rows)
     with gateway_for(path, chunk_bytes=1024) as gw:
         assert_same(gw, "SELECT g, count(DISTINCT v) AS dv, count(DISTINCT v) + 1 AS dv1, "
-                        "count(*) AS n, sum(w) AS s, avg(w) AS a, min(v) AS lo "
+                        "count(*) AS n, sum(w) AS s, avg(w) AS a, max(v) AS hi "
                         "FROM t GROUP BY g ORDER BY g")
+        # (a min: the NULL key's group ties 0.0 and -0.0, which goes to the fallback)
         assert_same(gw, "SELECT count(DISTINCT w % 3) AS d, max(w) AS m FROM t WHERE w > 2")
         assert_same(gw, "SELECT g, count(DISTINCT w) AS d FROM t WHERE w > 100 GROUP BY g")
 

@@ -486,10 +486,13 @@ def test_sums_of_products_of_doubles_are_fused_and_answer_as_duckdb(tmp_path, mo
         for sql in ["SELECT flag, sum(price * (disc * tax)) AS s FROM t GROUP BY flag",
                     "SELECT flag, sum(price * qty) AS s FROM t GROUP BY flag",
                     "SELECT flag, sum(price + tax) AS s FROM t GROUP BY flag",
-                    "SELECT sum(price * disc * tax * tax * disc) AS s FROM t",
-                    "SELECT flag, min(price * disc) AS lo FROM t GROUP BY flag"]:
+                    "SELECT sum(price * disc * tax * tax * disc) AS s FROM t"]:
             assert_same(gw, sql)
     assert len(exported) == len(fusable)
+    # min of a product: Arrow's, unless a group's min ties 0.0 and -0.0 (a negative price
+    # times a zero discount), which goes to the fallback
+    with gateway_for(path, chunk_bytes=chunk_bytes, fallback="duck") as gw:
+        assert_same(gw, "SELECT flag, min(price * disc) AS lo FROM t GROUP BY flag")
 
 
 def _statistics_scan(path, start: int, boundary: int, unindexed: bool = False):

@@ -132,6 +132,12 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
             nan_specs[j] = len(nan_specs) + len(query.aggregates)
 
     specs += [(f"__nan{j}", "sum") for j in nan_specs]
+    #: min/max aggregate -> the indexes of its counters of 0.0 and of -0.0: Arrow keeps
+    #: the first of equal doubles, DuckDB the later one, so a group whose min or max is a
+    #: zero of both signs has an answer only DuckDB's row order gives
+    zero_specs = {j: (len(specs) + 2 * i, len(specs) + 2 * i + 1)
+                  for i, j in enumerate(nan_specs)}
+    specs += [spec for j in nan_specs for spec in ((f"__pz{j}", "sum"), (f"__nz{j}", "sum"))]
     key_names = [f"__k{i}" for i in range(len(query.group))]
     # count(DISTINCT x) decomposes when x is one expression: the partials are
     # grouped by the keys and x, so what is held is the distinct (group, x)
@@ -175,6 +181,7 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
                     cols[f"__nan{j}"] = nan.cast(pa.int64())
                     if pa.types.is_floating(arg.type):
                         arg = pc.if_else(nan, arrow_values.scalar(None, arg.type), arg)
+                    cols[f"__pz{j}"], cols[f"__nz{j}"] = _zero_signs(arg)
                 if j in totals and pa.types.is_decimal(arg.type):
                     low, high = (v.as_py() or 0 for v in pc.min_max(arg).values())
                     huge_bounds[j] += max(abs(low), abs(high)) * frame.length
@@ -220,6 +227,7 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
             parts.append(batch)
     if merger is not None:
         keys, aggs, n = merger.result(key_names)
+        _refuse_tied_zeros(aggs, zero_specs)
         return keys, _exact_sums(_with_nans(query, aggs, nan_specs), widened), n
     # distinct counts of several expressions: aggregate the columns whole
     table = pa.Table.from_batches(parts)
@@ -238,6 +246,7 @@ def _arrow_aggregate(scanners: list[Scanner], query: Query, exact: bool = False)
         aggs.append(whole(grouped.column(name)))
     for j, count in counts.items():
         aggs[j] = _average(aggs[j], aggs[count])
+    _refuse_tied_zeros(aggs, zero_specs)
     return keys, _exact_sums(_with_nans(query, aggs[:len(specs)], nan_specs), widened), \
         grouped.num_rows
 
@@ -283,6 +292,38 @@ def _exact_sums(aggs: list[pa.Array], exact: set[int]) -> list[pa.Array]:
             if low is None or (low >= -(2**63) and high < 2**63):  # (None: no sum at all)
                 out[j] = out[j].cast(pa.int64())
     return out
+
+
+def _zero_signs(arg: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Per row, 1 where ``arg`` is 0.0, and 1 where it is -0.0 (0 elsewhere, and for a
+    column of no floats)."""
+    if not pa.types.is_floating(arg.type):
+        none = pa.array([0] * len(arg), pa.int64())
+        return none, none
+    zero = pc.fill_null(pc.equal(arg, arrow_values.scalar(0.0, arg.type)), FALSE)
+    negative = pc.less(pc.divide(arrow_values.scalar(1.0, arg.type), arg),  # 1 / -0.0 = -inf
+                       arrow_values.scalar(0.0, arg.type))
+    neg = pc.and_(zero, pc.fill_null(negative, FALSE))
+    return (pc.and_(zero, pc.invert(neg)).cast(pa.int64()), neg.cast(pa.int64()))
+
+
+def _refuse_tied_zeros(aggs: list[pa.Array], zero_specs: dict[int, tuple[int, int]]) -> None:
+    """Unsupported where a min or max of doubles is a zero and the group held zeros of both
+    signs: DuckDB keeps the later of the tied -0.0 and 0.0, Arrow the first (the fused scan
+    keeps DuckDB's; this path leaves them to the fallback)."""
+    zero = arrow_values.scalar(0, pa.int64())
+    for j, (pz, nz) in zero_specs.items():
+        value = aggs[j]
+        if not pa.types.is_floating(value.type):
+            continue
+        both = pc.and_(pc.greater(pc.fill_null(aggs[pz], zero), zero),
+                       pc.greater(pc.fill_null(aggs[nz], zero), zero))
+        tied = pc.and_(both, pc.fill_null(pc.equal(value, arrow_values.scalar(0.0, value.type)),
+                                          FALSE))
+        if pc.any(tied).as_py():
+            raise Unsupported("the csv engine leaves a min or max of doubles whose group ties "
+                              "0.0 and -0.0 to DuckDB (which keeps the later of them)",
+                              engines=ENGINES_FOR_MORE)
 
 
 def _with_nans(query: Query, aggs: list[pa.Array], nan_specs: dict[int, int]) -> list[pa.Array]:
