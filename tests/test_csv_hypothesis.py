@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gateway.errors import Unsupported
 from tests.csv_support import assert_same, gateway_for
 
 TEXT = st.text(alphabet=st.sampled_from(list('abcXYZ ,"\né🙂')), min_size=0, max_size=6)
@@ -82,4 +83,11 @@ def test_random_files_and_queries_match_duckdb(content, sql, chunk):
         path = Path(tmp) / "r.csv"
         path.write_text(content, encoding="utf-8", newline="")
         with gateway_for(path, chunk_bytes=chunk) as gw:
-            assert_same(gw, sql)
+            try:
+                assert_same(gw, sql)
+            except Unsupported as exc:
+                # the one refusal these shapes meet: a min/max through Arrow whose group
+                # ties 0.0 and -0.0 (DuckDB keeps the later of them), answered by DuckDB
+                assert "ties 0.0 and -0.0" in str(exc), exc
+                with gateway_for(path, chunk_bytes=chunk, fallback="duck") as fallback:
+                    assert_same(fallback, sql)

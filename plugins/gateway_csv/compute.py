@@ -437,8 +437,9 @@ def _intdiv(frame: Frame, node: exp.Expression) -> Value:
     fallback engine, which says what DuckDB says."""
     left, right = coerce([frame._eval(node.this), frame._eval(node.expression)])
     if pa.types.is_floating(right.type):
-        zero = pc.any(pc.equal(right, 0.0)) if isinstance(right, pa.Array | pa.ChunkedArray) \
-            else pc.equal(right, 0.0)
+        divisor = arrow_values.scalar(0.0, right.type)  # (not 0.0: pyarrow would import pandas)
+        zero = pc.any(pc.equal(right, divisor)) if isinstance(right, pa.Array | pa.ChunkedArray) \
+            else pc.equal(right, divisor)
         if zero.as_py():
             raise pa.ArrowInvalid("divide by zero")
         return pc.divide(left, right)

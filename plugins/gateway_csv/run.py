@@ -260,8 +260,9 @@ def _average(total: pa.Array, count: pa.Array, grouped: bool) -> pa.Array:
         total = total.combine_chunks()
     if isinstance(count, pa.ChunkedArray):
         count = count.combine_chunks()
-    count = pc.fill_null(count.cast(pa.int64()), 0)
-    none = pc.equal(count, arrow_values.scalar(0, pa.int64()))
+    no_count = arrow_values.scalar(0, pa.int64())  # (a Python 0 makes pyarrow import pandas)
+    count = pc.fill_null(count.cast(pa.int64()), no_count)
+    none = pc.equal(count, no_count)
     if pa.types.is_floating(total.type):  # a sum of doubles over its count
         return pc.if_else(none, arrow_values.scalar(None, pa.float64()),
                           pc.divide(total, count.cast(pa.float64())))
