@@ -164,16 +164,35 @@ def test_grouped_chunks_of_mostly_new_groups_are_cut_back_and_answer_as_duckdb(t
     assert max(size for _unindexed, size in seen) > 4 << 18
 
 
-@pytest.mark.parametrize("groups", [1, 50_000, 1 << 20])
+@pytest.mark.parametrize("groups", [1, 10_000, 50_000, 1 << 20])
 def test_an_unindexed_scan_given_room_for_its_rows_answers_as_one_grown_from_empty(tmp_path,
                                                                                    groups):
     """An unindexed scan's table starts with room for the rows it is expected to read
-    (Scanner._scan's estimate): too little, about right or far too much, it answers alike."""
+    (Scanner._scan's estimate): too little (10,000 for 40,000 rows: its runs by partition
+    fill, and the rest is appended after them), about right or far too much, it answers
+    alike."""
     path = _keys_file(tmp_path, 40_000, 10**9)
     size = path.stat().st_size
     _end, roomy = _scan(path, 4, size, unindexed=True, groups=groups)
     _end, grown = _scan(path, 4, size, unindexed=True)
     assert _by_key(*roomy.export()) == _by_key(*grown.export())
+
+
+def test_an_unindexed_scan_given_room_for_its_rows_lays_them_out_by_partition(tmp_path):
+    """Given the rows it will read (8,192 or more), an unindexed scan appends each row to
+    its partition's run, so absorb reads each partition's groups in a row; grown from
+    empty, or past what it was given, its rows lie in the order they were read."""
+    path = _keys_file(tmp_path, 40_000, 10**9)
+    size = path.stat().st_size
+    _end, runs = _scan(path, 4, size, unindexed=True, groups=42_000)
+    assert runs.in_partition_order
+    _end, grown = _scan(path, 4, size, unindexed=True)
+    assert not grown.in_partition_order
+    _end, overflowed = _scan(path, 4, size, unindexed=True, groups=10_000)
+    assert not overflowed.in_partition_order
+    parts = runs.partitions()
+    _scanner.absorb(parts, [runs], 0, _scanner.AGG_PARTS)
+    assert sum(part.groups for part in parts) == len(_by_key(*grown.export()))
 
 
 def test_unindexed_chunks_are_given_room_for_their_rows(tmp_path, monkeypatch):
@@ -215,6 +234,24 @@ def test_a_many_group_query_gives_back_the_table_arrays_it_kept(tmp_path):
     with gateway_for(_keys_file(tmp_path, 200_000, 10**9), chunk_bytes=1 << 18) as gw:
         assert_same(gw, "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k")
     assert _scanner.pool_held() == 0
+
+
+def test_the_kept_arrays_go_back_before_the_last_merge(tmp_path, monkeypatch):
+    """Once a file's last chunk is scanned no scan is left to take the kept arrays: they
+    go back to the system before the last chunks are merged into the partitions, which
+    grow most then (not after that merge)."""
+    _scanner.pool_release()
+    seed = _keys_file(tmp_path, 40_000, 10**9)
+    _end, state = _scan(seed, 4, seed.stat().st_size, unindexed=True, groups=60_000)
+    del state
+    assert _scanner.pool_held() >= 60_000 * 32  # too big for the query's chunks to take
+    held = []
+    real = fused._absorb
+    monkeypatch.setattr(fused, "_absorb", lambda *args: held.append(_scanner.pool_held())
+                        or real(*args))
+    with gateway_for(_keys_file(tmp_path, 200_000, 10**9), chunk_bytes=1 << 18) as gw:
+        assert_same(gw, "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k")
+    assert held and held[-1] == 0
 
 
 def test_absorb_merges_chunks_partition_by_partition_as_merge_does(tmp_path):
