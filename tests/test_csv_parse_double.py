@@ -1,13 +1,16 @@
 """The scanner's DOUBLE parser (``parse_double`` in _scanner.c) against Python's float(),
 which rounds correctly, as DuckDB's parser does.
 
-Its fast paths: up to 15-16 digits through a double's own division, and 17-19 digits
-(a double's shortest form often has 17: 42.199999999999996) through x87's 64-bit
-significand, falling back to strtod where the quotient lies exactly halfway between
-two doubles; a wrong last bit there would change a sum's last digit.
+Its fast path: a decimal of up to 19 significant digits (a double's shortest form often
+has 17: 42.199999999999996) and up to 27 places is rounded by Eisel and Lemire's
+algorithm, as fast_float computes it (two 64-bit products, no division, no fallback);
+the rest goes to strtod. A wrong last bit would change a sum's last digit.
 """
 
 from __future__ import annotations
+
+import random
+from decimal import Decimal, localcontext
 
 import pytest
 from hypothesis import example, given, settings
@@ -55,13 +58,14 @@ def test_every_doubles_shortest_form_reads_back_as_that_double(value):
 
 
 #: 19-digit decimals just off a point halfway between two doubles, whose quotient in a
-#: 64-bit significand rounds onto that point: rounded again to a double, ties-to-even
-#: goes the wrong way for the first three (found with fractions.Fraction)
+#: 64-bit significand rounds onto that point (the x87 division the parser used before):
+#: rounded again to a double, ties-to-even went the wrong way for the first three
+#: (found with fractions.Fraction)
 DOUBLY_ROUNDED = ["1.365520361773170932", "1.035885903791729068", "1.415197151939286635",
                   "1.191744074183429869", "1.235951905651450633", "1.437445927702774795"]
 
 
-def test_a_quotient_rounded_onto_a_halfway_point_is_left_to_strtod():
+def test_a_decimal_just_off_a_halfway_point_rounds_as_float_does():
     for text in DOUBLY_ROUNDED:
         _same(text)
         _same("-" + text)
@@ -69,13 +73,36 @@ def test_a_quotient_rounded_onto_a_halfway_point_is_left_to_strtod():
 
 def test_quotients_exactly_halfway_between_two_doubles_round_to_even():
     """2**53 + 1 lies halfway between 2**53 and 2**53 + 2; written with the point moved
-    (and so divided by a power of ten in 64 bits), the quotient is that midpoint, which
-    the fast path hands to strtod."""
+    it is that midpoint over a power of ten (exactly halfway only up to 4 places, where
+    Eisel-Lemire checks for it)."""
     for base in (2**53 + 1, 2**54 + 2, 2**60 + 2**7, 3 * 2**52 + 1, 2**63 + 2**10):
         text = str(base)
         for places in range(0, 12):
             _same(text[:len(text) - places] + ("." + text[len(text) - places:] if places else ""))
             _same(text + "." + "0" * places if places else text)
+
+
+def test_midpoints_of_doubles_and_their_neighbours_round_as_float_does():
+    """In every binade from 2**44 to 2**64: a double, the point halfway to the next one and
+    a hair past it, each written out exactly wherever that takes at most 19 digits and 27
+    places: the ties and near-ties where a last bit is decided."""
+    rng = random.Random(7)
+    checked = 0
+    with localcontext() as ctx:
+        ctx.prec = 80
+        for e in range(44, 64):
+            for _ in range(150):
+                b = rng.randrange(2**52) | 1 << 52
+                x, y = Decimal(b) * Decimal(2) ** (e - 52), Decimal(b + 1) * Decimal(2) ** (e - 52)
+                mid = (x + y) / 2
+                for value in (x, mid, mid + Decimal(2) ** (e - 60), mid - Decimal(2) ** (e - 60)):
+                    text = format(value, "f")
+                    text = text.rstrip("0").rstrip(".") if "." in text else text
+                    places = len(text.partition(".")[2])
+                    if len(text.replace(".", "").lstrip("0")) <= 19 and places <= 27:
+                        _same(text)
+                        checked += 1
+    assert checked > 4000
 
 
 @st.composite

@@ -285,14 +285,75 @@ typedef struct {
     size_t n;
 } Val;
 
-static const double pow10_tab[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-#if (defined(__x86_64__) || defined(__i386__)) && LDBL_MANT_DIG == 64
-/* 10^0..10^27: exact in a 64-bit significand (5^27 < 2^63) */
-static const long double pow10l_tab[] = {
-    1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,  1e7L,  1e8L,  1e9L,  1e10L, 1e11L, 1e12L, 1e13L,
-    1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
-#endif
+/* 5^q for q = -27..0 as fast_float's power_of_five_128 holds them: the 128 bits from the
+ * first one set, rounded up (q < 0), made by its script/table_generation.py's formula */
+static const uint64_t pow5_128[28][2] = {
+    {0x9e74d1b791e07e48ull, 0x775ea264cf55347eull}, /* 5^-27 */
+    {0xc612062576589ddaull, 0x95364afe032a819eull}, /* 5^-26 */
+    {0xf79687aed3eec551ull, 0x3a83ddbd83f52205ull}, /* 5^-25 */
+    {0x9abe14cd44753b52ull, 0xc4926a9672793543ull}, /* 5^-24 */
+    {0xc16d9a0095928a27ull, 0x75b7053c0f178294ull}, /* 5^-23 */
+    {0xf1c90080baf72cb1ull, 0x5324c68b12dd6339ull}, /* 5^-22 */
+    {0x971da05074da7beeull, 0xd3f6fc16ebca5e04ull}, /* 5^-21 */
+    {0xbce5086492111aeaull, 0x88f4bb1ca6bcf585ull}, /* 5^-20 */
+    {0xec1e4a7db69561a5ull, 0x2b31e9e3d06c32e6ull}, /* 5^-19 */
+    {0x9392ee8e921d5d07ull, 0x3aff322e62439fd0ull}, /* 5^-18 */
+    {0xb877aa3236a4b449ull, 0x09befeb9fad487c3ull}, /* 5^-17 */
+    {0xe69594bec44de15bull, 0x4c2ebe687989a9b4ull}, /* 5^-16 */
+    {0x901d7cf73ab0acd9ull, 0x0f9d37014bf60a11ull}, /* 5^-15 */
+    {0xb424dc35095cd80full, 0x538484c19ef38c95ull}, /* 5^-14 */
+    {0xe12e13424bb40e13ull, 0x2865a5f206b06fbaull}, /* 5^-13 */
+    {0x8cbccc096f5088cbull, 0xf93f87b7442e45d4ull}, /* 5^-12 */
+    {0xafebff0bcb24aafeull, 0xf78f69a51539d749ull}, /* 5^-11 */
+    {0xdbe6fecebdedd5beull, 0xb573440e5a884d1cull}, /* 5^-10 */
+    {0x89705f4136b4a597ull, 0x31680a88f8953031ull}, /* 5^-9 */
+    {0xabcc77118461cefcull, 0xfdc20d2b36ba7c3eull}, /* 5^-8 */
+    {0xd6bf94d5e57a42bcull, 0x3d32907604691b4dull}, /* 5^-7 */
+    {0x8637bd05af6c69b5ull, 0xa63f9a49c2c1b110ull}, /* 5^-6 */
+    {0xa7c5ac471b478423ull, 0x0fcf80dc33721d54ull}, /* 5^-5 */
+    {0xd1b71758e219652bull, 0xd3c36113404ea4a9ull}, /* 5^-4 */
+    {0x83126e978d4fdf3bull, 0x645a1cac083126eaull}, /* 5^-3 */
+    {0xa3d70a3d70a3d70aull, 0x3d70a3d70a3d70a4ull}, /* 5^-2 */
+    {0xccccccccccccccccull, 0xcccccccccccccccdull}, /* 5^-1 */
+    {0x8000000000000000ull, 0x0000000000000000ull}, /* 5^0 */
+};
+
+/* The double nearest w * 10^-frac (w not 0, at most 19 digits, so exact; frac at most
+ * 27), rounded to even: Eisel and Lemire's algorithm as fast_float computes it
+ * (compute_float, decimal_to_binary.h), proven never to need a fallback for such a w
+ * (Mushtak and Lemire, "Fast number parsing without fallback", 2023). Two 64-bit
+ * products and no division: a division of the mantissa by a power of ten (a double's,
+ * or an x87 long double's past 2^53) was half of a DOUBLE column's parse (h2o's v3). */
+static inline double eisel_lemire(uint64_t w, int frac) {
+    const int q = -frac;
+    const int lz = __builtin_clzll(w);
+    w <<= lz;
+    const uint64_t *t = pow5_128[27 - frac];
+    unsigned __int128 first = (unsigned __int128)w * t[0];
+    uint64_t hi = (uint64_t)(first >> 64), lo = (uint64_t)first;
+    if ((hi & 0x1FF) == 0x1FF) { /* the product's bits below the 55 kept may carry: add w * t[1]'s */
+        uint64_t second = (uint64_t)(((unsigned __int128)w * t[1]) >> 64);
+        lo += second;
+        if (second > lo) hi++;
+    }
+    const int upperbit = (int)(hi >> 63), shift = upperbit + 64 - 52 - 3;
+    uint64_t mantissa = hi >> shift;
+    /* fast_float's power(q) = floor(q * log2(10)) + 63, less minimum_exponent (-1023) */
+    int64_t power2 = (((152170 + 65536) * (int64_t)q) >> 16) + 63 + upperbit - lz + 1023;
+    /* exactly halfway between two doubles (possible only for q in -4..23): to even */
+    if (lo <= 1 && q >= -4 && (mantissa & 3) == 1 && (mantissa << shift) == hi) mantissa &= ~(uint64_t)1;
+    mantissa += mantissa & 1;
+    mantissa >>= 1;
+    if (mantissa >= (uint64_t)2 << 52) {
+        mantissa = (uint64_t)1 << 52;
+        power2++;
+    }
+    mantissa &= ~((uint64_t)1 << 52);
+    uint64_t bits = mantissa | (uint64_t)power2 << 52;
+    double d;
+    memcpy(&d, &bits, 8);
+    return d;
+}
 
 /* DuckDB's avg of integers. Grouped (IntegerAverageOperationHugeint): the HUGEINT sum made
  * a long double (exactly, to 64 bits), divided by the count as a long double, the quotient
@@ -409,36 +470,12 @@ static int parse_double(const char *s, size_t n, double *out) {
         frac = p - from;
         digits += frac;
     }
-    /* the product of mant and no power of ten rounds when both are exact doubles
-     * (mant below 2^53 with at most 19 digits, so it did not wrap) */
-    if (p == stop && whole + frac > 0 && digits <= 19 && frac <= 22 && mant < (1ull << 53)) {
-        double v = (double)mant / pow10_tab[frac];
+    /* at most 19 significant digits: mant is exact (it did not wrap) */
+    if (p == stop && whole + frac > 0 && digits <= 19 && frac <= 27) {
+        double v = mant ? eisel_lemire(mant, (int)frac) : 0.0;
         *out = neg ? -v : v;
         return 0;
     }
-#if (defined(__x86_64__) || defined(__i386__)) && LDBL_MANT_DIG == 64
-    /* 17 to 19 significant digits (a double's shortest form often has 17:
-     * 42.199999999999996): in x87's 64-bit significand the mantissa and the power
-     * of ten are exact, so their quotient is rounded once; rounding that to a
-     * double gives the correctly rounded double unless the quotient lies exactly
-     * halfway between two doubles (its low 11 bits 10000000000), where the
-     * rounding may have been the wrong way: strtod decides those. */
-    if (p == stop && whole + frac > 0 && digits <= 19 && frac <= 27) {
-        union {
-            long double v;
-            struct {
-                uint64_t significand;
-                uint16_t sign_exponent;
-            } bits;
-        } q;
-        q.v = (long double)mant / pow10l_tab[frac];
-        if ((q.bits.significand & 0x7FF) != 0x400) {
-            double v = (double)q.v;
-            *out = neg ? -v : v;
-            return 0;
-        }
-    }
-#endif
     char tmp[128];
     if (n >= sizeof tmp) return -1;
     for (size_t k = 0; k < n; k++) {
