@@ -38,6 +38,8 @@ def _expected(text: str) -> int | None:
 @example("-", "", "9223372036854775808", "")
 @example("", "", "9223372036854775808", "")
 @example("", "", "123456789012345678", "")
+@example("-", "", "999999999999999999", "")  # 18 digits: the loop without an overflow check
+@example("", "0", "999999999999999999", "")  # 19 characters: the one with it
 def test_an_integer_of_any_length_reads_as_int_does(sign, zeros, digits, pad):
     text = pad + sign + zeros + digits + pad
     assert _parsed(text) == _expected(text), text

@@ -382,6 +382,15 @@ static int parse_int(const char *s, size_t n, int64_t *out) {
     if (s[0] == '-' || s[0] == '+') neg = s[0] == '-', i = 1;
     if (i == n) return -1;
     uint64_t v = 0;
+    if (n - i <= 18) { /* no overflow to check: below 10^18 */
+        for (; i < n; i++) {
+            unsigned d = (unsigned char)s[i] - '0';
+            if (d > 9) return -1;
+            v = v * 10 + d;
+        }
+        *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+        return 0;
+    }
     for (; i < n; i++) {
         unsigned d = (unsigned char)s[i] - '0';
         if (d > 9) return -1;
