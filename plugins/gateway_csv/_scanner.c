@@ -833,7 +833,14 @@ static const char *count_to_row_end(const char *p, const char *end, char delim, 
  * Q04 row after its last needed column was 16% of the scan's instructions. */
 static int use_avx2;
 
-#define AVX2 __attribute__((target("avx2,popcnt")))
+#define AVX2 __attribute__((target("avx2,popcnt,pclmul")))
+
+/* the prefix XOR of x's bits (bit i: the XOR of bits 0..i, so a byte's quote parity) as
+ * one carry-less product by all ones (PCLMULQDQ, which every AVX2 processor has), not six
+ * shifts and XORs (a tenth of fast_row's samples) */
+AVX2 static inline uint64_t prefix_xor(uint64_t x) {
+    return (uint64_t)_mm_cvtsi128_si64(_mm_clmulepi64_si128(_mm_set_epi64x(0, (long long)x), _mm_set1_epi8((char)0xFF), 0));
+}
 
 AVX2 static inline __m256i special32(__m256i v, __m256i vn, __m256i vq) {
     return _mm256_or_si256(_mm256_cmpeq_epi8(v, vn), _mm256_cmpeq_epi8(v, vq));
@@ -867,7 +874,7 @@ AVX2 static const char *skip_fields_avx2(const char *p, const char *end, int k, 
             uint64_t md = rows_bits32(a, b, vd), mn = rows_bits32(a, b, vn), mq = rows_bits32(a, b, vq2);
             uint64_t stop = mn;
             if (mq) {
-                uint64_t inside = rows_prefix_xor(mq), opens = mq & inside, closes = mq & ~inside;
+                uint64_t inside = prefix_xor(mq), opens = mq & inside, closes = mq & ~inside;
                 uint64_t starts = (md << 1) | at_field; /* fields' first bytes */
                 if (quoted == 2) starts |= (rows_bits32(a, b, vb) & starts) << 1; /* or after one blank */
                 stop |= (opens & ~starts) | (closes & ~(md >> 1));
@@ -957,7 +964,7 @@ AVX2 static const char *quoted_row_end_avx2(const char *p, const char *end, char
     while (end - p > 64) {
         __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
         uint64_t md = rows_bits32(a, b, vd), mn = rows_bits32(a, b, vn), mq = rows_bits32(a, b, vq);
-        uint64_t inside = rows_prefix_xor(mq) ^ carry, nl = mn & ~inside;
+        uint64_t inside = prefix_xor(mq) ^ carry, nl = mn & ~inside;
         uint64_t row = nl ? (nl & (0 - nl)) - 1 : ~(uint64_t)0; /* the row's bytes here */
         uint64_t next = p[64] == delim || p[64] == '\n' ? (uint64_t)1 << 63 : 0;
         if (mn & row) return NULL; /* a newline inside quotes */
@@ -3683,7 +3690,7 @@ AVX2 static int fast_row(Scan *sc, const char **pp, const char *stop) {
         if (stop - at <= 64) return 0;
         __m256i a = _mm256_loadu_si256((const __m256i *)at), b = _mm256_loadu_si256((const __m256i *)(at + 32));
         uint64_t md = rows_bits32(a, b, vd), mn = rows_bits32(a, b, vn), mq = rows_bits32(a, b, vq);
-        uint64_t inside = rows_prefix_xor(mq) ^ carry, nl = mn & ~inside;
+        uint64_t inside = prefix_xor(mq) ^ carry, nl = mn & ~inside;
         uint64_t row = nl ? (nl & (0 - nl)) - 1 : ~(uint64_t)0;
         if (mn & row) return 0; /* a newline inside quotes */
         uint64_t starts = (md << 1) | after;
@@ -5236,7 +5243,8 @@ static PyObject *simd(PyObject *mod, PyObject *args) {
     if (on != Py_None) {
         int want = PyObject_IsTrue(on);
         if (want < 0) return NULL;
-        use_avx2 = want && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+        use_avx2 = want && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") &&
+                   __builtin_cpu_supports("pclmul");
     }
     return PyUnicode_FromString(use_avx2 ? "avx2" : "sse2");
 #elif defined(HAVE_SSE2)
@@ -5648,7 +5656,7 @@ PyMODINIT_FUNC PyInit__scanner(void) {
     year_table_init();
 #ifdef HAVE_AVX2
     __builtin_cpu_init();
-    use_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    use_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("pclmul");
 #endif
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
