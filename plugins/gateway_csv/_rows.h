@@ -117,10 +117,16 @@ static inline void rows_masks_sse2(const char *p, const RowsDialect *dl, RowsMas
 #endif
 
 #ifdef ROWS_AVX2
-#define ROWS_AVX2_TARGET __attribute__((target("avx2,popcnt")))
+#define ROWS_AVX2_TARGET __attribute__((target("avx2,popcnt,pclmul")))
 ROWS_AVX2_TARGET static inline uint64_t rows_bits32(__m256i a, __m256i b, __m256i c) {
     return (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, c)) |
            (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, c)) << 32;
+}
+
+/* rows_prefix_xor as one carry-less product by all ones (PCLMULQDQ: every AVX2 processor
+ * has it, and the caller checks) */
+ROWS_AVX2_TARGET static inline uint64_t rows_prefix_xor_clmul(uint64_t x) {
+    return (uint64_t)_mm_cvtsi128_si64(_mm_clmulepi64_si128(_mm_set_epi64x(0, (long long)x), _mm_set1_epi8((char)0xFF), 0));
 }
 
 ROWS_AVX2_TARGET static inline void rows_masks_avx2(const char *p, const RowsDialect *dl, RowsMasks *m) {
@@ -187,7 +193,7 @@ static inline uint64_t rows_bad_quote(const RowsDialect *dl, const char *p, uint
 #endif
 
 /* The kernel over one mask builder: see rows_count. */
-#define ROWS_KERNEL(NAME, ATTR, MASKS)                                                                            \
+#define ROWS_KERNEL(NAME, ATTR, MASKS, PREFIX_XOR)                                                              \
     ATTR static const char *NAME(const RowsDialect *dl, const char *p, const char *stop, const char *end,        \
                                  int64_t *counted) {                                                             \
         const char *first = p, *row = p;                                                                          \
@@ -201,7 +207,7 @@ static inline uint64_t rows_bad_quote(const RowsDialect *dl, const char *p, uint
             MASKS(p, dl, &m);                                                                                     \
             uint64_t inside = carry, bad = 0;                                                                     \
             if (m.q) {                                                                                            \
-                inside = rows_prefix_xor(m.q) ^ carry;                                                            \
+                inside = PREFIX_XOR(m.q) ^ carry;                                                                 \
                 carry = 0 - (inside >> 63);                                                                       \
                 bad = rows_bad_quote(dl, p, m.q, inside, first, end);                                             \
             }                                                                                                     \
@@ -235,19 +241,20 @@ static inline uint64_t rows_bad_quote(const RowsDialect *dl, const char *p, uint
         return row;                                                                                               \
     }
 
-ROWS_KERNEL(rows_count_scalar, , rows_masks_scalar)
+ROWS_KERNEL(rows_count_scalar, , rows_masks_scalar, rows_prefix_xor)
 #ifdef ROWS_SSE2
-ROWS_KERNEL(rows_count_sse2, , rows_masks_sse2)
+ROWS_KERNEL(rows_count_sse2, , rows_masks_sse2, rows_prefix_xor)
 #endif
 #ifdef ROWS_AVX2
-ROWS_KERNEL(rows_count_avx2, ROWS_AVX2_TARGET, rows_masks_avx2)
+ROWS_KERNEL(rows_count_avx2, ROWS_AVX2_TARGET, rows_masks_avx2, rows_prefix_xor_clmul)
 #endif
 
 /* rows_count(dl, p, stop, end, &counted): from p, a row start outside quotes,
  * counts the rows that start before stop and that the careful parser would read
  * without error, reading no byte at or past end (the end of the file); returns
  * the start of the first row not counted (at or past stop, or one to parse with
- * care). simd: 2 for AVX2 (when the processor has it), 1 for SSE2, 0 for plain C. */
+ * care). simd: 2 for AVX2 (when the processor has it, and PCLMULQDQ), 1 for SSE2, 0 for
+ * plain C. */
 static const char *rows_count(const RowsDialect *dl, const char *p, const char *stop, const char *end, int simd,
                               int64_t *counted) {
 #ifdef ROWS_AVX2
