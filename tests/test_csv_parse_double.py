@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from gateway_csv import _scanner
 from gateway_csv.layout import FLOAT
+from tests.csv_support import assert_same, gateway_for
 
 
 def parsed(text: str) -> float:
@@ -137,3 +138,31 @@ def test_a_digit_run_read_eight_bytes_at_a_time_stops_at_a_non_digit(bad):
     out of) end the run: the number does not read, as float() refuses it."""
     with pytest.raises(ValueError, match="not a value"):
         _scanner.parse_value(FLOAT, bad.encode("latin-1"))
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+def test_short_decimals_in_a_file_read_as_float_does_up_to_its_last_byte(tmp_path, quoted):
+    """A field shorter than 8 bytes is read 8 bytes at a time where the file goes on past
+    it (the bytes past the field made zero): lineitem's 0.04 and 17. Each value read back
+    exactly, the last one ending the file at a page's end, where no byte past it may be
+    read."""
+    rng = random.Random(3)
+    texts = []
+    for _ in range(5000):
+        whole = str(rng.randrange(10 ** rng.randrange(0, 5)))
+        places = rng.randrange(0, 4)
+        text = rng.choice(["", "-"]) + whole + ("." + str(rng.randrange(10**places)).zfill(places)
+                                                if places else "")
+        texts.append(text[:7])
+    quote = '"' if quoted else ""
+    body = "k,pad,f\n" + "".join(f"{i},,{quote}{t}{quote}\n" for i, t in enumerate(texts))
+    last = f"{len(texts)},,{quote}0.04{quote}"
+    texts.append("0.04")
+    body += last.replace(",,", "," + "x" * (-(len(body) + len(last)) % 4096) + ",")
+    path = tmp_path / "short.csv"
+    path.write_text(body)
+    assert path.stat().st_size % 4096 == 0
+    with gateway_for(path, chunk_bytes=1 << 12) as gw:
+        got = gw.execute("SELECT k, f FROM t ORDER BY k", engine="csv").to_arrow()
+        assert got.column("f").to_pylist() == [float(t) for t in texts]
+        assert_same(gw, "SELECT sum(f) AS s, min(f) AS lo, max(f) AS hi, count(f) AS n FROM t")
