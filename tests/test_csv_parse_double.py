@@ -1,10 +1,11 @@
 """The scanner's DOUBLE parser (``parse_double`` in _scanner.c) against Python's float(),
 which rounds correctly, as DuckDB's parser does.
 
-Its fast path: a decimal of up to 19 significant digits (a double's shortest form often
-has 17: 42.199999999999996) and up to 27 places is rounded by Eisel and Lemire's
-algorithm, as fast_float computes it (two 64-bit products, no division, no fallback);
-the rest goes to strtod. A wrong last bit would change a sum's last digit.
+Its fast paths: a decimal whose digits make less than 2**53, with up to 22 places, is
+one division of two exact doubles (Clinger's); one of up to 19 significant digits (a
+double's shortest form often has 17: 42.199999999999996) and up to 27 places is rounded
+by Eisel and Lemire's algorithm, as fast_float computes it (two 64-bit products, no
+fallback); the rest goes to strtod. A wrong last bit would change a sum's last digit.
 """
 
 from __future__ import annotations
