@@ -1346,7 +1346,10 @@ static void table_layout(AggStateObject *t, int fixed, size_t key_width, int tig
     t->fixed_key = fixed;
     t->key_width = fixed ? key_width : 0;
     t->key_inline = !fixed && t->nkeys == 1 ? KEY_INLINE : 0;
-    t->key_at = (size_t)cells * sizeof(Cell);
+    /* corr's state is 8 values in its 3 cells' 9 (its third cell's count is unused):
+     * when it is the last aggregate the key starts there, 8 bytes sooner (q9's 6.3M
+     * groups: 50 MB less; stats_merge copies its 64 bytes, not 72) */
+    t->key_at = (size_t)cells * sizeof(Cell) - (t->naggs && t->agg_fns[t->naggs - 1] == A_CORR ? 8 : 0);
     size_t size = t->key_at + (fixed ? key_width : 4 + (t->key_inline > 4 ? t->key_inline : 4));
     size_t stride = 16;
     if (tight || size > 64) stride = (size + 7) & ~(size_t)7;
@@ -2296,7 +2299,7 @@ static inline void stats_add(Cell *c, int fn, double y, double x) {
 static void stats_merge(Cell *dst, const Cell *src, int fn) {
     if (src->n == 0) return;
     if (dst->n == 0) {
-        for (int i = 0; i < AGG_CELLS(fn); i++) dst[i] = src[i];
+        memcpy(dst, src, fn == A_CORR ? 3 * sizeof(Cell) - 8 : AGG_CELLS(fn) * sizeof(Cell));
         return;
     }
     int64_t tn = dst->n, sn = src->n;

@@ -175,7 +175,9 @@ class Scanner:
         # an unindexed chunk's table has room for its rows from the start (row_bytes: the
         # bytes of a row where a chunk spilled), not grown by doubling and copying
         if chunk.unindexed and row_bytes:
-            groups = int((chunk.boundary - chunk.start) / row_bytes * 1.05) + 64
+            rows = (min(chunk.boundary - chunk.start, spill) if spill > 0
+                    else chunk.boundary - chunk.start) / row_bytes
+            groups = int(rows * 1.05) + 64
         return _scanner.scan(self.file, chunk.start, chunk.boundary, self.layout.dialect(),
                              plan.slots, plan.filters, plan.keys, plan.aggs, limit, spill,
                              chunk.unindexed, groups)
@@ -238,9 +240,13 @@ class Scanner:
                     if limit <= 0:
                         return
                 elif grouped and end < chunk.boundary:
-                    # it stopped early (spill): the rest, without looking rows up
+                    # it stopped early (spill): the rest, without looking rows up, and so
+                    # the chunks not yet started (which looked their rows up until they
+                    # stopped: q9 spent a tenth of its time there)
                     if seen:
                         row_bytes = row_bytes or (end - chunk.start) / seen
+                    work = deque((Chunk(c.start, c.boundary, True) if task is None else c, task)
+                                 for c, task in work)
                     work.extendleft((rest, None) for rest in reversed(
                         self._split(end, chunk.boundary, self.chunk_bytes, unindexed=True)))
                 elif grouped and not chunk.unindexed:
