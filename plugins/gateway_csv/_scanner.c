@@ -2251,6 +2251,17 @@ static int nan_aware_less(double a, double b) {
  *               and m[1] dsquared of y (its StddevStates, whose counts are always
  *               covar's) */
 
+/* The statistics' fused multiply-adds (fma(), as DuckDB's build computes them) are a libm
+ * call in a baseline x86-64 build; the functions that fold rows and merge states into them
+ * are also built for processors with FMA and chosen at load (GCC's target_clones, an ifunc),
+ * where fma() is one instruction with the same, exactly rounded, result (q9: 6% less CPU
+ * with the whole module built for FMA). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__)
+#define FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define FMA_CLONES
+#endif
+
 /* StddevState's Execute: x folded into (mean, dsquared) of n values, n counting it */
 static inline void welford_add(double *mean, double *dsquared, int64_t n, double x) {
     const double mean_differential = (x - *mean) / (double)(uint64_t)n;
@@ -2296,7 +2307,7 @@ static inline void stats_add(Cell *c, int fn, double y, double x) {
 }
 
 /* the source's cells merged into the target's (DuckDB's Combine) */
-static void stats_merge(Cell *dst, const Cell *src, int fn) {
+FMA_CLONES static void stats_merge(Cell *dst, const Cell *src, int fn) {
     if (src->n == 0) return;
     if (dst->n == 0) {
         memcpy(dst, src, fn == A_CORR ? 3 * sizeof(Cell) - 8 : AGG_CELLS(fn) * sizeof(Cell));
@@ -3918,7 +3929,7 @@ static inline void stats_row(const Plan *pl, const Agg *ag, Cell *c, const Val *
 }
 
 /* fold a pending row into its group */
-static int aggregate_pending(Scan *sc, const Pending *row) {
+FMA_CLONES static int aggregate_pending(Scan *sc, const Pending *row) {
     const Plan *pl = sc->plan;
     const char *k = row->key.p ? row->key.p : "";
     Cell *cells = sc->agg->unindexed ? table_append(sc->agg, k, row->key.len, row->hash)
@@ -4070,7 +4081,7 @@ static inline int fold_row(const Plan *pl, const int *agg_cell, Cell *cells, con
 }
 
 /* The row in sc->vals folded into its group now (few groups: see DIRECT_GROUPS) */
-static int aggregate_direct(Scan *sc) {
+FMA_CLONES static int aggregate_direct(Scan *sc) {
     AggStateObject *t = sc->agg;
     uint64_t w0, w1;
     uint32_t len;
