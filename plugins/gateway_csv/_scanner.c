@@ -4145,10 +4145,12 @@ static int aggregate_row(Scan *sc) {
         if (pl->aggs[a].fn != A_COUNT_STAR) row->vals[a] = *agg_value(&pl->aggs[a], sc->vals, &row->vals[a]);
         if (pl->aggs[a].slot2 >= 0) row->vals2[a] = sc->vals[pl->aggs[a].slot2];
     }
-    if (t->runs) {
+    size_t run = t->runs ? part_of(row->hash) : 0;
+    if (t->runs && t->run_len[run] < t->run_cap) {
         /* the record and hash its run will take: 64 runs written at once are more streams
-         * than the processor follows, and each record stalled on its line's first write */
-        size_t p = part_of(row->hash), g = p * t->run_cap + t->run_len[p];
+         * than the processor follows, and each record stalled on its line's first write
+         * (a full run: nothing to prefetch, the row goes after the packed runs) */
+        size_t g = run * t->run_cap + t->run_len[run];
         const char *rec = group_record(t, g);
         __builtin_prefetch(rec, 1);
         __builtin_prefetch(rec + t->stride - 1, 1);
